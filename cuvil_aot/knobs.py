@@ -1,0 +1,68 @@
+"""Every environment knob of cuvil_aot, read in one place.
+
+Knobs are read at the edge (when a build or a load starts) and passed down
+explicitly; nothing below this module looks at ``os.environ``. A knob that
+changes generated code is part of the cache key (see ``codegen_knobs``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+MODES = ("strict", "import", "lazy")
+
+
+class KnobError(ValueError):
+    """An environment variable of cuvil_aot holds a value it cannot use."""
+
+
+@dataclass(frozen=True)
+class Knobs:
+    mode: str = "import"
+    """CUVIL_AOT_MODE: strict (never compile), import (compile on import), lazy (on first call)."""
+    cache_dir: Path | None = None
+    """CUVIL_AOT_CACHE_DIR: the compile cache; default the per-user cache directory."""
+    cache_max_bytes: int = 4 << 30
+    """CUVIL_AOT_CACHE_MAX_BYTES: size cap of the cache, least recently used entries go first."""
+    num_threads: int = 0
+    """CUVIL_AOT_NUM_THREADS: threads of the kernel pool; 0 means one per core."""
+    cpu_level: int = 0
+    """CUVIL_AOT_CPU_LEVEL: highest x86-64 level (1-4) kernels may use; 0 means detected."""
+    cc: str = ""
+    """CUVIL_AOT_CC: the C compiler; default the one Python was built with, else cc."""
+    hook: bool = False
+    """CUVIL_AOT_HOOK: 1 installs the import hook at startup (through the opt-in .pth file)."""
+
+
+def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw, 0)
+    except ValueError:
+        raise KnobError(f"{name}={raw!r}: expected an integer") from None
+    if not lo <= value <= hi:
+        raise KnobError(f"{name}={raw!r}: expected an integer in [{lo}, {hi}]")
+    return value
+
+
+def read(env: Mapping[str, str] | None = None) -> Knobs:
+    """Read every knob from ``env`` (default ``os.environ``), validating each."""
+    env = os.environ if env is None else env
+    mode = env.get("CUVIL_AOT_MODE", "import").strip() or "import"
+    if mode not in MODES:
+        raise KnobError(f"CUVIL_AOT_MODE={mode!r}: expected one of {', '.join(MODES)}")
+    cache_dir = env.get("CUVIL_AOT_CACHE_DIR", "").strip()
+    return Knobs(
+        mode=mode,
+        cache_dir=Path(cache_dir).expanduser() if cache_dir else None,
+        cache_max_bytes=_int(env, "CUVIL_AOT_CACHE_MAX_BYTES", 4 << 30, 0, 1 << 62),
+        num_threads=_int(env, "CUVIL_AOT_NUM_THREADS", 0, 0, 1024),
+        cpu_level=_int(env, "CUVIL_AOT_CPU_LEVEL", 0, 0, 4),
+        cc=env.get("CUVIL_AOT_CC", "").strip(),
+        hook=env.get("CUVIL_AOT_HOOK", "").strip() not in ("", "0"),
+    )

@@ -1,0 +1,107 @@
+/* The C API of cuvil_aot's native runtime, shared by every generated module.
+ *
+ * The runtime is the extension module cuvil_aot._runtime. It exports one
+ * capsule, "cuvil_aot._runtime._C_API", holding a cv_runtime_api table. A
+ * generated module imports it once at init (cv_import_runtime below) and calls
+ * through the table, so common code is compiled once, not per module.
+ *
+ * Strides in this API count elements, not bytes; the generated wrappers copy
+ * misaligned arrays or arrays whose byte strides are not a multiple of the item
+ * size before calling in.
+ */
+#ifndef CUVIL_AOT_RUNTIME_H
+#define CUVIL_AOT_RUNTIME_H
+
+#include <stdint.h>
+
+#define CV_RUNTIME_ABI_VERSION 1
+#define CV_RUNTIME_CAPSULE "cuvil_aot._runtime._C_API"
+
+/* x86-64 micro-architecture levels (psABI): 1 = baseline, 2 = v2 (SSE4.2,
+ * POPCNT), 3 = v3 (AVX2, FMA, BMI2), 4 = v4 (AVX-512 F/BW/CD/DQ/VL). */
+enum { CV_CPU_V1 = 1, CV_CPU_V2 = 2, CV_CPU_V3 = 3, CV_CPU_V4 = 4 };
+
+/* A task over the index range [begin, end). */
+typedef void (*cv_range_fn)(void *ctx, int64_t begin, int64_t end);
+
+/* One product term A @ B of a (batched) GEMM. A is m x k, B is k x n. Each
+ * operand has a row stride, a column stride and a batch stride (0 broadcasts
+ * the operand over the batch), all in elements; any sign is allowed. */
+typedef struct {
+    const float *a;
+    int64_t a_rs, a_cs, a_bs;
+    const float *b;
+    int64_t b_rs, b_cs, b_bs;
+    int64_t k;
+} cv_gemm_term_f32;
+
+typedef struct {
+    const double *a;
+    int64_t a_rs, a_cs, a_bs;
+    const double *b;
+    int64_t b_rs, b_cs, b_bs;
+    int64_t k;
+} cv_gemm_term_f64;
+
+/* The epilogue receives the finished accumulator tile
+ * acc[(i - i0) * ld_acc + (j - j0)] = sum over terms of (A @ B)[batch, i, j]
+ * for i in [i0, i1), j in [j0, j1), while the tile is still in cache, and
+ * writes the final values wherever it wants. It may run on any pool thread,
+ * concurrently for disjoint tiles. */
+typedef void (*cv_epilogue_f32)(void *ctx, int64_t batch, int64_t i0, int64_t i1,
+                                int64_t j0, int64_t j1, const float *acc, int64_t ld_acc);
+typedef void (*cv_epilogue_f64)(void *ctx, int64_t batch, int64_t i0, int64_t i1,
+                                int64_t j0, int64_t j1, const double *acc, int64_t ld_acc);
+
+/* C[batch, m, n] = sum over nterms of A_t @ B_t, handed to the epilogue tile by
+ * tile. Every (batch, i, j) with batch < nbatch, i < m, j < n is covered by
+ * exactly one epilogue call; with k == 0 for all terms the tiles hold zeros. */
+typedef struct {
+    int64_t nbatch, m, n;
+    int nterms;
+    const cv_gemm_term_f32 *terms;
+    cv_epilogue_f32 epilogue;
+    void *ctx;
+} cv_gemm_f32;
+
+typedef struct {
+    int64_t nbatch, m, n;
+    int nterms;
+    const cv_gemm_term_f64 *terms;
+    cv_epilogue_f64 epilogue;
+    void *ctx;
+} cv_gemm_f64;
+
+typedef struct cv_runtime_api {
+    int abi_version;
+    /* The level generated code may use: the detected level, lowered by
+     * cuvil_aot._runtime.configure(cpu_level=...). */
+    int (*cpu_level)(void);
+    int (*num_threads)(void);
+    /* Runs fn over [0, n) split into chunks of at least `grain` indices on the
+     * persistent pool; the calling thread takes part and the call returns when
+     * every chunk is done. Runs inline when n <= grain, with one thread, when
+     * called from inside a task, or when another caller holds the pool. Call it
+     * without the GIL. */
+    void (*parallel_for)(int64_t n, int64_t grain, cv_range_fn fn, void *ctx);
+    /* Return 0 on success, -1 when out of memory (nothing written then). */
+    int (*gemm_f32)(const cv_gemm_f32 *g);
+    int (*gemm_f64)(const cv_gemm_f64 *g);
+} cv_runtime_api;
+
+#ifdef Py_PYTHON_H
+/* For generated modules: fetch the table, checking its ABI version. */
+static inline const cv_runtime_api *cv_import_runtime(void) {
+    const cv_runtime_api *api =
+        (const cv_runtime_api *)PyCapsule_Import(CV_RUNTIME_CAPSULE, 0);
+    if (api && api->abi_version != CV_RUNTIME_ABI_VERSION) {
+        PyErr_Format(PyExc_ImportError,
+                     "cuvil_aot runtime ABI %d, module built for %d: rebuild the module",
+                     api->abi_version, CV_RUNTIME_ABI_VERSION);
+        return NULL;
+    }
+    return api;
+}
+#endif
+
+#endif
