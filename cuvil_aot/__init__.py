@@ -1,0 +1,38 @@
+"""cuvil_aot: ahead-of-time compilation of NumPy-style inference code.
+
+Mark functions with ``@cuvil_aot.optimize``; cuvil_aot compiles each marked module
+into one CPython extension of fused, vectorized kernels.
+"""
+
+from cuvil_aot.api import (
+    bool_,
+    f16,
+    f32,
+    f64,
+    i32,
+    i64,
+    optimize,
+)
+from cuvil_aot.errors import CompileError, SignatureError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CompileError",
+    "SignatureError",
+    "bool_",
+    "compile_module",
+    "f16",
+    "f32",
+    "f64",
+    "i32",
+    "i64",
+    "optimize",
+]
+
+
+def compile_module(module, **options):  # type: ignore[no-untyped-def]
+    """Compile every marked function of ``module`` into one extension (an Artifact)."""
+    from cuvil_aot import driver
+
+    return driver.build(module, driver.Options(**options))
