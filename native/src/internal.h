@@ -5,12 +5,16 @@
 #include "cuvil_aot/runtime.h"
 
 int cv_cpu_detected_level(void);
+/* Names of the psABI v2-v4 features this CPU reports, for info(). */
+const char *const *cv_cpu_features(int *count);
 int cv_cpu_level(void);
 void cv_set_cpu_level(int level);
 int cv_num_threads(void);
 int cv_set_num_threads(int n);
 void cv_parallel_for(int64_t n, int64_t grain, cv_range_fn fn, void *ctx);
-int cv_gemm_f32(const cv_gemm_f32 *g);
-int cv_gemm_f64(const cv_gemm_f64 *g);
+/* The API's gemm_f32/gemm_f64 (runtime.h names the structs cv_gemm_f32/f64,
+ * so the functions take another name). */
+int cv_run_gemm_f32(const cv_gemm_f32 *g);
+int cv_run_gemm_f64(const cv_gemm_f64 *g);
 
 #endif

@@ -1,0 +1,106 @@
+/* The extension module cuvil_aot._runtime: exports the C API capsule that
+ * generated modules call through, the pool/ISA configuration, and test hooks
+ * that drive the pool and the GEMM from Python. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "internal.h"
+#include "test_hooks.h"
+
+static const cv_runtime_api runtime_api = {
+    CV_RUNTIME_ABI_VERSION, cv_cpu_level,    cv_num_threads, cv_parallel_for,
+    cv_run_gemm_f32,        cv_run_gemm_f64,
+};
+
+static PyObject *configure(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"num_threads", "cpu_level", NULL};
+    PyObject *nt = Py_None, *lvl = Py_None;
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:configure", kwlist, &nt, &lvl))
+        return NULL;
+    if (nt != Py_None) {
+        long n = PyLong_AsLong(nt);
+        if (n == -1 && PyErr_Occurred())
+            return NULL;
+        if (n < 0 || n > 1024 || cv_set_num_threads((int)n) != 0) {
+            PyErr_Format(PyExc_ValueError,
+                         "num_threads=%ld: expected 0 (one per CPU) to 1024, "
+                         "not from inside a parallel task", n);
+            return NULL;
+        }
+    }
+    if (lvl != Py_None) {
+        long l = PyLong_AsLong(lvl);
+        if (l == -1 && PyErr_Occurred())
+            return NULL;
+        if (l < 0 || l > 4) {
+            PyErr_Format(PyExc_ValueError, "cpu_level=%ld: expected 0 (detected) to 4", l);
+            return NULL;
+        }
+        cv_set_cpu_level((int)l);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *info(PyObject *self, PyObject *unused) {
+    int count;
+    const char *const *names = cv_cpu_features(&count);
+    (void)self;
+    (void)unused;
+    PyObject *feats = PyList_New(count);
+    if (!feats)
+        return NULL;
+    for (int i = 0; i < count; i++) {
+        PyObject *s = PyUnicode_FromString(names[i]);
+        if (!s) {
+            Py_DECREF(feats);
+            return NULL;
+        }
+        PyList_SET_ITEM(feats, i, s);
+    }
+    return Py_BuildValue("{s:i,s:i,s:i,s:N}", "detected_cpu_level", cv_cpu_detected_level(),
+                         "cpu_level", cv_cpu_level(), "num_threads", cv_num_threads(),
+                         "features", feats);
+}
+
+static PyMethodDef methods[] = {
+    {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
+     "configure(num_threads=None, cpu_level=None)\n--\n\n"
+     "Set the pool's thread count (0: one per usable CPU) and lower the x86-64 level\n"
+     "kernels may use (0: the detected level). None leaves a setting as it is."},
+    {"info", info, METH_NOARGS,
+     "info()\n--\n\nDetected and usable CPU level, thread count and CPU features."},
+    {"_parallel_check", cv_py_parallel_check, METH_VARARGS,
+     "_parallel_check(n, grain)\n--\n\n"
+     "Test hook: runs parallel_for over [0, n) and returns (number of indices\n"
+     "visited exactly once, number of distinct threads that ran chunks)."},
+    {"_gemm", (PyCFunction)(void (*)(void))cv_py_gemm, METH_VARARGS | METH_KEYWORDS,
+     "_gemm(a, b, out, more=())\n--\n\n"
+     "Test hook: out[...] = a @ b + sum(x @ y for x, y in more) through the runtime\n"
+     "GEMM with a store epilogue. float32 or float64 2-D or 3-D buffers, any strides.\n"
+     "Returns (epilogue calls, elements written that were not NaN before,\n"
+     "largest tile rows, largest tile columns)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "cuvil_aot._runtime",
+    .m_doc = "The native runtime of cuvil_aot: CPU level detection, thread pool, GEMM.",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__runtime(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    /* The table is read-only; the capsule API just takes a void *. */
+    PyObject *cap = PyCapsule_New((void *)&runtime_api, CV_RUNTIME_CAPSULE, NULL);
+    if (!cap || PyModule_AddObject(m, "_C_API", cap) < 0) {
+        Py_XDECREF(cap);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

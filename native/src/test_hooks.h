@@ -1,0 +1,8 @@
+/* Python-callable test hooks of cuvil_aot._runtime (include Python.h first). */
+#ifndef CUVIL_AOT_TEST_HOOKS_H
+#define CUVIL_AOT_TEST_HOOKS_H
+
+PyObject *cv_py_parallel_check(PyObject *self, PyObject *args);
+PyObject *cv_py_gemm(PyObject *self, PyObject *args, PyObject *kw);
+
+#endif
