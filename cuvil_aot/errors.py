@@ -1,0 +1,70 @@
+"""User-facing errors: compile diagnostics with a caret, signature mismatches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpan:
+    """A range in a user's source file (1-based lines, 0-based columns)."""
+
+    file: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    text: str  # the source line at ``line``
+
+    def render(self) -> str:
+        """The source line and a caret marking the span under it."""
+        width = (self.end_col - self.col) if self.end_line == self.line else len(self.text) - self.col
+        stripped = self.text.rstrip()
+        caret = " " * self.col + "^" + "~" * max(0, width - 1)
+        return f"    {stripped}\n    {caret}"
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col + 1}"
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    span: SourceSpan | None
+    message: str
+    hint: str = ""
+    notes: tuple[tuple[SourceSpan, str], ...] = ()
+
+    def render(self) -> str:
+        where = f"{self.span}: " if self.span else ""
+        out = [f"{where}error: {self.message}"]
+        if self.span:
+            out.append(self.span.render())
+        for span, text in self.notes:
+            out.append(f"{span}: note: {text}")
+            out.append(span.render())
+        if self.hint:
+            out.append(f"    supported instead: {self.hint}")
+        return "\n".join(out)
+
+
+class CompileError(Exception):
+    """One or more errors in the user's code, each with file:line:col and a caret."""
+
+    def __init__(self, diagnostics: list[Diagnostic] | Diagnostic):
+        self.diagnostics = diagnostics if isinstance(diagnostics, list) else [diagnostics]
+        super().__init__("\n" + "\n\n".join(d.render() for d in self.diagnostics))
+
+
+class InternalCompilerError(RuntimeError):
+    """A bug in cuvil_aot itself, not in the user's code."""
+
+    def __init__(self, message: str):
+        super().__init__(f"internal cuvil_aot error (this is a bug in cuvil_aot, please report it): {message}")
+
+
+class SignatureError(TypeError):
+    """A call whose arguments match none of the compiled signatures."""
+
+
+class BuildError(RuntimeError):
+    """The C compiler failed; carries its command line and output."""
