@@ -1,0 +1,182 @@
+"""A published entry: reading and verifying it, and loading an extension from it.
+
+Verification goes through descriptors opened relative to the entry directory's own
+descriptor with O_NOFOLLOW, so a symlink or a swapped directory cannot redirect it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from importlib.machinery import ExtensionFileLoader
+from pathlib import Path
+from types import ModuleType
+
+from . import manifest as mf
+from .errors import CacheError
+from .fsutil import NOFOLLOW, hash_fd, read_capped, unsafe_reason
+
+MANIFEST = "manifest.json"
+
+
+class BadEntry(CacheError):
+    """An entry that must not be used; the message says why."""
+
+    def __init__(self, reason: str, ident: tuple[int, int] | None = None) -> None:
+        super().__init__(reason)
+        self.ident = ident
+        """(st_dev, st_ino) of the entry directory that was judged, when it was opened."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: Path
+    manifest: mf.Manifest
+
+    def file(self, logical_name: str) -> Path:
+        """Path of a file by the name the build wrote it under (KeyError if none)."""
+        return self.path / self.manifest.files[logical_name].path
+
+    @property
+    def size(self) -> int:
+        return sum(record.size for record in self.manifest.files.values())
+
+    def load_extension(self, logical_name: str, module_name: str) -> ModuleType:
+        """Import an extension module from this entry, loading the very bytes verified.
+
+        The file is opened once and hashed through that descriptor; the loader then
+        opens /proc/self/fd/N (the same inode, whatever happens to the path) through
+        a symlink with a fresh name, since CPython caches extensions by path and
+        /proc/self/fd/N names differ only by N. Without /proc the verified bytes are
+        copied to a private file and loaded from there. Raises CacheError, before
+        anything is loaded, if the file is missing or does not match the manifest.
+        """
+        record = self.manifest.files[logical_name]
+        path = self.path / record.path
+        try:
+            fd = os.open(path, os.O_RDONLY | NOFOLLOW)
+        except OSError as exc:
+            raise BadEntry(f"cannot open {path}: {exc.strerror}") from None
+        try:
+            with _private_dir() as folder:
+                origin = folder / path.name
+                proc_path = _proc_fd_path(fd)
+                if proc_path is not None:
+                    check_file(fd, logical_name, record)
+                    origin.symlink_to(proc_path)
+                else:
+                    with open(origin, "xb") as out:
+                        check_file(fd, logical_name, record, sink=out.write)
+                return _exec_extension(module_name, str(origin), path)
+        finally:
+            os.close(fd)
+
+
+def _proc_fd_path(fd: int) -> str | None:
+    path = f"/proc/self/fd/{fd}"
+    return path if os.path.exists(path) else None
+
+
+@contextlib.contextmanager
+def _private_dir() -> Iterator[Path]:
+    folder = Path(tempfile.mkdtemp(prefix="cuvil_aot-load-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _exec_extension(module_name: str, origin: str, real_path: Path) -> ModuleType:
+    loader = ExtensionFileLoader(module_name, origin)
+    spec = importlib.util.spec_from_file_location(module_name, origin, loader=loader)
+    if spec is None:
+        raise CacheError(f"cannot make an import spec for {real_path}")
+    module = importlib.util.module_from_spec(spec)  # dlopen and PyInit happen here
+    loader.exec_module(module)
+    module.__file__ = str(real_path)  # the /proc path means nothing once closed
+    return module
+
+
+def check_file(
+    fd: int, logical: str, record: mf.FileRecord, sink: Callable[[bytes], object] | None = None
+) -> None:
+    """Raise BadEntry unless ``fd`` is a safe regular file with the recorded size and hash."""
+    reason = unsafe_reason(os.fstat(fd), want_dir=False)
+    if reason is not None:
+        raise BadEntry(f"file {logical!r} {reason}")
+    size = os.fstat(fd).st_size
+    if size != record.size:
+        raise BadEntry(f"file {logical!r} is {size} bytes, the manifest says {record.size}")
+    sha, _ = hash_fd(fd, sink)
+    if sha != record.sha256:
+        raise BadEntry(f"file {logical!r} does not match its SHA-256 in the manifest")
+
+
+def _open_in(dfd: int, name: str, what: str) -> int:
+    try:
+        return os.open(name, os.O_RDONLY | NOFOLLOW, dir_fd=dfd)
+    except FileNotFoundError:
+        raise BadEntry(f"{what} is missing") from None
+    except OSError as exc:
+        raise BadEntry(f"{what} cannot be opened: {exc.strerror}") from None
+
+
+def _read_manifest(dfd: int) -> mf.Manifest:
+    fd = _open_in(dfd, MANIFEST, MANIFEST)
+    try:
+        st = os.fstat(fd)
+        reason = unsafe_reason(st, want_dir=False)
+        if reason is not None:
+            raise BadEntry(f"{MANIFEST} {reason}")
+        if st.st_size > mf.MAX_BYTES:
+            raise BadEntry(f"{MANIFEST} is {st.st_size} bytes, over the {mf.MAX_BYTES} limit")
+        return mf.parse_manifest(read_capped(fd, mf.MAX_BYTES))
+    except BadEntry:
+        raise
+    except CacheError as exc:
+        raise BadEntry(f"{MANIFEST}: {exc}") from None
+    finally:
+        os.close(fd)
+
+
+def _check_entry(dfd: int, digest: str, verify: bool) -> mf.Manifest:
+    reason = unsafe_reason(os.fstat(dfd), want_dir=True)
+    if reason is not None:
+        raise BadEntry(f"entry directory {reason}")
+    manifest = _read_manifest(dfd)
+    if manifest.key != digest:
+        raise BadEntry(f"{MANIFEST} is for key {manifest.key[:16]}…, not {digest[:16]}…")
+    for logical, record in manifest.files.items() if verify else ():
+        fd = _open_in(dfd, record.path, f"file {logical!r} ({record.path})")
+        try:
+            check_file(fd, logical, record)
+        finally:
+            os.close(fd)
+    return manifest
+
+
+def open_entry(path: Path, digest: str, verify: bool = True) -> Entry:
+    """Read the entry at ``path`` for ``digest``, checking every file's hash if ``verify``.
+
+    FileNotFoundError if there is no entry; BadEntry (carrying the directory's
+    identity) if there is one that must not be used.
+    """
+    try:
+        dfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:  # ELOOP: a symlink; ENOTDIR: a plain file
+        raise BadEntry(f"entry cannot be opened as a directory: {exc.strerror}") from None
+    try:
+        st = os.fstat(dfd)
+        try:
+            return Entry(path, _check_entry(dfd, digest, verify))
+        except BadEntry as exc:
+            raise BadEntry(str(exc), (st.st_dev, st.st_ino)) from None
+    finally:
+        os.close(dfd)

@@ -1,0 +1,113 @@
+"""Small file-system helpers: private directories, ownership checks, hashing, fsync.
+
+Everything here works on one path or one descriptor and knows nothing about the
+store's layout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+from .errors import CacheError
+
+CHUNK = 1 << 20
+NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def unsafe_reason(st: os.stat_result, want_dir: bool) -> str | None:
+    """Why an lstat/fstat result may not be trusted, or None when it may."""
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symlink"
+    if want_dir and not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if not want_dir and not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    if st.st_uid != os.geteuid():
+        return f"is owned by uid {st.st_uid}, not by the current user ({os.geteuid()})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def check_private_dir(path: Path) -> None:
+    """Raise CacheError unless ``path`` is a real directory, ours, not writable by others."""
+    reason = unsafe_reason(os.lstat(path), want_dir=True)
+    if reason is not None:
+        raise CacheError(f"refusing cache directory {path}: it {reason}")
+
+
+def make_private_dirs(path: Path) -> None:
+    """Create ``path`` and any missing parents with mode 0700 (os.makedirs would not)."""
+    missing: list[Path] = []
+    probe = path
+    while not os.path.lexists(probe):
+        missing.append(probe)
+        probe = probe.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another process was first; caller checks
+            os.mkdir(directory, 0o700)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def hash_fd(fd: int, sink: Callable[[bytes], object] | None = None) -> tuple[str, int]:
+    """SHA-256 hex and size of everything readable from ``fd``, from offset 0.
+
+    ``sink`` receives each chunk, so a caller can copy exactly the bytes hashed.
+    """
+    sha = hashlib.sha256()
+    offset = 0
+    while chunk := os.pread(fd, CHUNK, offset):
+        sha.update(chunk)
+        if sink is not None:
+            sink(chunk)
+        offset += len(chunk)
+    return sha.hexdigest(), offset
+
+
+def read_capped(fd: int, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``fd``; CacheError if it holds more."""
+    data = bytearray()
+    while len(data) <= limit and (chunk := os.read(fd, limit + 1 - len(data))):
+        data += chunk
+    if len(data) > limit:
+        raise CacheError(f"file is larger than {limit} bytes")
+    return bytes(data)
+
+
+def write_new_file(path: Path, data: bytes, mode: int = 0o400) -> None:
+    """Write ``data`` to a file that must not exist yet, and fsync it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False  # kill(0 or -n) would signal a whole process group
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, belongs to someone else
+    except OSError as exc:
+        return exc.errno != errno.ESRCH
+    return True

@@ -1,0 +1,373 @@
+"""The content-addressed store: lookup, publish, evict, verify, explain.
+
+Layout under ``root`` (each directory 0700 and owned by the current user):
+
+    entries/<digest>/            one immutable entry: manifest.json (written last) and
+                                 files named <sha256[:16]>-<name the build gave them>
+    tmp/build-<pid>-<random>/    private build directory, renamed to entries/<digest>
+    tmp/trash-<pid>-<random>/    an entry being deleted: renamed out of entries/ first,
+                                 so no reader ever sees half an entry
+    locks/<digest>.lock          flock held while a key is built or evicted
+    quarantine/<digest>-<ns>-<pid>/  bad entries set aside, with a CacheWarning
+    index/<sha256(module)>.json  the newest keys built per module, for explain
+
+The manifest's mtime is the entry's last use (LRU); lookups bump it with utime.
+Nothing depends on the lock for correctness: a publish is one atomic rename, and
+the loser of a race uses the winner's entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import secrets
+import shutil
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+from . import index
+from .entry import MANIFEST, BadEntry, Entry, open_entry
+from .errors import CacheError, CacheWarning
+from .fsutil import check_private_dir, fsync_dir, make_private_dirs, pid_alive
+from .key import CacheKey
+from .lock import acquire, release
+from .manifest import check_module
+from .seal import seal
+from .stats import PROCESS, CacheStats, Counters
+
+DEFAULT_MAX_BYTES = 4 << 30
+STALE_TMP_S = 3600.0
+"""A temp directory this old whose owner is dead is swept."""
+EVICT_GRACE_S = 10.0
+"""Entries used or published more recently are never evicted: someone is loading them."""
+QUARANTINE_KEEP_S = 86400.0
+SUBDIRS = ("entries", "tmp", "locks", "quarantine", "index")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+Build = Callable[[Path], Mapping[str, object]]
+
+
+class Problem(NamedTuple):
+    path: Path
+    reason: str
+
+
+def _listdir(path: Path) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _remove(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+
+
+def _owner_pid(name: str) -> int:
+    """The PID in '<kind>-<pid>-<random>', or 0 (never alive) for other names."""
+    parts = name.split("-")
+    return int(parts[1]) if len(parts) > 2 and parts[1].isdigit() else 0
+
+
+def _flat_size(path: Path) -> int:
+    with os.scandir(path) as items:
+        return sum(i.stat(follow_symlinks=False).st_size for i in items)
+
+
+class Store:
+    def __init__(
+        self, root: Path, max_bytes: int = DEFAULT_MAX_BYTES, *, lock_timeout: float = 600.0
+    ) -> None:
+        """Open (creating, 0700) the store at ``root``; CacheError if it is unsafe or unusable.
+
+        ``lock_timeout``: how long publish waits for another builder of the same key
+        before building anyway (with a CacheWarning).
+        """
+        self.root = Path(os.path.abspath(os.path.expanduser(root)))  # no resolve: see symlinks
+        self.max_bytes = max_bytes
+        self.lock_timeout = lock_timeout
+        self._stats = Counters()
+        self._entries = self.root / "entries"
+        self._tmp = self.root / "tmp"
+        self._ensure_layout()
+
+    # --- layout ---------------------------------------------------------------------
+
+    def _ensure_layout(self) -> None:
+        try:
+            make_private_dirs(self.root)
+            check_private_dir(self.root)
+            for name in SUBDIRS:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(self.root / name, 0o700)
+                check_private_dir(self.root / name)
+        except OSError as exc:
+            raise CacheError(f"cannot use cache directory {self.root}: {exc}") from None
+
+    def _present(self) -> bool:
+        """False if the store was deleted; CacheError if it became unsafe."""
+        try:
+            check_private_dir(self.root)
+            check_private_dir(self._entries)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def _lock_path(self, digest: str) -> Path:
+        return self.root / "locks" / f"{digest}.lock"
+
+    def _count(self, **deltas: float) -> None:
+        self._stats.add(**deltas)
+        PROCESS.add(**deltas)
+
+    # --- lookup ---------------------------------------------------------------------
+
+    def lookup(self, key: CacheKey) -> Entry | None:
+        """The verified entry for ``key``, or None. A bad entry is quarantined (warning)."""
+        found = self._find(key)
+        self._count(**({"hits": 1} if found else {"misses": 1}))
+        return found
+
+    def _find(self, key: CacheKey) -> Entry | None:
+        if not self._present():
+            return None
+        path = self._entries / key.digest
+        try:
+            found = open_entry(path, key.digest)
+        except FileNotFoundError:
+            return None
+        except BadEntry as exc:
+            self._quarantine(path, str(exc), exc.ident)
+            return None
+        with contextlib.suppress(OSError):  # a read-only cache still serves hits
+            os.utime(path / MANIFEST, follow_symlinks=False)
+        return found
+
+    def _quarantine(self, path: Path, reason: str, ident: tuple[int, int] | None) -> None:
+        dest = self.root / "quarantine" / f"{path.name}-{time.time_ns()}-{os.getpid()}"
+        try:
+            st = os.lstat(path)
+            if ident is not None and (st.st_dev, st.st_ino) != ident:
+                return  # already replaced by someone else: not the entry we judged
+            os.rename(path, dest)
+        except OSError as exc:
+            where = f"it could not be moved aside ({exc.strerror})"
+        else:
+            where = f"moved to {dest}"
+            self._count(quarantined=1)
+        warnings.warn(
+            f"cuvil_aot cache entry {path} is unusable: {reason}; {where}; treating it as a miss",
+            CacheWarning,
+            stacklevel=4,
+        )
+
+    # --- publish --------------------------------------------------------------------
+
+    def publish(self, key: CacheKey, build: Build, module: str) -> Entry:
+        """The entry for ``key``, building it with ``build(tmp_dir)`` unless another
+        process already has (or does while we wait for the key's lock).
+
+        ``build`` writes plain files into ``tmp_dir`` and returns JSON-able metadata
+        for the manifest. Its exceptions propagate and leave nothing behind. Store
+        failures (disk full, read-only, unsafe directory) raise CacheError.
+        """
+        check_module(module)
+        self._ensure_layout()  # recreates a deleted root
+        self._sweep_tmp()
+        try:
+            fd = acquire(self._lock_path(key.digest), self.lock_timeout)
+        except OSError as exc:
+            raise CacheError(f"cannot lock {self._lock_path(key.digest)}: {exc}") from None
+        if fd is None:
+            warnings.warn(
+                f"cuvil_aot cache: key {key.digest[:16]}… has been locked for over "
+                f"{self.lock_timeout:g} s; building it anyway",
+                CacheWarning,
+                stacklevel=2,
+            )
+        try:
+            return self._find(key) or self._build(key, build, module)
+        finally:
+            if fd is not None:
+                release(fd)
+
+    def _build(self, key: CacheKey, build: Build, module: str) -> Entry:
+        try:
+            folder = Path(tempfile.mkdtemp(prefix=f"build-{os.getpid()}-", dir=self._tmp))
+        except OSError as exc:
+            raise CacheError(f"cannot create a build directory in {self._tmp}: {exc}") from None
+        try:
+            started = time.perf_counter()
+            metadata = build(folder)
+            self._count(builds=1, build_seconds=time.perf_counter() - started)
+            try:
+                manifest = seal(folder, key, module, metadata, time.time())
+                return self._install(folder, key, Entry(self._entries / key.digest, manifest))
+            except OSError as exc:
+                raise CacheError(f"cannot publish to {self.root}: {exc}") from None
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)  # gone already after a publish
+
+    def _install(self, folder: Path, key: CacheKey, ours: Entry) -> Entry:
+        for _ in range(3):
+            try:
+                os.rename(folder, ours.path)
+            except OSError as exc:
+                if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
+                    raise
+                theirs = self._find(key)  # a bad one is quarantined and we try again
+                if theirs is not None:
+                    return theirs
+                continue
+            fsync_dir(self._entries)
+            with contextlib.suppress(OSError, CacheError):  # explain is best effort
+                index.record_build(
+                    self.root / "index", self._tmp, ours.manifest.module, key, ours.manifest.created
+                )
+            return ours
+        raise CacheError(f"cannot publish {ours.path}: something keeps taking its place")
+
+    # --- housekeeping ---------------------------------------------------------------
+
+    def _sweep_tmp(self) -> None:
+        """Remove temp files and directories of dead processes older than STALE_TMP_S."""
+        now = time.time()
+        for name in _listdir(self._tmp):
+            path = self._tmp / name
+            try:
+                age = now - os.lstat(path).st_mtime
+            except FileNotFoundError:
+                continue
+            if age > STALE_TMP_S and not pid_alive(_owner_pid(name)):
+                _remove(path)
+
+    def _sweep_quarantine(self, keep_s: float) -> None:
+        now = time.time()
+        for name in _listdir(self.root / "quarantine"):
+            path = self.root / "quarantine" / name
+            with contextlib.suppress(FileNotFoundError):
+                if now - os.lstat(path).st_mtime >= keep_s:
+                    _remove(path)
+
+    def _usage(self) -> list[tuple[float, int, str]]:
+        """(last use, bytes, digest) of every entry directory."""
+        out = []
+        for name in _listdir(self._entries):
+            path = self._entries / name
+            if not _DIGEST.fullmatch(name) or not path.is_dir() or path.is_symlink():
+                continue
+            try:
+                try:
+                    used = os.stat(path / MANIFEST, follow_symlinks=False).st_mtime
+                except FileNotFoundError:
+                    used = os.lstat(path).st_mtime
+                out.append((used, _flat_size(path), name))
+            except FileNotFoundError:
+                continue  # removed meanwhile
+        return out
+
+    def _remove_entry(self, digest: str) -> bool:
+        """Delete one entry unless a publisher holds its lock; False if not removed."""
+        lock_path = self._lock_path(digest)
+        try:
+            fd = acquire(lock_path, 0.0)
+            if fd is None:
+                return False
+            try:
+                trash = self._tmp / f"trash-{os.getpid()}-{secrets.token_hex(8)}"
+                os.rename(self._entries / digest, trash)
+                shutil.rmtree(trash, ignore_errors=True)
+                lock_path.unlink(missing_ok=True)  # safe while held: see lock.py
+                return True
+            finally:
+                release(fd)
+        except FileNotFoundError:
+            return False  # gone already, or the whole store was deleted
+
+    def evict(self, max_bytes: int | None = None) -> list[str]:
+        """Remove least recently used entries until the store fits ``max_bytes``
+        (default: the store's cap). Returns the digests removed."""
+        cap = self.max_bytes if max_bytes is None else max_bytes
+        try:
+            if not self._present():
+                return []
+            self._sweep_tmp()
+            self._sweep_quarantine(QUARANTINE_KEEP_S)
+            usage = sorted(self._usage())
+            total = sum(size for _, size, _ in usage)
+            removed: list[str] = []
+            now = time.time()
+            for used, size, digest in usage:
+                if total <= cap:
+                    break
+                if now - used >= EVICT_GRACE_S and self._remove_entry(digest):
+                    total -= size
+                    removed.append(digest)
+            return removed
+        except OSError as exc:
+            raise CacheError(f"cannot evict from {self.root}: {exc}") from None
+
+    def clear(self) -> int:
+        """Remove every entry not being published, the quarantine and the index."""
+        try:
+            removed = [d for _, _, d in self._usage() if self._remove_entry(d)]
+            self._sweep_quarantine(0.0)
+            for name in _listdir(self.root / "index"):
+                _remove(self.root / "index" / name)
+            return len(removed)
+        except OSError as exc:
+            raise CacheError(f"cannot clear {self.root}: {exc}") from None
+
+    # --- inspection -----------------------------------------------------------------
+
+    def size(self) -> int:
+        return sum(size for _, size, _ in self._usage())
+
+    def entries(self) -> list[Entry]:
+        """Entries whose manifest reads, most recently used first (files not re-hashed)."""
+        found = []
+        for _, _, digest in sorted(self._usage(), reverse=True):
+            with contextlib.suppress(FileNotFoundError, BadEntry):
+                found.append(open_entry(self._entries / digest, digest, verify=False))
+        return found
+
+    def verify_all(self) -> list[Problem]:
+        """Re-hash every entry; report, without changing anything, what is wrong."""
+        problems = []
+        for name in _listdir(self._entries):
+            path = self._entries / name
+            if not _DIGEST.fullmatch(name):
+                problems.append(Problem(path, "not a cache entry"))
+                continue
+            try:
+                entry = open_entry(path, name)
+            except FileNotFoundError:
+                continue
+            except BadEntry as exc:
+                problems.append(Problem(path, str(exc)))
+                continue
+            listed = {MANIFEST, *(r.path for r in entry.manifest.files.values())}
+            problems += [
+                Problem(path / n, "file not listed in the manifest")
+                for n in _listdir(path)
+                if n not in listed
+            ]
+        return problems
+
+    def explain(self, module: str, key: CacheKey) -> str:
+        """Which key components differ from the newest other build recorded for ``module``."""
+        return index.explain(index.load_history(self.root / "index", module), module, key)
+
+    def stats(self) -> CacheStats:
+        """This store's counters in this process (``cuvil_aot.cache.stats()`` sums all)."""
+        return self._stats.snapshot()
