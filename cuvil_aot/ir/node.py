@@ -65,10 +65,11 @@ class Function:
     outputs: tuple[Node, ...]
     returns_tuple: bool
     groups: tuple[Any, ...] = ()
+    refused: tuple[str, ...] = ()  # fusions refused, with reasons
 
     def replace(self, **changes: Any) -> Function:
-        fields = {f: getattr(self, f) for f in
-                  ("name", "params", "param_nodes", "outputs", "returns_tuple", "groups")}
+        fields = {f: getattr(self, f) for f in ("name", "params", "param_nodes", "outputs",
+                                                "returns_tuple", "groups", "refused")}
         fields.update(changes)
         return Function(**fields)
 
