@@ -13,8 +13,10 @@ import json
 import multiprocessing
 import os
 import re
+import resource
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -445,15 +447,48 @@ def test_killed_publish_leaves_absent_or_complete_entry(
     assert leftovers(store.root) == []
 
 
+def _publish_on_a_full_disk(root: Path) -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (300, 300))  # the outputs fit, the manifest not
+    try:
+        publish(Store(root), files={EXT: b"x" * 100})
+    except CacheError as exc:
+        os._exit(3 if "File too large" in str(exc) else 4)
+    os._exit(5)
+
+
+@needs_fork
+def test_disk_full_is_a_cache_error_and_leaves_nothing(tmp_path: Path) -> None:
+    assert run_child(lambda: _publish_on_a_full_disk(tmp_path)) == 3
+    store = Store(tmp_path)
+    assert leftovers(store.root) == [] and os.listdir(store.root / "entries") == []
+    assert publish(store).path.exists()  # with room again it publishes normally
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes to read-only directories")
+def test_read_only_cache_serves_hits_and_refuses_publish(tmp_path: Path) -> None:
+    store = Store(tmp_path / "root")
+    publish(store)
+    for name in (".", *store_mod.SUBDIRS):
+        (store.root / name).chmod(0o500)
+    try:
+        assert Store(store.root).lookup(make_key()) is not None
+        with pytest.raises(CacheError):
+            publish(store, make_key(source="new"))
+    finally:
+        for name in (".", *store_mod.SUBDIRS):
+            (store.root / name).chmod(0o700)
+
+
 # ---- concurrency -----------------------------------------------------------------
 
 
-def _racer(root: Path, barrier: object, counter: Path, results: object) -> None:
+def _racer(root: Path, barrier: Any, counter: Path, results: Any) -> None:
     store = Store(root)
-    barrier.wait()  # type: ignore[attr-defined]
+    barrier.wait()
     key = make_key()
     entry = store.lookup(key) or publish(store, key, counter=counter, delay=0.3)
-    results.put((str(entry.path), entry.manifest.created, entry.file(EXT).read_bytes()))  # type: ignore[attr-defined]
+    results.put((str(entry.path), entry.manifest.created, entry.file(EXT).read_bytes()))
 
 
 @needs_fork
@@ -543,6 +578,22 @@ def test_evict_spares_an_entry_being_published(tmp_path: Path) -> None:
     assert store.evict(0) == [] and entry.path.exists()
     lock_mod.release(held)
     assert store.evict(0) == [entry.manifest.key]
+
+
+def test_entry_evicted_during_lookup_is_a_plain_miss(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = Store(tmp_path)
+    _age(publish(store), 100)
+    real_check = entry_mod.check_file
+
+    def evict_first(*args: Any, **kw: Any) -> None:
+        assert store.evict(0) == [make_key().digest]  # another process, between two files
+        real_check(*args, **kw)
+
+    monkeypatch.setattr(entry_mod, "check_file", evict_first)
+    assert store.lookup(make_key()) is None  # no warning: nothing was wrong with it
+    assert os.listdir(tmp_path / "quarantine") == [] and leftovers(tmp_path) == []
 
 
 def test_clear_removes_entries_quarantine_and_index(tmp_path: Path) -> None:

@@ -54,7 +54,8 @@ class Entry:
         a symlink with a fresh name, since CPython caches extensions by path and
         /proc/self/fd/N names differ only by N. Without /proc the verified bytes are
         copied to a private file and loaded from there. Raises CacheError, before
-        anything is loaded, if the file is missing or does not match the manifest.
+        anything is loaded, if the file is missing (evicted meanwhile: treat it as a
+        miss) or does not match the manifest.
         """
         record = self.manifest.files[logical_name]
         path = self.path / record.path
@@ -106,10 +107,11 @@ def check_file(
     fd: int, logical: str, record: mf.FileRecord, sink: Callable[[bytes], object] | None = None
 ) -> None:
     """Raise BadEntry unless ``fd`` is a safe regular file with the recorded size and hash."""
-    reason = unsafe_reason(os.fstat(fd), want_dir=False)
+    st = os.fstat(fd)
+    reason = unsafe_reason(st, want_dir=False)
     if reason is not None:
         raise BadEntry(f"file {logical!r} {reason}")
-    size = os.fstat(fd).st_size
+    size = st.st_size
     if size != record.size:
         raise BadEntry(f"file {logical!r} is {size} bytes, the manifest says {record.size}")
     sha, _ = hash_fd(fd, sink)

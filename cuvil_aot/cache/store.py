@@ -22,7 +22,6 @@ import contextlib
 import errno
 import os
 import re
-import secrets
 import shutil
 import tempfile
 import time
@@ -121,6 +120,8 @@ class Store:
             check_private_dir(self._entries)
         except FileNotFoundError:
             return False
+        except OSError as exc:
+            raise CacheError(f"cannot use cache directory {self.root}: {exc}") from None
         return True
 
     def _lock_path(self, digest: str) -> Path:
@@ -133,7 +134,8 @@ class Store:
     # --- lookup ---------------------------------------------------------------------
 
     def lookup(self, key: CacheKey) -> Entry | None:
-        """The verified entry for ``key``, or None. A bad entry is quarantined (warning)."""
+        """The verified entry for ``key``, or None. A bad entry is quarantined with a
+        CacheWarning and is a miss; a store that became unsafe raises CacheError."""
         found = self._find(key)
         self._count(**({"hits": 1} if found else {"misses": 1}))
         return found
@@ -158,8 +160,10 @@ class Store:
         try:
             st = os.lstat(path)
             if ident is not None and (st.st_dev, st.st_ino) != ident:
-                return  # already replaced by someone else: not the entry we judged
+                return  # replaced meanwhile: not the entry we judged
             os.rename(path, dest)
+        except FileNotFoundError:
+            return  # evicted while we read it: a plain miss
         except OSError as exc:
             where = f"it could not be moved aside ({exc.strerror})"
         else:
@@ -284,7 +288,7 @@ class Store:
             if fd is None:
                 return False
             try:
-                trash = self._tmp / f"trash-{os.getpid()}-{secrets.token_hex(8)}"
+                trash = self._tmp / f"trash-{os.getpid()}-{os.urandom(8).hex()}"
                 os.rename(self._entries / digest, trash)
                 shutil.rmtree(trash, ignore_errors=True)
                 lock_path.unlink(missing_ok=True)  # safe while held: see lock.py
