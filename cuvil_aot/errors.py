@@ -68,3 +68,7 @@ class SignatureError(TypeError):
 
 class BuildError(RuntimeError):
     """The C compiler failed; carries its command line and output."""
+
+
+class SignatureShapeError(SignatureError, ValueError):
+    """No signature matches because of array shapes (a TypeError and a ValueError)."""

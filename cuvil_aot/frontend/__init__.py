@@ -21,7 +21,7 @@ class LoweredModule:
     name: str
     functions: dict[str, list[tuple[Signature, Function]]] = field(default_factory=dict)
     trace: Trace = field(default_factory=Trace)
-    sources: dict[str, str] = field(default_factory=dict)  # marked function -> its source
+    sources: dict[str, str] = field(default_factory=dict)  # marked function -> normalized AST
 
 
 def marked_functions(module: types.ModuleType) -> dict[str, Dispatcher]:
@@ -38,7 +38,7 @@ def lower_module(module: types.ModuleType) -> LoweredModule:
     for name, dispatcher in marked_functions(module).items():
         fn = dispatcher.py_func
         try:
-            result.sources[name] = function_source(fn).text
+            result.sources[name] = function_source(fn).normalized
             signatures = signatures_of(dispatcher)
         except (SignatureSyntaxError, SourceUnavailable) as exc:
             diagnostics.append(signature_diagnostic(fn, str(exc)))
@@ -67,6 +67,10 @@ def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Tra
     if len(diagnostics) > before or value is POISON:
         return None
     outputs = value if isinstance(value, tuple) else (value,)
+    # A returned parameter or constant still needs a kernel that copies it out.
+    outputs = tuple(Node(Op.CAST, o.type, (o,), span=o.span)
+                    if isinstance(o, Node) and o.op in (Op.PARAM, Op.CONST) and not o.type.weak
+                    else o for o in outputs)
     src = function_source(fn)
     for out in outputs:
         if not isinstance(out, Node) or out.type.weak:

@@ -65,7 +65,7 @@ class _Return(Exception):
 class Trace:
     """What one compile read besides its own body: the cache key needs it."""
 
-    inlined: dict[str, str] = field(default_factory=dict)  # qualified name -> source
+    inlined: dict[str, str] = field(default_factory=dict)  # qualified name -> normalized AST
     globals_read: dict[str, str] = field(default_factory=dict)  # module.name -> repr
 
 
@@ -94,7 +94,7 @@ class Interpreter:
             raise UserError(f"call depth over {MAX_INLINE_DEPTH} while inlining {fn.__name__} "
                             "(recursion is not supported)", call_span)
         src = function_source(fn)
-        self.trace.inlined.setdefault(f"{fn.__module__}.{fn.__qualname__}", src.text)
+        self.trace.inlined.setdefault(f"{fn.__module__}.{fn.__qualname__}", src.normalized)
         try:
             bound = inspect.signature(fn).bind(*args, **kwargs)
         except TypeError as exc:

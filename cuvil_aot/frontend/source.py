@@ -23,6 +23,11 @@ class FunctionSource:
     tree: ast.FunctionDef
     text: str  # the function's own lines, decorators included
 
+    @property
+    def normalized(self) -> str:
+        """The function's AST without positions: comments and layout do not change it."""
+        return ast.dump(self.tree, include_attributes=False)
+
     def span(self, node: ast.AST) -> SourceSpan:
         line = getattr(node, "lineno", self.tree.lineno)
         col = getattr(node, "col_offset", 0)

@@ -1,0 +1,182 @@
+"""The one way to compile: ``build(module) -> Artifact`` and ``load(artifact)``.
+
+Entry points (the lazy first call, the import hook, the PEP 517 backend, the
+CLI) call only these and the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import sys
+import tempfile
+import threading
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cuvil_aot import knobs as knobs_mod
+from cuvil_aot.codegen.ops_c import Unsupported
+from cuvil_aot.codegen.pymodule import generate
+from cuvil_aot.errors import CompileError, Diagnostic
+from cuvil_aot.frontend import LoweredModule, lower_module, marked_functions
+from cuvil_aot.passes import PassLog, run_pipeline
+from cuvil_aot.toolchain import cc as cc_mod
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a build produces."""
+
+    cpu_levels: tuple[int, ...] = ()
+    """x86-64 levels to compile kernels for; empty means this machine's level only."""
+    dump: frozenset[str] = frozenset()
+    """Pass names after which to keep the IR text (see passes.PASS_NAMES)."""
+    cc: str = ""
+    """The C compiler command; empty means CUVIL_AOT_CC, then Python's own compiler."""
+    extra_includes: tuple[str, ...] = ()
+
+
+@dataclass
+class Artifact:
+    """A built extension and what it was built from."""
+
+    path: Path
+    ext_name: str
+    manifest: dict[str, Any]
+    sources: dict[str, str] = field(default_factory=dict)
+    passes: PassLog = field(default_factory=PassLog)
+
+
+def compile_ir(module: types.ModuleType, options: Options) -> tuple[LoweredModule, PassLog,
+                                                                      dict[str, list[Any]]]:
+    lowered = lower_module(module)
+    log = PassLog()
+    fused = {name: [(sig, run_pipeline(fn, options.dump, log=log)) for sig, fn in sigs]
+             for name, sigs in lowered.functions.items()}
+    return lowered, log, fused
+
+
+def generate_sources(module: types.ModuleType, options: Options) -> tuple[LoweredModule, PassLog,
+                                                                          str, dict[str, str]]:
+    lowered, log, fused = compile_ir(module, options)
+    levels = list(options.cpu_levels) or [cc_mod.host_level()]
+    draft = _generate(fused, "_cvk_draft", levels)
+    digest = hashlib.sha256("".join(draft.values()).encode()).hexdigest()[:16]
+    ext_name = f"_cvk_{digest}"
+    return lowered, log, ext_name, _generate(fused, ext_name, levels)
+
+
+def _generate(fused: dict[str, list[Any]], ext_name: str, levels: list[int]) -> dict[str, str]:
+    try:
+        src = generate(ext_name, fused, levels)
+    except Unsupported as exc:
+        raise CompileError(Diagnostic(exc.span, str(exc))) from None
+    return {"kernels.h": src.kernels_h, "kernels.c": src.kernels_c, "module.c": src.module_c}
+
+
+def build(module: types.ModuleType, options: Options | None = None,
+          out_dir: Path | None = None) -> Artifact:
+    """Compile every marked function of ``module`` into one extension in ``out_dir``."""
+    options = options or Options()
+    knobs = knobs_mod.read()
+    compiler = cc_mod.find_compiler(options.cc or knobs.cc)
+    lowered, log, ext_name, sources = generate_sources(module, options)
+    levels = list(options.cpu_levels) or [cc_mod.host_level()]
+    workdir = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="cuvil_aot-"))
+    path = cc_mod.build_extension(compiler, sources, ext_name, workdir, levels,
+                                  options.extra_includes)
+    manifest = {
+        "module": module.__name__,
+        "ext_name": ext_name,
+        "functions": {name: [str(sig) for sig, _ in sigs]
+                      for name, sigs in lowered.functions.items()},
+        "source_hash": hashlib.sha256(json.dumps(lowered.sources, sort_keys=True).encode())
+        .hexdigest(),
+        "compiler": compiler.identity,
+        "cflags": list(cc_mod.CFLAGS),
+        "cpu_levels": levels,
+    }
+    (workdir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+    return Artifact(path, ext_name, manifest, sources, log)
+
+
+def load(artifact: Artifact) -> types.ModuleType:
+    """Import the built extension (not registered in sys.modules)."""
+    return load_extension(artifact.ext_name, artifact.path)
+
+
+def load_extension(ext_name: str, path: Path) -> types.ModuleType:
+    loader = importlib.machinery.ExtensionFileLoader(ext_name, str(path))
+    spec = importlib.util.spec_from_file_location(ext_name, str(path), loader=loader)
+    if spec is None:
+        raise ImportError(f"cannot load {path}")
+    ext = importlib.util.module_from_spec(spec)
+    loader.exec_module(ext)
+    return ext
+
+
+def bind(module: types.ModuleType, ext: types.ModuleType) -> None:
+    """Point every marked function of ``module`` at its compiled code."""
+    for name, dispatcher in marked_functions(module).items():
+        dispatcher.compiled = getattr(ext, name)
+
+
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def ensure_bound(module: types.ModuleType) -> None:
+    """Compile and bind ``module`` once per process, whichever thread asks first."""
+    with _locks_guard:
+        lock = _locks.setdefault(module.__name__, threading.Lock())
+    with lock:
+        if all(d.compiled is not None for d in marked_functions(module).values()):
+            return
+        artifact = build(module)
+        bind(module, load(artifact))
+
+
+def _package_hash() -> str:
+    """cuvil_aot's version plus a hash of the compiler's own sources and headers."""
+    from cuvil_aot import __version__
+
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256(__version__.encode())
+    for sub in ("frontend", "ir", "passes", "codegen", "toolchain"):
+        for path in sorted((root / sub).glob("*.py")):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    digest.update(cc_mod.header_hash().encode())
+    return digest.hexdigest()
+
+
+def _sha(value: object) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+
+
+def key_components(module: types.ModuleType, options: Options | None = None) -> dict[str, str]:
+    """Every input that changes the built extension, by name (see DESIGN.md, Cache)."""
+    import numpy as np
+
+    options = options or Options()
+    knobs = knobs_mod.read()
+    lowered = lower_module(module)
+    compiler = cc_mod.find_compiler(options.cc or knobs.cc)
+    levels = list(options.cpu_levels) or [cc_mod.host_level()]
+    return {
+        "module": module.__name__,
+        "source": _sha(lowered.sources),
+        "inlined": _sha(lowered.trace.inlined),
+        "globals": _sha(lowered.trace.globals_read),
+        "signatures": _sha({name: [str(sig) for sig, _ in sigs]
+                            for name, sigs in lowered.functions.items()}),
+        "cuvil_aot": _package_hash(),
+        "cc": compiler.identity,
+        "cflags": " ".join(cc_mod.CFLAGS),
+        "cpu_levels": ",".join(map(str, levels)),
+        "python_abi": f"{sys.implementation.cache_tag}{cc_mod.ext_suffix()}",
+        "numpy": np.__version__,
+    }

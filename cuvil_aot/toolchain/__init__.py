@@ -1,0 +1,1 @@
+"""Finding and running the toolchain: the C compiler (and, later, nvcc)."""

@@ -1,0 +1,196 @@
+/* Helpers for the CPython wrappers of generated modules: argument parsing,
+ * array checks and normalization, output handling, buffers and launches.
+ * Every error names the function and the argument. */
+#ifndef CUVIL_AOT_PYWRAP_H
+#define CUVIL_AOT_PYWRAP_H
+
+#include <Python.h>
+#include <numpy/arrayobject.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "cuvil_aot/runtime.h"
+
+/* Exception types from cuvil_aot.errors, fetched at module init. */
+static PyObject *cv_SignatureError, *cv_SignatureShapeError;
+
+static int cv_import_errors(void) {
+    PyObject *mod = PyImport_ImportModule("cuvil_aot.errors");
+    if (!mod) return -1;
+    cv_SignatureError = PyObject_GetAttrString(mod, "SignatureError");
+    cv_SignatureShapeError = PyObject_GetAttrString(mod, "SignatureShapeError");
+    Py_DECREF(mod);
+    return (cv_SignatureError && cv_SignatureShapeError) ? 0 : -1;
+}
+
+/* Positional and keyword arguments into argv[0..n); `out=` into *out. */
+static int cv_parse_args(const char *fname, const char *const *names, Py_ssize_t n,
+                         PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                         PyObject **argv, PyObject **out) {
+    if (nargs > n) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %zd arguments but %zd were given", fname, n,
+                     nargs);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) argv[i] = i < nargs ? args[i] : NULL;
+    *out = NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        const char *kname = PyUnicode_AsUTF8(key);
+        if (!kname) return -1;
+        if (strcmp(kname, "out") == 0) {
+            *out = args[nargs + k];
+            continue;
+        }
+        Py_ssize_t i = 0;
+        while (i < n && strcmp(names[i], kname) != 0) i++;
+        if (i == n) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", fname,
+                         kname);
+            return -1;
+        }
+        if (argv[i]) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", fname,
+                         kname);
+            return -1;
+        }
+        argv[i] = args[nargs + k];
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!argv[i]) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s' (pos %zd)", fname,
+                         names[i], i + 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Describes obj's type for messages: "float64 array of shape (2, 3)", "list". */
+static void cv_describe(PyObject *obj, char *buf, size_t size) {
+    if (PyArray_Check(obj)) {
+        PyArrayObject *arr = (PyArrayObject *)obj;
+        int len = snprintf(buf, size, "%s array of shape (",
+                           PyArray_DESCR(arr)->typeobj->tp_name);
+        for (int d = 0; d < PyArray_NDIM(arr) && len < (int)size; d++)
+            len += snprintf(buf + len, size - len, d ? ", %lld" : "%lld",
+                            (long long)PyArray_DIM(arr, d));
+        if (len < (int)size)
+            snprintf(buf + len, size - len, PyArray_NDIM(arr) == 1 ? ",)" : ")");
+    } else {
+        snprintf(buf, size, "%s", Py_TYPE(obj)->tp_name);
+    }
+}
+
+/* A native-endian, aligned array whose strides are multiples of the item size
+ * (C-contiguous too when `contiguous`): the array itself when it already is,
+ * else a copy. New reference. */
+static PyArrayObject *cv_normalize(PyArrayObject *arr, int contiguous) {
+    int itemsize = (int)PyArray_ITEMSIZE(arr);
+    int ok = PyArray_ISALIGNED(arr) && PyArray_ISNOTSWAPPED(arr);
+    for (int d = 0; ok && d < PyArray_NDIM(arr); d++)
+        ok = PyArray_STRIDE(arr, d) % itemsize == 0;
+    if (ok && contiguous) ok = PyArray_IS_C_CONTIGUOUS(arr);
+    if (ok) {
+        Py_INCREF(arr);
+        return arr;
+    }
+    PyArray_Descr *descr = PyArray_DescrFromType(PyArray_TYPE(arr));
+    return (PyArrayObject *)PyArray_FromArray(arr, descr, NPY_ARRAY_CARRAY | NPY_ARRAY_ENSURECOPY);
+}
+
+/* Byte range [lo, hi) an array touches; empty arrays touch nothing. */
+static void cv_extent(PyArrayObject *arr, char **lo, char **hi) {
+    char *a = PyArray_BYTES(arr), *b = a;
+    for (int d = 0; d < PyArray_NDIM(arr); d++) {
+        npy_intp n = PyArray_DIM(arr, d), s = PyArray_STRIDE(arr, d);
+        if (n == 0) {
+            *lo = *hi = a;
+            return;
+        }
+        if (s < 0) a += s * (n - 1); else b += s * (n - 1);
+    }
+    *lo = a;
+    *hi = b + PyArray_ITEMSIZE(arr);
+}
+
+static int cv_overlaps(PyArrayObject *x, PyArrayObject *y) {
+    char *xl, *xh, *yl, *yh;
+    cv_extent(x, &xl, &xh);
+    cv_extent(y, &yl, &yh);
+    return xl < yh && yl < xh;
+}
+
+/* Checks a user-given out array: exact dtype and shape, writeable. */
+static int cv_check_out(const char *fname, int index, PyObject *obj, int typenum, int ndim,
+                        const npy_intp *shape) {
+    char got[160];
+    if (!PyArray_Check(obj)) {
+        cv_describe(obj, got, sizeof got);
+        PyErr_Format(PyExc_TypeError, "%s(): out[%d] must be a NumPy array, got %s", fname,
+                     index, got);
+        return -1;
+    }
+    PyArrayObject *arr = (PyArrayObject *)obj;
+    int bad_shape = PyArray_NDIM(arr) != ndim;
+    for (int d = 0; !bad_shape && d < ndim; d++) bad_shape = PyArray_DIM(arr, d) != shape[d];
+    if (PyArray_TYPE(arr) != typenum || !PyArray_ISNOTSWAPPED(arr) || bad_shape) {
+        PyArray_Descr *want = PyArray_DescrFromType(typenum);
+        cv_describe(obj, got, sizeof got);
+        char shp[96];
+        int len = snprintf(shp, sizeof shp, "(");
+        for (int d = 0; d < ndim && len < (int)sizeof shp; d++)
+            len += snprintf(shp + len, sizeof shp - len, d ? ", %lld" : "%lld",
+                            (long long)shape[d]);
+        if (len < (int)sizeof shp) snprintf(shp + len, sizeof shp - len, ndim == 1 ? ",)" : ")");
+        PyErr_Format(bad_shape ? PyExc_ValueError : PyExc_TypeError,
+                     "%s(): out[%d] must be a %s array of shape %s, got %s", fname, index,
+                     want->typeobj->tp_name, shp, got);
+        Py_DECREF(want);
+        return -1;
+    }
+    if (!PyArray_ISWRITEABLE(arr)) {
+        PyErr_Format(PyExc_ValueError, "%s(): out[%d] is read-only", fname, index);
+        return -1;
+    }
+    return 0;
+}
+
+/* Buffers for intermediates: 64-byte aligned, never NULL for size 0. */
+static void *cv_buffer(int64_t nbytes) {
+    void *p = NULL;
+    size_t n = nbytes > 0 ? ((size_t)nbytes + 63) & ~(size_t)63 : 64;
+    if (posix_memalign(&p, 64, n) != 0) return NULL;
+    return p;
+}
+
+/* Splits an elementwise loop space of `rows` rows of `inner` elements into
+ * tasks: whole rows when there are many, else chunks of a row. */
+static void cv_split(const cv_runtime_api *api, int64_t rows, int64_t inner, int64_t *chunk,
+                     int64_t *nchunk, int64_t *ntasks, int64_t *grain) {
+    int64_t total = rows * inner;
+    int64_t threads = api->num_threads();
+    if (rows >= 4 * threads || total < 65536 || inner <= 0) {
+        *chunk = inner > 0 ? inner : 1;
+        *nchunk = 1;
+    } else {
+        int64_t c = (inner + 4 * threads - 1) / (4 * threads);
+        c = (c + 63) & ~(int64_t)63;
+        *chunk = c;
+        *nchunk = (inner + c - 1) / c;
+    }
+    *ntasks = rows * *nchunk;
+    int64_t per_task = *chunk < inner ? *chunk : inner;
+    *grain = per_task > 0 ? (32768 + per_task - 1) / per_task : 1;
+}
+
+/* Runs fn over [0, ntasks): inline when small, else on the pool. */
+static void cv_launch(const cv_runtime_api *api, cv_range_fn fn, void *ctx, int64_t ntasks,
+                      int64_t grain) {
+    if (ntasks <= 0) return;
+    if (ntasks <= grain) fn(ctx, 0, ntasks);
+    else api->parallel_for(ntasks, grain, fn, ctx);
+}
+
+#endif
