@@ -50,7 +50,8 @@ def lower_module(module: types.ModuleType) -> LoweredModule:
                 lowered.append((sig, function))
         result.functions[name] = lowered
     if diagnostics:
-        raise CompileError(diagnostics)
+        unique = list({d.render(): d for d in diagnostics}.values())  # once per signature
+        raise CompileError(unique)
     return result
 
 

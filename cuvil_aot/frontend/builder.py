@@ -68,7 +68,8 @@ def cast(x: Node, dtype: str, span: SourceSpan | None = None) -> Node:
     if x.op is Op.CONST:
         value = x.attrs[0]
         if not isinstance(value, Dim):
-            value = np.asarray(value).astype(dtype).item()
+            with np.errstate(all="ignore"):  # NumPy casts out-of-range Python floats to inf
+                value = np.asarray(value).astype(dtype).item()
         return Node(Op.CONST, TensorType(dtype, x.shape), attrs=(value,), span=x.span)
     return Node(Op.CAST, TensorType(dtype, x.shape), (x,), span=span or x.span)
 

@@ -320,6 +320,12 @@ def call(fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
     if handler is not None:
         return _invoke(handler, ctx, args, kwargs, f"np.{getattr(fn, '__name__', fn)}()")
     has_array = any(isinstance(a, Node) for a in [*args, *kwargs.values()])
+    if fn is abs and len(args) == 1 and isinstance(args[0], Node):
+        return apply(Op.ABS, args, span)
+    if fn is len and len(args) == 1 and isinstance(args[0], Node):
+        if not args[0].shape:
+            raise UserError("len() of a 0-d array", span)
+        return fold(args[0].shape[0])
     if (fn in vars(builtins).values() or getattr(fn, "__module__", None) == "math") \
             and not has_array:
         try:

@@ -1,0 +1,131 @@
+"""Shared helpers: compile a module written in a test, compare with NumPy."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import textwrap
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from cuvil_aot import driver
+
+
+def _has_gpu() -> bool:
+    try:
+        import ctypes
+
+        lib = ctypes.CDLL("libcuda.so.1")
+        count = ctypes.c_int(0)
+        return lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(count)) == 0 \
+            and count.value > 0
+    except OSError:
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _has_gpu():
+        return
+    skip = pytest.mark.skip(reason="no NVIDIA GPU and driver found")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+_counter = [0]
+
+
+def load_source(directory: Path, source: str, name: str | None = None) -> ModuleType:
+    """Write ``source`` as a module file in ``directory`` and import it (not compiled yet)."""
+    _counter[0] += 1
+    name = name or f"cvtest_mod{_counter[0]}"
+    path = directory / f"{name}.py"
+    path.write_text(textwrap.dedent(source))
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def compile_source(directory: Path, source: str, **options: object) -> ModuleType:
+    """Import ``source`` as a module and bind its marked functions to compiled code."""
+    module = load_source(directory, source)
+    build_dir = directory / f"build_{module.__name__}"
+    build_dir.mkdir()
+    artifact = driver.build(module, driver.Options(**options), out_dir=build_dir)  # type: ignore[arg-type]
+    driver.bind(module, driver.load(artifact))
+    module.__artifact__ = artifact  # type: ignore[attr-defined]
+    return module
+
+
+@pytest.fixture(scope="module")
+def compiled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    """Compile the test module's SOURCE once per test module."""
+    source = request.module.SOURCE
+    return compile_source(tmp_path_factory.mktemp("compiled"), source)
+
+
+def poisoned(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An output array full of a value no correct kernel produces by accident."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.full(shape, np.nan, dtype)
+    if dtype.kind == "b":
+        return np.full(shape, True, dtype)
+    return np.full(shape, np.iinfo(dtype).min + 7, dtype)
+
+
+def to64(values: list[object]) -> list[object]:
+    """Float arrays upcast to float64 for the reference; other values as they are."""
+    return [np.asarray(v, np.float64) if isinstance(v, np.ndarray) and v.dtype.kind == "f"
+            else v for v in values]
+
+
+def tolerance(dtype: np.dtype) -> float:
+    return {"float16": 2e-3, "float32": 2e-5, "float64": 1e-12}.get(np.dtype(dtype).name, 0.0)
+
+
+def assert_close(got: np.ndarray, ref: np.ndarray, dtype: np.dtype | None = None,
+                 scale: float = 1.0) -> None:
+    got, ref = np.asarray(got), np.asarray(ref)
+    assert got.shape == ref.shape, f"shape {got.shape} != {ref.shape}"
+    dtype = np.dtype(dtype or got.dtype)
+    if dtype.kind != "f":
+        np.testing.assert_array_equal(got, ref)
+        return
+    rtol = tolerance(dtype) * scale
+    with np.errstate(all="ignore"):  # the exact result rounded to the result dtype
+        g, r = got.astype(np.float64), ref.astype(dtype).astype(np.float64)
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(r), err_msg="NaN positions differ")
+    finite = np.isfinite(r) & np.isfinite(g)
+    np.testing.assert_array_equal(g[~finite & ~np.isnan(r)], r[~finite & ~np.isnan(r)])
+    if finite.any():
+        magnitude = np.maximum(np.abs(r[finite]), 1.0)
+        err = np.abs(g[finite] - r[finite]) / magnitude
+        assert err.max() <= rtol, f"max relative error {err.max():.3g} > {rtol:.3g}"
+
+
+def check(fn: object, *args: object, scale: float = 1.0) -> None:
+    """Call the compiled ``fn`` with poisoned out= arrays and compare with NumPy in float64."""
+    py = fn.py_func  # type: ignore[attr-defined]
+    expect_dtype = py(*args)  # NumPy on the real dtypes: the result dtype and shape
+    ref = py(*to64(list(args)))
+    expect = expect_dtype if isinstance(expect_dtype, tuple) else (expect_dtype,)
+    refs = ref if isinstance(ref, tuple) else (ref,)
+    outs = tuple(poisoned(np.shape(e), np.asarray(e).dtype) for e in expect)
+    got = fn(*args, out=outs if len(outs) > 1 else outs[0])  # type: ignore[operator]
+    gots = got if isinstance(got, tuple) else (got,)
+    # Float results are judged against float64; bool and int results must equal NumPy's
+    # on the real dtypes exactly (a float32 comparison is not a float64 comparison).
+    refs = tuple(r if np.asarray(e).dtype.kind == "f" else e for r, e in zip(refs, expect))
+    for g, o, e, r in zip(gots, outs, expect, refs):
+        assert np.asarray(g).dtype == np.asarray(e).dtype, (np.asarray(g).dtype, np.asarray(e).dtype)
+        assert_close(o, r, np.asarray(e).dtype, scale)
+    fresh = fn(*args)  # type: ignore[operator]
+    for g, r, e in zip(fresh if isinstance(fresh, tuple) else (fresh,), refs, expect):
+        assert_close(g, r, np.asarray(e).dtype, scale)
