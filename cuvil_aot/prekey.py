@@ -1,0 +1,293 @@
+"""The cheap key: what a cache hit can be decided on without the compiler.
+
+The full cache key (``driver.key_components``) runs the frontend and asks the C
+compiler for its version: that costs an import of the whole compiler (~70 ms) plus
+a subprocess, far over the cold-start budget. The cheap key is computed from
+
+- the bytes of the marked module's file,
+- a fingerprint of everything its marked functions reach through global names
+  (constants by value, functions by qualified name, and the bytes of every other
+  module file those functions live in: helpers inlined from other modules),
+- the environment parts of the full key (cuvil_aot's sources, Python ABI, NumPy,
+  CPU levels),
+
+and is mapped to the full key recorded at build time (see ``shortcuts.py``). It
+only ever says "same inputs as a build we made": anything it cannot fingerprint
+makes it ``None`` and the caller computes the full key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import sys
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cuvil_aot.api import Dispatcher
+
+_CONSTANTS = (bool, int, float, complex, str, bytes, type(None))
+_COMPILER_PARTS = ("frontend", "ir", "passes", "codegen", "toolchain")
+_SKIP_ROOTS = frozenset({"numpy", "cuvil_aot", "builtins"})
+"""Modules whose code is covered by other components (NumPy version, cuvil_aot hash)."""
+_REPR_LIMIT = 256
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def canonical(value: object) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+
+def marked(module: types.ModuleType) -> dict[str, Dispatcher]:
+    """The module's marked functions (same rule as the frontend, without importing it)."""
+    return {
+        name: value
+        for name, value in vars(module).items()
+        if isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__
+    }
+
+
+def source_file(module: types.ModuleType) -> Path | None:
+    """The module's .py file, or None (no file, or not Python source)."""
+    spec = getattr(module, "__spec__", None)
+    origin = getattr(spec, "origin", None) or getattr(module, "__file__", None)
+    if not isinstance(origin, str) or not origin.endswith(".py"):
+        return None
+    return Path(origin)
+
+
+def file_hash(path: Path) -> str | None:
+    try:
+        return sha256_hex(path.read_bytes())
+    except OSError:
+        return None
+
+
+# --- what the marked functions reach ---------------------------------------------------
+
+
+def _code_names(code: types.CodeType) -> Iterator[str]:
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_names(const)
+
+
+def describe(value: object) -> str:
+    """A stable, process-independent description of a global a function reads."""
+    if isinstance(value, Dispatcher):
+        value = value.py_func
+    if isinstance(value, types.FunctionType):
+        return f"function {value.__module__}.{value.__qualname__}"
+    if isinstance(value, types.ModuleType):
+        return f"module {value.__name__}"
+    if isinstance(value, type):
+        return f"class {value.__module__}.{value.__qualname__}"
+    if isinstance(value, _CONSTANTS) or _is_numpy_scalar(value) or _is_plain_tuple(value):
+        text = repr(value)
+        return "= " + (text if len(text) <= _REPR_LIMIT else "sha256 " + sha256_hex(text.encode()))
+    name = getattr(value, "__name__", "")
+    return f"object {type(value).__module__}.{type(value).__qualname__} {name}".rstrip()
+
+
+def _is_numpy_scalar(value: object) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(value, np.generic)
+
+
+def _is_plain_tuple(value: object) -> bool:
+    return isinstance(value, tuple) and all(
+        isinstance(v, _CONSTANTS) or _is_plain_tuple(v) for v in value
+    )
+
+
+@dataclass
+class _Walk:
+    home: str
+    globals_: dict[str, str]
+    modules: set[str]
+    todo: list[types.FunctionType]
+
+    def follow(self, owner: str, name: str, value: object, names: set[str]) -> None:
+        self.globals_[f"{owner}.{name}"] = describe(value)
+        if isinstance(value, Dispatcher):
+            value = value.py_func
+        if isinstance(value, types.FunctionType):
+            self.todo.append(value)
+        elif isinstance(value, types.ModuleType) and _user_module(value.__name__):
+            self.modules.add(value.__name__)
+            for attr in sorted(names):  # module.attr calls: follow what attr names
+                found = vars(value).get(attr)
+                if isinstance(found, (types.FunctionType, Dispatcher)) or _constant(found):
+                    self.follow(value.__name__, attr, found, names)
+
+    def visit(self, fn: types.FunctionType) -> None:
+        owner = str(fn.__globals__.get("__name__", "?"))
+        if owner != self.home:
+            self.modules.add(owner)
+        names = set(_code_names(fn.__code__))
+        for name in sorted(names):
+            if name in fn.__globals__:
+                self.follow(owner, name, fn.__globals__[name], names)
+        extras = [c.cell_contents for c in fn.__closure__ or () if _cell_set(c)]
+        extras += list(fn.__defaults__ or ()) + list((fn.__kwdefaults__ or {}).values())
+        for i, value in enumerate(extras):
+            self.follow(f"{owner}.{fn.__qualname__}", f"<extra {i}>", value, names)
+
+
+def _constant(value: object) -> bool:
+    return isinstance(value, _CONSTANTS) or _is_numpy_scalar(value) or _is_plain_tuple(value)
+
+
+def _cell_set(cell: types.CellType) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True
+
+
+def _user_module(name: str) -> bool:
+    return name.partition(".")[0] not in _SKIP_ROOTS
+
+
+def dependencies(module: types.ModuleType) -> dict[str, Any] | None:
+    """Fingerprint of what the marked functions read; None if some input has no file."""
+    walk = _Walk(module.__name__, {}, set(), [])
+    signatures = {}
+    for name, dispatcher in sorted(marked(module).items()):
+        fn = dispatcher.py_func
+        signatures[name] = [repr(dispatcher.signatures), repr(fn.__annotations__)]
+        walk.todo.append(fn)
+    seen: set[int] = set()
+    while walk.todo:
+        fn = walk.todo.pop()
+        if id(fn) not in seen:
+            seen.add(id(fn))
+            walk.visit(fn)
+    files: dict[str, str] = {}
+    for name in sorted(walk.modules):
+        if not _user_module(name):
+            continue
+        dep = sys.modules.get(name)
+        path = source_file(dep) if dep is not None else None
+        digest = file_hash(path) if path is not None else None
+        if digest is None:
+            return None
+        files[name] = digest
+    return {"globals": walk.globals_, "files": files, "signatures": signatures}
+
+
+# --- the environment ------------------------------------------------------------------
+
+
+def _header_dir() -> Path:
+    """Where the generated code's headers are: as toolchain.cc.include_dirs() finds them."""
+    pkg = Path(__file__).resolve().parent
+    ours = pkg / "include"
+    if not (ours / "cuvil_aot" / "kernel.h").exists():
+        ours = pkg.parent / "native" / "include"
+    return ours / "cuvil_aot"
+
+
+_PACKAGE_HASH: list[str] = []
+
+
+def package_hash() -> str:
+    """The ``cuvil_aot`` key component, computed as driver._package_hash does (a test
+    checks they agree) without importing the compiler."""
+    if _PACKAGE_HASH:
+        return _PACKAGE_HASH[0]
+    from cuvil_aot import __version__
+
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256(__version__.encode())
+    for sub in _COMPILER_PARTS:
+        for path in sorted((root / sub).glob("*.py")):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    headers = hashlib.sha256()
+    for header in sorted(_header_dir().glob("*.h")):
+        headers.update(header.name.encode() + b"\0" + header.read_bytes())
+    digest.update(headers.hexdigest().encode())
+    _PACKAGE_HASH.append(digest.hexdigest())
+    return _PACKAGE_HASH[0]
+
+
+def python_abi() -> str:
+    import sysconfig
+
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    return f"{sys.implementation.cache_tag}{suffix}"
+
+
+def host_level() -> int:
+    """The x86-64 level kernels are built for by default (as toolchain.cc.host_level)."""
+    if os.uname().machine.lower() not in ("x86_64", "amd64"):
+        return 1
+    from cuvil_aot import _runtime  # type: ignore[attr-defined]
+
+    return int(_runtime.info()["detected_cpu_level"])
+
+
+def environment(cpu_levels: tuple[int, ...]) -> dict[str, str]:
+    import numpy as np
+
+    levels = cpu_levels or (host_level(),)
+    return {
+        "cuvil_aot": package_hash(),
+        "python_abi": python_abi(),
+        "numpy": np.__version__,
+        "cpu_levels": ",".join(map(str, levels)),
+    }
+
+
+def components(module: types.ModuleType, cpu_levels: tuple[int, ...] = ()) -> dict[str, str] | None:
+    """The cheap key components of ``module``, or None when it cannot have one."""
+    path = source_file(module)
+    source = file_hash(path) if path is not None else None
+    deps = dependencies(module) if source is not None else None
+    if source is None or deps is None:
+        return None
+    return {
+        "module": module.__name__,
+        "module_source": source,
+        "deps": sha256_hex(canonical(deps)),
+        **environment(cpu_levels),
+    }
+
+
+# --- the compiler, without running it ---------------------------------------------------
+
+
+def compiler_stamp(override: str = "") -> dict[str, str] | None:
+    """Which compiler a build would use, by its file (path, mtime, size), without running
+    it; the candidates are those of toolchain.cc.find_compiler. None if there is none."""
+    import sysconfig
+
+    candidates = [override] if override else []
+    candidates += [sysconfig.get_config_var("CC") or "", "cc", "gcc", "clang"]
+    for cand in candidates:
+        parts = shlex.split(cand)
+        found = shutil.which(parts[0]) if parts else None
+        if found is None:
+            continue
+        try:
+            st = os.stat(found)
+        except OSError:
+            continue
+        return {
+            "command": shlex.join(parts),
+            "path": os.path.realpath(found),
+            "mtime_ns": str(st.st_mtime_ns),
+            "size": str(st.st_size),
+        }
+    return None
