@@ -91,7 +91,9 @@ def tolerance(dtype: np.dtype) -> float:
 
 
 def assert_close(got: np.ndarray, ref: np.ndarray, dtype: np.dtype | None = None,
-                 scale: float = 1.0) -> None:
+                 scale: float = 1.0, same: np.ndarray | None = None) -> None:
+    """``got`` against the float64 reference ``ref``; NaN and infinities against ``same``
+    (NumPy on the real dtypes, which rounds Python scalars to the array dtype first)."""
     got, ref = np.asarray(got), np.asarray(ref)
     assert got.shape == ref.shape, f"shape {got.shape} != {ref.shape}"
     dtype = np.dtype(dtype or got.dtype)
@@ -101,9 +103,11 @@ def assert_close(got: np.ndarray, ref: np.ndarray, dtype: np.dtype | None = None
     rtol = tolerance(dtype) * scale
     with np.errstate(all="ignore"):  # the exact result rounded to the result dtype
         g, r = got.astype(np.float64), ref.astype(dtype).astype(np.float64)
-    np.testing.assert_array_equal(np.isnan(g), np.isnan(r), err_msg="NaN positions differ")
-    finite = np.isfinite(r) & np.isfinite(g)
-    np.testing.assert_array_equal(g[~finite & ~np.isnan(r)], r[~finite & ~np.isnan(r)])
+    s = r if same is None else np.asarray(same, np.float64)
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(s), err_msg="NaN positions differ")
+    special = ~np.isfinite(s) & ~np.isnan(s)
+    np.testing.assert_array_equal(g[special], s[special], err_msg="infinities differ")
+    finite = np.isfinite(r) & np.isfinite(g) & np.isfinite(s)
     if finite.any():
         magnitude = np.maximum(np.abs(r[finite]), 1.0)
         err = np.abs(g[finite] - r[finite]) / magnitude
@@ -126,7 +130,7 @@ def check(fn: object, *args: object, scale: float = 1.0) -> None:
     refs = tuple(r if np.asarray(e).dtype.kind == "f" else e for r, e in zip(refs, expect))
     for g, o, e, r in zip(gots, outs, expect, refs):
         assert np.asarray(g).dtype == np.asarray(e).dtype, (np.asarray(g).dtype, np.asarray(e).dtype)
-        assert_close(o, r, np.asarray(e).dtype, scale)
+        assert_close(o, r, np.asarray(e).dtype, scale, e)
     fresh = fn(*args)  # type: ignore[operator]
     for g, r, e in zip(fresh if isinstance(fresh, tuple) else (fresh,), refs, expect):
-        assert_close(g, r, np.asarray(e).dtype, scale)
+        assert_close(g, r, np.asarray(e).dtype, scale, e)
