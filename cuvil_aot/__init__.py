@@ -14,6 +14,7 @@ from cuvil_aot.api import (
     optimize,
 )
 from cuvil_aot.errors import CompileError, SignatureError
+from cuvil_aot.importer import install, uninstall
 
 __version__ = "0.1.0"
 
@@ -27,7 +28,9 @@ __all__ = [
     "f64",
     "i32",
     "i64",
+    "install",
     "optimize",
+    "uninstall",
 ]
 
 

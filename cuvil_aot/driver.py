@@ -130,14 +130,16 @@ _locks_guard = threading.Lock()
 
 
 def ensure_bound(module: types.ModuleType) -> None:
-    """Compile and bind ``module`` once per process, whichever thread asks first."""
+    """Bind ``module`` once per process, whichever thread asks first: from the cache, or
+    compiled into it (the lazy first call; see artifacts.py)."""
+    from cuvil_aot import artifacts
+
     with _locks_guard:
         lock = _locks.setdefault(module.__name__, threading.Lock())
     with lock:
         if all(d.compiled is not None for d in marked_functions(module).values()):
             return
-        artifact = build(module)
-        bind(module, load(artifact))
+        artifacts.bind_module(module, artifacts.Settings.from_knobs(knobs_mod.read()))
 
 
 def _package_hash() -> str:

@@ -27,8 +27,8 @@ import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from importlib.machinery import ExtensionFileLoader
+from pathlib import Path
 from types import MappingProxyType, ModuleType
 
 from cuvil_aot.cache import CacheError

@@ -28,7 +28,7 @@ import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from cuvil_aot.api import Dispatcher
 
@@ -165,7 +165,7 @@ def dependencies(module: types.ModuleType) -> dict[str, Any] | None:
     walk = _Walk(module.__name__, {}, set(), [])
     signatures = {}
     for name, dispatcher in sorted(marked(module).items()):
-        fn = dispatcher.py_func
+        fn = cast(types.FunctionType, dispatcher.py_func)
         signatures[name] = [repr(dispatcher.signatures), repr(fn.__annotations__)]
         walk.todo.append(fn)
     seen: set[int] = set()
@@ -202,6 +202,15 @@ def _header_dir() -> Path:
 _PACKAGE_HASH: list[str] = []
 
 
+def _files(folder: Path, suffix: str) -> list[Path]:
+    """Sorted like Path.glob would, without its cost (~0.1 ms a call)."""
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(suffix))
+    except FileNotFoundError:
+        return []
+    return [folder / n for n in names]
+
+
 def package_hash() -> str:
     """The ``cuvil_aot`` key component, computed as driver._package_hash does (a test
     checks they agree) without importing the compiler."""
@@ -212,21 +221,24 @@ def package_hash() -> str:
     root = Path(__file__).resolve().parent
     digest = hashlib.sha256(__version__.encode())
     for sub in _COMPILER_PARTS:
-        for path in sorted((root / sub).glob("*.py")):
+        for path in _files(root / sub, ".py"):
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
     headers = hashlib.sha256()
-    for header in sorted(_header_dir().glob("*.h")):
+    for header in _files(_header_dir(), ".h"):
         headers.update(header.name.encode() + b"\0" + header.read_bytes())
     digest.update(headers.hexdigest().encode())
     _PACKAGE_HASH.append(digest.hexdigest())
     return _PACKAGE_HASH[0]
 
 
-def python_abi() -> str:
+def ext_suffix() -> str:
     import sysconfig
 
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    return f"{sys.implementation.cache_tag}{suffix}"
+    return str(sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+
+
+def python_abi() -> str:
+    return f"{sys.implementation.cache_tag}{ext_suffix()}"
 
 
 def host_level() -> int:

@@ -233,6 +233,35 @@ def test_gemm_crosses_blocks(dtype, level, m, k, n):
         check(out, [(a, b)], dtype)
 
 
+def test_gemm_from_many_threads_while_resizing():
+    """Concurrent GEMMs (small-m and packed paths) while the pool is resized."""
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def worker(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        while not stop.is_set():
+            m = int(rng.choice([1, 5, 40, 300]))
+            k, n = int(rng.integers(1, 300)), int(rng.integers(1, 700))
+            a, b = make(rng, (m, k), "c", np.float32), make(rng, (k, n), "c", np.float32)
+            out = poisoned((m, n), "c", np.float32)
+            rt._gemm(a, b, out)
+            want = a.astype(np.float64) @ b.astype(np.float64)
+            if not (np.abs(out - want) <= tolerance(a, b, np.float32) + 1e-30).all():
+                errors.append(f"{m}x{k}x{n}")
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for nt in [1, 3, 2, 0, 4, 1, 0] * 3:
+        rt.configure(num_threads=nt)
+        time.sleep(0.02)
+    stop.set()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gemm_k_zero_gives_zeros(dtype):
     a, b = np.ones((5, 0), dtype), np.ones((0, 7), dtype)

@@ -213,7 +213,9 @@ def _walk(plan: Plan, root: Node, walk: Walk, gemm: tuple[Node, ...] = (),
     """Visit root's inline region in walk.space; returns whether a buffer was added."""
     space = walk.space
     nloops = len(space.shape)
-    natural = space.natural_map(root) or identity(nloops)
+    natural = space.natural_map(root)
+    if natural is None:
+        natural = identity(nloops)
     per_row = var_map(nloops, space.kept_axes)
     changed = False
     seen: set[tuple[int, IndexMap]] = set()

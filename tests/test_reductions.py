@@ -1,0 +1,103 @@
+"""Reductions against NumPy: every axis combination, keepdims, methods, fused row kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import check
+from test_elementwise import view_of
+
+REDUCTIONS = ["sum", "mean", "max", "min", "prod", "var", "std"]
+AXES = ["None", "0", "1", "-1", "(0, 2)", "(1, 2)", "(0, 1, 2)"]
+
+
+def _source() -> str:
+    lines = ["import numpy as np", "import cuvil_aot as cv", ""]
+    for r in REDUCTIONS:
+        for i, axis in enumerate(AXES):
+            for keep in (False, True):
+                name = f"{r}_{i}_{int(keep)}"
+                sigs = ["f32[A,B,C]", "f64[A,B,C]"] + (["i32[A,B,C]"] if r in ("sum", "max", "min",
+                                                                               "mean") else [])
+                call = f"np.{r}(x, axis={axis}, keepdims={keep})" if keep else \
+                    f"x.{r}(axis={axis})"
+                lines += [f"@cv.optimize(signatures={sigs!r})", f"def {name}(x):",
+                          f"    return {call}"]
+    for r in ("argmax", "argmin"):
+        for axis in ("None", "0", "1", "2"):
+            lines += ["@cv.optimize(signatures=['f32[A,B,C]', 'i64[A,B,C]'])",
+                      f"def {r}_{axis}(x):", f"    return np.{r}(x, axis={axis})"]
+    lines += [
+        "@cv.optimize(signatures=['f32[A,N]', 'f64[A,N]'])",
+        "def softmax(x):",
+        "    e = np.exp(x - x.max(axis=-1, keepdims=True))",
+        "    return e / e.sum(axis=-1, keepdims=True)",
+        "@cv.optimize(signatures=['f32[A,N], f32[N], f32[N]'])",
+        "def layernorm(x, g, b):",
+        "    mu = x.mean(-1, keepdims=True)",
+        "    return (x - mu) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * g + b",
+        "@cv.optimize(signatures=['f32[A,N]'])",
+        "def stats(x):",
+        "    m = x.max(axis=1, keepdims=True)",
+        "    return x - m, m, x.sum(axis=0), (x * 2).mean()",
+        "@cv.optimize(signatures=['f32[A,N]'])",
+        "def log_softmax(x):",
+        "    s = x - x.max(axis=1, keepdims=True)",
+        "    return s - np.log(np.exp(s).sum(axis=1, keepdims=True))",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+SOURCE = _source()
+dims = st.integers(1, 5)
+
+
+def _input(data: st.DataObject, sig: str, shape: tuple[int, ...]) -> np.ndarray:
+    dtype = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}[sig[:3]]
+    return data.draw(view_of(shape, dtype, special=data.draw(st.booleans())))
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@settings(max_examples=15, deadline=None)
+@given(data=st.data(), a=dims, b=dims, c=dims)
+def test_reductions_over_every_axis(compiled, reduction, data, a, b, c):
+    for i in range(len(AXES)):
+        for keep in (0, 1):
+            fn = getattr(compiled, f"{reduction}_{i}_{keep}")
+            for sig in fn.signatures:
+                check(fn, _input(data, sig, (a, b, c)), scale=50)
+
+
+@settings(max_examples=15, deadline=None)
+@given(data=st.data(), a=dims, b=dims, c=dims)
+def test_argmax_argmin_first_occurrence_and_nan(compiled, data, a, b, c):
+    for name in ("argmax", "argmin"):
+        for axis in ("None", "0", "1", "2"):
+            fn = getattr(compiled, f"{name}_{axis}")
+            for sig in fn.signatures:
+                x = _input(data, sig, (a, b, c))
+                if x.dtype.kind == "f" and data.draw(st.booleans()):
+                    x = np.round(x)  # ties: the first occurrence wins
+                np.testing.assert_array_equal(fn(x), fn.py_func(x))
+
+
+def test_reduction_of_empty_axis_raises_like_numpy(compiled):
+    x = np.zeros((2, 0, 3), np.float32)
+    with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
+        compiled.max_2_0(x)
+    np.testing.assert_array_equal(compiled.sum_2_0(x), np.zeros((2, 3)))
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), a=st.integers(0, 5), n=st.integers(1, 40))
+def test_fused_row_kernels(compiled, data, a, n):
+    x = data.draw(view_of((a, n), "float32"))
+    check(compiled.softmax, x, scale=4)
+    check(compiled.softmax, x.astype(np.float64), scale=4)
+    g, b = data.draw(view_of((n,), "float32")), data.draw(view_of((n,), "float32"))
+    check(compiled.layernorm, data.draw(view_of((a, n), "float32", special=False)), g, b, scale=50)
+    check(compiled.stats, x, scale=20)
+    check(compiled.log_softmax, x, scale=4)
