@@ -1,58 +1,58 @@
-/* GEMM with a fused epilogue: a simple tiled version (to be replaced by the
- * packed, register-blocked kernels). */
-#include <stdlib.h>
+/* GEMM with a fused epilogue (runtime.h): the driver for float32 and
+ * float64, instantiated from gemm_impl.h, over the kernels of the usable
+ * ISA level (gemm_kernels.h), picked per call so a lowered cpu_level takes
+ * effect at once. */
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
 
+#include "gemm_kernels.h"
+#include "gemm_ws.h"
 #include "internal.h"
 
-#define TILE_M 64
-#define TILE_N 64
+/* Below this many flops one thread does the whole GEMM: waking the pool
+ * costs a few microseconds, about what 2 MFLOP take on one core. */
+#define CV_GEMM_TINY_FLOPS (2.0 * (1 << 20))
+/* A batch whose packed A, B and accumulator fit in this is computed by one
+ * thread at a time when batches do not share B (parallel over batches). */
+#define CV_GEMM_SOLO_BYTES ((size_t)2 << 20)
+/* Packed A and packed B of one step each stay below this (L3-sized). */
+#define CV_GEMM_GROUP_BYTES ((size_t)32 << 20)
+/* The small-m path: at most this many rows, column chunks whose sums fit
+ * in SMALL_TILE bytes (L1/L2), and at least SMALL_GRAIN bytes of B per
+ * task. */
+#define CV_GEMM_SMALL_M 16
+#define CV_GEMM_SMALL_TILE ((int64_t)32 << 10)
+#define CV_GEMM_SMALL_GRAIN ((int64_t)128 << 10)
 
-#define DEFINE_GEMM(T, SFX)                                                            \
-    typedef struct {                                                                   \
-        const cv_gemm_##SFX *g;                                                        \
-        int64_t tiles_m, tiles_n;                                                      \
-    } job_##SFX;                                                                       \
-                                                                                       \
-    static void tile_##SFX(const cv_gemm_##SFX *g, int64_t bt, int64_t i0, int64_t i1, \
-                           int64_t j0, int64_t j1, T *acc) {                           \
-        int64_t w = j1 - j0;                                                           \
-        for (int64_t x = 0; x < (i1 - i0) * w; x++)                                    \
-            acc[x] = 0;                                                                \
-        for (int t = 0; t < g->nterms; t++) {                                          \
-            const cv_gemm_term_##SFX *tm = &g->terms[t];                               \
-            const T *a = tm->a + bt * tm->a_bs, *b = tm->b + bt * tm->b_bs;            \
-            for (int64_t i = i0; i < i1; i++)                                          \
-                for (int64_t p = 0; p < tm->k; p++) {                                  \
-                    T av = a[i * tm->a_rs + p * tm->a_cs];                             \
-                    const T *brow = b + p * tm->b_rs;                                  \
-                    for (int64_t j = j0; j < j1; j++)                                  \
-                        acc[(i - i0) * w + (j - j0)] += av * brow[j * tm->b_cs];       \
-                }                                                                      \
-        }                                                                              \
-        g->epilogue(g->ctx, bt, i0, i1, j0, j1, acc, w);                               \
-    }                                                                                  \
-                                                                                       \
-    static void run_##SFX(void *ctx, int64_t begin, int64_t end) {                     \
-        const job_##SFX *jb = ctx;                                                     \
-        const cv_gemm_##SFX *g = jb->g;                                                \
-        T acc[TILE_M * TILE_N];                                                        \
-        for (int64_t x = begin; x < end; x++) {                                        \
-            int64_t per_batch = jb->tiles_m * jb->tiles_n;                             \
-            int64_t bt = x / per_batch, r = x % per_batch;                             \
-            int64_t i0 = r / jb->tiles_n * TILE_M, j0 = r % jb->tiles_n * TILE_N;      \
-            int64_t i1 = i0 + TILE_M < g->m ? i0 + TILE_M : g->m;                      \
-            int64_t j1 = j0 + TILE_N < g->n ? j0 + TILE_N : g->n;                      \
-            tile_##SFX(g, bt, i0, i1, j0, j1, acc);                                    \
-        }                                                                              \
-    }                                                                                  \
-                                                                                       \
-    int cv_run_gemm_##SFX(const cv_gemm_##SFX *g) {                                      \
-        if (g->nbatch <= 0 || g->m <= 0 || g->n <= 0)                                  \
-            return 0;                                                                  \
-        job_##SFX jb = {g, (g->m + TILE_M - 1) / TILE_M, (g->n + TILE_N - 1) / TILE_N}; \
-        cv_parallel_for(g->nbatch * jb.tiles_m * jb.tiles_n, 1, run_##SFX, &jb);       \
-        return 0;                                                                      \
+/* Claim a free per-thread slot. A job never has more tasks running at once
+ * than the pool has threads, so a slot frees up soon if none is free now
+ * (only a concurrent resize of the pool can make that happen). */
+static int cv_gemm_claim_slot(atomic_int *busy, int nslots) {
+    for (;;) {
+        for (int s = 0; s < nslots; s++) {
+            int idle = 0;
+            if (atomic_compare_exchange_strong(&busy[s], &idle, 1))
+                return s;
+        }
+        sched_yield();
     }
+}
 
-DEFINE_GEMM(float, f32)
-DEFINE_GEMM(double, f64)
+#define CV_GLUE_(a, b) a##_##b
+#define CV_GLUE(a, b) CV_GLUE_(a, b)
+#define CV_GLUE3_(a, b, c) a##_##b##_##c
+#define CV_GLUE3(a, b, c) CV_GLUE3_(a, b, c)
+#define FN(name) CV_GLUE(name, SFX)
+#define KERNELS(isa) CV_GLUE3(cv_kernels, SFX, isa)
+
+#define T float
+#define SFX f32
+#include "gemm_impl.h"
+#undef T
+#undef SFX
+
+#define T double
+#define SFX f64
+#include "gemm_impl.h"

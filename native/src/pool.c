@@ -25,8 +25,10 @@
 #include "internal.h"
 
 #define CV_MAX_THREADS 1024
-/* Chunks per thread: a few, so unequal chunks still balance. */
-#define CV_CHUNKS_PER_THREAD 4
+/* At most this many chunks per thread: enough that a thread slowed down
+ * (preempted, or given heavier chunks) leaves little to wait for at the end,
+ * few enough that taking a chunk (one atomic add) stays negligible. */
+#define CV_CHUNKS_PER_THREAD 16
 /* Pause iterations a worker spins before it sleeps (~30-60 us on x86). */
 #define CV_SPIN_ITERS 2000
 
@@ -205,10 +207,10 @@ static void run_inline(int64_t n, cv_range_fn fn, void *ctx) {
 /* Wait for the chunks others took, then close the job. */
 static void finish_job(void) {
     for (long spins = 0; atomic_load(&pool.done) < pool.nchunks; spins++) {
-        if (spins < 100000)
+        if (spins < CV_SPIN_ITERS)
             cpu_relax();
         else
-            sched_yield(); /* a long chunk: give the core away */
+            sched_yield(); /* a long chunk: let others use this core */
     }
     atomic_store(&pool.job_gen, 0);
     while (atomic_load(&pool.active) > 0)

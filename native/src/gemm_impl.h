@@ -1,0 +1,380 @@
+/* The GEMM driver for one element type: included by gemm.c with T (float or
+ * double), SFX (f32 or f64) and FN(name) = name_SFX defined.
+ *
+ * Packed path (BLIS-like). The rows of every batch are cut into row units of
+ * up to kt->mc rows and the columns into column units of up to kt->nc; a
+ * unit (row unit x column unit) is one task and one epilogue tile. A step
+ * packs a group of row units' A panels and, when it changes, a group of
+ * column units' B panels (all terms, all of k) into shared buffers in one
+ * parallel phase, then computes the group's units in a second one. Within a
+ * unit the k range is cut into blocks of at most kt->kc so a B micro-panel
+ * stays in L1 while the unit's A block stays in L2; the accumulator tile
+ * lives in a per-thread slot and goes to the epilogue right after the last
+ * k block. Small problems, and batches that each fit in cache when B is not
+ * shared, run "solo": one thread packs and computes a whole batch.
+ *
+ * Small-m path: for a few rows and unit-stride B, B is not packed; column
+ * blocks of kt->rw are split over threads and each row of B is streamed
+ * once per kt->rows call (see gemm_kernels.h).
+ */
+#include "gemm_pack.h"
+
+/* A term's k; a negative k counts as an empty term. */
+static inline int64_t FN(term_k)(const FN(cv_gemm_term) *tm) { return tm->k > 0 ? tm->k : 0; }
+
+typedef struct {
+    const FN(cv_gemm) *g;
+    const FN(cv_kernels) *kt;
+    const int64_t *koff;        /* offset of each term's k range in a panel */
+    int64_t ksum;               /* sum of the terms' k */
+    int64_t m_panels, n_panels; /* per batch */
+    int64_t upanels, npu;       /* row / column panels per unit */
+    int64_t m_units, n_units;   /* row units per batch, column units */
+    int b_shared;               /* every batch multiplies the same B */
+    /* the current step: row units [ru0, ru1) over all batches, column
+     * units [cu0, cu1), B of b_batch packed when pack_b */
+    int64_t ru0, ru1, cu0, cu1, b_batch;
+    int pack_b;
+    T *ap, *bp;    /* packed panels of the step */
+    char *slots;   /* per-thread regions, slot_bytes each */
+    size_t slot_bytes;
+    atomic_int *busy;
+    int nslots;
+} FN(plan);
+
+static int64_t FN(pack_tasks)(const FN(plan) *pl) {
+    return (pl->ru1 - pl->ru0) * pl->upanels + (pl->pack_b ? (pl->cu1 - pl->cu0) * pl->npu : 0);
+}
+
+/* Pack A panel x of the step (x < its row panels), all terms. */
+static void FN(pack_a_task)(const FN(plan) *pl, int64_t x) {
+    const FN(cv_gemm) *g = pl->g;
+    int64_t ru = pl->ru0 + x / pl->upanels, bt = ru / pl->m_units;
+    int64_t panel = ru % pl->m_units * pl->upanels + x % pl->upanels;
+    if (panel >= pl->m_panels)
+        return;
+    int mr = pl->kt->mr;
+    int64_t i0 = panel * mr, rows = g->m - i0 < mr ? g->m - i0 : mr;
+    T *dst = pl->ap + x * pl->ksum * mr;
+    for (int t = 0; t < g->nterms; t++) {
+        const FN(cv_gemm_term) *tm = &g->terms[t];
+        FN(pack_a)(tm->a + bt * tm->a_bs + i0 * tm->a_rs, tm->a_rs, tm->a_cs, rows, FN(term_k)(tm), mr,
+                   dst + pl->koff[t] * mr);
+    }
+}
+
+/* Pack B panel y of the step's column units, all terms. */
+static void FN(pack_b_task)(const FN(plan) *pl, int64_t y) {
+    const FN(cv_gemm) *g = pl->g;
+    int64_t panel = pl->cu0 * pl->npu + y;
+    if (panel >= pl->n_panels)
+        return;
+    int nr = pl->kt->nr;
+    int64_t j0 = panel * nr, cols = g->n - j0 < nr ? g->n - j0 : nr;
+    T *dst = pl->bp + y * pl->ksum * nr;
+    for (int t = 0; t < g->nterms; t++) {
+        const FN(cv_gemm_term) *tm = &g->terms[t];
+        FN(pack_b)(tm->b + pl->b_batch * tm->b_bs + j0 * tm->b_cs, tm->b_rs, tm->b_cs, cols,
+                   FN(term_k)(tm), nr, dst + pl->koff[t] * nr);
+    }
+}
+
+static void FN(pack_range)(void *ctx, int64_t begin, int64_t end) {
+    const FN(plan) *pl = ctx;
+    int64_t na = (pl->ru1 - pl->ru0) * pl->upanels;
+    for (int64_t x = begin; x < end; x++) {
+        if (x < na)
+            FN(pack_a_task)(pl, x);
+        else
+            FN(pack_b_task)(pl, x - na);
+    }
+}
+
+/* One term's k blocks over the unit's panels; returns 0 once acc is live. */
+static int FN(unit_term)(const FN(plan) *pl, int t, const T *a, const T *b, int64_t npr,
+                         int64_t npc, T *acc, int64_t ldc, int first) {
+    const FN(cv_kernels) *kt = pl->kt;
+    int64_t k = FN(term_k)(&pl->g->terms[t]), nblk = (k + kt->kc - 1) / kt->kc;
+    int64_t kcb = nblk ? (k + nblk - 1) / nblk : 0; /* even blocks */
+    int64_t a_step = pl->ksum * kt->mr, b_step = pl->ksum * kt->nr;
+    for (int64_t pc = 0; pc < k; pc += kcb, first = 0) {
+        int64_t kc = k - pc < kcb ? k - pc : kcb, off = pl->koff[t] + pc;
+        for (int64_t jr = 0; jr < npc; jr++) {
+            const T *bpan = b + jr * b_step + off * kt->nr;
+            for (int64_t ir = 0; ir < npr; ir++)
+                kt->kern(kc, a + ir * a_step + off * kt->mr, bpan,
+                         acc + ir * kt->mr * ldc + jr * kt->nr, ldc, !first);
+        }
+    }
+    return first;
+}
+
+/* Compute unit u of the step into acc and hand it to the epilogue. */
+static void FN(unit)(const FN(plan) *pl, int64_t u, T *acc) {
+    const FN(cv_gemm) *g = pl->g;
+    const FN(cv_kernels) *kt = pl->kt;
+    int64_t ncu = pl->cu1 - pl->cu0, ru = pl->ru0 + u / ncu, cu = pl->cu0 + u % ncu;
+    int64_t bt = ru / pl->m_units;
+    int64_t i0 = ru % pl->m_units * pl->upanels * kt->mr, j0 = cu * pl->npu * kt->nr;
+    int64_t i1 = i0 + pl->upanels * kt->mr, j1 = j0 + pl->npu * kt->nr;
+    i1 = i1 < g->m ? i1 : g->m;
+    j1 = j1 < g->n ? j1 : g->n;
+    int64_t npr = (i1 - i0 + kt->mr - 1) / kt->mr, npc = (j1 - j0 + kt->nr - 1) / kt->nr;
+    int64_t ldc = pl->npu * kt->nr;
+    const T *a = pl->ap + (ru - pl->ru0) * pl->upanels * pl->ksum * kt->mr;
+    const T *b = pl->bp + (cu - pl->cu0) * pl->npu * pl->ksum * kt->nr;
+    int first = 1;
+    for (int t = 0; t < g->nterms; t++)
+        first = FN(unit_term)(pl, t, a, b, npr, npc, acc, ldc, first);
+    for (int64_t i = 0; first && i < i1 - i0; i++) /* k == 0: the tile is zeros */
+        memset(acc + i * ldc, 0, (size_t)(j1 - j0) * sizeof(T));
+    g->epilogue(g->ctx, bt, i0, i1, j0, j1, acc, ldc);
+}
+
+static void FN(compute_range)(void *ctx, int64_t begin, int64_t end) {
+    const FN(plan) *pl = ctx;
+    int s = cv_gemm_claim_slot(pl->busy, pl->nslots);
+    T *acc = (T *)(pl->slots + (size_t)s * pl->slot_bytes);
+    for (int64_t u = begin; u < end; u++)
+        FN(unit)(pl, u, acc);
+    atomic_store(&pl->busy[s], 0);
+}
+
+/* Bytes of packed A per row unit and of packed B per column unit. */
+static size_t FN(a_unit_bytes)(const FN(plan) *pl) {
+    return (size_t)(pl->upanels * pl->kt->mr * pl->ksum) * sizeof(T);
+}
+static size_t FN(b_unit_bytes)(const FN(plan) *pl) {
+    return (size_t)(pl->npu * pl->kt->nr * pl->ksum) * sizeof(T);
+}
+static size_t FN(acc_bytes)(const FN(plan) *pl) {
+    return cv_ws_round((size_t)(pl->upanels * pl->kt->mr * pl->npu * pl->kt->nr) * sizeof(T));
+}
+
+/* Pack and compute whole batches [begin, end) on this thread, in one slot
+ * that holds the batch's packed A and B and the accumulator tile. */
+static void FN(solo_range)(void *ctx, int64_t begin, int64_t end) {
+    const FN(plan) *shared = ctx;
+    int s = cv_gemm_claim_slot(shared->busy, shared->nslots);
+    FN(plan) pl = *shared;
+    char *region = pl.slots + (size_t)s * pl.slot_bytes;
+    pl.ap = (T *)region;
+    pl.bp = (T *)(region + cv_ws_round(pl.m_units * FN(a_unit_bytes)(&pl)));
+    T *acc = (T *)((char *)pl.bp + cv_ws_round(pl.n_units * FN(b_unit_bytes)(&pl)));
+    pl.cu0 = 0;
+    pl.cu1 = pl.n_units;
+    pl.pack_b = 1;
+    for (int64_t bt = begin; bt < end; bt++) {
+        pl.ru0 = bt * pl.m_units;
+        pl.ru1 = pl.ru0 + pl.m_units;
+        pl.b_batch = bt; /* b_bs is 0 when B is shared */
+        FN(pack_range)(&pl, 0, FN(pack_tasks)(&pl));
+        for (int64_t u = 0; u < pl.m_units * pl.n_units; u++)
+            FN(unit)(&pl, u, acc);
+    }
+    atomic_store(&shared->busy[s], 0);
+}
+
+/* Steps over groups of row units x groups of column units; each step packs
+ * in parallel, then computes in parallel. B is repacked only when the
+ * column group or (for per-batch B) the batch changes. */
+static void FN(stepwise)(FN(plan) *pl, int64_t rg_units, int64_t cg_units) {
+    int64_t total_ru = pl->g->nbatch * pl->m_units;
+    for (pl->cu0 = 0; pl->cu0 < pl->n_units; pl->cu0 = pl->cu1) {
+        pl->cu1 = pl->cu0 + cg_units < pl->n_units ? pl->cu0 + cg_units : pl->n_units;
+        int64_t packed_batch = -1;
+        for (pl->ru0 = 0; pl->ru0 < total_ru; pl->ru0 = pl->ru1) {
+            int64_t end = pl->b_shared ? total_ru : (pl->ru0 / pl->m_units + 1) * pl->m_units;
+            pl->ru1 = pl->ru0 + rg_units < end ? pl->ru0 + rg_units : end;
+            pl->b_batch = pl->b_shared ? 0 : pl->ru0 / pl->m_units;
+            pl->pack_b = pl->b_batch != packed_batch;
+            packed_batch = pl->b_batch;
+            cv_parallel_for(FN(pack_tasks)(pl), 1, FN(pack_range), pl);
+            cv_parallel_for((pl->ru1 - pl->ru0) * (pl->cu1 - pl->cu0), 1, FN(compute_range), pl);
+        }
+    }
+}
+
+/* Units of even size: as few as the block size allows, split evenly. */
+static void FN(split_units)(int64_t panels, int64_t max_per_unit, int64_t *units,
+                            int64_t *per_unit) {
+    *units = (panels + max_per_unit - 1) / max_per_unit;
+    *per_unit = (panels + *units - 1) / *units;
+}
+
+static void FN(plan_init)(FN(plan) *pl, const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
+    const FN(cv_gemm_term) *terms = g->terms;
+    *pl = (FN(plan)){.g = g, .kt = kt, .b_shared = 1};
+    for (int t = 0; t < g->nterms; t++) {
+        pl->ksum += FN(term_k)(&terms[t]);
+        pl->b_shared &= g->nbatch == 1 || terms[t].b_bs == 0;
+    }
+    pl->m_panels = (g->m + kt->mr - 1) / kt->mr;
+    pl->n_panels = (g->n + kt->nr - 1) / kt->nr;
+    FN(split_units)(pl->m_panels, kt->mc / kt->mr, &pl->m_units, &pl->upanels);
+    FN(split_units)(pl->n_panels, kt->nc / kt->nr, &pl->n_units, &pl->npu);
+}
+
+/* Carve the workspace: term offsets and slot flags, then the rest. */
+static char *FN(carve_header)(FN(plan) *pl, char *ws) {
+    int64_t *koff = (int64_t *)ws, off = 0;
+    for (int t = 0; t < pl->g->nterms; t++) {
+        koff[t] = off;
+        off += FN(term_k)(&pl->g->terms[t]);
+    }
+    pl->koff = koff;
+    ws += cv_ws_round((size_t)pl->g->nterms * sizeof(int64_t));
+    pl->busy = (atomic_int *)ws;
+    for (int s = 0; s < pl->nslots; s++)
+        atomic_init(&pl->busy[s], 0);
+    return ws + cv_ws_round((size_t)pl->nslots * sizeof(atomic_int));
+}
+
+static size_t FN(header_bytes)(const FN(plan) *pl) {
+    return cv_ws_round((size_t)pl->g->nterms * sizeof(int64_t)) +
+           cv_ws_round((size_t)pl->nslots * sizeof(atomic_int));
+}
+
+static int FN(packed)(const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
+    FN(plan) pl;
+    FN(plan_init)(&pl, g, kt);
+    size_t au = FN(a_unit_bytes)(&pl), bu = FN(b_unit_bytes)(&pl), acc = FN(acc_bytes)(&pl);
+    size_t batch_bytes = cv_ws_round(pl.m_units * au) + cv_ws_round(pl.n_units * bu) + acc;
+    int nthreads = cv_num_threads();
+    /* One thread does it all when threads would not pay off. */
+    int one = 2.0 * g->nbatch * g->m * g->n * pl.ksum < CV_GEMM_TINY_FLOPS || nthreads == 1;
+    int per_batch = !pl.b_shared && g->nbatch >= 2 * nthreads;
+    int solo = batch_bytes <= CV_GEMM_SOLO_BYTES && (one || per_batch);
+    pl.nslots = solo && one ? 1 : nthreads;
+    int64_t total_ru = g->nbatch * pl.m_units;
+    int64_t rg = CV_GEMM_GROUP_BYTES / (au ? au : 1), cg = CV_GEMM_GROUP_BYTES / (bu ? bu : 1);
+    rg = rg < 1 ? 1 : rg > total_ru ? total_ru : rg;
+    cg = cg < 1 ? 1 : cg > pl.n_units ? pl.n_units : cg;
+    pl.slot_bytes = solo ? batch_bytes : acc;
+    double bytes = (double)FN(header_bytes)(&pl) + (double)pl.nslots * pl.slot_bytes +
+                   (solo ? 0 : (double)cv_ws_round(rg * au) + (double)cv_ws_round(cg * bu));
+    char *ws = bytes < (double)SIZE_MAX / 2 ? cv_ws_get((size_t)bytes) : NULL;
+    if (!ws)
+        return -1;
+    char *rest = FN(carve_header)(&pl, ws);
+    if (solo) {
+        pl.slots = rest;
+        if (one)
+            FN(solo_range)(&pl, 0, g->nbatch);
+        else
+            cv_parallel_for(g->nbatch, 1, FN(solo_range), &pl);
+    } else {
+        pl.ap = (T *)rest;
+        pl.bp = (T *)(rest + cv_ws_round(rg * au));
+        pl.slots = (char *)pl.bp + cv_ws_round(cg * bu);
+        FN(stepwise)(&pl, rg, cg);
+    }
+    cv_ws_put(ws);
+    return 0;
+}
+
+/* ---- small m ---------------------------------------------------------- */
+
+typedef struct {
+    const FN(cv_gemm) *g;
+    const FN(cv_kernels) *kt;
+    int64_t chunks, width; /* column chunks per batch, columns per chunk */
+    char *slots;           /* per-thread m x width sums */
+    size_t slot_bytes;
+    atomic_int *busy;
+    int nslots;
+} FN(small_job);
+
+static void FN(small_range)(void *ctx, int64_t begin, int64_t end) {
+    const FN(small_job) *jb = ctx;
+    const FN(cv_gemm) *g = jb->g;
+    int s = cv_gemm_claim_slot(jb->busy, jb->nslots);
+    T *c = (T *)(jb->slots + (size_t)s * jb->slot_bytes);
+    for (int64_t x = begin; x < end; x++) {
+        int64_t bt = x / jb->chunks, j0 = x % jb->chunks * jb->width;
+        int64_t cols = g->n - j0 < jb->width ? g->n - j0 : jb->width;
+        int first = 1;
+        for (int t = 0; t < g->nterms; t++) {
+            const FN(cv_gemm_term) *tm = &g->terms[t];
+            if (tm->k <= 0)
+                continue;
+            jb->kt->rows(g->m, tm->k, tm->a + bt * tm->a_bs, tm->a_rs, tm->a_cs,
+                         tm->b + bt * tm->b_bs + j0, tm->b_rs, cols, c, jb->width, !first);
+            first = 0;
+        }
+        for (int64_t i = 0; first && i < g->m; i++) /* k == 0: zeros */
+            memset(c + i * jb->width, 0, (size_t)cols * sizeof(T));
+        g->epilogue(g->ctx, bt, 0, g->m, j0, j0 + cols, c, jb->width);
+    }
+    atomic_store(&jb->busy[s], 0);
+}
+
+/* True when the small-m path applies: few rows, unit-stride B. */
+static int FN(small_fits)(const FN(cv_gemm) *g) {
+    if (g->m > CV_GEMM_SMALL_M)
+        return 0;
+    for (int t = 0; t < g->nterms; t++)
+        if (g->terms[t].k > 0 && g->terms[t].b_cs != 1)
+            return 0;
+    return 1;
+}
+
+/* Column chunks whose m x width sums fit CV_GEMM_SMALL_TILE, as many as a
+ * multiple of the thread count when the columns allow, so every thread
+ * streams an equal share of B. */
+static void FN(small_chunks)(FN(small_job) *jb, int nthreads) {
+    int64_t n = jb->g->n, rw = jb->kt->rw;
+    int64_t maxw = CV_GEMM_SMALL_TILE / (jb->g->m * (int64_t)sizeof(T)) / rw * rw;
+    int64_t groups = (n + rw - 1) / rw;
+    int64_t chunks = (n + maxw - 1) / (maxw > rw ? maxw : rw);
+    chunks = (chunks + nthreads - 1) / nthreads * nthreads;
+    chunks = chunks < groups ? chunks : groups;
+    jb->width = (groups + chunks - 1) / chunks * rw;
+    jb->chunks = (n + jb->width - 1) / jb->width;
+}
+
+static int FN(small)(const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
+    int nthreads = cv_num_threads();
+    FN(small_job) jb = {.g = g, .kt = kt};
+    FN(small_chunks)(&jb, nthreads);
+    int64_t ksum = 0;
+    for (int t = 0; t < g->nterms; t++)
+        ksum += g->terms[t].k > 0 ? g->terms[t].k : 0;
+    /* Chunks per task so that a task streams at least CV_GEMM_SMALL_GRAIN
+     * bytes of B (or does as many flops): less does not pay for a wake-up. */
+    int64_t chunk_bytes = ksum * jb.width * (int64_t)sizeof(T) * ((g->m + 3) / 4);
+    int64_t grain = CV_GEMM_SMALL_GRAIN / (chunk_bytes ? chunk_bytes : 1);
+    int64_t tasks = g->nbatch * jb.chunks;
+    grain = grain < 1 ? 1 : grain;
+    jb.nslots = tasks <= grain ? 1 : nthreads;
+    jb.slot_bytes = cv_ws_round((size_t)(g->m * jb.width) * sizeof(T));
+    size_t head = cv_ws_round((size_t)jb.nslots * sizeof(atomic_int));
+    char *ws = cv_ws_get(head + (size_t)jb.nslots * jb.slot_bytes);
+    if (!ws)
+        return -1;
+    jb.busy = (atomic_int *)ws;
+    for (int s = 0; s < jb.nslots; s++)
+        atomic_init(&jb.busy[s], 0);
+    jb.slots = ws + head;
+    cv_parallel_for(tasks, grain, FN(small_range), &jb);
+    cv_ws_put(ws);
+    return 0;
+}
+
+static const FN(cv_kernels) *FN(pick_kernels)(void) {
+#if defined(__x86_64__)
+    int level = cv_cpu_level();
+    if (level >= CV_CPU_V4)
+        return &KERNELS(avx512);
+    if (level >= CV_CPU_V3)
+        return &KERNELS(avx2);
+#endif
+    return &KERNELS(generic);
+}
+
+int FN(cv_run_gemm)(const FN(cv_gemm) *g) {
+    if (g->nbatch <= 0 || g->m <= 0 || g->n <= 0)
+        return 0;
+    const FN(cv_kernels) *kt = FN(pick_kernels)();
+    return FN(small_fits)(g) ? FN(small)(g, kt) : FN(packed)(g, kt);
+}

@@ -1,0 +1,37 @@
+/* The GEMM kernels of one ISA level and data type, and the block sizes the
+ * driver (gemm.c) uses with them.
+ *
+ * kern: the register-blocked micro-kernel of the packed path,
+ *   c[i * ldc + j] (+)= sum_p a[p * mr + i] * b[p * nr + j]   i < mr, j < nr
+ *   over packed panels (A p-major mr wide, B p-major nr wide, both zero
+ *   padded); c is a 64-byte aligned accumulator tile, ldc a multiple of nr.
+ * rows: the small-m kernel, used without packing when B's columns are
+ *   contiguous,
+ *   c[i * ldc + j] (+)= sum_p a[i * a_rs + p * a_cs] * b[p * b_rs + j]
+ *   for i < m, j < ncols; c is 64-byte aligned, ldc a multiple of rw, and
+ *   c's columns up to ncols rounded up to rw are scratch. B is read once from
+ *   memory; c should fit in L1/L2.
+ * accumulate = 0 stores the sums, 1 adds them to c.
+ */
+#ifndef CUVIL_AOT_GEMM_KERNELS_H
+#define CUVIL_AOT_GEMM_KERNELS_H
+
+#include <stdint.h>
+
+#define CV_DECLARE_KERNELS(T, SFX)                                                        \
+    typedef struct {                                                                      \
+        int mr, nr;     /* register tile of kern */                                       \
+        int mc, nc, kc; /* unit rows, unit columns (the epilogue tile), k block */        \
+        int rw;         /* column granularity of rows() */                                \
+        void (*kern)(int64_t kc, const T *a, const T *b, T *c, int64_t ldc, int accumulate); \
+        void (*rows)(int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs,       \
+                     const T *b, int64_t b_rs, int64_t ncols, T *c, int64_t ldc,         \
+                     int accumulate);                                                     \
+    } cv_kernels_##SFX;                                                                   \
+    extern const cv_kernels_##SFX cv_kernels_##SFX##_avx512, cv_kernels_##SFX##_avx2,     \
+        cv_kernels_##SFX##_generic;
+
+CV_DECLARE_KERNELS(float, f32)
+CV_DECLARE_KERNELS(double, f64)
+
+#endif
