@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import textwrap
 import threading
 import time
 import types
@@ -93,6 +94,13 @@ _registry_lock = threading.Lock()
 _stores: dict[Path, Store] = {}
 _private: list[Store] = []
 _loaded: dict[str, types.ModuleType] = {}
+_outcomes: dict[str, Outcome] = {}
+
+
+def last_outcome(module: str) -> Outcome | None:
+    """How ``module`` was last bound in this process (for tests, the CLI and debugging)."""
+    with _registry_lock:
+        return _outcomes.get(module)
 
 
 # --- stores ---------------------------------------------------------------------------
@@ -147,10 +155,15 @@ def _load_from(entry: Entry) -> types.ModuleType:
     return entry.load_extension(_metadata_str(entry, "ext_file"), _metadata_str(entry, "ext_name"))
 
 
+def _already(key: CacheKey) -> types.ModuleType | None:
+    """The extension of ``key`` if this process loaded it before (a reload)."""
+    with _registry_lock:
+        return _loaded.get(key.digest)
+
+
 def _load_entry(store: Store, key: CacheKey) -> types.ModuleType | None:
     """The extension of ``key``'s entry (verified bytes), or None on a miss."""
-    with _registry_lock:
-        ext = _loaded.get(key.digest)
+    ext = _already(key)
     if ext is not None:
         return ext
     entry = store.lookup(key)
@@ -248,8 +261,9 @@ def _publish(
 def _strict_miss(module: types.ModuleType, store: Store, detail: str) -> MissingExtension:
     return MissingExtension(
         f"cuvil_aot: no compiled extension for module {module.__name__!r} matches its source, "
-        f"and CUVIL_AOT_MODE=strict never compiles.\n  cache {store.root}: {detail}\n"
-        f"  build it ahead of time: python -m cuvil_aot build {module.__name__}",
+        f"and CUVIL_AOT_MODE=strict never compiles.\n  cache {store.root}:\n"
+        + textwrap.indent(detail, "    ")
+        + f"\n  build it ahead of time: python -m cuvil_aot build {module.__name__}",
         name=module.__name__,
     )
 
@@ -292,7 +306,10 @@ def get_extension(
 
     def done(ext: types.ModuleType, how: str, key: CacheKey | None = None) -> tuple[
             types.ModuleType, Outcome]:
-        return ext, Outcome(module.__name__, how, key, time.perf_counter() - started)
+        outcome = Outcome(module.__name__, how, key, time.perf_counter() - started)
+        with _registry_lock:
+            _outcomes[module.__name__] = outcome
+        return ext, outcome
 
     if cheap is not None and settings.use_prebuilt:
         ext = _try_prebuilt(module, cheap)
@@ -303,6 +320,8 @@ def get_extension(
     if cheap is not None:
         any_cc = settings.mode == "strict" or stamp is None  # nothing will be compiled
         for key in shortcuts.find(store.root, module.__name__, digest_of(cheap), stamp, any_cc):
+            if (ext := _already(key)) is not None:
+                return done(ext, "loaded", key)
             try:
                 ext = _load_entry(store, key)
             except CacheError:

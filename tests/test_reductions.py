@@ -89,6 +89,8 @@ def test_reduction_of_empty_axis_raises_like_numpy(compiled):
     with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
         compiled.max_2_0(x)
     np.testing.assert_array_equal(compiled.sum_2_0(x), np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="no identity"):  # NumPy raises even with no rows
+        compiled.max_2_0(np.zeros((0, 0, 3), np.float32))
 
 
 @settings(max_examples=30, deadline=None)

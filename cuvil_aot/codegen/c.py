@@ -117,7 +117,7 @@ class KernelEmitter:
         if node.op is Op.PARAM and self.is_scalar(node):
             self.k.scalars[node.attrs[1]] = node
             return ops_c.cast(f"a->arg_{node.attrs[1]}", _scalar_dtype(node), node.dtype)
-        if any(node is t for t in self.group.terms):
+        if any(node is t for t in self.group.accumulators):
             return "acc_row[i" + str(self.nloops - 1) + "]"
         if id(node) in self.stage_vars and m == self.per_row():
             return self.stage_vars[id(node)]

@@ -288,10 +288,9 @@ def _empty_reduction_checks(w: Writer, comp: Compiled) -> None:
         for stage in k.group.stages:
             if stage.op in NO_IDENTITY:
                 reduced = " * ".join(dim(space.shape[a]) for a in space.reduce_axes) or "1"
-                kept = " * ".join(dim(d) for d in space.kept_shape) or "1"
                 msg = (f"{comp.name}(): zero-size array to reduction operation "
                        f"{NO_IDENTITY[stage.op]} which has no identity")
-                with w.block(f"if (({reduced}) == 0 && ({kept}) > 0)"):
+                with w.block(f"if (({reduced}) == 0)"):
                     w.line(f"PyErr_SetString(PyExc_ValueError, {_c_string(msg)});")
                     w.line("return NULL;")
 

@@ -55,3 +55,4 @@ class Group:
     dests: tuple[Dest, ...]
     stages: tuple[Node, ...] = ()  # ROW: reductions computed per row, in order
     terms: tuple[Node, ...] = ()  # GEMM: the MATMUL nodes summed into the accumulator
+    accumulators: tuple[Node, ...] = ()  # GEMM: the first term and each add joining a term

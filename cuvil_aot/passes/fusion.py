@@ -48,7 +48,9 @@ class Plan:
     nodes: list[Node]
     uses: dict[int, list[Node]]
     buffers: dict[int, Node] = field(default_factory=dict)
-    gemms: list[tuple[tuple[Node, ...], tuple[Node, ...]]] = field(default_factory=list)
+    # per GEMM: (roots, matmul terms, nodes whose value is the accumulator)
+    gemms: list[tuple[tuple[Node, ...], tuple[Node, ...], tuple[Node, ...]]] = field(
+        default_factory=list)
     gemm_of: dict[int, int] = field(default_factory=dict)  # root id -> index in gemms
     refused: list[str] = field(default_factory=list)
 
@@ -114,7 +116,7 @@ def _gemm_groups(plan: Plan) -> None:
     for pos, node in enumerate(plan.nodes):
         if node.op is not Op.MATMUL or id(node) in absorbed:
             continue
-        region, terms = [node], [node]
+        region, terms, accumulators = [node], [node], [node]
         inside = {id(node)}
         downstream = {id(node)}
         for later in plan.nodes[pos + 1:]:
@@ -126,8 +128,10 @@ def _gemm_groups(plan: Plan) -> None:
                     or id(later) in absorbed or any(id(s) not in inside for s in fed):
                 continue
             other = [s for s in later.srcs if id(s) not in inside]
-            if later.op is Op.ADD and len(other) == 1 and _is_term(plan, other[0], node, absorbed):
-                terms.append(other[0])
+            if later.op is Op.ADD and accumulators[-1] in later.srcs and len(other) == 1 \
+                    and _is_term(plan, other[0], node, absorbed):
+                terms.append(other[0])  # acc + (y @ b): one more product in the same GEMM
+                accumulators.append(later)
                 inside.add(id(other[0]))
                 absorbed.add(id(other[0]))
             region.append(later)
@@ -138,7 +142,7 @@ def _gemm_groups(plan: Plan) -> None:
         for r in roots:
             plan.add_buffer(r, "GEMM epilogue output")
             plan.gemm_of[id(r)] = len(plan.gemms)
-        plan.gemms.append((roots, tuple(terms)))
+        plan.gemms.append((roots, tuple(terms), tuple(accumulators)))
 
 
 def _is_term(plan: Plan, other: Node, first: Node, absorbed: set[int]) -> bool:
@@ -162,9 +166,9 @@ def _settle_loop_spaces(plan: Plan) -> dict[int, Walk]:
         changed = False
         for root in [n for n in plan.nodes if id(n) in plan.buffers]:
             if id(root) in plan.gemm_of:
-                roots, terms = plan.gemms[plan.gemm_of[id(root)]]
+                roots, _, accumulators = plan.gemms[plan.gemm_of[id(root)]]
                 walk = Walk(LoopSpace(root.shape))
-                changed |= _walk(plan, root, walk, gemm=terms, inline=roots)
+                changed |= _walk(plan, root, walk, gemm=accumulators, inline=roots)
             elif root.op is Op.CONCAT:
                 walk = Walk(LoopSpace(root.shape))
             else:
@@ -316,9 +320,10 @@ def _reaches(start: Node, target: Node) -> bool:
 def _make_groups(plan: Plan, roots: list[Node], walks: dict[int, Walk]) -> list[Group]:
     first = roots[0]
     if id(first) in plan.gemm_of:
-        gemm_roots, terms = plan.gemms[plan.gemm_of[id(first)]]
+        gemm_roots, terms, accumulators = plan.gemms[plan.gemm_of[id(first)]]
         return [Group(Kind.GEMM, walks[id(first)].space, gemm_roots,
-                      tuple(Dest(r) for r in gemm_roots), terms=terms)]
+                      tuple(Dest(r) for r in gemm_roots), terms=terms,
+                      accumulators=accumulators)]
     if first.op is Op.CONCAT:
         return _concat_groups(first)
     space = walks[id(first)].space

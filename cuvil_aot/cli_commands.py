@@ -1,0 +1,204 @@
+"""The build, show, run and hook commands of ``python -m cuvil_aot``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import sysconfig
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+from typing import TextIO
+
+from cuvil_aot import artifacts, importer, knobs, prebuilt, prekey, targets
+from cuvil_aot.errors import BuildError, CompileError
+
+
+def settings(**changes: object) -> artifacts.Settings:
+    return replace(artifacts.Settings.from_knobs(knobs.read()), **changes)  # type: ignore[arg-type]
+
+
+def load_targets(names: list[str], err: TextIO) -> list[ModuleType] | None:
+    """Import every target without the hook (nothing is built by importing); None on error."""
+    importer.uninstall()
+    modules: list[ModuleType] = []
+    for name in names:
+        try:
+            modules += targets.resolve(name)
+        except (targets.TargetError, SyntaxError) as exc:
+            print(f"error: {exc}", file=err)
+            return None
+        except CompileError as exc:
+            print(f"error in {name}:{exc}", file=err)
+            return None
+    return list({m.__name__: m for m in modules}.values())
+
+
+# --- build ------------------------------------------------------------------------------
+
+
+class Progress:
+    """A bar on a terminal, one plain line per module otherwise."""
+
+    def __init__(self, total: int, out: TextIO) -> None:
+        self.total, self.done, self.out = total, 0, out
+        self.tty = out.isatty()
+        self._lock = threading.Lock()
+
+    def step(self, line: str) -> None:
+        with self._lock:
+            self.done += 1
+            if not self.tty:
+                print(f"[{self.done}/{self.total}] {line}", file=self.out, flush=True)
+                return
+            columns = shutil.get_terminal_size().columns - 1
+            filled = 30 * self.done // self.total
+            bar = "#" * filled + "-" * (30 - filled)
+            text = f"[{bar}] {self.done}/{self.total} {line}"[:columns]
+            end = "\n" if self.done == self.total else ""
+            print("\r" + text.ljust(columns), end=end, file=self.out, flush=True)
+
+
+def _write_inplace(module: ModuleType, outcome: artifacts.Outcome,
+                   config: artifacts.Settings) -> Path:
+    source = prekey.source_file(module)
+    cheap = prekey.components(module, config.cpu_levels)
+    if source is None or cheap is None or outcome.key is None:
+        raise BuildError(f"{module.__name__}: --inplace needs a module in a .py file whose "
+                         "dependencies are all .py files")
+    entry = artifacts.open_store(config).lookup(outcome.key)
+    if entry is None:
+        raise BuildError(f"{module.__name__}: the entry just built was evicted; try again")
+    ext_file = str(entry.manifest.metadata["ext_file"])
+    return prebuilt.write(source, module.__name__, str(entry.manifest.metadata["ext_name"]),
+                          entry.file(ext_file).read_bytes(), cheap, outcome.key.components,
+                          prekey.ext_suffix())
+
+
+def _build_one(module: ModuleType, config: artifacts.Settings, inplace: bool) -> str:
+    outcome = artifacts.get_extension(module, config)[1]
+    line = f"{module.__name__}: {outcome.how} in {outcome.seconds:.2f} s"
+    if inplace:
+        line += f", wrote {_write_inplace(module, outcome, config)}"
+    return line
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    modules = load_targets(args.targets, sys.stderr)
+    if modules is None:
+        return 1
+    modules = [m for m in modules if prekey.marked(m)]
+    if not modules:
+        print("nothing to build: no marked functions in the targets", file=sys.stderr)
+        return 1
+    config = settings(mode="import", use_prebuilt=False)
+    progress = Progress(len(modules), sys.stderr)
+    failures: list[str] = []
+
+    def one(module: ModuleType) -> None:
+        try:
+            progress.step(_build_one(module, config, args.inplace))
+        except (CompileError, BuildError, ImportError, OSError) as exc:
+            failures.append(f"error: {module.__name__}: {exc}")
+            progress.step(f"{module.__name__}: FAILED")
+
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        list(pool.map(one, modules))
+    for failure in failures:
+        print(failure, file=sys.stderr)
+    return 1 if failures else 0
+
+
+# --- show ---------------------------------------------------------------------------------
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from cuvil_aot import driver
+    from cuvil_aot.frontend import lower_module
+    from cuvil_aot.passes import PASS_NAMES, PassLog, run_pipeline
+
+    target, function = targets.split_function(args.target)
+    modules = load_targets([target], sys.stderr)
+    if modules is None:
+        return 1
+    status = 0
+    for module in modules:
+        try:
+            lowered = lower_module(module)
+        except CompileError as exc:
+            print(f"error in {module.__name__}:{exc}", file=sys.stderr)
+            status = 1
+            continue
+        names = [function] if function else list(lowered.functions)
+        for name in names:
+            if name not in lowered.functions:
+                print(f"error: {module.__name__} has no marked function {name!r} "
+                      f"(it has: {', '.join(lowered.functions)})", file=sys.stderr)
+                return 1
+            for sig, fn in lowered.functions[name]:
+                # One PassLog per signature: driver.compile_ir shares one across functions.
+                log = PassLog()
+                fused = run_pipeline(fn, frozenset(PASS_NAMES), log=log)
+                print(f"=== {module.__name__}.{name} ({sig}) ===")
+                for pass_name in PASS_NAMES:
+                    print(f"--- after {pass_name} ---\n{log.dumps[pass_name]}")
+                print(f"--- fusion: {len(fused.groups)} kernel(s); refused fusions ---")
+                print("\n".join(f"  {r}" for r in fused.refused) or "  (none)")
+        if not args.no_c:
+            ext_name, sources = driver.generate_sources(module, driver.Options())[2:]
+            for file, text in sources.items():
+                print(f"=== {module.__name__}: generated {file} (extension {ext_name}) ===")
+                print(text)
+    return status
+
+
+# --- run ------------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import runpy
+
+    importer.install()
+    if args.module:
+        sys.argv = [args.module, *args.args]
+        runpy.run_module(args.module, run_name="__main__", alter_sys=True)
+        return 0
+    script = Path(args.script)
+    sys.argv = [str(script), *args.args]
+    sys.path.insert(0, str(script.resolve().parent))  # as 'python script.py' would
+    runpy.run_path(str(script), run_name="__main__")
+    return 0
+
+
+# --- hook -----------------------------------------------------------------------------------
+
+PTH = "cuvil_aot_hook.pth"
+
+
+def _site_dir(user: bool) -> Path:
+    if user:
+        import site
+
+        return Path(site.getusersitepackages())
+    return Path(sysconfig.get_paths()["purelib"])
+
+
+def cmd_hook(args: argparse.Namespace) -> int:
+    target = _site_dir(args.user) / PTH
+    if args.action == "enable":
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path(__file__).with_name(PTH), target)
+        print(f"wrote {target}; set CUVIL_AOT_HOOK=1 to install the hook at startup")
+    elif args.action == "disable":
+        target.unlink(missing_ok=True)
+        print(f"removed {target}")
+    else:
+        state = "present" if target.exists() else "absent"
+        knob = os.environ.get("CUVIL_AOT_HOOK", "")
+        print(f"{target}: {state}; CUVIL_AOT_HOOK={knob!r}; hook installed in this process: "
+              f"{any(isinstance(f, importer.CuvilFinder) for f in sys.meta_path)}")
+    return 0

@@ -1,0 +1,1 @@
+"""Helpers shared by tests that run their workload in fresh interpreters."""

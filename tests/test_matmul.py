@@ -1,0 +1,99 @@
+"""Matmul, dot and their fused epilogues against NumPy in float64."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import check
+from test_elementwise import view_of
+
+SOURCE = '''
+import numpy as np
+import cuvil_aot as cv
+
+def gelu(x):
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+
+@cv.optimize(signatures=["f32[M,K], f32[K,N]", "f64[M,K], f64[K,N]", "f16[M,K], f16[K,N]"])
+def mm(a, b):
+    return a @ b
+
+@cv.optimize(signatures=["f32[M,K], f32[K,N], f32[N]", "f64[M,K], f64[K,N], f64[N]"])
+def mm_bias_relu(a, b, c):
+    return np.maximum(0, a @ b + c)
+
+@cv.optimize(signatures=["f32[M,K], f32[K,N], f32[N], f32[M,N]"])
+def mm_epilogue(a, b, c, r):
+    return r + gelu(np.matmul(a, b) + c) * 0.5
+
+@cv.optimize(signatures=["f32[M,K], f32[M,J], f32[K,N], f32[J,N], f32[N]"])
+def two_terms(x, h, wx, wh, bias):  # tanh alone would hide errors by saturating
+    return (x @ wx + h @ wh + bias) * 0.5, np.tanh((x @ wx + h @ wh) * 0.01)
+
+@cv.optimize(signatures=["f32[M,K], f32[N,K]"])
+def transposed(a, b):
+    return a @ b.T
+
+@cv.optimize(signatures=["f32[Z,M,K], f32[Z,K,N]", "f32[Z,M,K], f32[K,N]"])
+def batched(a, b):
+    return a @ b + 1
+
+@cv.optimize(signatures=["f32[K], f32[K,N]", "f32[M,K], f32[K]", "f64[K], f64[K]"])
+def vectors(a, b):
+    return np.dot(a, b)
+
+@cv.optimize(signatures=["f32[M,K], f32[K,N]"])
+def reused(a, b):
+    y = a @ b
+    return y, np.exp(y - y.max(axis=1, keepdims=True)), (y * 2).T
+'''
+
+dims = st.integers(0, 9)
+
+
+@settings(max_examples=20, deadline=None)
+@given(data=st.data(), m=dims, k=dims, n=dims)
+def test_matmul_and_epilogues(compiled, data, m, k, n):
+    a, b = data.draw(view_of((m, k), "float32")), data.draw(view_of((k, n), "float32"))
+    c = data.draw(view_of((n,), "float32"))
+    check(compiled.mm, a, b, scale=10 * (k + 1))
+    check(compiled.mm, a.astype(np.float64), b.astype(np.float64), scale=10 * (k + 1))
+    a16, b16 = (data.draw(view_of(s, "float16", special=False)) for s in ((m, k), (k, n)))
+    check(compiled.mm, a16 * 0.1, b16 * 0.1, scale=10 * (k + 1))
+    check(compiled.mm_bias_relu, a, b, c, scale=10 * (k + 1))
+    finite = [data.draw(view_of(s, "float32", special=False)) for s in ((m, k), (k, n), (n,),
+                                                                        (m, n))]
+    check(compiled.mm_epilogue, *finite, scale=10 * (k + 1))
+    check(compiled.transposed, a, np.ascontiguousarray(b.T), scale=10 * (k + 1))
+    check(compiled.reused, a, b, scale=10 * (k + 1))
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), m=dims, k=dims, j=dims, n=dims)
+def test_sum_of_two_products_is_one_gemm(compiled, data, m, k, j, n):
+    x, h = data.draw(view_of((m, k), "float32")), data.draw(view_of((m, j), "float32"))
+    wx, wh = data.draw(view_of((k, n), "float32")), data.draw(view_of((j, n), "float32"))
+    check(compiled.two_terms, x, h, wx, wh, data.draw(view_of((n,), "float32")),
+          scale=10 * (k + j + 1))
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), z=st.integers(0, 3), m=dims, k=dims, n=dims)
+def test_batched_and_vector_operands(compiled, data, z, m, k, n):
+    a = data.draw(view_of((z, m, k), "float32"))
+    check(compiled.batched, a, data.draw(view_of((z, k, n), "float32")), scale=10 * (k + 1))
+    check(compiled.batched, a, data.draw(view_of((k, n), "float32")), scale=10 * (k + 1))
+    v = data.draw(view_of((k,), "float32"))
+    check(compiled.vectors, v, data.draw(view_of((k, n), "float32")), scale=10 * (k + 1))
+    check(compiled.vectors, data.draw(view_of((m, k), "float32")), v, scale=10 * (k + 1))
+    check(compiled.vectors, v.astype(np.float64), v.astype(np.float64), scale=10 * (k + 1))
+
+
+def test_large_gemm_against_float64(compiled):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((300, 517), np.float32)
+    b = rng.standard_normal((517, 260), np.float32)
+    c = rng.standard_normal(260, np.float32)
+    check(compiled.mm_bias_relu, a, b, c, scale=200)
