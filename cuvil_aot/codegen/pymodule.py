@@ -72,6 +72,7 @@ def lower_signature(prefix: str, name: str, fn: Function, sig: Signature) -> Com
                 if view is not None and id(base) in params:
                     comp.contiguous.add(params[id(base)])
     comp.symbols = sorted({s for p in sig.params for d in p.type.shape for s in d.symbols})
+    comp.symbols += [name for name, _, _ in fn.derived]
     return comp
 
 
@@ -141,6 +142,12 @@ def match_function(w: Writer, comp: Compiled) -> None:
             w.line(f"int64_t S_{sym} = 0;")
         for step in steps:
             _match_dim(w, step, comp, origin)
+        for name, length, step_size in comp.fn.derived:
+            w.line(f"S_{name} = {dim(length)} > 0 ? ({dim(length)} + {step_size - 1}) / "
+                   f"{step_size} : 0;")
+        for expr, why in comp.fn.requirements:
+            with w.block(f"if ({dim(expr)} < 0)"):
+                _fail(w, True, f"{why}, but it is %lld", f"(long long){dim(expr)}")
         for s, sym in enumerate(comp.symbols):
             w.line(f"c->sym[{s}] = S_{sym};")
         w.line("return 1;")

@@ -79,4 +79,6 @@ def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Tra
                 src.span(src.tree), f"{name} must return arrays (or a tuple of arrays), got "
                 f"{type(out).__name__}", "return NumPy array expressions"))
             return None
-    return Function(name, sig.params, params, outputs, isinstance(value, tuple))
+    return Function(name, sig.params, params, outputs, isinstance(value, tuple),
+                    requirements=tuple(dict.fromkeys(interp.requirements)),
+                    derived=tuple(dict.fromkeys(interp.derived)))

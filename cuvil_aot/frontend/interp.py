@@ -81,6 +81,8 @@ class Interpreter:
         self.trace = trace
         self.diagnostics = diagnostics
         self.frames: list[Frame] = []
+        self.requirements: list[tuple[Dim, str]] = []  # run-time shape checks (slices)
+        self.derived: list[tuple[str, Dim, int]] = []  # symbols = ceil(length / step)
 
     # Spans -----------------------------------------------------------------
     def span(self, node: ast.AST) -> SourceSpan:
@@ -356,7 +358,13 @@ class Interpreter:
         from cuvil_aot.frontend import numpy_api
 
         if isinstance(value, Node):
-            return numpy_api.index(value, index, self.span(expr))
+            node, needs = numpy_api.index(value, index, self.span(expr))
+            for need in needs:
+                if isinstance(need, numpy_api.Derived):
+                    self.derived.append((need.name, need.length, need.step))
+                else:
+                    self.requirements.append(need)
+            return node
         try:
             return value[index]
         except (TypeError, IndexError, KeyError) as exc:

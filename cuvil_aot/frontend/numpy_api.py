@@ -8,6 +8,7 @@ names, so argument binding errors read like NumPy's. Handlers build IR through
 from __future__ import annotations
 
 import builtins
+import hashlib
 import inspect
 import operator
 from collections.abc import Callable, Sequence
@@ -209,24 +210,38 @@ def _describe(value: Any) -> str:
     return f"'{name}'" if name else f"a {type(value).__name__}"
 
 
-def index(x: Node, idx: Any, span: SourceSpan) -> Node:
-    """Basic indexing: ints, slices (constant or symbolic bounds), None and ``...``."""
+Requirement = tuple[Dim, str]  # (expression that must be >= 0 at run time, what it guards)
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A dimension symbol computed at run time: ceil(length / step)."""
+
+    name: str
+    length: Dim
+    step: int
+
+
+def index(x: Node, idx: Any, span: SourceSpan) -> tuple[Node, list[Requirement | Derived]]:
+    """Basic indexing: ints, slices (constant or symbolic bounds), None and ``...``.
+
+    Symbolic bounds that cannot be proven in range become run-time requirements,
+    checked by the wrapper once the argument shapes are known."""
     items = list(idx) if isinstance(idx, tuple) else [idx]
     for item in items:
         if isinstance(item, Node) or isinstance(item, list | np.ndarray):
             raise UserError("indexing with arrays (advanced indexing) is not supported", span,
                             "basic slicing, None and integer indices")
-    if items.count(Ellipsis) > 1:
+    if sum(1 for i in items if i is Ellipsis) > 1:
         raise UserError("an index can only have a single ellipsis ('...')", span)
     used = sum(1 for i in items if i is not None and i is not Ellipsis)
     if used > x.type.ndim:
         raise UserError(f"too many indices: the array has {x.type.ndim} dimensions, "
                         f"{used} were indexed", span)
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
-        items[at:at + 1] = [slice(None)] * (x.type.ndim - used)
-    items += [slice(None)] * (x.type.ndim - used)
+    at = next((i for i, item in enumerate(items) if item is Ellipsis), len(items))
+    items[at:at + 1] = [slice(None)] * (x.type.ndim - used)
     starts, steps, sizes, out_shape = [], [], [], []
+    needs: list[Requirement | Derived] = []
     axis = 0
     for item in items:
         if item is None:
@@ -235,20 +250,21 @@ def index(x: Node, idx: Any, span: SourceSpan) -> Node:
         dim = x.shape[axis]
         axis += 1
         if isinstance(item, slice):
-            start, step, size = _slice_bounds(item, dim, span)
+            start, step, size = _slice_bounds(item, dim, span, needs)
             out_shape.append(size)
         elif isinstance(item, int | Dim):
-            start, step, size = _int_index(item, dim, span)
+            start, step, size = _int_index(item, dim, span, needs)
         else:
             raise UserError(f"unsupported index {item!r}", span, "ints, slices, None, ...")
         starts.append(start)
         steps.append(step)
         sizes.append(size)
     node = B.slice_axes(x, starts, steps, sizes, span)
-    return B.reshape(node, tuple(out_shape), span)
+    return B.reshape(node, tuple(out_shape), span), needs
 
 
-def _int_index(i: int | Dim, dim: Dim, span: SourceSpan) -> tuple[Dim, Dim, Dim]:
+def _int_index(i: int | Dim, dim: Dim, span: SourceSpan,
+               needs: list[Requirement | Derived]) -> tuple[Dim, Dim, Dim]:
     i = Dim.of(i)
     if i.is_static and dim.is_static:
         if not -dim.value <= i.value < dim.value:
@@ -256,11 +272,12 @@ def _int_index(i: int | Dim, dim: Dim, span: SourceSpan) -> tuple[Dim, Dim, Dim]
                             span)
         return Dim.of(i.value % dim.value), Dim.of(1), Dim.of(1)
     start = dim + i if i.is_static and i.value < 0 else i
-    _require_in_bounds(start, start + 1, dim, span)
+    needs += _bounds(start, start + 1, dim, span)
     return start, Dim.of(1), Dim.of(1)
 
 
-def _slice_bounds(s: slice, dim: Dim, span: SourceSpan) -> tuple[Dim, Dim, Dim]:
+def _slice_bounds(s: slice, dim: Dim, span: SourceSpan,
+                  needs: list[Requirement | Derived]) -> tuple[Dim, Dim, Dim]:
     bounds = [fold(v) for v in (s.start, s.stop, s.step)]
     step = 1 if bounds[2] is None else bounds[2]
     if not isinstance(step, int) or step == 0:
@@ -268,16 +285,16 @@ def _slice_bounds(s: slice, dim: Dim, span: SourceSpan) -> tuple[Dim, Dim, Dim]:
     if dim.is_static and all(b is None or isinstance(b, int) for b in bounds[:2]):
         start, stop, step = slice(bounds[0], bounds[1], step).indices(dim.value)
         return Dim.of(start), Dim.of(step), Dim.of(len(range(start, stop, step)))
-    if step < 0:
-        raise UserError("negative steps with symbolic bounds are not supported", span)
+    if step < 0:  # walking down from start to just above stop (-1 means past index 0)
+        start = _symbolic_bound(bounds[0], dim, dim - 1)
+        stop = Dim.of(-1) if bounds[1] is None else _symbolic_bound(bounds[1], dim, dim)
+        size = _ceil_div(start - stop, -step, needs)
+        needs += _bounds(stop + 1, start + 1, dim, span)
+        return start, Dim.of(step), size
     start = _symbolic_bound(bounds[0], dim, Dim.of(0))
     stop = _symbolic_bound(bounds[1], dim, dim)
-    length = stop - start
-    size = length if step == 1 else (length + (step - 1)).exact_div(step)
-    if size is None:
-        raise UserError(f"a symbolic slice with step {step} needs a length divisible by it "
-                        f"(length {length})", span)
-    _require_in_bounds(start, stop, dim, span)
+    size = _ceil_div(stop - start, step, needs)
+    needs += _bounds(start, stop, dim, span)
     return start, Dim.of(step), size
 
 
@@ -288,12 +305,26 @@ def _symbolic_bound(value: Any, dim: Dim, default: Dim) -> Dim:
     return dim + bound if bound.is_static and bound.value < 0 else bound
 
 
-def _require_in_bounds(start: Dim, stop: Dim, dim: Dim, span: SourceSpan) -> None:
-    for expr in (start, stop - start, dim - stop):
-        if not expr.known_nonnegative():
-            raise UserError(f"cannot prove the slice [{start}:{stop}] lies within a dimension "
-                            f"of size {dim}", span,
-                            "bounds that are sums of the signature's dimensions")
+def _ceil_div(length: Dim, step: int, needs: list[Requirement | Derived]) -> Dim:
+    size = length if step == 1 else (length + (step - 1)).exact_div(step)
+    if size is not None:
+        return size
+    name = derived_symbol(length, step)  # ceil(length / step) is no polynomial: a run-time symbol
+    needs.append(Derived(name, length, step))
+    return Dim.of(name)
+
+
+def derived_symbol(length: Dim, step: int) -> str:
+    """A stable name for ceil(length / step)."""
+    digest = hashlib.sha256(f"{length}/{step}".encode()).hexdigest()[:8]
+    return f"ceil{step}_{digest}"
+
+
+def _bounds(start: Dim, stop: Dim, dim: Dim, span: SourceSpan) -> list[Requirement]:
+    """What must hold for [start:stop] to lie within ``dim``, where not provable now."""
+    where = f"the index at {span} ({span.text.strip()})"
+    return [(expr, f"{where} needs {expr} >= 0") for expr in (start, stop - start, dim - stop)
+            if not expr.known_nonnegative()]
 
 
 # Calls -------------------------------------------------------------------------

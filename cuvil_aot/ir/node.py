@@ -66,10 +66,13 @@ class Function:
     returns_tuple: bool
     groups: tuple[Any, ...] = ()
     refused: tuple[str, ...] = ()  # fusions refused, with reasons
+    requirements: tuple[tuple[Any, str], ...] = ()  # (dim that must be >= 0, why) at run time
+    derived: tuple[tuple[str, Any, int], ...] = ()  # (symbol, length, step): ceil(length/step)
 
     def replace(self, **changes: Any) -> Function:
         fields = {f: getattr(self, f) for f in ("name", "params", "param_nodes", "outputs",
-                                                "returns_tuple", "groups", "refused")}
+                                                "returns_tuple", "groups", "refused",
+                                                "requirements", "derived")}
         fields.update(changes)
         return Function(**fields)
 
