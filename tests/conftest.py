@@ -15,6 +15,11 @@ import pytest
 from cuvil_aot import driver
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite the expected output of golden-file tests")
+
+
 def _has_gpu() -> bool:
     try:
         import ctypes

@@ -1,0 +1,60 @@
+"""Diagnostics: message, line, column and caret, checked against golden files.
+
+Regenerate the expected output with ``pytest tests/test_diagnostics.py --update-golden``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import load_source
+from cuvil_aot.errors import CompileError
+from cuvil_aot.frontend import lower_module
+
+DATA = Path(__file__).parent / "data" / "diagnostics.test"
+HEADER = 'import numpy as np\nimport cuvil_aot as cv\n\n'
+
+
+def parse_cases(text: str) -> list[tuple[str, str, str]]:
+    """[case NAME] source [out] expected, repeated."""
+    parts = re.split(r"^\[case (\w+)\]\n", text, flags=re.M)[1:]
+    cases = []
+    for name, block in zip(parts[::2], parts[1::2]):
+        source, _, expected = block.partition("[out]\n")
+        cases.append((name, source, expected.rstrip("\n")))
+    return cases
+
+
+def render(tmp_path: Path, name: str, source: str) -> str:
+    module = load_source(tmp_path, HEADER + source, name=f"diag_{name}")
+    with pytest.raises(CompileError) as info:
+        lower_module(module)
+    return str(info.value).strip("\n").replace(str(tmp_path) + "/", "")
+
+
+CASES = parse_cases(DATA.read_text())
+
+
+@pytest.mark.parametrize("name,source,expected", CASES, ids=[c[0] for c in CASES])
+def test_diagnostic(tmp_path, request, name, source, expected):
+    got = render(tmp_path, name, source)
+    if request.config.getoption("--update-golden"):
+        text = DATA.read_text()
+        start = text.index(f"[case {name}]\n")
+        out = text.index("[out]\n", start) + len("[out]\n")
+        end = text.find("[case ", out)
+        end = len(text) if end < 0 else end
+        DATA.write_text(text[:out] + got + "\n\n" + text[end:])
+        return
+    assert got == expected
+
+
+def test_every_error_has_a_caret_under_the_right_column(tmp_path):
+    got = render(tmp_path, "caret", "@cv.optimize\ndef f(x: cv.f32['N']):\n"
+                 "    return x + np.fft.fft(x)\n")
+    lines = got.splitlines()
+    assert lines[0].endswith("diag_caret.py:6:16: error: calling fft is not supported")
+    assert lines[2].index("^") == lines[1].index("np.fft.fft(x)")
