@@ -35,7 +35,10 @@ __all__ = [
 
 
 def compile_module(module, **options):  # type: ignore[no-untyped-def]
-    """Compile every marked function of ``module`` into one extension (an Artifact)."""
+    """Compile every marked function of ``module`` into one extension.
+
+    Returns an Artifact; ``artifact.load()`` imports it and binds the functions.
+    """
     from cuvil_aot import driver
 
     return driver.build(module, driver.Options(**options))

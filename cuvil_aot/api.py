@@ -5,9 +5,10 @@ from __future__ import annotations
 import functools
 import sys
 import threading
+import types
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 
 class DType:
@@ -56,7 +57,7 @@ class Dispatcher:
         if fallback not in FALLBACKS:
             raise ValueError(f"fallback must be None or 'python', got {fallback!r}")
         functools.update_wrapper(self, fn)
-        self.py_func = fn
+        self.py_func = cast(types.FunctionType, fn)
         self.signatures = tuple(signatures) if signatures is not None else None
         self.fallback = fallback
         self.compiled: Callable[..., Any] | None = None
@@ -76,8 +77,9 @@ class Dispatcher:
         except SignatureError as exc:
             if not self._warned:
                 self._warned = True
-                warnings.warn(f"{self.__qualname__}: no compiled signature matches, running the "
-                              f"Python function ({exc})", RuntimeWarning, stacklevel=2)
+                warnings.warn(f"{self.py_func.__qualname__}: no compiled signature matches, "
+                              f"running the Python function ({exc})", RuntimeWarning,
+                              stacklevel=2)
             return self.py_func(*args, **kwargs)
 
     def _compile(self) -> Callable[..., Any]:
@@ -86,11 +88,12 @@ class Dispatcher:
         module = sys.modules[self.py_func.__module__]
         driver.ensure_bound(module)
         if self.compiled is None:
-            raise RuntimeError(f"{self.__qualname__} was not bound by compiling its module")
+            raise RuntimeError(f"{self.py_func.__qualname__} was not bound when its module "
+                               "was compiled")
         return self.compiled
 
     def __repr__(self) -> str:
-        return f"<cuvil_aot function {self.__module__}.{self.__qualname__}>"
+        return f"<cuvil_aot function {self.py_func.__module__}.{self.py_func.__qualname__}>"
 
 
 def optimize(fn: Callable[..., Any] | None = None, *, signatures: Sequence[str] | None = None,

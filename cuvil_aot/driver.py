@@ -21,7 +21,7 @@ from typing import Any
 from cuvil_aot import knobs as knobs_mod
 from cuvil_aot.codegen.ops_c import Unsupported
 from cuvil_aot.codegen.pymodule import generate
-from cuvil_aot.errors import CompileError, Diagnostic
+from cuvil_aot.errors import CompileError, Diagnostic, SourceSpan
 from cuvil_aot.frontend import LoweredModule, lower_module, marked_functions
 from cuvil_aot.passes import PassLog, run_pipeline
 from cuvil_aot.toolchain import cc as cc_mod
@@ -50,6 +50,14 @@ class Artifact:
     sources: dict[str, str] = field(default_factory=dict)
     passes: PassLog = field(default_factory=PassLog)
 
+    def load(self) -> types.ModuleType:
+        """Import the extension and bind the marked functions of its module to it."""
+        ext = load(self)
+        module = sys.modules.get(self.manifest["module"])
+        if module is not None:
+            bind(module, ext)
+        return ext
+
 
 def compile_ir(module: types.ModuleType, options: Options) -> tuple[LoweredModule, PassLog,
                                                                       dict[str, list[Any]]]:
@@ -74,7 +82,8 @@ def _generate(fused: dict[str, list[Any]], ext_name: str, levels: list[int]) -> 
     try:
         src = generate(ext_name, fused, levels)
     except Unsupported as exc:
-        raise CompileError(Diagnostic(exc.span, str(exc))) from None
+        span = exc.span if isinstance(exc.span, SourceSpan) else None
+        raise CompileError(Diagnostic(span, str(exc))) from None
     return {"kernels.h": src.kernels_h, "kernels.c": src.kernels_c, "module.c": src.module_c}
 
 

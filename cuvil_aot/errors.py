@@ -18,7 +18,8 @@ class SourceSpan:
 
     def render(self) -> str:
         """The source line and a caret marking the span under it."""
-        width = (self.end_col - self.col) if self.end_line == self.line else len(self.text) - self.col
+        same_line = self.end_line == self.line
+        width = (self.end_col - self.col) if same_line else len(self.text) - self.col
         stripped = self.text.rstrip()
         caret = " " * self.col + "^" + "~" * max(0, width - 1)
         return f"    {stripped}\n    {caret}"
@@ -59,7 +60,8 @@ class InternalCompilerError(RuntimeError):
     """A bug in cuvil_aot itself, not in the user's code."""
 
     def __init__(self, message: str):
-        super().__init__(f"internal cuvil_aot error (this is a bug in cuvil_aot, please report it): {message}")
+        super().__init__("internal cuvil_aot error (this is a bug in cuvil_aot, please report "
+                         f"it): {message}")
 
 
 class SignatureError(TypeError):

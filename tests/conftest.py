@@ -8,6 +8,7 @@ import textwrap
 import warnings
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -58,12 +59,13 @@ def load_source(directory: Path, source: str, name: str | None = None) -> Module
     return module
 
 
-def compile_source(directory: Path, source: str, **options: object) -> ModuleType:
+def compile_source(directory: Path, source: str, **options: Any) -> ModuleType:
     """Import ``source`` as a module and bind its marked functions to compiled code."""
     module = load_source(directory, source)
     build_dir = directory / f"build_{module.__name__}"
     build_dir.mkdir()
-    artifact = driver.build(module, driver.Options(**options), out_dir=build_dir)  # type: ignore[arg-type]
+    opts = driver.Options(**options)
+    artifact = driver.build(module, opts, out_dir=build_dir)
     driver.bind(module, driver.load(artifact))
     module.__artifact__ = artifact  # type: ignore[attr-defined]
     return module
@@ -141,7 +143,7 @@ def check(fn: object, *args: object, scale: float = 1.0) -> None:
     # on the real dtypes exactly (a float32 comparison is not a float64 comparison).
     refs = tuple(r if np.asarray(e).dtype.kind == "f" else e for r, e in zip(refs, expect))
     for g, o, e, r in zip(gots, outs, expect, refs):
-        assert np.asarray(g).dtype == np.asarray(e).dtype, (np.asarray(g).dtype, np.asarray(e).dtype)
+        assert np.asarray(g).dtype == np.asarray(e).dtype, (g, e)
         assert_close(o, r, np.asarray(e).dtype, scale, e)
     fresh = fn(*args)  # type: ignore[operator]
     for g, r, e in zip(fresh if isinstance(fresh, tuple) else (fresh,), refs, expect):

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import check
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from conftest import check
 
 UNARY = {
     "exp": "np.exp(x)", "expm1": "np.expm1(x)", "log": "np.log(x)", "log1p": "np.log1p(x)",
@@ -76,7 +75,8 @@ def _array(draw: st.DrawFn, shape: tuple[int, ...], dtype: str, special: bool) -
 
 
 @st.composite
-def view_of(draw: st.DrawFn, shape: tuple[int, ...], dtype: str, special: bool = True) -> np.ndarray:
+def view_of(draw: st.DrawFn, shape: tuple[int, ...], dtype: str,
+            special: bool = True) -> np.ndarray:
     """A fresh array, or a transposed / strided / reversed view with the same shape."""
     kind = draw(st.sampled_from(["contiguous", "transposed", "strided", "reversed"]))
     if kind == "transposed" and len(shape) == 2:

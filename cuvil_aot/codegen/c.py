@@ -18,7 +18,7 @@ from cuvil_aot.codegen.writer import Writer
 from cuvil_aot.ir.group import Dest, Group, Kind
 from cuvil_aot.ir.indexing import IndexMap, identity, through
 from cuvil_aot.ir.node import Node
-from cuvil_aot.ir.ops import ELEMENTWISE, MOVEMENT, REDUCE, Op
+from cuvil_aot.ir.ops import ELEMENTWISE, MOVEMENT, Op
 from cuvil_aot.ir.types import Dim, Shape
 
 
@@ -259,9 +259,8 @@ def _split_loop(em: KernelEmitter, w: Writer, var: int, lo: str, hi: str,
             w.line(pragma)
         with w.block(loop):
             w.extend(bodies[1].w)
-    with w.block("else"):
-        with w.block(loop):
-            w.extend(bodies[0].w)
+    with w.block("else"), w.block(loop):
+        w.extend(bodies[0].w)
 
 
 def _decompose(w: Writer, var_axes: list[int], flat: str) -> None:

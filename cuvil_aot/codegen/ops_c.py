@@ -81,14 +81,14 @@ def cast(value: str, src: str, dst: str) -> str:
     return f"({CTYPE[dst]})({value})"
 
 
-def literal(value: object, dtype: str) -> str:
+def literal(value: bool | int | float, dtype: str) -> str:
     """A C literal of ``dtype``; value is a Python number (NaN and infinities included)."""
     fam = FAMILY[dtype]
     if fam == "b":
         return "1" if value else "0"
     if fam in ("i32", "i64"):
         return f"((int64_t){int(value)}LL)" if fam == "i64" else f"((int32_t){int(value)})"
-    v = float(value)  # type: ignore[arg-type]
+    v = float(value)
     if v != v:
         return f"(({CTYPE[dtype]})NAN)"
     if v in (float("inf"), float("-inf")):

@@ -19,7 +19,6 @@ from cuvil_aot.frontend.signature import Signature, render_type
 from cuvil_aot.ir.group import Kind
 from cuvil_aot.ir.node import Function, Node
 from cuvil_aot.ir.ops import Op
-from cuvil_aot.ir.types import shape_str
 
 TYPENUM = {"bool": "NPY_BOOL", "int32": "NPY_INT32", "int64": "NPY_INT64",
            "float16": "NPY_FLOAT16", "float32": "NPY_FLOAT32", "float64": "NPY_FLOAT64"}
@@ -227,7 +226,7 @@ def exec_function(w: Writer, comp: Compiled) -> None:
 
 def run_function(w: Writer, comp: Compiled) -> None:
     """Normalizes inputs, prepares outputs and buffers, runs exec, builds the result."""
-    fn, name = comp.fn, comp.name
+    fn = comp.fn
     nparams, nbuf = len(fn.params), len(comp.buffers)
     out_index = {id(o): i for i, o in enumerate(fn.outputs)}
     sig = f"static PyObject *{comp.prefix}_run(PyObject **argv, PyObject *out, " \

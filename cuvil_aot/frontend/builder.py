@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -39,10 +40,10 @@ def _dummy(dtype: str, weak: bool) -> object:
     return _WEAK_DUMMY[dtype] if weak else np.ones((1,), dtype=dtype)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def numpy_result(op: Op, operands: tuple[tuple[str, bool], ...]) -> tuple[str, str]:
     """(result dtype, compute dtype) of ``op`` on operands given as (dtype, weak)."""
-    args = [_dummy(d, w) for d, w in operands]
+    args: list[Any] = [_dummy(d, w) for d, w in operands]
     try:
         with np.errstate(all="ignore"):
             out = NUMPY[op](*args)
@@ -54,7 +55,8 @@ def numpy_result(op: Op, operands: tuple[tuple[str, bool], ...]) -> tuple[str, s
     return result, compute
 
 
-def const(value: bool | int | float | Dim, dtype: str | None = None, span: SourceSpan | None = None) -> Node:
+def const(value: bool | int | float | Dim, dtype: str | None = None,
+          span: SourceSpan | None = None) -> Node:
     """A 0-d constant; without ``dtype`` it is a weak Python scalar."""
     if dtype is not None:
         return Node(Op.CONST, TensorType(dtype, ()), attrs=(value,), span=span)
@@ -126,7 +128,7 @@ def _python_kind(dtype: str) -> str:
 
 
 def _where_dtype(a: Node, b: Node) -> str:
-    args = [_dummy(n.dtype, n.type.weak) for n in (a, b)]
+    args: list[Any] = [_dummy(n.dtype, n.type.weak) for n in (a, b)]
     return dtype_of(np.result_type(*args))
 
 

@@ -24,7 +24,7 @@ def _unary(op: Op) -> Handler:
 
 
 def _binary(op: Op) -> Handler:
-    def handler(ctx: Ctx, x1: Any, x2: Any, /) -> Node:
+    def handler(ctx: Ctx, x1: Any, x2: Any, /) -> Any:
         if op is Op.POW:
             from cuvil_aot.frontend.numpy_api import binary
 

@@ -333,9 +333,9 @@ class Interpreter:
         if name in ("Is", "IsNot", "In", "NotIn"):
             if isinstance(left, Node) or isinstance(right, Node):
                 raise UserError(f"'{name}' on arrays is not supported", self.span(expr))
-            fn = {"Is": operator.is_, "IsNot": operator.is_not,
-                  "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b}[name]
-            return fn(left, right)
+            if name in ("In", "NotIn"):
+                return (left in right) == (name == "In")
+            return (left is right) == (name == "Is")
         span = self.span(expr)
         return numpy_api.binary(name, left, right, span, span, span)
 

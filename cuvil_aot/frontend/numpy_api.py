@@ -13,7 +13,7 @@ import inspect
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -82,8 +82,11 @@ def dtype_arg(value: Any, span: SourceSpan) -> str:
         raise UserError(f"unsupported dtype {value!r}: {exc}", span) from None
 
 
-def _check(fn: Callable[..., Node], *args: Any, span: SourceSpan,
-           notes: tuple[tuple[SourceSpan, str], ...] = ()) -> Node:
+T = TypeVar("T")
+
+
+def _check(fn: Callable[..., T], *args: Any, span: SourceSpan,
+           notes: tuple[tuple[SourceSpan, str], ...] = ()) -> T:
     try:
         return fn(*args)
     except (B.ShapeError, B.DtypeError) as exc:
@@ -143,7 +146,7 @@ def _fold_binary(name: str, left: Any, right: Any, span: SourceSpan) -> Any:
 
 def _power(base: Any, exponent: Any, span: SourceSpan) -> Node | None:
     """x ** 2 -> square, x ** 0.5 -> sqrt: what NumPy's fast paths compute."""
-    if not isinstance(base, Node) or isinstance(exponent, Node) or isinstance(exponent, bool):
+    if not isinstance(base, Node) or isinstance(exponent, Node | bool):
         return None
     if is_int(base.dtype) and isinstance(exponent, int) and exponent < 0:
         raise UserError("integers to negative integer powers are not allowed", span)
@@ -229,7 +232,7 @@ def index(x: Node, idx: Any, span: SourceSpan) -> tuple[Node, list[Requirement |
     checked by the wrapper once the argument shapes are known."""
     items = list(idx) if isinstance(idx, tuple) else [idx]
     for item in items:
-        if isinstance(item, Node) or isinstance(item, list | np.ndarray):
+        if isinstance(item, Node | list | np.ndarray):
             raise UserError("indexing with arrays (advanced indexing) is not supported", span,
                             "basic slicing, None and integer indices")
     if sum(1 for i in items if i is Ellipsis) > 1:
@@ -283,8 +286,8 @@ def _slice_bounds(s: slice, dim: Dim, span: SourceSpan,
     if not isinstance(step, int) or step == 0:
         raise UserError("slice steps must be nonzero integer constants", span)
     if dim.is_static and all(b is None or isinstance(b, int) for b in bounds[:2]):
-        start, stop, step = slice(bounds[0], bounds[1], step).indices(dim.value)
-        return Dim.of(start), Dim.of(step), Dim.of(len(range(start, stop, step)))
+        lo, hi, stride = slice(bounds[0], bounds[1], step).indices(dim.value)
+        return Dim.of(lo), Dim.of(stride), Dim.of(len(range(lo, hi, stride)))
     if step < 0:  # walking down from start to just above stop (-1 means past index 0)
         start = _symbolic_bound(bounds[0], dim, dim - 1)
         stop = Dim.of(-1) if bounds[1] is None else _symbolic_bound(bounds[1], dim, dim)
@@ -347,9 +350,9 @@ def call(fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
     if isinstance(fn, Method):
         handler = METHODS[fn.name]
         return _invoke(handler, ctx, [fn.node, *args], kwargs, f"{fn.name}()")
-    handler = FUNCTIONS.get(_key(fn))
-    if handler is not None:
-        return _invoke(handler, ctx, args, kwargs, f"np.{getattr(fn, '__name__', fn)}()")
+    found = FUNCTIONS.get(_key(fn))
+    if found is not None:
+        return _invoke(found, ctx, args, kwargs, f"np.{getattr(fn, '__name__', fn)}()")
     has_array = any(isinstance(a, Node) for a in [*args, *kwargs.values()])
     if fn is abs and len(args) == 1 and isinstance(args[0], Node):
         return apply(Op.ABS, args, span)

@@ -9,7 +9,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-from cuvil_aot.api import ArrayType, DType, Dispatcher, bool_, f16, f32, f64, i32, i64
+from cuvil_aot.api import ArrayType, Dispatcher, DType, bool_, f16, f32, f64, i32, i64
 from cuvil_aot.ir.node import Param
 from cuvil_aot.ir.types import Dim, TensorType
 

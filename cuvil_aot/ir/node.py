@@ -7,6 +7,7 @@ CSE hash-conses explicitly instead (passes/cse.py).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,10 +34,7 @@ class Node:
         return self.type.dtype
 
     def replace(self, **changes: Any) -> Node:
-        fields = {"op": self.op, "type": self.type, "srcs": self.srcs, "attrs": self.attrs,
-                  "span": self.span}
-        fields.update(changes)
-        return Node(**fields)
+        return dataclasses.replace(self, **changes)
 
 
 @dataclass(frozen=True, slots=True)

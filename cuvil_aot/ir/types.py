@@ -19,7 +19,7 @@ DTYPES = ("bool", "int32", "int64", "float16", "float32", "float64")
 
 def dtype_of(np_dtype: object) -> str:
     """The IR dtype name of a NumPy dtype, or ValueError for unsupported ones."""
-    name = np.dtype(np_dtype).name  # type: ignore[call-overload]
+    name = str(np.dtype(np_dtype).name)  # type: ignore[call-overload]
     if name not in DTYPES:
         raise ValueError(f"dtype {name} is not supported (supported: {', '.join(DTYPES)})")
     return name
@@ -45,7 +45,7 @@ class Dim:
             return value
         if isinstance(value, str):
             return Dim((((value,), 1),))
-        return Dim(((((), int(value)),) if int(value) else ()))
+        return Dim((((), int(value)),) if int(value) else ())
 
     @staticmethod
     def _canon(items: dict[Monomial, int]) -> Dim:

@@ -1,0 +1,81 @@
+"""Compile the bundled models, check each against NumPy in float64, print the speed-up.
+
+    python examples/demo.py
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import models  # noqa: E402
+
+import cuvil_aot  # noqa: E402
+
+rng = np.random.default_rng(0)
+
+
+def f32(*shape: int, scale: float = 1.0) -> np.ndarray:
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+CASES = {
+    "matmul_relu": (models.matmul_relu, lambda: (f32(32, 128), f32(128, 64), f32(64))),
+    "lstm_step": (models.lstm_step, lambda: (f32(1, 512), f32(1, 512), f32(1, 512),
+                                             f32(512, 2048, scale=0.05),
+                                             f32(512, 2048, scale=0.05), f32(2048))),
+    "softmax": (models.softmax, lambda: (f32(256, 1000),)),
+    "layer_norm": (models.layer_norm, lambda: (f32(256, 768), f32(768), f32(768))),
+    "resnet_head": (models.resnet_head, lambda: (f32(8, 512, 7, 7), f32(512, 1000, scale=0.05),
+                                                 f32(1000))),
+    "ffn_block": (models.ffn_block, lambda: (f32(16, 768), f32(768), f32(768),
+                                             f32(768, 3072, scale=0.03), f32(3072),
+                                             f32(3072, 768, scale=0.03), f32(768))),
+    "elementwise_chain": (models.elementwise_chain, lambda: (f32(1 << 20), f32(1 << 20))),
+}
+
+
+def best_time(fn: object, args: tuple[np.ndarray, ...], repeat: int = 30) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn(*args)  # type: ignore[operator]
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def max_error(got: object, ref: object) -> float:
+    gots = got if isinstance(got, tuple) else (got,)
+    refs = ref if isinstance(ref, tuple) else (ref,)
+    return max(float(np.max(np.abs(g - r) / np.maximum(np.abs(r), 1.0)))
+               for g, r in zip(gots, refs))
+
+
+def main() -> int:
+    start = time.perf_counter()
+    cuvil_aot.compile_module(models).load()
+    print(f"compiled {len(CASES)} functions of examples/models.py in "
+          f"{time.perf_counter() - start:.2f} s\n")
+    print(f"{'function':<20}{'max rel. error':>16}{'NumPy µs':>12}{'cuvil_aot µs':>14}"
+          f"{'speed-up':>10}")
+    failed = 0
+    for name, (fn, make) in CASES.items():
+        args = make()
+        ref = fn.py_func(*(a.astype(np.float64) for a in args))
+        err = max_error(fn(*args), ref)
+        ok = err < 1e-3
+        failed += not ok
+        numpy_us = best_time(fn.py_func, args) * 1e6
+        ours_us = best_time(fn, args) * 1e6
+        print(f"{name:<20}{err:>16.2e}{numpy_us:>12.1f}{ours_us:>14.1f}"
+              f"{numpy_us / ours_us:>9.1f}x{'' if ok else '  MISMATCH'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
