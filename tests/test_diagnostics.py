@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import load_source
+
 from cuvil_aot.errors import CompileError
 from cuvil_aot.frontend import lower_module
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import check
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from conftest import check
 from test_elementwise import view_of
 
 REDUCTIONS = ["sum", "mean", "max", "min", "prod", "var", "std"]

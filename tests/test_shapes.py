@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+from conftest import check
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from conftest import check
 from test_elementwise import view_of
 
 SOURCE = '''

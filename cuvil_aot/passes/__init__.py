@@ -37,7 +37,7 @@ def run_pipeline(fn: Function, dump: frozenset[str] = frozenset(), check: bool =
                  log: PassLog | None = None) -> Function:
     log = log if log is not None else PassLog()
     if "frontend" in dump:
-        log.dumps["frontend"] = format_function(fn)
+        _append(log, "frontend", format_function(fn))
     for name, pass_fn in PIPELINE:
         start = time.perf_counter()
         fn = pass_fn(fn)
@@ -45,5 +45,9 @@ def run_pipeline(fn: Function, dump: frozenset[str] = frozenset(), check: bool =
         if check:
             verify(fn, after=name)
         if name in dump:
-            log.dumps[name] = format_function(fn)
+            _append(log, name, format_function(fn))
     return fn
+
+
+def _append(log: PassLog, name: str, text: str) -> None:
+    log.dumps[name] = f"{log.dumps[name]}\n\n{text}" if name in log.dumps else text
