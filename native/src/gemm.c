@@ -19,11 +19,13 @@
 #define CV_GEMM_SOLO_BYTES ((size_t)2 << 20)
 /* Packed A and packed B of one step each stay below this (L3-sized). */
 #define CV_GEMM_GROUP_BYTES ((size_t)32 << 20)
-/* The small-m path: at most this many rows, column chunks whose sums fit
- * in SMALL_TILE bytes (L1/L2), and at least SMALL_GRAIN bytes of B per
- * task. */
+/* The small-m path: at most this many rows; column chunks whose sums fit
+ * in SMALL_TILE bytes (L1/L2), SMALL_SPLIT chunks per thread if they stay
+ * SMALL_RUN bytes wide; at least SMALL_GRAIN bytes of B per task. */
 #define CV_GEMM_SMALL_M 16
 #define CV_GEMM_SMALL_TILE ((int64_t)32 << 10)
+#define CV_GEMM_SMALL_SPLIT 4
+#define CV_GEMM_SMALL_RUN ((int64_t)1 << 10)
 #define CV_GEMM_SMALL_GRAIN ((int64_t)128 << 10)
 
 /* Claim a free per-thread slot. A job never has more tasks running at once

@@ -15,6 +15,7 @@
 #define NV 2
 #define RMAX 4
 #define RV 3
+#define DJ 2
 #define MC 192
 #define KC 256
 
@@ -24,6 +25,17 @@ CV_TARGET static inline __m256i mask32(int n) {
 }
 CV_TARGET static inline __m256i mask64(int n) {
     return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3));
+}
+
+/* Sum of the lanes. */
+CV_TARGET static inline float hsum_ps(__m256 v) {
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
+}
+CV_TARGET static inline double hsum_pd(__m256d v) {
+    __m128d x = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(x, _mm_unpackhi_pd(x, x)));
 }
 
 /* ---- float32 ---- */
@@ -40,6 +52,7 @@ CV_TARGET static inline __m256i mask64(int n) {
 #define V_ZERO() _mm256_setzero_ps()
 #define V_ADD(a, b) _mm256_add_ps(a, b)
 #define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define V_HSUM(v) hsum_ps(v)
 #define NC 256
 #include "gemm_kern_body.h"
 #undef T
@@ -55,6 +68,7 @@ CV_TARGET static inline __m256i mask64(int n) {
 #undef V_ZERO
 #undef V_ADD
 #undef V_FMA
+#undef V_HSUM
 #undef NC
 
 /* ---- float64 ---- */
@@ -71,6 +85,7 @@ CV_TARGET static inline __m256i mask64(int n) {
 #define V_ZERO() _mm256_setzero_pd()
 #define V_ADD(a, b) _mm256_add_pd(a, b)
 #define V_FMA(a, b, c) _mm256_fmadd_pd(a, b, c)
+#define V_HSUM(v) hsum_pd(v)
 #define NC 128
 #include "gemm_kern_body.h"
 #endif

@@ -16,6 +16,7 @@
 #define NV 2
 #define RMAX 4
 #define RV 4
+#define DJ 4
 #define MC 192
 
 /* ---- float32 ---- */
@@ -32,6 +33,7 @@
 #define V_ZERO() _mm512_setzero_ps()
 #define V_ADD(a, b) _mm512_add_ps(a, b)
 #define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define V_HSUM(v) _mm512_reduce_add_ps(v)
 #define NC 256
 #define KC 512
 #include "gemm_kern_body.h"
@@ -48,6 +50,7 @@
 #undef V_ZERO
 #undef V_ADD
 #undef V_FMA
+#undef V_HSUM
 #undef NC
 #undef KC
 
@@ -65,6 +68,7 @@
 #define V_ZERO() _mm512_setzero_pd()
 #define V_ADD(a, b) _mm512_add_pd(a, b)
 #define V_FMA(a, b, c) _mm512_fmadd_pd(a, b, c)
+#define V_HSUM(v) _mm512_reduce_add_pd(v)
 #define NC 128
 #define KC 256
 #include "gemm_kern_body.h"

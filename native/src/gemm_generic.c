@@ -13,6 +13,7 @@
 #define NV 2
 #define RMAX 4
 #define RV 2
+#define DJ 2
 #define MC 128
 #define NC 128
 #define KC 256
@@ -31,7 +32,13 @@ typedef double v2d __attribute__((vector_size(16)));
         memcpy(&v, p, (size_t)n * sizeof(T));                                    \
         return v;                                                                \
     }                                                                            \
-    static inline void vstore_##SFX(T *p, V v) { memcpy(p, &v, sizeof v); }
+    static inline void vstore_##SFX(T *p, V v) { memcpy(p, &v, sizeof v); }           \
+    static inline T vhsum_##SFX(V v) {                                           \
+        T s = 0;                                                                 \
+        for (size_t i = 0; i < sizeof v / sizeof(T); i++)                        \
+            s += v[i];                                                           \
+        return s;                                                                \
+    }
 
 DEFINE_VOPS(v4f, float, f32)
 DEFINE_VOPS(v2d, double, f64)
@@ -50,6 +57,7 @@ DEFINE_VOPS(v2d, double, f64)
 #define V_ZERO() ((v4f){0})
 #define V_ADD(a, b) ((a) + (b))
 #define V_FMA(a, b, c) ((a) * (b) + (c))
+#define V_HSUM(v) vhsum_f32(v)
 #include "gemm_kern_body.h"
 #undef T
 #undef TSFX
@@ -64,6 +72,7 @@ DEFINE_VOPS(v2d, double, f64)
 #undef V_ZERO
 #undef V_ADD
 #undef V_FMA
+#undef V_HSUM
 
 /* ---- float64 ---- */
 #define T double
@@ -79,4 +88,5 @@ DEFINE_VOPS(v2d, double, f64)
 #define V_ZERO() ((v2d){0})
 #define V_ADD(a, b) ((a) + (b))
 #define V_FMA(a, b, c) ((a) * (b) + (c))
+#define V_HSUM(v) vhsum_f64(v)
 #include "gemm_kern_body.h"

@@ -13,9 +13,10 @@
  * k block. Small problems, and batches that each fit in cache when B is not
  * shared, run "solo": one thread packs and computes a whole batch.
  *
- * Small-m path: for a few rows and unit-stride B, B is not packed; column
- * blocks of kt->rw are split over threads and each row of B is streamed
- * once per kt->rows call (see gemm_kernels.h).
+ * Small-m path: for a few rows, B is not packed; column chunks are split
+ * over threads, each streams its part of B once (kt->rows for unit column
+ * stride, kt->dots for unit row stride, see gemm_kernels.h) into an m x
+ * chunk sum tile that goes to the epilogue.
  */
 #include "gemm_pack.h"
 
@@ -298,8 +299,13 @@ static void FN(small_range)(void *ctx, int64_t begin, int64_t end) {
             const FN(cv_gemm_term) *tm = &g->terms[t];
             if (tm->k <= 0)
                 continue;
-            jb->kt->rows(g->m, tm->k, tm->a + bt * tm->a_bs, tm->a_rs, tm->a_cs,
-                         tm->b + bt * tm->b_bs + j0, tm->b_rs, cols, c, jb->width, !first);
+            const T *a = tm->a + bt * tm->a_bs, *b = tm->b + bt * tm->b_bs;
+            if (tm->b_cs == 1)
+                jb->kt->rows(g->m, tm->k, a, tm->a_rs, tm->a_cs, b + j0, tm->b_rs, cols, c,
+                             jb->width, !first);
+            else
+                jb->kt->dots(g->m, tm->k, a, tm->a_rs, b + j0 * tm->b_cs, tm->b_cs, cols, c,
+                             jb->width, !first);
             first = 0;
         }
         for (int64_t i = 0; first && i < g->m; i++) /* k == 0: zeros */
@@ -309,24 +315,34 @@ static void FN(small_range)(void *ctx, int64_t begin, int64_t end) {
     atomic_store(&jb->busy[s], 0);
 }
 
-/* True when the small-m path applies: few rows, unit-stride B. */
+/* True when the small-m path applies: few rows, and each term's B has unit
+ * column stride (rows kernel) or unit row stride with A's unit column
+ * stride (dots kernel). */
 static int FN(small_fits)(const FN(cv_gemm) *g) {
     if (g->m > CV_GEMM_SMALL_M)
         return 0;
-    for (int t = 0; t < g->nterms; t++)
-        if (g->terms[t].k > 0 && g->terms[t].b_cs != 1)
+    for (int t = 0; t < g->nterms; t++) {
+        const FN(cv_gemm_term) *tm = &g->terms[t];
+        if (tm->k > 0 && tm->b_cs != 1 && (tm->b_rs != 1 || tm->a_cs != 1))
             return 0;
+    }
     return 1;
 }
 
-/* Column chunks whose m x width sums fit CV_GEMM_SMALL_TILE, as many as a
- * multiple of the thread count when the columns allow, so every thread
- * streams an equal share of B. */
+/* Column chunks whose m x width sums fit CV_GEMM_SMALL_TILE, at least
+ * CV_GEMM_SMALL_SPLIT per thread while they stay CV_GEMM_SMALL_RUN bytes
+ * wide (long sequential runs per row of B), and a multiple of the thread
+ * count, so the threads stream equal shares of B and one slowed thread
+ * leaves little to wait for. */
 static void FN(small_chunks)(FN(small_job) *jb, int nthreads) {
     int64_t n = jb->g->n, rw = jb->kt->rw;
     int64_t maxw = CV_GEMM_SMALL_TILE / (jb->g->m * (int64_t)sizeof(T)) / rw * rw;
     int64_t groups = (n + rw - 1) / rw;
     int64_t chunks = (n + maxw - 1) / (maxw > rw ? maxw : rw);
+    int64_t split = (int64_t)CV_GEMM_SMALL_SPLIT * nthreads;
+    int64_t runs = n * (int64_t)sizeof(T) / CV_GEMM_SMALL_RUN;
+    split = split < runs ? split : runs;
+    chunks = chunks > split ? chunks : split;
     chunks = (chunks + nthreads - 1) / nthreads * nthreads;
     chunks = chunks < groups ? chunks : groups;
     jb->width = (groups + chunks - 1) / chunks * rw;

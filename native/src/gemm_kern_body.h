@@ -6,10 +6,11 @@
  *   V_LOAD, V_LOADU     aligned / unaligned load; V_LOADU_PART(p, n) loads n
  *                       lanes (1..VL) and zeroes the rest without reading past
  *   V_STORE, V_STOREU   aligned / unaligned store
- *   V_SET1, V_ZERO, V_ADD, V_FMA(a, b, c) = a * b + c
+ *   V_SET1, V_ZERO, V_ADD, V_FMA(a, b, c) = a * b + c, V_HSUM (sum of lanes)
  *   CV_TARGET           the target attribute of every function here
  *   MR, NV              packed kernel: MR rows x NV vectors of accumulators
  *   RMAX, RV            rows kernel: up to RMAX (= 4) rows x RV (<= 4) vectors
+ *   DJ                  dots kernel: up to 4 rows x DJ (<= 4) columns
  *   MC, NC, KC          block sizes for the driver
  *   TSFX, ISA           type and ISA suffixes: defines cv_kernels_TSFX_ISA
  *
@@ -25,6 +26,9 @@
 #define rows_update CV_GLUE3(rows_update, TSFX, ISA)
 #define rows_pass CV_GLUE3(rows_pass, TSFX, ISA)
 #define rows_kernel CV_GLUE3(rows_kernel, TSFX, ISA)
+#define dots_step CV_GLUE3(dots_step, TSFX, ISA)
+#define dots_block CV_GLUE3(dots_block, TSFX, ISA)
+#define dots_kernel CV_GLUE3(dots_kernel, TSFX, ISA)
 
 #define NR (NV * VL)
 #define RW (RV * VL)
@@ -151,14 +155,92 @@ CV_TARGET static void rows_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs
     }
 }
 
+/* One step of VL (or, when part, n < VL) k indices of the dots kernel: r
+ * rows of A against DJ columns of B. */
+CV_TARGET static inline __attribute__((always_inline)) void
+dots_step(int r, int part, int n, V acc[4][DJ], const T *const *arow, const T *const *bcol,
+          int64_t p) {
+    V bv[DJ];
+#pragma GCC unroll 4
+    for (int j = 0; j < DJ; j++)
+        bv[j] = part ? V_LOADU_PART(bcol[j] + p, n) : V_LOADU(bcol[j] + p);
+#pragma GCC unroll 4
+    for (int i = 0; i < r; i++) {
+        V av = part ? V_LOADU_PART(arow[i] + p, n) : V_LOADU(arow[i] + p);
+#pragma GCC unroll 4
+        for (int j = 0; j < DJ; j++)
+            acc[i][j] = V_FMA(av, bv[j], acc[i][j]);
+    }
+}
+
+/* c[i][j] (+)= arow[i] . bcol[j] over k for i < r (a constant after
+ * inlining) and j < jn; B columns past jn repeat the last one, unused. */
+CV_TARGET static inline __attribute__((always_inline)) void
+dots_block(int r, int jn, int64_t k, const T *const *arow, const T *const *bcol, T *c,
+           int64_t ldc, int accumulate) {
+    V acc[4][DJ];
+#pragma GCC unroll 4
+    for (int i = 0; i < r; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < DJ; j++)
+            acc[i][j] = V_ZERO();
+    int64_t p = 0;
+    for (; p + VL <= k; p += VL)
+        dots_step(r, 0, VL, acc, arow, bcol, p);
+    if (p < k)
+        dots_step(r, 1, (int)(k - p), acc, arow, bcol, p);
+    for (int i = 0; i < r; i++)
+        for (int j = 0; j < jn; j++) {
+            T sum = V_HSUM(acc[i][j]);
+            c[i * ldc + j] = accumulate ? c[i * ldc + j] + sum : sum;
+        }
+}
+
+/* The dots kernel, for B with unit row stride (B = W.T with W row-major)
+ * and A with unit column stride: each output is a dot product of two
+ * contiguous rows, and B is read as DJ sequential streams, once per 4 rows
+ * of A (the DJ columns stay in L1 across the row blocks). */
+CV_TARGET static void dots_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs, const T *b,
+                                  int64_t b_cs, int64_t ncols, T *c, int64_t ldc,
+                                  int accumulate) {
+    for (int64_t j0 = 0; j0 < ncols; j0 += DJ) {
+        int jn = ncols - j0 < DJ ? (int)(ncols - j0) : DJ;
+        const T *bcol[DJ];
+        for (int j = 0; j < DJ; j++)
+            bcol[j] = b + (j0 + (j < jn ? j : jn - 1)) * b_cs;
+        for (int64_t i0 = 0; i0 < m; i0 += 4) {
+            const T *arow[4];
+            for (int i = 0; i < 4; i++)
+                arow[i] = a + (i0 + i) * a_rs;
+            T *ci = c + i0 * ldc + j0;
+            switch (m - i0 < 4 ? (int)(m - i0) : 4) {
+            case 1:
+                dots_block(1, jn, k, arow, bcol, ci, ldc, accumulate);
+                break;
+            case 2:
+                dots_block(2, jn, k, arow, bcol, ci, ldc, accumulate);
+                break;
+            case 3:
+                dots_block(3, jn, k, arow, bcol, ci, ldc, accumulate);
+                break;
+            default:
+                dots_block(4, jn, k, arow, bcol, ci, ldc, accumulate);
+            }
+        }
+    }
+}
+
 const CV_GLUE2(cv_kernels, TSFX) CV_GLUE3(cv_kernels, TSFX, ISA) = {
-    MR, NR, MC, NC, KC, RW, packed_kernel, rows_kernel,
+    MR, NR, MC, NC, KC, RW, packed_kernel, rows_kernel, dots_kernel,
 };
 
 #undef packed_kernel
 #undef rows_update
 #undef rows_pass
 #undef rows_kernel
+#undef dots_step
+#undef dots_block
+#undef dots_kernel
 #undef NR
 #undef RW
 #undef PF_ROWS

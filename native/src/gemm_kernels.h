@@ -11,6 +11,9 @@
  *   for i < m, j < ncols; c is 64-byte aligned, ldc a multiple of rw, and
  *   c's columns up to ncols rounded up to rw are scratch. B is read once from
  *   memory; c should fit in L1/L2.
+ * dots: the small-m kernel for B with unit row stride and A with unit
+ *   column stride (x @ W.T), same result with B's column stride b_cs; writes
+ *   exactly the ncols columns of c.
  * accumulate = 0 stores the sums, 1 adds them to c.
  */
 #ifndef CUVIL_AOT_GEMM_KERNELS_H
@@ -27,6 +30,8 @@
         void (*rows)(int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs,       \
                      const T *b, int64_t b_rs, int64_t ncols, T *c, int64_t ldc,         \
                      int accumulate);                                                     \
+        void (*dots)(int64_t m, int64_t k, const T *a, int64_t a_rs, const T *b,          \
+                     int64_t b_cs, int64_t ncols, T *c, int64_t ldc, int accumulate);     \
     } cv_kernels_##SFX;                                                                   \
     extern const cv_kernels_##SFX cv_kernels_##SFX##_avx512, cv_kernels_##SFX##_avx2,     \
         cv_kernels_##SFX##_generic;
