@@ -129,9 +129,22 @@ def load_extension(ext_name: str, path: Path) -> types.ModuleType:
 
 
 def bind(module: types.ModuleType, ext: types.ModuleType) -> None:
-    """Point every marked function of ``module`` at its compiled code."""
+    """Point every marked function of ``module`` at its compiled code.
+
+    The module's globals are replaced by CompiledFunction objects, whose calls
+    go straight to the extension (vectorcall, no Python frame); a Dispatcher
+    kept elsewhere forwards to the same object.
+    """
+    from cuvil_aot._runtime import CompiledFunction  # type: ignore[attr-defined]
+    from cuvil_aot.errors import SignatureError
+
     for name, dispatcher in marked_functions(module).items():
-        dispatcher.compiled = getattr(ext, name)
+        fallback = SignatureError if dispatcher.fallback == "python" else None
+        fast = CompiledFunction(getattr(ext, name), dispatcher.py_func, fallback)
+        fast.dispatcher = dispatcher
+        fast.signatures = dispatcher.signatures
+        dispatcher.compiled = fast
+        setattr(module, name, fast)
 
 
 _locks: dict[str, threading.Lock] = {}

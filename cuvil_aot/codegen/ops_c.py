@@ -66,15 +66,21 @@ def render(op: Op, dtype: str, args: list[str]) -> str:
         return f"({args[0]} < 0 ? -{args[0]} : {args[0]})"
     if op in (Op.FLOOR, Op.CEIL) and not is_float:
         return args[0]
-    if op in _FLOAT_MATH and is_float:
-        return f"cv_{_FLOAT_MATH[op]}{'f' if fam == 'f' else ''}({', '.join(args)})"
+    if op in _FLOAT_MATH and fam == "f":  # vmath.h: vectorizable float32 polynomials
+        return f"cv_{_FLOAT_MATH[op]}f({', '.join(args)})"
+    if op in _FLOAT_MATH and fam == "d":  # float64: libm, correctly rounded or nearly
+        return f"{_FLOAT_MATH[op]}({', '.join(args)})"
     if op in _LIBM and is_float:
         return f"{_LIBM[op]}{'f' if fam == 'f' else ''}({', '.join(args)})"
     raise Unsupported(f"{op.name.lower()} on {dtype}")
 
 
 def cast(value: str, src: str, dst: str) -> str:
-    if src == dst or CTYPE[src] == CTYPE[dst]:
+    if src == dst:
+        return value
+    if dst == "float16":  # computed in float, but the value must be rounded to half
+        return f"((float)(cv_f16)({value}))"
+    if CTYPE[src] == CTYPE[dst]:
         return value
     if dst == "bool":
         return f"(cv_bool)({value} != 0)"

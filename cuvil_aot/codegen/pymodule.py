@@ -378,7 +378,9 @@ def wrapper_function(w: Writer, index: int, name: str, comps: list[Compiled]) ->
                 line = f"\n  ({comp.sig}): "
                 w.line(f"if (msg) PyUnicode_AppendAndDel(&msg, PyUnicode_FromFormat("
                        f"{_c_string(line)}\"%s\", why[{s}]));")
-            w.line("if (msg) { PyErr_SetObject(cv_SignatureError, msg); Py_DECREF(msg); }")
+            shape = " || ".join(f"shape_err[{s}]" for s in range(len(comps)))
+            w.line(f"PyObject *kind = ({shape}) ? cv_SignatureShapeError : cv_SignatureError;")
+            w.line("if (msg) { PyErr_SetObject(kind, msg); Py_DECREF(msg); }")
         w.line("return NULL;")
 
 

@@ -25,9 +25,15 @@ class LoweredModule:
 
 
 def marked_functions(module: types.ModuleType) -> dict[str, Dispatcher]:
-    """The module's marked functions, by the global name they are bound to, in file order."""
-    found = {name: value for name, value in vars(module).items()
-             if isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__}
+    """The module's marked functions, by the global name they are bound to, in file order.
+
+    A global already bound to compiled code (driver.bind) counts through its dispatcher.
+    """
+    found = {}
+    for name, value in vars(module).items():
+        value = getattr(value, "dispatcher", value)
+        if isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__:
+            found[name] = value
     return dict(sorted(found.items(), key=lambda kv: kv[1].py_func.__code__.co_firstlineno))
 
 

@@ -4,12 +4,13 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "gpu_internal.h"
 #include "internal.h"
 #include "test_hooks.h"
 
 static const cv_runtime_api runtime_api = {
     CV_RUNTIME_ABI_VERSION, cv_cpu_level,    cv_num_threads, cv_parallel_for,
-    cv_run_gemm_f32,        cv_run_gemm_f64,
+    cv_run_gemm_f32,        cv_run_gemm_f64, &cv_gpu_api_table,
 };
 
 static PyObject *configure(PyObject *self, PyObject *args, PyObject *kw) {
@@ -91,10 +92,20 @@ static struct PyModuleDef module = {
     .m_methods = methods,
 };
 
+extern PyTypeObject cv_CompiledFunctionType; /* compiled_function.c */
+
 PyMODINIT_FUNC PyInit__runtime(void) {
+    if (PyType_Ready(&cv_CompiledFunctionType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
         return NULL;
+    Py_INCREF(&cv_CompiledFunctionType);
+    if (PyModule_AddObject(m, "CompiledFunction", (PyObject *)&cv_CompiledFunctionType) < 0) {
+        Py_DECREF(&cv_CompiledFunctionType);
+        Py_DECREF(m);
+        return NULL;
+    }
     /* The table is read-only; the capsule API just takes a void *. */
     PyObject *cap = PyCapsule_New((void *)&runtime_api, CV_RUNTIME_CAPSULE, NULL);
     if (!cap || PyModule_AddObject(m, "_C_API", cap) < 0) {

@@ -87,11 +87,18 @@ typedef struct cv_runtime_api {
     /* Return 0 on success, -1 when out of memory (nothing written then). */
     int (*gemm_f32)(const cv_gemm_f32 *g);
     int (*gemm_f64)(const cv_gemm_f64 *g);
+    /* The GPU side (cuvil_aot/cuda_driver.h); usable without a driver
+     * present: its calls then fail with cuvil_aot.CudaError. */
+    const struct cv_gpu_api *gpu;
 } cv_runtime_api;
 
 #ifdef Py_PYTHON_H
 /* For generated modules: fetch the table, checking its ABI version. */
 static inline const cv_runtime_api *cv_import_runtime(void) {
+    /* PyCapsule_Import does not import submodules: import the runtime first. */
+    PyObject *runtime = PyImport_ImportModule("cuvil_aot._runtime");
+    if (!runtime) return NULL;
+    Py_DECREF(runtime);
     const cv_runtime_api *api =
         (const cv_runtime_api *)PyCapsule_Import(CV_RUNTIME_CAPSULE, 0);
     if (api && api->abi_version != CV_RUNTIME_ABI_VERSION) {
