@@ -42,3 +42,18 @@ def compile_module(module, **options):  # type: ignore[no-untyped-def]
     from cuvil_aot import driver
 
     return driver.build(module, driver.Options(**options))
+
+
+def _configure_runtime() -> None:
+    """Apply CUVIL_AOT_NUM_THREADS and CUVIL_AOT_CPU_LEVEL before any module loads."""
+    from cuvil_aot import knobs
+
+    settings = knobs.read()
+    if settings.num_threads or settings.cpu_level:
+        from cuvil_aot import _runtime  # type: ignore[attr-defined]
+
+        _runtime.configure(num_threads=settings.num_threads or None,
+                           cpu_level=settings.cpu_level or None)
+
+
+_configure_runtime()

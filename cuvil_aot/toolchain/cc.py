@@ -124,10 +124,10 @@ def _run(cmd: list[str]) -> None:
 
 
 def host_level() -> int:
-    """The x86-64 level of this machine (1 where not x86), from the runtime's detection."""
+    """The x86-64 level kernels may use here (1 where not x86)."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return 1
     from cuvil_aot import _runtime  # type: ignore[attr-defined]
 
-    return int(_runtime.info()["detected_cpu_level"])
+    return int(_runtime.info()["cpu_level"])  # detected, lowered by CUVIL_AOT_CPU_LEVEL
 
