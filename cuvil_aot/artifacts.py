@@ -25,9 +25,8 @@ import time
 import types
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from cuvil_aot import prebuilt, prekey, shortcuts
 from cuvil_aot.cache import (
@@ -52,8 +51,9 @@ class MissingExtension(ImportError):
     """strict mode: no prebuilt or cached extension matches, and nothing may be compiled."""
 
 
-@dataclass(frozen=True)
-class Settings:
+# NamedTuples, not dataclasses: each dataclass costs ~0.5 ms of start-up (DESIGN.md's
+# cold-start budget is 50 ms for everything).
+class Settings(NamedTuple):
     """What the entry point decided; nothing below reads the environment."""
 
     mode: str = "import"
@@ -81,8 +81,7 @@ class Settings:
         return tuple(self.options.cpu_levels) if self.options is not None else ()
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(NamedTuple):
     module: str
     how: str
     """nothing, loaded (already in this process), prebuilt, shortcut, cached or built."""
@@ -359,6 +358,3 @@ def bind_module(module: types.ModuleType, settings: Settings) -> Outcome:
         dispatcher.compiled = getattr(ext, name)
     return outcome
 
-
-def with_mode(settings: Settings, mode: str) -> Settings:
-    return replace(settings, mode=mode)

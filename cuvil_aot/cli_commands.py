@@ -9,7 +9,6 @@ import sys
 import sysconfig
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import TextIO
@@ -19,7 +18,7 @@ from cuvil_aot.errors import BuildError, CompileError
 
 
 def settings(**changes: object) -> artifacts.Settings:
-    return replace(artifacts.Settings.from_knobs(knobs.read()), **changes)  # type: ignore[arg-type]
+    return artifacts.Settings.from_knobs(knobs.read())._replace(**changes)  # type: ignore[arg-type]
 
 
 def load_targets(names: list[str], err: TextIO) -> list[ModuleType] | None:

@@ -2,7 +2,8 @@
 
 ``install()`` puts a finder first on ``sys.meta_path``. It asks the finders after it
 for the spec and, when the module is plain Python source whose bytes mention both
-``cuvil_aot`` and ``optimize`` (a byte scan, no parse), swaps in a loader that runs
+``cuvil_aot`` and ``optimize`` (a byte scan, no parse; the standard library is not even
+read), swaps in a loader that runs
 the module normally and then binds its marked functions (artifacts.bind_module):
 prebuilt or cached extension, else a build unless the mode is ``strict``. In ``lazy``
 mode the module is left alone: its functions compile at their first call.
@@ -16,6 +17,7 @@ This module stays light: it is imported at startup by ``cuvil_aot_hook.pth``.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Sequence
@@ -55,6 +57,17 @@ class CuvilFinder:
         self._settings = settings
         self._lock = threading.Lock()
         self._busy = threading.local()
+        self._stdlib = os.path.dirname(os.__file__) + os.sep
+
+    def _may_be_marked(self, origin: str) -> bool:
+        """Cheap tests first: the standard library never is; else scan the source bytes."""
+        if origin.startswith(self._stdlib) and "-packages" + os.sep not in origin:
+            return False
+        try:
+            with open(origin, "rb") as source:
+                return is_marked_source(source.read())
+        except OSError:
+            return False
 
     @property
     def settings(self) -> Settings:
@@ -78,12 +91,7 @@ class CuvilFinder:
             self._busy.on = False
         if spec is None or type(spec.loader) is not SourceFileLoader or not spec.origin:
             return spec
-        try:
-            with open(spec.origin, "rb") as source:
-                data = source.read()
-        except OSError:
-            return spec
-        if is_marked_source(data):
+        if self._may_be_marked(spec.origin):
             spec.loader = MarkedLoader(fullname, spec.origin, self)
         return spec
 
@@ -119,8 +127,6 @@ def install(
     ``mode``, ``cache_dir`` and ``options`` override CUVIL_AOT_MODE, CUVIL_AOT_CACHE_DIR
     and the default build options; the other settings come from the environment now.
     """
-    from dataclasses import replace
-
     from cuvil_aot import knobs
     from cuvil_aot.artifacts import Settings
 
@@ -128,9 +134,9 @@ def install(
     if mode is not None:
         if mode not in knobs.MODES:
             raise ValueError(f"mode must be one of {knobs.MODES}, got {mode!r}")
-        settings = replace(settings, mode=mode)
+        settings = settings._replace(mode=mode)
     if cache_dir is not None:
-        settings = replace(settings, cache_dir=Path(cache_dir))
+        settings = settings._replace(cache_dir=Path(cache_dir))
     uninstall()
     finder = CuvilFinder(settings)
     sys.meta_path.insert(0, finder)

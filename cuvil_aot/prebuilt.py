@@ -26,10 +26,10 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
 from importlib.machinery import ExtensionFileLoader
 from pathlib import Path
 from types import MappingProxyType, ModuleType
+from typing import NamedTuple
 
 from cuvil_aot.cache import CacheError
 from cuvil_aot.cache.fsutil import NOFOLLOW, hash_fd, read_capped
@@ -51,8 +51,7 @@ class PrebuiltWarning(UserWarning):
     """A prebuilt extension next to a module was not used; the message says why."""
 
 
-@dataclass(frozen=True)
-class Prebuilt:
+class Prebuilt(NamedTuple):
     manifest_path: Path
     module: str
     ext_name: str

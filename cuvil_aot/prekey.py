@@ -26,9 +26,8 @@ import shutil
 import sys
 import types
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from cuvil_aot.api import Dispatcher
 
@@ -110,12 +109,14 @@ def _is_plain_tuple(value: object) -> bool:
     )
 
 
-@dataclass
 class _Walk:
-    home: str
-    globals_: dict[str, str]
-    modules: set[str]
-    todo: list[types.FunctionType]
+    """What the marked functions of module ``home`` reach, found so far."""
+
+    def __init__(self, home: str) -> None:
+        self.home = home
+        self.globals_: dict[str, str] = {}
+        self.modules: set[str] = set()
+        self.todo: list[types.FunctionType] = []
 
     def follow(self, owner: str, name: str, value: object, names: set[str]) -> None:
         self.globals_[f"{owner}.{name}"] = describe(value)
@@ -162,10 +163,10 @@ def _user_module(name: str) -> bool:
 
 def dependencies(module: types.ModuleType) -> dict[str, Any] | None:
     """Fingerprint of what the marked functions read; None if some input has no file."""
-    walk = _Walk(module.__name__, {}, set(), [])
+    walk = _Walk(module.__name__)
     signatures = {}
     for name, dispatcher in sorted(marked(module).items()):
-        fn = cast(types.FunctionType, dispatcher.py_func)
+        fn = dispatcher.py_func
         signatures[name] = [repr(dispatcher.signatures), repr(fn.__annotations__)]
         walk.todo.append(fn)
     seen: set[int] = set()

@@ -23,8 +23,8 @@ import json
 import os
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from cuvil_aot.cache import CacheError, CacheKey
 from cuvil_aot.cache.fsutil import NOFOLLOW, check_private_dir, read_capped
@@ -39,8 +39,7 @@ DIRNAME = "shortcuts"
 _STAMP_FIELDS = frozenset({"command", "path", "mtime_ns", "size"})
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(NamedTuple):
     prekey: str
     compiler: Mapping[str, str] | None
     key: CacheKey
