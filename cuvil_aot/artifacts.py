@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from cuvil_aot import prebuilt, prekey, shortcuts
+from cuvil_aot.api import Dispatcher
 from cuvil_aot.cache import (
     DEFAULT_MAX_BYTES,
     CacheError,
@@ -40,7 +41,7 @@ from cuvil_aot.cache import (
     private_store,
 )
 from cuvil_aot.cache.key import digest_of
-from cuvil_aot.errors import BuildError
+from cuvil_aot.errors import BuildError, SignatureError
 
 if TYPE_CHECKING:
     from cuvil_aot.driver import Options
@@ -354,7 +355,25 @@ def bind_module(module: types.ModuleType, settings: Settings) -> Outcome:
             f"cuvil_aot: the extension loaded for {module.__name__!r} lacks {missing}",
             name=module.__name__,
         )
-    for name, dispatcher in marked.items():
-        dispatcher.compiled = getattr(ext, name)
+    _bind(module, ext, marked)
     return outcome
+
+
+def _bind(
+    module: types.ModuleType, ext: types.ModuleType, marked: Mapping[str, Dispatcher]
+) -> None:
+    """What driver.bind does (a test checks they agree), without importing the compiler:
+    module globals become CompiledFunction objects (vectorcall straight to the
+    extension), and the dispatchers forward to them."""
+    from cuvil_aot._runtime import (  # type: ignore[attr-defined,import-untyped,unused-ignore]
+        CompiledFunction,
+    )
+
+    for name, dispatcher in marked.items():
+        fallback = SignatureError if dispatcher.fallback == "python" else None
+        fast = CompiledFunction(getattr(ext, name), dispatcher.py_func, fallback)
+        fast.dispatcher = dispatcher
+        fast.signatures = dispatcher.signatures
+        dispatcher.compiled = fast
+        setattr(module, name, fast)
 

@@ -46,13 +46,19 @@ def canonical(value: object) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
 
+def as_dispatcher(value: object) -> object:
+    """A global bound to compiled code (a CompiledFunction) counts through its dispatcher."""
+    return getattr(value, "dispatcher", value) if not isinstance(value, types.ModuleType) else value
+
+
 def marked(module: types.ModuleType) -> dict[str, Dispatcher]:
-    """The module's marked functions (same rule as the frontend, without importing it)."""
-    return {
-        name: value
-        for name, value in vars(module).items()
-        if isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__
-    }
+    """The module's marked functions (as frontend.marked_functions, without importing it)."""
+    found = {}
+    for name, value in vars(module).items():
+        value = as_dispatcher(value)
+        if isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__:
+            found[name] = value
+    return found
 
 
 def source_file(module: types.ModuleType) -> Path | None:
@@ -83,6 +89,7 @@ def _code_names(code: types.CodeType) -> Iterator[str]:
 
 def describe(value: object) -> str:
     """A stable, process-independent description of a global a function reads."""
+    value = as_dispatcher(value)
     if isinstance(value, Dispatcher):
         value = value.py_func
     if isinstance(value, types.FunctionType):
@@ -120,6 +127,7 @@ class _Walk:
 
     def follow(self, owner: str, name: str, value: object, names: set[str]) -> None:
         self.globals_[f"{owner}.{name}"] = describe(value)
+        value = as_dispatcher(value)
         if isinstance(value, Dispatcher):
             value = value.py_func
         if isinstance(value, types.FunctionType):
@@ -127,7 +135,7 @@ class _Walk:
         elif isinstance(value, types.ModuleType) and _user_module(value.__name__):
             self.modules.add(value.__name__)
             for attr in sorted(names):  # module.attr calls: follow what attr names
-                found = vars(value).get(attr)
+                found = as_dispatcher(vars(value).get(attr))
                 if isinstance(found, (types.FunctionType, Dispatcher)) or _constant(found):
                     self.follow(value.__name__, attr, found, names)
 
@@ -246,7 +254,7 @@ def host_level() -> int:
     """The x86-64 level kernels are built for by default (as toolchain.cc.host_level)."""
     if os.uname().machine.lower() not in ("x86_64", "amd64"):
         return 1
-    from cuvil_aot import _runtime  # type: ignore[attr-defined]
+    from cuvil_aot import _runtime  # type: ignore[attr-defined,import-untyped,unused-ignore]
 
     return int(_runtime.info()["detected_cpu_level"])
 

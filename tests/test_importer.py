@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers.proc import HOOK, NO_SUBPROCESS, Workspace, last_json, probe, vmath_stub
 
 MOD = """
@@ -73,6 +72,7 @@ def test_first_import_compiles_into_the_cache(built: tuple[Workspace, dict]) -> 
     ws, first = built
     assert first["how"] == "built" and first["builds"] == 1
     assert first["out"] == EXPECT
+    assert first["kind"] == "CompiledFunction"  # bound as driver.bind binds
     assert len(ws.entries()) == 1
 
 
@@ -89,7 +89,7 @@ def test_lazy_first_call_uses_the_same_cache(built: tuple[Workspace, dict]) -> N
     ws, _ = built
     result = last_json(ws.run(probe(setup=NO_SUBPROCESS), PATH=ws.no_compiler_path()))
     assert result["out"] == EXPECT and result["builds"] == 0
-    assert result["how"] == "shortcut"
+    assert result["how"] == "shortcut" and result["kind"] == "CompiledFunction"
 
 
 def test_full_key_hit_when_shortcuts_are_gone(built: tuple[Workspace, dict]) -> None:

@@ -133,6 +133,7 @@ from cuvil_aot import artifacts, cache
 s = cache.stats()
 o = artifacts.last_outcome(target.__name__)
 print(json.dumps({{"out": np.asarray(out).tolist(), "how": o.how if o else None,
+                  "kind": type(getattr(target, "{function}")).__name__,
                   "builds": s.builds, "hits": s.hits, "quarantined": s.quarantined,
                   "driver": "cuvil_aot.driver" in sys.modules,
                   "frontend": "cuvil_aot.frontend" in sys.modules}}))
