@@ -251,12 +251,13 @@ def python_abi() -> str:
 
 
 def host_level() -> int:
-    """The x86-64 level kernels are built for by default (as toolchain.cc.host_level)."""
+    """The x86-64 level kernels are built for by default (as toolchain.cc.host_level):
+    the detected one, lowered by CUVIL_AOT_CPU_LEVEL."""
     if os.uname().machine.lower() not in ("x86_64", "amd64"):
         return 1
     from cuvil_aot import _runtime  # type: ignore[attr-defined,import-untyped,unused-ignore]
 
-    return int(_runtime.info()["detected_cpu_level"])
+    return int(_runtime.info()["cpu_level"])
 
 
 def environment(cpu_levels: tuple[int, ...]) -> dict[str, str]:

@@ -1,0 +1,167 @@
+"""The pieces behind a fast cache hit, in-process (nothing here compiles C): the cheap
+key, the shortcut records, the prebuilt manifest format, the hook's byte scan, targets."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from conftest import load_source
+
+from cuvil_aot import driver, importer, prebuilt, prekey, shortcuts, targets
+from cuvil_aot.cache import CacheError, CacheKey
+
+MOD = """
+import numpy as np
+import cuvil_aot as cv
+{imports}
+
+SCALE = {scale}
+
+
+def unrelated(y):
+    return y + {unrelated}
+
+
+@cv.optimize
+def f(x: cv.f32["N"]):
+    return {body}
+"""
+
+
+def module(tmp: Path, name: str, *, body: str = "x * SCALE", scale: str = "2.0",
+           unrelated: str = "1", imports: str = "") -> ModuleType:
+    return load_source(tmp, MOD.format(body=body, scale=scale, unrelated=unrelated,
+                                       imports=imports), name)
+
+
+@pytest.fixture
+def tmp_syspath(tmp_path: Path) -> object:
+    sys.path.insert(0, str(tmp_path))
+    yield tmp_path
+    sys.path.remove(str(tmp_path))
+
+
+def test_environment_agrees_with_the_full_key(tmp_path: Path) -> None:
+    mod = module(tmp_path, "pk_env")
+    full = driver.key_components(mod)
+    cheap = prekey.environment(())
+    for name, value in cheap.items():
+        assert full[name] == value, name
+    assert prekey.package_hash() == driver._package_hash()
+
+
+def test_cheap_key_follows_what_the_full_key_follows(tmp_syspath: Path) -> None:
+    tmp = tmp_syspath
+    (tmp / "pk_helper.py").write_text("def act(x):\n    return x + 1.0\n")
+    importlib.invalidate_caches()
+    base = prekey.components(module(tmp, "pk_a", imports="from pk_helper import act",
+                                    body="act(x) * SCALE"))
+    assert base is not None
+    same = prekey.components(module(tmp, "pk_a", imports="from pk_helper import act",
+                                    body="act(x) * SCALE"))
+    assert same == base
+    constant = prekey.components(module(tmp, "pk_a", imports="from pk_helper import act",
+                                        body="act(x) * SCALE", scale="3.0"))
+    assert constant is not None and constant["deps"] != base["deps"]
+    (tmp / "pk_helper.py").write_text("def act(x):\n    return x + 2.0\n")
+    helper = prekey.components(module(tmp, "pk_a", imports="from pk_helper import act",
+                                      body="act(x) * SCALE"))
+    assert helper is not None and helper["deps"] != base["deps"]
+    sys.modules.pop("pk_helper")
+
+
+def test_runtime_values_are_seen_even_when_the_bytes_are_equal(tmp_path: Path) -> None:
+    mod = module(tmp_path, "pk_rt")
+    before = prekey.dependencies(mod)
+    mod.SCALE = 5.0  # e.g. read from the environment at import time
+    after = prekey.dependencies(mod)
+    assert before is not None and after is not None
+    assert before["globals"]["pk_rt.SCALE"] == "= 2.0"
+    assert after["globals"]["pk_rt.SCALE"] == "= 5.0"
+
+
+def test_no_cheap_key_without_a_source_file() -> None:
+    mod = ModuleType("pk_nofile")
+    assert prekey.components(mod) is None
+
+
+def test_compiler_stamp_does_not_run_anything(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert prekey.compiler_stamp("") is None  # no compiler on PATH, nothing run
+    fake = tmp_path / "fakecc"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    stamp = prekey.compiler_stamp(str(fake))
+    assert stamp is not None and stamp["path"] == str(fake)
+
+
+def test_shortcuts_round_trip_and_garbage(tmp_path: Path) -> None:
+    (tmp_path / "tmp").mkdir()
+    key = CacheKey({"module": "m", "source": "abc"})
+    stamp = {"command": "gcc", "path": "/usr/bin/gcc", "mtime_ns": "1", "size": "2"}
+    shortcuts.record(tmp_path, "m", shortcuts.Record("p1", stamp, key))
+    assert shortcuts.find(tmp_path, "m", "p1", stamp, False) == [key]
+    other = dict(stamp, mtime_ns="3")
+    assert shortcuts.find(tmp_path, "m", "p1", other, False) == []  # compiler changed
+    assert shortcuts.find(tmp_path, "m", "p1", other, True) == [key]  # strict: any will do
+    assert shortcuts.find(tmp_path, "m", "p2", stamp, True) == []
+    for path in (tmp_path / "shortcuts").iterdir():
+        path.write_bytes(b"\xff garbage")
+    assert shortcuts.load(tmp_path, "m") == []
+    assert shortcuts.clear(tmp_path) == 1
+
+
+PREBUILT = {
+    "format": "cuvil_aot.prebuilt", "schema": 1, "module": "pkg.mod", "ext_name": "_cvk_x",
+    "file": "mod.cuvil_aot.so", "sha256": "0" * 64, "size": 3,
+    "prekey": {"module": "pkg.mod", "numpy": "2.0", "cpu_levels": "3"},
+    "components": {"module": "pkg.mod"},
+}
+
+
+@pytest.mark.parametrize("change", [
+    {"format": "other"}, {"size": -1}, {"sha256": "xyz"}, {"file": "../evil.so"},
+    {"module": "not a module"}, {"prekey": []}, {"extra": 1},
+])
+def test_prebuilt_manifest_is_strict(change: dict[str, object]) -> None:
+    doc = {**PREBUILT, **change}
+    with pytest.raises(CacheError):
+        prebuilt.parse(Path("m.json"), json.dumps(doc).encode())
+
+
+def test_prebuilt_mismatch_names_components() -> None:
+    pre = prebuilt.parse(Path("m.json"), json.dumps(PREBUILT).encode())
+    same = {"module": "pkg.mod", "numpy": "2.0", "cpu_levels": "4"}
+    assert prebuilt.mismatch(pre, "pkg.mod", same, host_level=4) == []
+    reasons = prebuilt.mismatch(pre, "pkg.mod", dict(same, numpy="2.1"), host_level=2)
+    assert any(r.startswith("numpy:") for r in reasons)
+    assert any("levels [3]" in r for r in reasons)
+    assert prebuilt.mismatch(pre, "other", same, 4) == ["it was built for module 'pkg.mod'"]
+
+
+def test_byte_scan_and_stdlib_skip() -> None:
+    assert importer.is_marked_source(b"import cuvil_aot as cv\n@cv.optimize\ndef f(): ...")
+    assert not importer.is_marked_source(b"import cuvil_aot\n")
+    assert not importer.is_marked_source(b"def optimize(): ...")
+    finder = importer.CuvilFinder()
+    assert not finder._may_be_marked(json.__file__)
+    assert finder._may_be_marked(str(Path(__file__).parents[1] / "examples" / "models.py"))
+
+
+def test_targets(tmp_path: Path) -> None:
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    for init in ("pkg/__init__.py", "pkg/sub/__init__.py"):
+        (tmp_path / init).write_text("")
+    (tmp_path / "pkg" / "sub" / "m.py").write_text("import cuvil_aot\n# optimize\n")
+    (tmp_path / "pkg" / "plain.py").write_text("x = 1\n")
+    assert targets.module_name(tmp_path / "pkg" / "sub" / "m.py") == (tmp_path, "pkg.sub.m")
+    assert targets.module_name(tmp_path / "pkg" / "__init__.py") == (tmp_path, "pkg")
+    assert targets.marked_files(tmp_path) == [tmp_path / "pkg" / "sub" / "m.py"]
+    assert targets.split_function("pkg.mod:fn") == ("pkg.mod", "fn")
+    assert targets.split_function("pkg/mod.py") == ("pkg/mod.py", None)
