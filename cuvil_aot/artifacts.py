@@ -291,6 +291,9 @@ def _by_full_key(
     ext = _load_from(entry)
     with _registry_lock:
         ext = _loaded.setdefault(key.digest, ext)
+    if built:  # the cache grew: keep it under its cap (recent entries are never evicted)
+        with contextlib.suppress(CacheError):
+            store.evict()
     return ext, key, "built" if built else "cached"
 
 

@@ -8,10 +8,11 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from cuvil_aot import artifacts, shortcuts
-from cuvil_aot.cache import CacheError, Store, stats
+from cuvil_aot.cache import CacheError, Store
 from cuvil_aot.errors import BuildError, CompileError
 
 EPILOG = """
@@ -67,8 +68,16 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"cache directory: {store.root}")
     print(f"entries:         {len(entries)}")
     print(f"size:            {human(store.size())} (cap {human(store.max_bytes)})")
-    print(f"this process:    {stats()}")
+    print(f"quarantined:     {_count(store.root / 'quarantine')} bad entries set aside")
+    print(f"shortcuts:       {_count(store.root / shortcuts.DIRNAME)} modules")
     return 0
+
+
+def _count(folder: Path) -> int:
+    try:
+        return len(os.listdir(folder))
+    except FileNotFoundError:
+        return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:

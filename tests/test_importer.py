@@ -82,7 +82,28 @@ def test_second_process_loads_without_compiler_or_frontend(built: tuple[Workspac
     result = last_json(ws.run(probe(setup=NO_SUBPROCESS + HOOK), PATH=ws.no_compiler_path()))
     assert result["out"] == EXPECT
     assert result["how"] == "shortcut" and result["builds"] == 0
-    assert not result["driver"] and not result["frontend"]
+    assert not result["driver"] and not result["frontend"] and result["heavy"] == []
+
+
+LAZY = """
+import json
+import numpy as np
+import cuvil_aot
+cuvil_aot.install()
+import mod
+from cuvil_aot import artifacts
+before = artifacts.last_outcome("mod")
+out = mod.f(np.arange(6, dtype=np.float32)).tolist()
+print(json.dumps({"bound_at_import": before is not None, "out": out,
+                  "how": artifacts.last_outcome("mod").how}))
+"""
+
+
+def test_lazy_mode_binds_at_the_first_call(built: tuple[Workspace, dict]) -> None:
+    ws, _ = built
+    result = last_json(ws.run(LAZY, CUVIL_AOT_MODE="lazy"))
+    assert not result["bound_at_import"]
+    assert result["out"] == EXPECT and result["how"] == "shortcut"
 
 
 def test_lazy_first_call_uses_the_same_cache(built: tuple[Workspace, dict]) -> None:
@@ -178,6 +199,20 @@ for t in threads: t.start()
 for t in threads: t.join()
 print(json.dumps({"results": results, "builds": cache.stats().builds}))
 """
+
+
+def test_builds_keep_the_cache_under_its_cap(built: tuple[Workspace, dict],
+                                            tmp_path: Path) -> None:
+    ws = built[0].copy_to(tmp_path / "capped")
+    ws.cache = tmp_path / "capped-cache"
+    last_json(ws.run(probe()))
+    (old,) = ws.entries()
+    stale = time.time() - 3600  # long unused: evictable
+    os.utime(old / "manifest.json", (stale, stale))
+    ws.edit("mod.py", "+ 1.0", "+ 4.0")
+    result = last_json(ws.run(probe(), CUVIL_AOT_CACHE_MAX_BYTES="1"))
+    assert result["how"] == "built"
+    assert [e.name for e in ws.entries()] != [old.name] and len(ws.entries()) == 1
 
 
 def test_32_threads_first_call_compile_once(tmp_path: Path, stub: Path | None) -> None:

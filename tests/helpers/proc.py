@@ -136,6 +136,9 @@ print(json.dumps({{"out": np.asarray(out).tolist(), "how": o.how if o else None,
                   "kind": type(getattr(target, "{function}")).__name__,
                   "builds": s.builds, "hits": s.hits, "quarantined": s.quarantined,
                   "driver": "cuvil_aot.driver" in sys.modules,
+                  "heavy": sorted(m for m in sys.modules if m.partition(".")[0] in
+                                  ("subprocess", "setuptools", "distutils", "torch", "cupy",
+                                   "pycuda", "numba", "sysconfig_probe")),
                   "frontend": "cuvil_aot.frontend" in sys.modules}}))
 """
 
