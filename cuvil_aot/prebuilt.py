@@ -14,7 +14,9 @@ writes two files beside it:
 The import hook uses it when the cheap key matches (the compiler and the CPU levels
 it was built for may differ from this machine's: nothing is compiled here); else it
 warns with the components that differ and carries on with the cache. The bytes
-loaded are the bytes whose SHA-256 was checked (cache.Entry.load_extension).
+loaded are the bytes whose SHA-256 was checked (one descriptor, as the cache does).
+The PEP 517 backend should write these files with ``write()``, so the format lives
+here only.
 """
 
 from __future__ import annotations
