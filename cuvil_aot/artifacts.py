@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from cuvil_aot import prebuilt, prekey, shortcuts
+from cuvil_aot import prebuilt, prekey, shortcuts, toolstamp
 from cuvil_aot.api import Dispatcher
 from cuvil_aot.cache import (
     DEFAULT_MAX_BYTES,
@@ -68,10 +68,24 @@ class Settings(NamedTuple):
     """driver.Options for builds and for the key; None means the defaults."""
     use_prebuilt: bool = True
     """Consider extensions shipped next to the module (the CLI's build turns it off)."""
+    cuda_archs: str = ""
+    """CUVIL_AOT_CUDA_ARCHS, when options.cuda_archs is None."""
+    cuda_home: str = ""
+    """CUDA_HOME: where a build looks for nvcc."""
 
     @classmethod
     def from_knobs(cls, knobs: Knobs, options: Options | None = None) -> Settings:
-        return cls(knobs.mode, knobs.cache_dir, knobs.cache_max_bytes, knobs.cc, options)
+        return cls(knobs.mode, knobs.cache_dir, knobs.cache_max_bytes, knobs.cc, options,
+                   cuda_archs=getattr(knobs, "cuda_archs", ""),
+                   cuda_home=getattr(knobs, "cuda_home", ""))
+
+    @property
+    def cuda_request(self) -> str:
+        """The GPU targets asked for, as the cheap key records them."""
+        archs = getattr(self.options, "cuda_archs", None)
+        if archs is not None:
+            return ",".join(archs) or "none"
+        return self.cuda_archs.replace(" ", "").replace(";", ",") or "default"
 
     @property
     def compiler_override(self) -> str:
@@ -305,7 +319,7 @@ def get_extension(
 ) -> tuple[types.ModuleType, Outcome]:
     """The compiled extension for ``module``, from wherever is cheapest (see above)."""
     started = time.perf_counter()
-    cheap = prekey.components(module, settings.cpu_levels)
+    cheap = prekey.components(module, settings.cpu_levels, settings.cuda_request)
 
     def done(ext: types.ModuleType, how: str, key: CacheKey | None = None) -> tuple[
             types.ModuleType, Outcome]:
@@ -319,7 +333,7 @@ def get_extension(
         if ext is not None:
             return done(ext, "prebuilt")
     store = open_store(settings)
-    stamp = prekey.compiler_stamp(settings.compiler_override) if cheap is not None else None
+    stamp = _stamp(settings) if cheap is not None else None
     if cheap is not None:
         any_cc = settings.mode == "strict" or stamp is None  # nothing will be compiled
         for key in shortcuts.find(store.root, module.__name__, digest_of(cheap), stamp, any_cc):
@@ -335,6 +349,11 @@ def get_extension(
     if cheap is not None:
         _remember(store, module.__name__, shortcuts.Record(digest_of(cheap), stamp, key))
     return done(ext, how, key)
+
+
+def _stamp(settings: Settings) -> dict[str, str] | None:
+    with_nvcc = settings.cuda_request != "none"
+    return toolstamp.compiler_stamp(settings.compiler_override, settings.cuda_home, with_nvcc)
 
 
 def _remember(store: Store, module: str, record: shortcuts.Record) -> None:

@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import TextIO
 
 from cuvil_aot import artifacts, importer, knobs, prebuilt, prekey, targets
+from cuvil_aot.cache import CacheError
 from cuvil_aot.errors import BuildError, CompileError
 
 
@@ -62,28 +63,13 @@ class Progress:
             print("\r" + text.ljust(columns), end=end, file=self.out, flush=True)
 
 
-def _write_inplace(module: ModuleType, outcome: artifacts.Outcome,
-                   config: artifacts.Settings) -> Path:
-    source = prekey.source_file(module)
-    cheap = prekey.components(module, config.cpu_levels)
-    if source is None or cheap is None or outcome.key is None:
-        raise BuildError(f"{module.__name__}: --inplace needs a module in a .py file whose "
-                         "dependencies are all .py files")
-    entry = artifacts.open_store(config).lookup(outcome.key)
-    if entry is None:
-        raise BuildError(f"{module.__name__}: the entry just built was evicted; try again")
-    ext_file = str(entry.manifest.metadata["ext_file"])
-    return prebuilt.write(source, module.__name__, str(entry.manifest.metadata["ext_name"]),
-                          entry.file(ext_file).read_bytes(), cheap, outcome.key.components,
-                          prekey.ext_suffix())
-
-
 def _build_one(module: ModuleType, config: artifacts.Settings, inplace: bool) -> str:
-    outcome = artifacts.get_extension(module, config)[1]
-    line = f"{module.__name__}: {outcome.how} in {outcome.seconds:.2f} s"
     if inplace:
-        line += f", wrote {_write_inplace(module, outcome, config)}"
-    return line
+        path, outcome = prebuilt.build_next_to(module, config)
+    else:
+        outcome = artifacts.get_extension(module, config)[1]
+    line = f"{module.__name__}: {outcome.how} in {outcome.seconds:.2f} s"
+    return line + f", wrote {path}" if inplace else line
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -101,7 +87,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     def one(module: ModuleType) -> None:
         try:
             progress.step(_build_one(module, config, args.inplace))
-        except (CompileError, BuildError, ImportError, OSError) as exc:
+        except (CompileError, BuildError, ImportError, OSError, CacheError) as exc:
             failures.append(f"error: {module.__name__}: {exc}")
             progress.step(f"{module.__name__}: FAILED")
 

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from importlib.machinery import ExtensionFileLoader
 from pathlib import Path
 from types import MappingProxyType, ModuleType
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from cuvil_aot.cache import CacheError
 from cuvil_aot.cache.fsutil import NOFOLLOW, hash_fd, read_capped
@@ -46,6 +46,9 @@ FIELDS = frozenset(
 )
 IGNORED = frozenset({"cpu_levels"})
 """Cheap components a prebuilt need not share: any level up to this CPU's will do."""
+if TYPE_CHECKING:
+    from cuvil_aot.artifacts import Outcome, Settings
+
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -220,3 +223,26 @@ def write(
     }
     _replace_file(manifest_path, json.dumps(doc, indent=1, sort_keys=True).encode() + b"\n")
     return manifest_path
+
+
+def build_next_to(module: ModuleType, settings: Settings) -> tuple[Path, Outcome]:
+    """Get or build ``module``'s extension through the cache, then write it and its
+    manifest next to the module's source: what ``build --inplace`` and the PEP 517
+    backend ship. Raises CacheError if the module has no cheap key (no .py file, or a
+    dependency without one)."""
+    from cuvil_aot import artifacts, prekey
+
+    outcome = artifacts.get_extension(module, settings._replace(use_prebuilt=False))[1]
+    source = prekey.source_file(module)
+    cheap = prekey.components(module, settings.cpu_levels, settings.cuda_request)
+    if source is None or cheap is None or outcome.key is None:
+        raise CacheError(f"{module.__name__}: a prebuilt extension needs the module and its "
+                         "dependencies in .py files")
+    entry = artifacts.open_store(settings).lookup(outcome.key)
+    if entry is None:
+        raise CacheError(f"{module.__name__}: the entry just built was evicted; try again")
+    ext_file = str(entry.manifest.metadata["ext_file"])
+    path = write(source, module.__name__, str(entry.manifest.metadata["ext_name"]),
+                 entry.file(ext_file).read_bytes(), cheap, outcome.key.components,
+                 prekey.ext_suffix())
+    return path, outcome

@@ -21,8 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shlex
-import shutil
 import sys
 import types
 from collections.abc import Iterator
@@ -260,7 +258,9 @@ def host_level() -> int:
     return int(_runtime.info()["cpu_level"])
 
 
-def environment(cpu_levels: tuple[int, ...]) -> dict[str, str]:
+def environment(cpu_levels: tuple[int, ...], cuda_archs: str = "default") -> dict[str, str]:
+    """The full key's components that depend on this machine and the build settings,
+    less the toolchains' identities (see toolstamp.py)."""
     import numpy as np
 
     levels = cpu_levels or (host_level(),)
@@ -269,11 +269,17 @@ def environment(cpu_levels: tuple[int, ...]) -> dict[str, str]:
         "python_abi": python_abi(),
         "numpy": np.__version__,
         "cpu_levels": ",".join(map(str, levels)),
+        "cuda_archs": cuda_archs,
     }
 
 
-def components(module: types.ModuleType, cpu_levels: tuple[int, ...] = ()) -> dict[str, str] | None:
-    """The cheap key components of ``module``, or None when it cannot have one."""
+def components(
+    module: types.ModuleType, cpu_levels: tuple[int, ...] = (), cuda_archs: str = "default"
+) -> dict[str, str] | None:
+    """The cheap key components of ``module``, or None when it cannot have one.
+
+    ``cuda_archs`` is the GPU targets asked for (Options, else CUVIL_AOT_CUDA_ARCHS), or
+    "default"."""
     path = source_file(module)
     source = file_hash(path) if path is not None else None
     deps = dependencies(module) if source is not None else None
@@ -283,33 +289,5 @@ def components(module: types.ModuleType, cpu_levels: tuple[int, ...] = ()) -> di
         "module": module.__name__,
         "module_source": source,
         "deps": sha256_hex(canonical(deps)),
-        **environment(cpu_levels),
+        **environment(cpu_levels, cuda_archs),
     }
-
-
-# --- the compiler, without running it ---------------------------------------------------
-
-
-def compiler_stamp(override: str = "") -> dict[str, str] | None:
-    """Which compiler a build would use, by its file (path, mtime, size), without running
-    it; the candidates are those of toolchain.cc.find_compiler. None if there is none."""
-    import sysconfig
-
-    candidates = [override] if override else []
-    candidates += [sysconfig.get_config_var("CC") or "", "cc", "gcc", "clang"]
-    for cand in candidates:
-        parts = shlex.split(cand)
-        found = shutil.which(parts[0]) if parts else None
-        if found is None:
-            continue
-        try:
-            st = os.stat(found)
-        except OSError:
-            continue
-        return {
-            "command": shlex.join(parts),
-            "path": os.path.realpath(found),
-            "mtime_ns": str(st.st_mtime_ns),
-            "size": str(st.st_size),
-        }
-    return None

@@ -5,7 +5,7 @@ replaced atomically (last writer wins), holding the newest few records:
 
     {"format": "cuvil_aot.shortcuts", "schema": 1, "module": "pkg.mod",
      "records": [{"prekey": "<sha256 of the cheap components>",
-                  "compiler": {"command": ..., "path": ..., "mtime_ns": ..., "size": ...} | null,
+                  "compiler": {"command": ..., "cc": ..., "nvcc": ...} | null,
                   "components": {<the full key's components>}}]}
 
 A record only names a key; the entry it leads to is verified by the store as usual,
@@ -36,7 +36,7 @@ SCHEMA = 1
 KEEP = 8
 MAX_BYTES = 1 << 18
 DIRNAME = "shortcuts"
-_STAMP_FIELDS = frozenset({"command", "path", "mtime_ns", "size"})
+_STAMP_FIELDS = frozenset({"command", "cc", "nvcc"})
 
 
 class Record(NamedTuple):

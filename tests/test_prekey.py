@@ -12,7 +12,7 @@ from types import ModuleType
 import pytest
 from conftest import load_source
 
-from cuvil_aot import driver, importer, prebuilt, prekey, shortcuts, targets
+from cuvil_aot import driver, importer, prebuilt, prekey, shortcuts, targets, toolstamp
 from cuvil_aot.cache import CacheError, CacheKey
 
 MOD = """
@@ -50,8 +50,10 @@ def test_environment_agrees_with_the_full_key(tmp_path: Path) -> None:
     mod = module(tmp_path, "pk_env")
     full = driver.key_components(mod)
     cheap = prekey.environment(())
-    for name, value in cheap.items():
-        assert full[name] == value, name
+    shared = set(cheap) & set(full)
+    assert shared >= {"cuvil_aot", "python_abi", "numpy", "cpu_levels"}
+    for name in shared:
+        assert full[name] == cheap[name], name
     assert prekey.package_hash() == driver._package_hash()
 
 
@@ -93,21 +95,25 @@ def test_no_cheap_key_without_a_source_file() -> None:
 def test_compiler_stamp_does_not_run_anything(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert prekey.compiler_stamp("") is None  # no compiler on PATH, nothing run
+    assert toolstamp.compiler_stamp("") is None  # no compiler on PATH, nothing run
     fake = tmp_path / "fakecc"
     fake.write_text("#!/bin/sh\nexit 1\n")
     fake.chmod(0o755)
-    stamp = prekey.compiler_stamp(str(fake))
-    assert stamp is not None and stamp["path"] == str(fake)
+    stamp = toolstamp.compiler_stamp(str(fake))
+    assert stamp is not None and stamp["cc"].startswith(f"{fake}:") and stamp["nvcc"] == ""
+    (tmp_path / "nvcc").write_text("#!/bin/sh\nexit 1\n")
+    (tmp_path / "nvcc").chmod(0o755)
+    assert toolstamp.compiler_stamp(str(fake))["nvcc"].startswith(f"{tmp_path / 'nvcc'}:")
+    assert toolstamp.compiler_stamp(str(fake), with_nvcc=False)["nvcc"] == ""
 
 
 def test_shortcuts_round_trip_and_garbage(tmp_path: Path) -> None:
     (tmp_path / "tmp").mkdir()
     key = CacheKey({"module": "m", "source": "abc"})
-    stamp = {"command": "gcc", "path": "/usr/bin/gcc", "mtime_ns": "1", "size": "2"}
+    stamp = {"command": "gcc", "cc": "/usr/bin/gcc:1:2", "nvcc": ""}
     shortcuts.record(tmp_path, "m", shortcuts.Record("p1", stamp, key))
     assert shortcuts.find(tmp_path, "m", "p1", stamp, False) == [key]
-    other = dict(stamp, mtime_ns="3")
+    other = dict(stamp, cc="/usr/bin/gcc:3:2")
     assert shortcuts.find(tmp_path, "m", "p1", other, False) == []  # compiler changed
     assert shortcuts.find(tmp_path, "m", "p1", other, True) == [key]  # strict: any will do
     assert shortcuts.find(tmp_path, "m", "p2", stamp, True) == []
