@@ -1,0 +1,102 @@
+/* The GPU half of the runtime API: device arrays, kernel modules, launches.
+ *
+ * Generated modules reach it through cv_runtime_api.gpu. Nothing here needs a
+ * CUDA header or library at build time: the runtime loads libcuda.so.1 with
+ * dlopen at the first GPU call, so modules import on machines without a
+ * driver and only GPU calls fail there (with cuvil_aot.CudaError).
+ *
+ * Every function below is called with the GIL held; the GIL is also what
+ * serializes the runtime's lazy per-device state (contexts, loaded modules).
+ * Functions returning int return 0 on success and -1 with a Python exception
+ * set, unless documented otherwise.
+ */
+#ifndef CUVIL_AOT_CUDA_DRIVER_H
+#define CUVIL_AOT_CUDA_DRIVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CV_GPU_MAX_NDIM 8
+#define CV_GPU_MAX_DEVICES 16
+
+struct _object; /* PyObject, without including Python.h */
+
+/* Element types, numbered as generated code names them. */
+enum {
+    CV_DT_BOOL = 0,
+    CV_DT_INT32 = 1,
+    CV_DT_INT64 = 2,
+    CV_DT_FLOAT16 = 3,
+    CV_DT_FLOAT32 = 4,
+    CV_DT_FLOAT64 = 5,
+};
+
+struct cv_gpu_kind; /* how to make and order arrays of one Python type (runtime-owned) */
+
+/* One product term A @ B of a GEMM kernel's arguments (shared by the host
+ * wrapper and the device code): A is m x k, B is k x n, strides in elements,
+ * batch stride 0 broadcasts an operand over the batch. */
+typedef struct cv_gpu_term {
+    const char *a;
+    int64_t a_rs, a_cs, a_bs;
+    const char *b;
+    int64_t b_rs, b_cs, b_bs;
+    int64_t k;
+} cv_gpu_term;
+
+/* A device array borrowed from a Python object for the duration of a call. */
+typedef struct cv_gpu_array {
+    char *data;                       /* device pointer of element [0, ..., 0] */
+    int64_t shape[CV_GPU_MAX_NDIM];
+    int64_t strides[CV_GPU_MAX_NDIM]; /* in elements */
+    int ndim;
+    int dtype;                        /* CV_DT_* */
+    int device;                       /* CUDA device ordinal */
+    int readonly;
+    int has_stream;                   /* the producer named a stream to order after */
+    uintptr_t stream;
+    const struct cv_gpu_kind *kind;
+    struct _object *keep;             /* a reference to drop in release(), or NULL */
+} cv_gpu_array;
+
+/* One extension's kernels: the embedded fatbin, the kernel names, and the
+ * architectures it holds machine code (SASS) for. `loaded` belongs to the
+ * runtime: it fills it per device on first use. */
+typedef struct cv_cuda_module {
+    const unsigned char *image;
+    const char *const *names;
+    int nkernels;
+    const int *sass;                  /* e.g. 75, 80, 90: compute capability * 10 */
+    int nsass;
+    int ptx;                          /* newest PTX target (0: none) */
+    void *loaded[CV_GPU_MAX_DEVICES];
+} cv_cuda_module;
+
+typedef struct cv_gpu_api {
+    /* 1 and *out filled when obj is an array on a CUDA device (through the
+     * DLPack C exchange API, __cuda_array_interface__ or __dlpack__), 0 when it
+     * is not a device array, -1 on error. */
+    int (*array)(struct _object *obj, cv_gpu_array *out);
+    void (*release)(cv_gpu_array *a);
+    /* A new C-contiguous array of the same kind and device as `like`;
+     * *out describes it. New reference, or NULL. */
+    struct _object *(*empty)(const cv_gpu_array *like, int dtype, int ndim,
+                             const int64_t *shape, cv_gpu_array *out);
+    /* A C-contiguous copy of obj (described by a), made by its framework. */
+    struct _object *(*contiguous)(struct _object *obj, const cv_gpu_array *a,
+                                  cv_gpu_array *out);
+    /* The stream to launch on: `stream` (stream= of the call; NULL or None if
+     * not given), else the current stream of like's framework, else the
+     * stream like's producer named, else the legacy default stream. */
+    int (*stream)(const cv_gpu_array *like, struct _object *stream, uintptr_t *out);
+    /* Makes `stream` wait for work queued on a's producer stream, if any. */
+    int (*order_after)(const cv_gpu_array *a, uintptr_t stream);
+    /* Number of multiprocessors of the device (loads the driver if needed). */
+    int (*sm_count)(int device);
+    /* Launches kernel `kernel` of m on `device` with one by-value parameter,
+     * the argument struct at args. Loads m on that device on first use. */
+    int (*launch)(cv_cuda_module *m, int device, int kernel, uint32_t grid_x, uint32_t grid_y,
+                  uint32_t block, uint32_t smem, uintptr_t stream, void *args);
+} cv_gpu_api;
+
+#endif

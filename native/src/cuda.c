@@ -1,0 +1,293 @@
+/* The CUDA driver layer: libcuda.so.1 loaded with dlopen at the first GPU
+ * call, primary contexts, modules loaded once per device, launches, errors.
+ *
+ * No CUDA header is needed to build this: the few driver types and entry
+ * points are declared below (their ABI has been stable since CUDA 4). A
+ * machine without a driver imports the runtime fine; its first GPU call
+ * raises cuvil_aot.CudaError. Errors that poison the context (an illegal
+ * address in a kernel, ...) are remembered: every later GPU call says the
+ * context is lost instead of failing in some unrelated way.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gpu_internal.h"
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef unsigned long long CUdeviceptr;
+
+enum {
+    ATTR_SM_COUNT = 16,
+    ATTR_CC_MAJOR = 75,
+    ATTR_CC_MINOR = 76,
+    POINTER_DEVICE_ORDINAL = 9,
+    EVENT_DISABLE_TIMING = 2,
+};
+
+static struct {
+    CUresult (*GetErrorName)(CUresult, const char **);
+    CUresult (*GetErrorString)(CUresult, const char **);
+    CUresult (*Init)(unsigned);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*CtxGetCurrent)(CUcontext *);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxGetDevice)(CUdevice *);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, CUstream, void **, void **);
+    CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
+} cu;
+
+/* Same order as the struct above. */
+static const char *const symbols[] = {
+    "cuGetErrorName", "cuGetErrorString", "cuInit", "cuDeviceGet", "cuDeviceGetAttribute",
+    "cuDevicePrimaryCtxRetain", "cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxGetDevice",
+    "cuModuleLoadData", "cuModuleGetFunction", "cuLaunchKernel", "cuPointerGetAttribute",
+    "cuEventCreate", "cuEventRecord", "cuStreamWaitEvent",
+};
+
+static int driver_state;  /* 0: not tried, 1: usable, -1: not usable (why in driver_error) */
+static char driver_error[320];
+static char lost[320];    /* set once an error has poisoned the context */
+
+static struct device {
+    CUcontext ctx;
+    CUevent order;        /* reused by cv_cuda_order */
+    int sm_count, cc;     /* cc: compute capability * 10 */
+} devices[CV_GPU_MAX_DEVICES];
+
+typedef struct {
+    CUmodule mod;
+    CUfunction fn[];      /* resolved on first launch */
+} loaded_module;
+
+int cv_cuda_raise(const char *fmt, ...) {
+    static PyObject *cuda_error;
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!cuda_error) {
+        PyObject *mod = PyImport_ImportModule("cuvil_aot.errors");
+        cuda_error = mod ? PyObject_GetAttrString(mod, "CudaError") : NULL;
+        Py_XDECREF(mod);
+        if (!cuda_error) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_RuntimeError, msg);
+            return -1;
+        }
+    }
+    PyErr_SetString(cuda_error, msg);
+    return -1;
+}
+
+/* Errors after which the context cannot be used any more. */
+static int is_sticky(CUresult r) {
+    return r == 700 || r == 702 || (r >= 714 && r <= 719);
+}
+
+static void describe(CUresult r, const char **name, const char **text) {
+    *name = "CUDA_ERROR_UNKNOWN";
+    *text = "unknown error";
+    if (cu.GetErrorName) cu.GetErrorName(r, name);
+    if (cu.GetErrorString) cu.GetErrorString(r, text);
+}
+
+static int check(CUresult r, const char *call, const char *kernel) {
+    if (r == 0) return 0;
+    const char *name, *text;
+    describe(r, &name, &text);
+    if (is_sticky(r)) {
+        snprintf(lost, sizeof lost, "%s (%s) in %s%s%s", name, text, call,
+                 kernel ? " of kernel " : "", kernel ? kernel : "");
+        return cv_cuda_raise("%s: the CUDA context is lost (the fault may come from an earlier "
+                             "kernel, launches are asynchronous); restart the process", lost);
+    }
+    return cv_cuda_raise("%s failed%s%s: %s (%s)", call, kernel ? " for kernel " : "",
+                         kernel ? kernel : "", name, text);
+}
+
+static void load_driver(void) {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(driver_error, sizeof driver_error, "libcuda.so.1 could not be loaded (%s)",
+                 dlerror());
+        driver_state = -1;
+        return;
+    }
+    void **slots = (void **)&cu;
+    for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
+        slots[i] = dlsym(lib, symbols[i]);
+        if (!slots[i]) {
+            snprintf(driver_error, sizeof driver_error, "libcuda.so.1 lacks %s: the driver is "
+                     "too old", symbols[i]);
+            driver_state = -1;
+            return;
+        }
+    }
+    CUresult r = cu.Init(0);
+    if (r != 0) {
+        const char *name, *text;
+        describe(r, &name, &text);
+        snprintf(driver_error, sizeof driver_error, "cuInit failed: %s (%s)", name, text);
+        driver_state = -1;
+        return;
+    }
+    driver_state = 1;
+}
+
+static int driver(void) {
+    if (driver_state == 0) load_driver();
+    if (driver_state < 0)
+        return cv_cuda_raise("no usable CUDA driver: %s. GPU arrays cannot be used on this "
+                             "machine; NumPy arrays still run on the CPU", driver_error);
+    if (lost[0])
+        return cv_cuda_raise("a previous GPU call failed with %s: the CUDA context is lost; "
+                             "restart the process", lost);
+    return 0;
+}
+
+static int open_device(int device, struct device *d) {
+    CUdevice dev;
+    int major = 0, minor = 0;
+    if (check(cu.DeviceGet(&dev, device), "cuDeviceGet", NULL) < 0 ||
+        check(cu.DeviceGetAttribute(&d->sm_count, ATTR_SM_COUNT, dev), "cuDeviceGetAttribute",
+              NULL) < 0 ||
+        check(cu.DeviceGetAttribute(&major, ATTR_CC_MAJOR, dev), "cuDeviceGetAttribute",
+              NULL) < 0 ||
+        check(cu.DeviceGetAttribute(&minor, ATTR_CC_MINOR, dev), "cuDeviceGetAttribute",
+              NULL) < 0)
+        return -1;
+    d->cc = major * 10 + minor;
+    /* The primary context is the one CuPy and PyTorch use: pointers and
+     * streams of theirs are valid in it. Retained for the process lifetime. */
+    return check(cu.DevicePrimaryCtxRetain(&d->ctx, dev), "cuDevicePrimaryCtxRetain", NULL);
+}
+
+int cv_cuda_enter(int device) {
+    if (driver() < 0) return -1;
+    if (device < 0 || device >= CV_GPU_MAX_DEVICES)
+        return cv_cuda_raise("CUDA device %d is out of range (at most %d devices)", device,
+                             CV_GPU_MAX_DEVICES);
+    struct device *d = &devices[device];
+    if (!d->ctx && open_device(device, d) < 0) return -1;
+    CUcontext cur;
+    if (check(cu.CtxGetCurrent(&cur), "cuCtxGetCurrent", NULL) < 0) return -1;
+    return cur == d->ctx ? 0 : check(cu.CtxSetCurrent(d->ctx), "cuCtxSetCurrent", NULL);
+}
+
+int cv_cuda_device_of(uintptr_t ptr, int *device) {
+    if (driver() < 0) return -1;
+    return check(cu.PointerGetAttribute(device, POINTER_DEVICE_ORDINAL, (CUdeviceptr)ptr),
+                 "cuPointerGetAttribute(DEVICE_ORDINAL)", NULL);
+}
+
+int cv_cuda_current_device(int *device) {
+    CUcontext cur;
+    CUdevice dev;
+    *device = 0;
+    if (driver() < 0 || check(cu.CtxGetCurrent(&cur), "cuCtxGetCurrent", NULL) < 0) return -1;
+    if (!cur) return 0;
+    if (check(cu.CtxGetDevice(&dev), "cuCtxGetDevice", NULL) < 0) return -1;
+    *device = dev;
+    return 0;
+}
+
+int cv_cuda_order(int device, uintptr_t producer, uintptr_t consumer) {
+    if (producer == consumer) return 0;
+    if (cv_cuda_enter(device) < 0) return -1;
+    struct device *d = &devices[device];
+    if (!d->order && check(cu.EventCreate(&d->order, EVENT_DISABLE_TIMING), "cuEventCreate",
+                           NULL) < 0)
+        return -1;
+    if (check(cu.EventRecord(d->order, (CUstream)producer), "cuEventRecord", NULL) < 0) return -1;
+    return check(cu.StreamWaitEvent((CUstream)consumer, d->order, 0), "cuStreamWaitEvent", NULL);
+}
+
+int cv_cuda_sm_count(int device) {
+    return cv_cuda_enter(device) < 0 ? -1 : devices[device].sm_count;
+}
+
+static void archs_text(const cv_cuda_module *m, char *buf, size_t size) {
+    int len = snprintf(buf, size, "SASS for");
+    for (int i = 0; i < m->nsass && len < (int)size; i++)
+        len += snprintf(buf + len, size - len, "%s sm_%d", i ? "," : "", m->sass[i]);
+    if (m->ptx && len < (int)size) snprintf(buf + len, size - len, ", PTX for compute_%d",
+                                            m->ptx);
+}
+
+/* SASS for cc X.Y runs on X.Z with Z >= Y. Without it the driver would
+ * JIT-compile the PTX at load: slow at start and not what was tested, so it
+ * is reported (an error in strict mode). */
+static int check_arch(const cv_cuda_module *m, int device) {
+    int cc = devices[device].cc;
+    char archs[256];
+    for (int i = 0; i < m->nsass; i++)
+        if (m->sass[i] / 10 == cc / 10 && m->sass[i] <= cc) return 0;
+    archs_text(m, archs, sizeof archs);
+    if (!m->ptx || m->ptx > cc)
+        return cv_cuda_raise("device %d has compute capability %d.%d but this module holds %s "
+                             "only: rebuild it with sm_%d in its CUDA architectures", device,
+                             cc / 10, cc % 10, archs, cc);
+    PyObject *strict_fn = cv_gpu_adapter("strict");
+    PyObject *strict = strict_fn ? PyObject_CallNoArgs(strict_fn) : NULL;
+    Py_XDECREF(strict_fn);
+    if (!strict) return -1;
+    int is_strict = PyObject_IsTrue(strict);
+    Py_DECREF(strict);
+    if (is_strict)
+        return cv_cuda_raise("device %d (compute capability %d.%d) would need a PTX JIT "
+                             "compile (module holds %s), which CUVIL_AOT_MODE=strict forbids: "
+                             "rebuild with sm_%d", device, cc / 10, cc % 10, archs, cc);
+    return PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                            "cuvil_aot: the driver JIT-compiles PTX for device %d (compute "
+                            "capability %d.%d; module holds %s): rebuild with sm_%d", device,
+                            cc / 10, cc % 10, archs, cc);
+}
+
+static loaded_module *load_module(cv_cuda_module *m, int device) {
+    if (check_arch(m, device) < 0) return NULL;
+    loaded_module *L = calloc(1, sizeof *L + (size_t)m->nkernels * sizeof(CUfunction));
+    if (!L) return (loaded_module *)PyErr_NoMemory();
+    if (check(cu.ModuleLoadData(&L->mod, m->image), "cuModuleLoadData", NULL) < 0) {
+        free(L);
+        return NULL;
+    }
+    m->loaded[device] = L;
+    return L;
+}
+
+int cv_cuda_launch(cv_cuda_module *m, int device, int kernel, uint32_t grid_x, uint32_t grid_y,
+                   uint32_t block, uint32_t smem, uintptr_t stream, void *args) {
+    if (cv_cuda_enter(device) < 0) return -1;
+    loaded_module *L = m->loaded[device];
+    if (!L && !(L = load_module(m, device))) return -1;
+    CUfunction f = L->fn[kernel];
+    if (!f) {
+        if (check(cu.ModuleGetFunction(&f, L->mod, m->names[kernel]), "cuModuleGetFunction",
+                  m->names[kernel]) < 0)
+            return -1;
+        L->fn[kernel] = f;
+    }
+    void *params[1] = {args};
+    return check(cu.LaunchKernel(f, grid_x, grid_y, 1, block, 1, 1, smem, (CUstream)stream,
+                                 params, NULL),
+                 "cuLaunchKernel", m->names[kernel]);
+}

@@ -1,0 +1,365 @@
+/* Device arrays from Python objects, and new ones of the same kind.
+ *
+ * Three protocols, fastest first, decided once per Python type:
+ *  - the DLPack C exchange API (type.__dlpack_c_exchange_api__, PyTorch):
+ *    plain C calls for the view, the current stream and new tensors;
+ *  - __cuda_array_interface__ (CuPy, Numba, PyCUDA): a dict per call;
+ *  - __dlpack__ / __dlpack_device__: a capsule per call.
+ * What C cannot do for a type (allocate a CuPy array, ask CuPy for its
+ * current stream) goes through small Python adapters in
+ * cuvil_aot.runtime.gpu_adapters, looked up once per type.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+#include "dlpack_min.h"
+#include "gpu_internal.h"
+
+enum { PROTO_NONE, PROTO_EXCHANGE, PROTO_CAI, PROTO_DLPACK };
+
+struct cv_gpu_kind {
+    PyTypeObject *type;
+    int proto;
+    const DLPackExchangeAPI *xapi;
+    PyObject *empty;          /* empty(shape, dtype_name, device) -> array, or None */
+    PyObject *current_stream; /* current_stream(device) -> int handle, or None */
+    PyObject *contiguous;     /* contiguous(obj) -> array */
+};
+
+#define MAX_KINDS 32
+static struct cv_gpu_kind kinds[MAX_KINDS];
+static int nkinds;
+
+static const char *const dtype_names[] = {"bool", "int32", "int64", "float16", "float32",
+                                          "float64"};
+static const int dtype_sizes[] = {1, 4, 8, 2, 4, 8};
+
+PyObject *cv_gpu_adapter(const char *name) {
+    static PyObject *module;
+    if (!module && !(module = PyImport_ImportModule("cuvil_aot.runtime.gpu_adapters")))
+        return NULL;
+    return PyObject_GetAttrString(module, name);
+}
+
+static const DLPackExchangeAPI *exchange_api(PyTypeObject *tp) {
+    PyObject *cap = PyObject_GetAttrString((PyObject *)tp, "__dlpack_c_exchange_api__");
+    const DLPackExchangeAPI *x = NULL;
+    if (cap && PyCapsule_IsValid(cap, "dlpack_exchange_api"))
+        x = PyCapsule_GetPointer(cap, "dlpack_exchange_api");
+    Py_XDECREF(cap);
+    PyErr_Clear();
+    if (x && (x->header.version.major != 1 || !x->managed_tensor_allocator ||
+              !x->managed_tensor_to_py_object_no_sync || !x->current_work_stream ||
+              !(x->dltensor_from_py_object_no_sync || x->managed_tensor_from_py_object_no_sync)))
+        x = NULL;
+    return x;
+}
+
+static int fill_adapters(struct cv_gpu_kind *k) {
+    PyObject *fn = cv_gpu_adapter("adapters");
+    PyObject *t = fn ? PyObject_CallOneArg(fn, (PyObject *)k->type) : NULL;
+    Py_XDECREF(fn);
+    if (!t) return -1;
+    if (!PyArg_ParseTuple(t, "OOO", &k->empty, &k->current_stream, &k->contiguous)) {
+        Py_DECREF(t);
+        return -1;
+    }
+    Py_INCREF(k->empty);
+    Py_INCREF(k->current_stream);
+    Py_INCREF(k->contiguous);
+    Py_DECREF(t);
+    return 0;
+}
+
+static struct cv_gpu_kind *kind_of(PyTypeObject *tp) {
+    for (int i = 0; i < nkinds; i++)
+        if (kinds[i].type == tp) return &kinds[i];
+    struct cv_gpu_kind probe = {.type = tp, .proto = PROTO_NONE};
+    PyObject *t = (PyObject *)tp;
+    if ((probe.xapi = exchange_api(tp)))
+        probe.proto = PROTO_EXCHANGE;
+    else if (PyObject_HasAttrString(t, "__cuda_array_interface__"))
+        probe.proto = PROTO_CAI;
+    else if (PyObject_HasAttrString(t, "__dlpack__") &&
+             PyObject_HasAttrString(t, "__dlpack_device__"))
+        probe.proto = PROTO_DLPACK;
+    if (probe.proto != PROTO_NONE && fill_adapters(&probe) < 0) return NULL;
+    if (nkinds == MAX_KINDS) {
+        PyErr_Format(PyExc_RuntimeError, "cuvil_aot: more than %d array types seen", MAX_KINDS);
+        return NULL;
+    }
+    Py_INCREF(t);
+    kinds[nkinds] = probe;
+    return &kinds[nkinds++];
+}
+
+static int dl_dtype(DLDataType t) {
+    if (t.lanes != 1) return -1;
+    if (t.code == kDLFloat) return t.bits == 16 ? CV_DT_FLOAT16 : t.bits == 32 ? CV_DT_FLOAT32
+                                 : t.bits == 64 ? CV_DT_FLOAT64 : -1;
+    if (t.code == kDLInt) return t.bits == 32 ? CV_DT_INT32 : t.bits == 64 ? CV_DT_INT64 : -1;
+    if (t.code == kDLBool && t.bits == 8) return CV_DT_BOOL;
+    return -1;
+}
+
+static int too_many_dims(int ndim) {
+    PyErr_Format(PyExc_ValueError, "cuvil_aot: device arrays of %d dimensions are not "
+                 "supported (at most %d)", ndim, CV_GPU_MAX_NDIM);
+    return -1;
+}
+
+/* 1 for a CUDA tensor (copied into out), 0 for another device. */
+static int from_dltensor(const DLTensor *t, cv_gpu_array *out) {
+    int type = t->device.device_type;
+    if (type != kDLCUDA && type != kDLCUDAManaged) return 0;
+    if (t->ndim > CV_GPU_MAX_NDIM) return too_many_dims(t->ndim);
+    out->data = (char *)t->data + t->byte_offset;
+    out->ndim = t->ndim;
+    out->device = t->device.device_id;
+    out->dtype = dl_dtype(t->dtype);
+    int64_t contiguous = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        out->shape[d] = t->shape[d];
+        out->strides[d] = t->strides ? t->strides[d] : contiguous;
+        contiguous *= t->shape[d];
+    }
+    return 1;
+}
+
+static int from_exchange(PyObject *obj, const DLPackExchangeAPI *x, cv_gpu_array *out) {
+    if (x->dltensor_from_py_object_no_sync) {
+        DLTensor t;
+        if (x->dltensor_from_py_object_no_sync(obj, &t) != 0) return -1;
+        return from_dltensor(&t, out);
+    }
+    DLManagedTensorVersioned *mt = NULL;
+    if (x->managed_tensor_from_py_object_no_sync(obj, &mt) != 0) return -1;
+    int r = from_dltensor(&mt->dl_tensor, out);
+    out->readonly = (mt->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+    if (mt->deleter) mt->deleter(mt);
+    return r;
+}
+
+/* "<f4", "|b1", ... as CV_DT_*; -1 for other types (rejected by the signature check). */
+static int typestr_dtype(const char *s) {
+    if (!s || (s[0] != '<' && s[0] != '|' && s[0] != '=')) return -1;
+    int size = atoi(s + 2);
+    switch (s[1]) {
+    case 'f': return size == 2 ? CV_DT_FLOAT16 : size == 4 ? CV_DT_FLOAT32
+                   : size == 8 ? CV_DT_FLOAT64 : -1;
+    case 'i': return size == 4 ? CV_DT_INT32 : size == 8 ? CV_DT_INT64 : -1;
+    case 'b': return size == 1 ? CV_DT_BOOL : -1;
+    default: return -1;
+    }
+}
+
+static int cai_fields(PyObject *cai, cv_gpu_array *out, uintptr_t *ptr) {
+    PyObject *data = PyDict_GetItemString(cai, "data");
+    PyObject *shape = PyDict_GetItemString(cai, "shape");
+    PyObject *typestr = PyDict_GetItemString(cai, "typestr");
+    PyObject *strides = PyDict_GetItemString(cai, "strides");
+    PyObject *mask = PyDict_GetItemString(cai, "mask");
+    PyObject *stream = PyDict_GetItemString(cai, "stream");
+    if (!data || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2 || !shape ||
+        !PyTuple_Check(shape) || !typestr || !PyUnicode_Check(typestr)) {
+        PyErr_SetString(PyExc_TypeError, "malformed __cuda_array_interface__");
+        return -1;
+    }
+    if (mask && mask != Py_None) {
+        PyErr_SetString(PyExc_TypeError, "masked device arrays are not supported");
+        return -1;
+    }
+    Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
+    if (ndim > CV_GPU_MAX_NDIM) return too_many_dims((int)ndim);
+    out->ndim = (int)ndim;
+    out->dtype = typestr_dtype(PyUnicode_AsUTF8(typestr));
+    int itemsize = out->dtype >= 0 ? dtype_sizes[out->dtype] : 1;
+    *ptr = (uintptr_t)PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(data, 0));
+    out->readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1)) == 1;
+    int64_t contiguous = 1;
+    for (Py_ssize_t d = ndim - 1; d >= 0; d--) {
+        out->shape[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
+        int64_t bytes = contiguous * itemsize;
+        if (strides && strides != Py_None)
+            bytes = PyLong_AsLongLong(PyTuple_GetItem(strides, d));
+        if (bytes % itemsize) {
+            PyErr_SetString(PyExc_ValueError, "device array strides must be multiples of the "
+                            "item size");
+            return -1;
+        }
+        out->strides[d] = bytes / itemsize;
+        contiguous *= out->shape[d];
+    }
+    if (stream && stream != Py_None) {
+        out->has_stream = 1;
+        out->stream = (uintptr_t)PyLong_AsUnsignedLongLong(stream);
+    }
+    out->data = (char *)*ptr;
+    return PyErr_Occurred() ? -1 : 1;
+}
+
+static int from_cai(PyObject *obj, cv_gpu_array *out) {
+    PyObject *cai = PyObject_GetAttrString(obj, "__cuda_array_interface__");
+    if (!cai) return -1;
+    uintptr_t ptr = 0;
+    int r = PyDict_Check(cai) ? cai_fields(cai, out, &ptr) : -1;
+    if (r == -1 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "__cuda_array_interface__ is not a dict");
+    Py_DECREF(cai);
+    if (r < 0) return -1;
+    /* The interface names no device: ask the driver which one holds the
+     * memory (a zero-size array may have no memory: the current device). */
+    if (ptr) return cv_cuda_device_of(ptr, &out->device) < 0 ? -1 : 1;
+    return cv_cuda_current_device(&out->device) < 0 ? -1 : 1;
+}
+
+static int from_dlpack(PyObject *obj, cv_gpu_array *out) {
+    PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+    int type = -1;
+    if (!dev || !PyArg_ParseTuple(dev, "i|i", &type, &out->device)) {
+        Py_XDECREF(dev);
+        return -1;
+    }
+    Py_DECREF(dev);
+    if (type != kDLCUDA && type != kDLCUDAManaged) return 0;
+    PyObject *cap = PyObject_CallMethod(obj, "__dlpack__", NULL);
+    DLManagedTensor *mt = cap ? PyCapsule_GetPointer(cap, "dltensor") : NULL;
+    if (!mt) {
+        Py_XDECREF(cap);
+        return -1;
+    }
+    out->keep = cap; /* unconsumed: the capsule's destructor frees the tensor */
+    return from_dltensor(&mt->dl_tensor, out);
+}
+
+static int gpu_array(PyObject *obj, cv_gpu_array *out) {
+    struct cv_gpu_kind *k = kind_of(Py_TYPE(obj));
+    if (!k) return -1;
+    memset(out, 0, sizeof *out);
+    out->kind = k;
+    switch (k->proto) {
+    case PROTO_EXCHANGE: return from_exchange(obj, k->xapi, out);
+    case PROTO_CAI: return from_cai(obj, out);
+    case PROTO_DLPACK: return from_dlpack(obj, out);
+    default: return 0;
+    }
+}
+
+static void gpu_release(cv_gpu_array *a) {
+    Py_CLEAR(a->keep);
+}
+
+static void set_error(void *ctx, const char *kind, const char *message) {
+    (void)ctx;
+    PyErr_SetString(strcmp(kind, "MemoryError") == 0 ? PyExc_MemoryError : PyExc_RuntimeError,
+                    message);
+}
+
+static PyObject *empty_exchange(const DLPackExchangeAPI *x, const cv_gpu_array *like, int dtype,
+                                int ndim, const int64_t *shape, cv_gpu_array *out) {
+    static const DLDataType types[] = {{kDLBool, 8, 1}, {kDLInt, 32, 1}, {kDLInt, 64, 1},
+                                       {kDLFloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1}};
+    DLTensor proto = {NULL, {kDLCUDA, like->device}, ndim, types[dtype], (int64_t *)shape,
+                      NULL, 0};
+    DLManagedTensorVersioned *mt = NULL;
+    void *obj = NULL;
+    if (x->managed_tensor_allocator(&proto, &mt, NULL, set_error) != 0) return NULL;
+    memset(out, 0, sizeof *out);
+    out->kind = like->kind;
+    from_dltensor(&mt->dl_tensor, out);
+    if (x->managed_tensor_to_py_object_no_sync(mt, &obj) != 0) return NULL;
+    return (PyObject *)obj;
+}
+
+static PyObject *gpu_empty(const cv_gpu_array *like, int dtype, int ndim, const int64_t *shape,
+                           cv_gpu_array *out) {
+    const struct cv_gpu_kind *k = like->kind;
+    if (k->xapi) return empty_exchange(k->xapi, like, dtype, ndim, shape, out);
+    if (k->empty == Py_None) {
+        PyErr_Format(PyExc_TypeError, "cuvil_aot cannot allocate %s arrays: pass out=",
+                     k->type->tp_name);
+        return NULL;
+    }
+    PyObject *dims = PyTuple_New(ndim);
+    for (int d = 0; dims && d < ndim; d++)
+        PyTuple_SET_ITEM(dims, d, PyLong_FromLongLong(shape[d]));
+    PyObject *obj = dims ? PyObject_CallFunction(k->empty, "Osi", dims, dtype_names[dtype],
+                                                 like->device) : NULL;
+    Py_XDECREF(dims);
+    if (obj && gpu_array(obj, out) != 1) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "the array allocator returned no device array");
+        Py_CLEAR(obj);
+    }
+    return obj;
+}
+
+static PyObject *gpu_contiguous(PyObject *obj, const cv_gpu_array *a, cv_gpu_array *out) {
+    PyObject *copy = PyObject_CallOneArg(a->kind->contiguous, obj);
+    if (copy && gpu_array(copy, out) != 1) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "the contiguous copy is no device array");
+        Py_CLEAR(copy);
+    }
+    return copy;
+}
+
+static int int_attr(PyObject *obj, const char *name, uintptr_t *out) {
+    PyObject *v = PyObject_GetAttrString(obj, name);
+    if (!v) return -1;
+    *out = (uintptr_t)PyLong_AsUnsignedLongLong(v);
+    Py_DECREF(v);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* stream=: an int handle, or a stream object of a framework. */
+static int stream_of(PyObject *s, uintptr_t *out) {
+    if (PyLong_Check(s)) return int_attr(s, "real", out);
+    if (PyObject_HasAttrString(s, "__cuda_stream__")) {
+        PyObject *t = PyObject_CallMethod(s, "__cuda_stream__", NULL);
+        PyObject *h = t && PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 2 ? PyTuple_GET_ITEM(t, 1)
+                                                                        : NULL;
+        int r = h ? int_attr(h, "real", out) : -1;
+        Py_XDECREF(t);
+        if (r == 0 || PyErr_Occurred()) return r;
+    }
+    if (PyObject_HasAttrString(s, "cuda_stream")) return int_attr(s, "cuda_stream", out);
+    if (PyObject_HasAttrString(s, "ptr")) return int_attr(s, "ptr", out);
+    PyErr_Format(PyExc_TypeError, "stream= must be a stream handle (int) or a stream object "
+                 "(torch.cuda.Stream, cupy.cuda.Stream, or one with __cuda_stream__), got %s",
+                 Py_TYPE(s)->tp_name);
+    return -1;
+}
+
+static int gpu_stream(const cv_gpu_array *like, PyObject *s, uintptr_t *out) {
+    const struct cv_gpu_kind *k = like->kind;
+    *out = 1; /* CU_STREAM_LEGACY */
+    if (s && s != Py_None) return stream_of(s, out);
+    if (k->xapi) {
+        void *h = NULL;
+        if (k->xapi->current_work_stream(kDLCUDA, like->device, &h) != 0) return -1;
+        *out = (uintptr_t)h;
+        return 0;
+    }
+    if (like->has_stream) {
+        *out = like->stream;
+        return 0;
+    }
+    if (k->current_stream == Py_None) return 0;
+    PyObject *h = PyObject_CallFunction(k->current_stream, "i", like->device);
+    if (!h) return -1;
+    *out = (uintptr_t)PyLong_AsUnsignedLongLong(h);
+    Py_DECREF(h);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static int gpu_order_after(const cv_gpu_array *a, uintptr_t stream) {
+    if (!a->has_stream) return 0;
+    return cv_cuda_order(a->device, a->stream, stream);
+}
+
+const cv_gpu_api cv_gpu_api_table = {
+    gpu_array,     gpu_release,      gpu_empty,        gpu_contiguous, gpu_stream,
+    gpu_order_after, cv_cuda_sm_count, cv_cuda_launch,
+};
