@@ -13,13 +13,14 @@ from cuvil_aot.api import (
     i64,
     optimize,
 )
-from cuvil_aot.errors import CompileError, SignatureError
+from cuvil_aot.errors import CompileError, CudaError, SignatureError
 from cuvil_aot.importer import install, uninstall
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CompileError",
+    "CudaError",
     "SignatureError",
     "bool_",
     "compile_module",

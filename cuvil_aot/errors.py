@@ -72,5 +72,10 @@ class BuildError(RuntimeError):
     """The C compiler failed; carries its command line and output."""
 
 
+class CudaError(RuntimeError):
+    """A GPU call failed: no driver or device, a CUDA error (named, with the kernel), or a
+    context lost to an earlier fault."""
+
+
 class SignatureShapeError(SignatureError, ValueError):
     """No signature matches because of array shapes (a TypeError and a ValueError)."""

@@ -118,7 +118,7 @@ class KernelEmitter:
             self.k.scalars[node.attrs[1]] = node
             return ops_c.cast(f"a->arg_{node.attrs[1]}", _scalar_dtype(node), node.dtype)
         if any(node is t for t in self.group.accumulators):
-            return "acc_row[i" + str(self.nloops - 1) + "]"
+            return self.accumulator()
         if id(node) in self.stage_vars and m == self.per_row():
             return self.stage_vars[id(node)]
         if node.op is Op.PARAM or (id(node) in self.buffers and id(node) not in self.own):
@@ -135,11 +135,19 @@ class KernelEmitter:
             else:
                 compute = node.srcs[0 if node.op is not Op.WHERE else 1].dtype
                 try:
-                    value = ops_c.render(node.op, compute, args)
+                    value = self.render(node.op, compute, args)
                 except ops_c.Unsupported as exc:
                     raise ops_c.Unsupported(f"{exc} is not supported", node.span) from None
             return body.local(ops_c.CTYPE[node.dtype], value)
         raise ops_c.Unsupported(f"{node.op.name.lower()} inside a {self.group.kind.value} kernel")
+
+    def render(self, op: Op, dtype: str, args: list[str]) -> str:
+        """An op's expression (the GPU emitter renders with its own table)."""
+        return ops_c.render(op, dtype, args)
+
+    def accumulator(self) -> str:
+        """A GEMM epilogue's accumulator value at the current element."""
+        return "acc_row[i" + str(self.nloops - 1) + "]"
 
     def is_scalar(self, node: Node) -> bool:
         return node.type.weak and node.shape == ()

@@ -9,6 +9,7 @@ and ``module.c`` (the wrapper, which picks a table at import).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from cuvil_aot.codegen import ops_c
 from cuvil_aot.codegen.binding import Bind, Check, plan
@@ -19,6 +20,9 @@ from cuvil_aot.frontend.signature import Signature, render_type
 from cuvil_aot.ir.group import Kind
 from cuvil_aot.ir.node import Function, Node
 from cuvil_aot.ir.ops import Op
+
+if TYPE_CHECKING:  # gpu_wrapper builds on this module: imported where used
+    from cuvil_aot.codegen.gpu_wrapper import GpuPlan, GpuTargets
 
 TYPENUM = {"bool": "NPY_BOOL", "int32": "NPY_INT32", "int64": "NPY_INT64",
            "float16": "NPY_FLOAT16", "float32": "NPY_FLOAT32", "float64": "NPY_FLOAT64"}
@@ -49,6 +53,7 @@ class Sources:
     kernels_h: str
     kernels_c: str
     module_c: str
+    kernels_cu: str = ""  # the GPU kernels (codegen/cuda.py); empty in CPU-only builds
 
 
 def lower_signature(prefix: str, name: str, fn: Function, sig: Signature) -> Compiled:
@@ -350,6 +355,8 @@ def _result(w: Writer, comp: Compiled) -> None:
 
 
 def wrapper_function(w: Writer, index: int, name: str, comps: list[Compiled]) -> None:
+    from cuvil_aot.codegen import gpu_wrapper
+
     params = comps[0].sig.params
     names = ", ".join(_c_string(p.name) for p in params)
     w.line(f"static const char *const f{index}_names[] = {{{names or '0'}}};")
@@ -357,9 +364,10 @@ def wrapper_function(w: Writer, index: int, name: str, comps: list[Compiled]) ->
           "Py_ssize_t nargs, PyObject *kwnames)"
     with w.block(sig):
         w.line("(void)self;")
-        w.line(f"PyObject *argv[{max(1, len(params))}]; PyObject *out;")
+        w.line(f"PyObject *argv[{max(1, len(params))}]; PyObject *out, *stream;")
         w.line(f"if (cv_parse_args({_c_string(name)}, f{index}_names, {len(params)}, args, nargs, "
-               "kwnames, argv, &out) < 0) return NULL;")
+               "kwnames, argv, &out, &stream) < 0) return NULL;")
+        gpu_wrapper.branch(w, index, name, len(params))
         w.line(f"char why[{len(comps)}][320]; int shape_err[{len(comps)}] = {{0}};")
         for s, comp in enumerate(comps):
             with w.block(""):
@@ -384,7 +392,11 @@ def wrapper_function(w: Writer, index: int, name: str, comps: list[Compiled]) ->
         w.line("return NULL;")
 
 
-def module_source(ext_name: str, functions: dict[str, list[Compiled]], levels: list[int]) -> str:
+def module_source(ext_name: str, functions: dict[str, list[Compiled]], levels: list[int],
+                  gpu: GpuPlan | None = None, targets: GpuTargets | None = None) -> str:
+    """The wrapper; ``targets``: what the embedded fatbin holds (None: CPU only)."""
+    from cuvil_aot.codegen import gpu_wrapper
+
     w = Writer()
     w.line("#define PY_SSIZE_T_CLEAN")
     w.line("#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION")
@@ -395,11 +407,14 @@ def module_source(ext_name: str, functions: dict[str, list[Compiled]], levels: l
         w.line(f"extern const cv_kernel_table cv_table_v{level};")
     w.line("static const cv_kernel_table *K;")
     w.line("static const cv_runtime_api *api;")
+    gpu = gpu or gpu_wrapper.GpuPlan()
+    gpu_wrapper.module_table(w, gpu, targets)
     for index, (name, comps) in enumerate(functions.items()):
         for comp in comps:
             match_function(w, comp)
             exec_function(w, comp)
             run_function(w, comp)
+        gpu_wrapper.function(w, index, name, comps, gpu, targets is not None)
         wrapper_function(w, index, name, comps)
     with w.block("static PyMethodDef methods[] =", "};"):
         for index, (name, comps) in enumerate(functions.items()):
@@ -429,11 +444,15 @@ def module_source(ext_name: str, functions: dict[str, list[Compiled]], levels: l
 
 
 def generate(ext_name: str, lowered: dict[str, list[tuple[Signature, Function]]],
-             levels: list[int]) -> Sources:
+             levels: list[int], cuda: GpuTargets | None = None) -> Sources:
+    from cuvil_aot.codegen import gpu_wrapper
+
     functions: dict[str, list[Compiled]] = {}
     for f, (name, sigs) in enumerate(lowered.items()):
         functions[name] = [lower_signature(f"f{f}_s{s}", name, fn, sig)
                            for s, (sig, fn) in enumerate(sigs)]
     comps = [c for cs in functions.values() for c in cs]
+    gpu = gpu_wrapper.lower(comps) if cuda is not None else None
     return Sources(kernels_header(comps), kernels_source(comps),
-                   module_source(ext_name, functions, levels))
+                   module_source(ext_name, functions, levels, gpu, cuda),
+                   gpu.source if gpu is not None else "")

@@ -23,10 +23,11 @@ static int cv_import_errors(void) {
     return (cv_SignatureError && cv_SignatureShapeError) ? 0 : -1;
 }
 
-/* Positional and keyword arguments into argv[0..n); `out=` into *out. */
+/* Positional and keyword arguments into argv[0..n); `out=` and `stream=` into
+ * *out and *stream (NULL when not given). */
 static int cv_parse_args(const char *fname, const char *const *names, Py_ssize_t n,
                          PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-                         PyObject **argv, PyObject **out) {
+                         PyObject **argv, PyObject **out, PyObject **stream) {
     if (nargs > n) {
         PyErr_Format(PyExc_TypeError, "%s() takes %zd arguments but %zd were given", fname, n,
                      nargs);
@@ -34,6 +35,7 @@ static int cv_parse_args(const char *fname, const char *const *names, Py_ssize_t
     }
     for (Py_ssize_t i = 0; i < n; i++) argv[i] = i < nargs ? args[i] : NULL;
     *out = NULL;
+    *stream = NULL;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     for (Py_ssize_t k = 0; k < nkw; k++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, k);
@@ -41,6 +43,10 @@ static int cv_parse_args(const char *fname, const char *const *names, Py_ssize_t
         if (!kname) return -1;
         if (strcmp(kname, "out") == 0) {
             *out = args[nargs + k];
+            continue;
+        }
+        if (strcmp(kname, "stream") == 0) { /* for device arrays: see gpu_wrap.h */
+            *stream = args[nargs + k];
             continue;
         }
         Py_ssize_t i = 0;

@@ -1,0 +1,332 @@
+"""GPU kernels in CUDA C++, one per fusion group, all in one source per module.
+
+A kernel takes one by-value argument: a struct laid out alike in C and C++
+(``int64_t``s, pointers, doubles) that the host wrapper (gpu_wrapper.py)
+fills as the CPU wrapper fills its kernels' arguments (launch.py): each
+operand is a base pointer plus one element stride per loop variable, from the
+access's index map. Expressions come from the CPU emitter (c.py); CudaEmitter
+overrides what differs: the op table (ops_cuda.py), offsets, vector lanes
+and the GEMM accumulator.
+
+Each group has a few entry points (``extern "C"``) that the host picks from:
+
+- elementwise: ``_s32``/``_s64``, grid-stride loops decomposing a flat index
+  into the loop variables, in 32-bit arithmetic when every offset fits;
+  ``_flat`` when every operand runs contiguously along the loop space and is
+  aligned: 4 elements per step through 16-byte (for 4-byte types) vectors;
+- row: ``_w32``/``_w64`` one warp per row, ``_b32``/``_b64`` one block per
+  row (long rows); the stages reduce with shuffles, then the roots are stored;
+- GEMM: ``_tiled``, ``_gemv1``, ``_gemv4`` (main loops in cuda_gemm.h), all
+  calling the group's epilogue functor on finished accumulators.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cuvil_aot.codegen import ops_c, ops_cuda
+from cuvil_aot.codegen.c import (
+    Kernel,
+    KernelEmitter,
+    _Body,
+    _dest_map,
+    _extreme,
+    _scalar_dtype,
+    _store_roots,
+)
+from cuvil_aot.codegen.writer import Writer
+from cuvil_aot.ir.group import Dest, Group, Kind
+from cuvil_aot.ir.indexing import IndexMap, identity
+from cuvil_aot.ir.node import Node
+from cuvil_aot.ir.ops import Op
+from cuvil_aot.ir.types import Shape
+
+BLOCK = 256  # elementwise, warp-per-row and tiled GEMM blocks
+ROW_BLOCK = 512  # block-per-row
+GEMV_BLOCK = 1024
+VEC = 4  # elements per step of a _flat kernel
+ENTRIES = {Kind.ELEMENTWISE: ("s32", "s64", "flat"), Kind.ROW: ("w32", "w64", "b32", "b64"),
+           Kind.GEMM: ("tiled", "gemv1", "gemv4")}
+HEADER = '#include "cuvil_aot/cuda_gemm.h"\n'
+
+
+@dataclass
+class CudaKernel(Kernel):
+    @property
+    def entries(self) -> list[str]:
+        return [f"{self.name}_{e}" for e in ENTRIES[self.group.kind]]
+
+    @property
+    def acc_type(self) -> str:
+        return ops_c.CTYPE[self.group.terms[0].dtype]
+
+
+class _GpuBody(_Body):
+    """A body region; ``flat``: every offset is the flat index ``t``; ``lane``: values move
+    through the vectors ``L{j}``/``S{j}`` of a _flat kernel's step."""
+
+    def __init__(self, w: Writer, flat: bool = False, lane: int | None = None):
+        super().__init__(w, False, None)
+        self.flat, self.lane = flat, lane
+
+
+class CudaEmitter(KernelEmitter):
+    def __init__(self, name: str, group: Group, buffers: set[int]):
+        super().__init__(name, group, buffers)
+        self.k: CudaKernel = CudaKernel(name, group)
+
+    def render(self, op: Op, dtype: str, args: list[str]) -> str:
+        return ops_cuda.render(op, dtype, args)
+
+    def accumulator(self) -> str:
+        return "acc"
+
+    def offset(self, j: int, body: _Body) -> str:
+        body.used.add(j)
+        if isinstance(body, _GpuBody) and body.flat:
+            return "t"
+        return " + ".join(f"i{v} * s{j}_{v}" for v in self.k.operands[j].support()) or "0"
+
+    def load(self, base: Node, view: Shape | None, m: IndexMap, body: _Body) -> str:
+        if isinstance(body, _GpuBody) and body.lane is not None:
+            j = self.operand(base, view, m)
+            body.used.add(j)
+            return body.local(ops_c.CTYPE[base.dtype], f"L{j}.v[{body.lane}]")
+        return super().load(base, view, m, body)
+
+    def store(self, root: Node, dest: Dest, m: IndexMap, value: str, body: _Body) -> None:
+        if isinstance(body, _GpuBody) and body.lane is not None:
+            j = self.operand(dest.buffer, None, _dest_map(root, dest, m), dest)
+            body.used.add(j)
+            storage = ops_c.STORAGE[dest.buffer.dtype]
+            body.w.line(f"S{j}.v[{body.lane}] = ({storage})({value});")
+            return
+        super().store(root, dest, m, value, body)
+
+
+def emit_kernel(name: str, group: Group, buffers: set[int]) -> CudaKernel:
+    em = CudaEmitter(name, group, buffers)
+    w = Writer()
+    {Kind.ELEMENTWISE: _elementwise, Kind.ROW: _rows, Kind.GEMM: _gemm}[group.kind](em, w)
+    em.k.code = w.text()
+    decl = Writer()
+    args_struct(em.k, decl)
+    em.k.struct = decl.text()
+    return em.k
+
+
+def args_struct(k: CudaKernel, w: Writer) -> None:
+    """The argument struct: the same text compiles to the same layout in C and C++."""
+    nops = max(1, len(k.operands))
+    with w.block("typedef struct", f"}} {k.name}_args;"):
+        w.line(f"int64_t n[{k.nloops}];")
+        w.line(f"char *p[{nops}];")
+        w.line(f"int64_t s[{nops}][{k.nloops}];")
+        if k.group.kind is Kind.GEMM:
+            w.line(f"cv_gpu_term t[{len(k.group.terms)}];")
+            w.line("int64_t cols;  /* columns per block of the GEMV main loop */")
+        for pname, node in sorted(k.scalars.items()):
+            w.line(f"{ops_c.CTYPE[_scalar_dtype(node)]} arg_{pname};")
+        for sym in sorted(k.symbols):
+            w.line(f"int64_t sym_{sym};")
+
+
+def source(kernels: list[CudaKernel]) -> str:
+    """The module's CUDA source: the header, every argument struct, every kernel."""
+    return HEADER + "".join(k.struct for k in kernels) + "".join(k.code for k in kernels)
+
+
+# Pieces ------------------------------------------------------------------------------
+
+def _prologue(k: CudaKernel, w: Writer, index: str, strides: bool = True) -> None:
+    for j, op in enumerate(k.operands):
+        const = "" if op.dest is not None else "const "
+        storage = ops_c.STORAGE[op.dtype]
+        w.line(f"{const}{storage} *__restrict__ p{j} = ({const}{storage} *)a->p[{j}];")
+        for v in op.support() if strides else ():
+            w.line(f"const {index} s{j}_{v} = ({index})a->s[{j}][{v}];")
+
+
+def _sizes(k: CudaKernel, w: Writer, index: str) -> None:
+    for v in range(k.nloops):
+        w.line(f"const {index} n{v} = ({index})a->n[{v}]; (void)n{v};")
+
+
+def _product(axes: list[int]) -> str:
+    return " * ".join(f"n{v}" for v in axes) or "1"
+
+
+def _decompose(w: Writer, axes: list[int], flat: str, index: str) -> None:
+    """Loop variables i{axis} from a flat index over ``axes`` (last fastest)."""
+    if not axes:
+        return
+    w.line(f"{index} rem = {flat};")
+    for axis in reversed(axes[1:]):
+        w.line(f"const {index} i{axis} = rem % n{axis}; rem /= n{axis};")
+    w.line(f"const {index} i{axes[0]} = rem;")
+    w.line(" ".join(f"(void)i{axis};" for axis in axes))
+
+
+def _entry(w: Writer, k: CudaKernel, suffix: str, threads: str, call: str) -> None:
+    with w.block(f'extern "C" __global__ void __launch_bounds__({threads}) '
+                 f"{k.name}_{suffix}(const __grid_constant__ {k.name}_args a_)"):
+        w.line(f"const {k.name}_args *a = &a_;")
+        w.line(call)
+
+
+def _fill(body: _GpuBody, fill: Callable[[_GpuBody], None]) -> Writer:
+    fill(body)
+    return body.w
+
+
+# Elementwise ---------------------------------------------------------------------------
+
+def _elementwise(em: CudaEmitter, w: Writer) -> None:
+    k, nloops = em.k, em.nloops
+    roots = list(zip(em.group.roots, em.group.dests))
+    strided = _fill(_GpuBody(Writer()), lambda b: _store_roots(em, b, roots))
+    scalar = _fill(_GpuBody(Writer(), flat=True), lambda b: _store_roots(em, b, roots))
+    lanes = [_GpuBody(Writer(), lane=lane) for lane in range(VEC)]
+    for body in lanes:
+        _store_roots(em, body, roots)
+    with w.block(f"template <class I> static __device__ __forceinline__ void "
+                 f"{k.name}_strided(const {k.name}_args *a)"):
+        _prologue(k, w, "I")
+        _sizes(k, w, "I")
+        w.line(f"const I total = {_product(list(range(nloops)))};")
+        w.line("const I step = (I)(gridDim.x * blockDim.x);")
+        with w.block("for (I t = (I)(blockIdx.x * blockDim.x + threadIdx.x); t < total; "
+                     "t += step)"):
+            _decompose(w, list(range(nloops)), "t", "I")
+            w.extend(strided)
+    _entry(w, k, "s32", f"{BLOCK}", f"{k.name}_strided<int32_t>(a);")
+    _entry(w, k, "s64", f"{BLOCK}", f"{k.name}_strided<int64_t>(a);")
+    with w.block(f'extern "C" __global__ void __launch_bounds__({BLOCK}) '
+                 f"{k.name}_flat(const __grid_constant__ {k.name}_args a_)"):
+        w.line(f"const {k.name}_args *a = &a_;")
+        _prologue(k, w, "int64_t", strides=False)
+        _sizes(k, w, "int64_t")
+        w.line(f"const int64_t total = {_product(list(range(nloops)))};")
+        w.line("const int64_t step = (int64_t)gridDim.x * blockDim.x;")
+        w.line("const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;")
+        with w.block(f"for (int64_t q = first; q < total / {VEC}; q += step)"):
+            _vector_step(em, w, lanes)
+        with w.block(f"for (int64_t t = total / {VEC} * {VEC} + first; t < total; t += step)"):
+            w.extend(scalar)
+
+
+def _vector_step(em: CudaEmitter, w: Writer, lanes: list[_GpuBody]) -> None:
+    w.line(f"const int64_t t = q * {VEC};")
+    used = sorted(lanes[0].used)
+    for j in used:
+        op = em.k.operands[j]
+        vec = f"cv_vec<{ops_c.STORAGE[op.dtype]}, {VEC}>"
+        if op.dest is None:
+            w.line(f"const {vec} L{j} = *reinterpret_cast<const {vec} *>(p{j} + t);")
+        else:
+            w.line(f"{vec} S{j};")
+    for body in lanes:
+        with w.block(""):
+            w.extend(body.w)
+    for j in used:
+        op = em.k.operands[j]
+        if op.dest is not None:
+            vec = f"cv_vec<{ops_c.STORAGE[op.dtype]}, {VEC}>"
+            w.line(f"*reinterpret_cast<{vec} *>(p{j} + t) = S{j};")
+
+
+# Rows ----------------------------------------------------------------------------------
+
+REDUCE_INIT = {Op.SUM: "0", Op.PROD: "1"}
+REDUCE_OP = {Op.SUM: "cv_op_sum", Op.PROD: "cv_op_prod", Op.MAX: "cv_op_max",
+             Op.MIN: "cv_op_min"}
+
+
+def _rows(em: CudaEmitter, w: Writer) -> None:
+    k, space = em.k, em.group.space
+    kept, reduced = list(space.kept_axes), list(space.reduce_axes)
+    pairs = list(zip(em.group.roots, em.group.dests))
+    per_row = [(r, d) for r, d in pairs if r.shape != space.shape]
+    full = [(r, d) for r, d in pairs if r.shape == space.shape]
+    inner = Writer()
+    for n, stage in enumerate(em.group.stages):
+        _stage(em, inner, n, stage, reduced)
+    if per_row:
+        with inner.block("if (tid == 0)"):
+            _store_roots(em, _GpuBody(inner), per_row)
+    if full:
+        body = _fill(_GpuBody(Writer()), lambda b: _store_roots(em, b, full))
+        _row_loop(inner, reduced, body)
+    with w.block(f"template <class I, int TEAM> static __device__ __forceinline__ void "
+                 f"{k.name}_rows(const {k.name}_args *a)"):
+        _prologue(k, w, "I")
+        _sizes(k, w, "I")
+        w.line(f"const I rows = {_product(kept)}, len = {_product(reduced)}; (void)len;")
+        w.line("const I team = TEAM == 32 ? (I)32 : (I)blockDim.x;")
+        w.line("const I tid = (I)(TEAM == 32 ? (threadIdx.x & 31) : threadIdx.x);")
+        w.line("const I teams = (I)(TEAM == 32 ? (blockDim.x >> 5) : 1); (void)team;")
+        w.line("const I first = (I)blockIdx.x * teams + (I)(TEAM == 32 ? (threadIdx.x >> 5) : 0);")
+        with w.block("for (I row = first; row < rows; row += (I)gridDim.x * teams)"):
+            _decompose(w, kept, "row", "I")
+            w.extend(inner)
+    for suffix, index, team, threads in (("w32", "int32_t", 32, BLOCK),
+                                         ("w64", "int64_t", 32, BLOCK),
+                                         ("b32", "int32_t", 0, ROW_BLOCK),
+                                         ("b64", "int64_t", 0, ROW_BLOCK)):
+        _entry(w, k, suffix, f"{threads}", f"{k.name}_rows<{index}, {team}>(a);")
+
+
+def _row_loop(w: Writer, reduced: list[int], body: Writer) -> None:
+    with w.block("for (I j = tid; j < len; j += team)"):
+        _decompose(w, reduced, "j", "I")
+        w.extend(body)
+
+
+def _stage(em: CudaEmitter, w: Writer, n: int, stage: Node, reduced: list[int]) -> None:
+    """One reduction over the row: each thread folds its share, then the team combines."""
+    src, op = stage.srcs[0], stage.op
+    m = identity(em.nloops)
+    ctype = ops_c.CTYPE[stage.dtype]
+    body = _GpuBody(Writer())
+    value = em.expr(src, m, body)
+    if op in (Op.SUM, Op.PROD, Op.MAX, Op.MIN):
+        init = REDUCE_INIT.get(op) or _extreme(src.dtype, op is Op.MIN)
+        w.line(f"{ctype} acc{n} = {init};")
+        body.w.line(f"acc{n} = {REDUCE_OP[op]}()(acc{n}, ({ctype})({value}));")
+        _row_loop(w, reduced, body.w)
+        w.line(f"acc{n} = cv_team_reduce<TEAM>(acc{n}, {REDUCE_OP[op]}());")
+    else:  # argmax / argmin over one axis: the first NaN, else the first extreme
+        is_max = "true" if op is Op.ARGMAX else "false"
+        vtype = ops_c.CTYPE[src.dtype]
+        w.line(f"{vtype} best{n} = {_extreme(src.dtype, op is Op.ARGMIN)};")
+        w.line(f"int64_t acc{n} = INT64_MAX;")
+        body.w.line(f"if (cv_arg_better<{is_max}>(({vtype})({value}), (int64_t)j, best{n}, "
+                    f"acc{n})) {{ best{n} = {value}; acc{n} = j; }}")
+        _row_loop(w, reduced, body.w)
+        w.line(f"cv_team_arg<TEAM, {is_max}>(best{n}, acc{n});")
+    em.stage_vars[id(stage)] = f"acc{n}"
+
+
+# GEMM ----------------------------------------------------------------------------------
+
+def _gemm(em: CudaEmitter, w: Writer) -> None:
+    k, nloops = em.k, em.nloops
+    roots = list(zip(em.group.roots, em.group.dests))
+    body = _fill(_GpuBody(Writer()), lambda b: _store_roots(em, b, roots))
+    acc = k.acc_type
+    loop_vars = "int64_t i0, int64_t i1, int64_t i2" if nloops == 3 else "int64_t, int64_t i0, " \
+        "int64_t i1"
+    with w.block(f"struct {k.name}_epi", "};"):
+        w.line(f"const {k.name}_args *a;")
+        with w.block(f"__device__ __forceinline__ void operator()({loop_vars}, {acc} acc) const"):
+            _prologue(k, w, "int64_t")
+            w.extend(body)
+    m, n = f"a->n[{nloops - 2}]", f"a->n[{nloops - 1}]"
+    batch = "a->n[0]" if nloops == 3 else "1"
+    nterms = len(em.group.terms)
+    _entry(w, k, "tiled", f"{BLOCK}", f"cv_gemm_tiled<{acc}>(a->t, {nterms}, {m}, {n}, {batch}, "
+           f"{k.name}_epi{{a}});")
+    for mr in (1, 4):
+        _entry(w, k, f"gemv{mr}", f"{GEMV_BLOCK}", f"cv_gemv<{acc}, {mr}>(a->t, {nterms}, {m}, "
+               f"{n}, {batch}, (int)a->cols, {k.name}_epi{{a}});")

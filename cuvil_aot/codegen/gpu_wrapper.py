@@ -1,0 +1,414 @@
+"""The GPU half of the CPython wrapper: device-array calls of every signature.
+
+The CPU wrapper (pymodule.py) hands a call here when its first argument that is
+not a scalar is no NumPy array. Per function, ``py_f{i}_gpu`` views every
+argument as a device array (the runtime reads PyTorch tensors through the
+DLPack C exchange API, CuPy/Numba/PyCUDA arrays through
+``__cuda_array_interface__``), checks they share a device, and tries each
+signature; ``{prefix}_grun`` then picks the stream, allocates outputs and
+intermediates through the caller's framework (so results are arrays of the
+same kind) and launches the kernels of codegen/cuda.py on the embedded fatbin
+through the runtime, filling their arguments as the CPU path does
+(launch.fill_args, with device storage). No Python runs between the call and
+the launches, except the framework allocator where the type offers no C one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cuvil_aot.codegen import cuda, ops_c
+from cuvil_aot.codegen.binding import Bind, Check, plan
+from cuvil_aot.codegen.c import Operand
+from cuvil_aot.codegen.cuda import CudaKernel
+from cuvil_aot.codegen.launch import Storage, dim, fill_args, matmul_operand, operand_setup
+from cuvil_aot.codegen.pymodule import (
+    Compiled,
+    _c_string,
+    _empty_reduction_checks,
+    _fail,
+    _match_param,
+    _out_argument,
+)
+from cuvil_aot.codegen.writer import Writer
+from cuvil_aot.frontend.signature import render_type
+from cuvil_aot.ir.group import Kind
+from cuvil_aot.ir.node import Node
+from cuvil_aot.ir.types import Dim, Shape
+
+DT = {"bool": "CV_DT_BOOL", "int32": "CV_DT_INT32", "int64": "CV_DT_INT64",
+      "float16": "CV_DT_FLOAT16", "float32": "CV_DT_FLOAT32", "float64": "CV_DT_FLOAT64"}
+
+
+@dataclass(frozen=True)
+class GpuTargets:
+    """What the embedded fatbin holds: SASS for these compute capabilities (x10) and PTX
+    for ``ptx`` (0: none). The runtime compares them with the device's."""
+
+    sass: tuple[int, ...]
+    ptx: int = 0
+
+
+@dataclass
+class GpuPlan:
+    """Every GPU kernel of a module, and its entry points numbered as the module's table."""
+
+    kernels: dict[str, list[CudaKernel]] = field(default_factory=dict)  # by comp.prefix
+    names: list[str] = field(default_factory=list)
+    first: dict[str, int] = field(default_factory=dict)  # kernel name -> its first entry
+
+    @property
+    def source(self) -> str:
+        return cuda.source([k for ks in self.kernels.values() for k in ks])
+
+
+def lower(comps: list[Compiled]) -> GpuPlan:
+    gp = GpuPlan()
+    for comp in comps:
+        buffers = {id(b) for b in comp.buffers}
+        kernels = [cuda.emit_kernel(f"{comp.prefix}_g{g}", group, buffers)
+                   for g, group in enumerate(comp.fn.groups)]
+        gp.kernels[comp.prefix] = kernels
+        for k in kernels:
+            gp.first[k.name] = len(gp.names)
+            gp.names.extend(k.entries)
+    return gp
+
+
+class GpuStorage(Storage):
+    """Device arrays: parameters in ga[], buffers (outputs, intermediates) in gb[]."""
+
+    def data(self, base: Node) -> str:
+        if id(base) in self.params:
+            return f"ga[{self.params[id(base)]}].data"
+        return f"gb[{self.buffers[id(base)]}].data"
+
+    def strides(self, base: Node, view: Shape | None) -> list[str]:
+        if view is None and id(base) in self.params:
+            i = self.params[id(base)]
+            return [f"ga[{i}].strides[{a}]" for a in range(len(base.shape))]
+        return super().strides(base, view)
+
+
+def module_table(w: Writer, gp: GpuPlan, targets: GpuTargets | None) -> None:
+    """The module's kernel table; its image is the fatbin linked in by toolchain/nvcc.py."""
+    w.line('#include "cuvil_aot/gpu_wrap.h"')
+    if targets is None:
+        w.line("static cv_cuda_module cv_gpu_module;  /* built without CUDA kernels */")
+        return
+    for kernels in gp.kernels.values():
+        for k in kernels:
+            w.line(k.struct)  # the layout the kernels read (the same text is in kernels.cu)
+    w.line("extern const unsigned char cv_fatbin[];")
+    names = ", ".join(_c_string(n) for n in gp.names) or "0"
+    w.line(f"static const char *const cv_gpu_names[] = {{{names}}};")
+    w.line(f"static const int cv_gpu_sass[] = {{{', '.join(map(str, targets.sass)) or '0'}}};")
+    w.line(f"static cv_cuda_module cv_gpu_module = {{cv_fatbin, cv_gpu_names, {len(gp.names)}, "
+           f"cv_gpu_sass, {len(targets.sass)}, {targets.ptx}, {{0}}}};")
+
+
+def branch(w: Writer, index: int, name: str, nparams: int) -> None:
+    """The CPU wrapper's branch to the GPU path (argv, out and stream are parsed)."""
+    with w.block(f"if (cv_gpu_candidate(argv, {nparams}))"):
+        w.line(f"PyObject *g = py_f{index}_gpu(argv, out, stream);")
+        w.line("if (g != Py_NotImplemented) return g;")
+        w.line("Py_DECREF(g);")
+    with w.block("if (stream && stream != Py_None)"):
+        msg = _c_string(f"{name}(): stream= is for calls with device arrays")
+        w.line(f"PyErr_SetString(PyExc_TypeError, {msg});")
+        w.line("return NULL;")
+
+
+def function(w: Writer, index: int, name: str, comps: list[Compiled], gp: GpuPlan,
+             enabled: bool) -> None:
+    if enabled:
+        for comp in comps:
+            _match(w, comp)
+            _run(w, comp, gp)
+    params = comps[0].sig.params
+    n = max(1, len(params))
+    w.line(f"static const char *const f{index}_gnames[] = "
+           f"{{{', '.join(_c_string(p.name) for p in params) or '0'}}};")
+    with w.block(f"static PyObject *py_f{index}_gpu(PyObject **argv, PyObject *out, "
+                 "PyObject *stream)"):
+        w.line(f"cv_gpu_array ga[{n}]; int dev[{n}] = {{0}}; int first = -1;")
+        w.line("PyObject *result = NULL; char got[200];")
+        w.line("(void)out; (void)stream; (void)got;")
+        _view_arguments(w, name, index, len(params))
+        if not enabled:
+            w.line(f"result = cv_gpu_unavailable({_c_string(name)});")
+        else:
+            _dispatch(w, name, comps)
+        w.line("done:")
+        w.line(f"for (int i = 0; i < {len(params)}; i++) if (dev[i]) api->gpu->release(&ga[i]);")
+        w.line("return result;")
+
+
+def _view_arguments(w: Writer, name: str, index: int, nparams: int) -> None:
+    with w.block(f"for (int i = 0; i < {nparams}; i++)"):
+        w.line("PyObject *o = argv[i];")
+        w.line("if (PyFloat_Check(o) || PyLong_Check(o) || PyArray_IsScalar(o, Generic)) "
+               "continue;")
+        w.line("int r = api->gpu->array(o, &ga[i]);")
+        w.line("if (r < 0) goto done;")
+        with w.block("if (!r)"):
+            w.line("if (first < 0) { result = Py_NotImplemented; Py_INCREF(result); goto done; }")
+            w.line("cv_gpu_describe(o, &ga[i], 0, got, sizeof got);")
+            w.line(f"PyErr_Format(PyExc_TypeError, \"%s(): argument '%s' must be a device array "
+                   f"like '%s', got %s\", {_c_string(name)}, f{index}_gnames[i], "
+                   f"f{index}_gnames[first], got);")
+            w.line("goto done;")
+        w.line("dev[i] = 1;")
+        w.line("if (first < 0) first = i;")
+        with w.block("else if (ga[i].device != ga[first].device)"):
+            w.line(f"PyErr_Format(PyExc_ValueError, \"%s(): arguments on two devices: '%s' on "
+                   f"cuda:%d, '%s' on cuda:%d\", {_c_string(name)}, f{index}_gnames[first], "
+                   f"ga[first].device, f{index}_gnames[i], ga[i].device);")
+            w.line("goto done;")
+    w.line("if (first < 0) { result = Py_NotImplemented; Py_INCREF(result); goto done; }")
+
+
+def _dispatch(w: Writer, name: str, comps: list[Compiled]) -> None:
+    w.line(f"char why[{len(comps)}][320]; int shape_err[{len(comps)}] = {{0}};")
+    for s, comp in enumerate(comps):
+        with w.block(""):
+            w.line(f"{comp.prefix}_call c;")
+            w.line(f"int r = {comp.prefix}_gmatch(argv, ga, dev, &c, why[{s}], sizeof why[{s}], "
+                   f"&shape_err[{s}]);")
+            w.line("if (r < 0) goto done;")
+            w.line(f"if (r) {{ result = {comp.prefix}_grun(argv, ga, first, out, stream, &c); "
+                   "goto done; }")
+    if len(comps) == 1:  # the CPU path's messages, word for word
+        w.line("PyErr_Format(shape_err[0] ? cv_SignatureShapeError : cv_SignatureError, "
+               f"\"%s(): %s\", {_c_string(name)}, why[0]);")
+        return
+    w.line("PyObject *msg = PyUnicode_FromFormat(\"%s(): no signature matches the "
+           f"arguments:\", {_c_string(name)});")
+    for s, comp in enumerate(comps):
+        line = f"\n  ({comp.sig}): "
+        w.line(f"if (msg) PyUnicode_AppendAndDel(&msg, PyUnicode_FromFormat("
+               f"{_c_string(line)}\"%s\", why[{s}]));")
+    shape = " || ".join(f"shape_err[{s}]" for s in range(len(comps)))
+    w.line(f"PyObject *kind = ({shape}) ? cv_SignatureShapeError : cv_SignatureError;")
+    w.line("if (msg) { PyErr_SetObject(kind, msg); Py_DECREF(msg); }")
+
+
+# Matching ------------------------------------------------------------------------------
+
+def _match(w: Writer, comp: Compiled) -> None:
+    params = comp.sig.params
+    steps, origin = plan(params)
+    with w.block(f"static int {comp.prefix}_gmatch(PyObject **argv, const cv_gpu_array *ga, "
+                 f"const int *dev, {comp.prefix}_call *c, char *why, size_t nwhy, "
+                 "int *shape_err)"):
+        w.line("char got[200]; (void)got; (void)ga; (void)dev;")
+        for i, p in enumerate(params):
+            if p.is_scalar:
+                _match_param(w, i, p.name, p, comp)
+                continue
+            want = render_type(p)
+            with w.block(f"if (!dev[{i}] || ga[{i}].dtype != {DT[p.type.dtype]})"):
+                w.line(f"cv_gpu_describe(argv[{i}], &ga[{i}], dev[{i}], got, sizeof got);")
+                _fail(w, False, f"argument '{p.name}': expected a {p.type.dtype} array {want}, "
+                      "got %s", "got")
+            with w.block(f"if (ga[{i}].ndim != {p.type.ndim})"):
+                w.line(f"cv_gpu_describe(argv[{i}], &ga[{i}], 1, got, sizeof got);")
+                _fail(w, True, f"argument '{p.name}': expected {p.type.ndim} dimensions {want}, "
+                      "got %s", "got")
+        for sym in comp.symbols:
+            w.line(f"int64_t S_{sym} = 0;")
+        for step in steps:
+            _match_dim(w, step, comp, origin)
+        for s, sym in enumerate(comp.symbols):
+            w.line(f"c->sym[{s}] = S_{sym};")
+        w.line("return 1;")
+
+
+def _match_dim(w: Writer, step: Bind | Check, comp: Compiled,
+               origin: dict[str, tuple[int, int]]) -> None:
+    p = comp.sig.params[step.param]
+    actual = f"ga[{step.param}].shape[{step.axis}]"
+    if isinstance(step, Bind):
+        value = f"({actual} - {dim(step.rest)})"
+        with w.block(f"if ({value} % {step.coeff} != 0 || {value} / {step.coeff} < 0)"):
+            _fail(w, True, f"argument '{p.name}': dimension {step.axis} is %lld, which is not "
+                  f"{p.type.shape[step.axis]} for any size {step.symbol}", f"(long long){actual}")
+        w.line(f"S_{step.symbol} = {value} / {step.coeff};")
+        return
+    sources = ", ".join(f"{s} from '{comp.sig.params[origin[s][0]].name}' dimension "
+                        f"{origin[s][1]}" for s in sorted(step.expected.symbols))
+    expected = f"{step.expected} ({render_type(p)})" if step.expected.is_static else \
+        f"{step.expected} = %lld ({sources})"
+    extra = () if step.expected.is_static else (f"(long long){dim(step.expected)}",)
+    with w.block(f"if ({actual} != {dim(step.expected)})"):
+        _fail(w, True, f"argument '{p.name}': dimension {step.axis} is %lld, expected {expected}",
+              f"(long long){actual}", *extra)
+
+
+# Running -------------------------------------------------------------------------------
+
+def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
+    fn = comp.fn
+    nparams, nbuf = max(1, len(fn.params)), max(1, len(comp.buffers))
+    st = GpuStorage({id(p): i for i, p in enumerate(fn.param_nodes)},
+                    {id(b): i for i, b in enumerate(comp.buffers)})
+    with w.block(f"static PyObject *{comp.prefix}_grun(PyObject **argv, cv_gpu_array *ga, "
+                 f"int first, PyObject *out, PyObject *stream_kw, const {comp.prefix}_call *c)"):
+        w.line(f"PyObject *result = NULL, *obj[{nbuf}] = {{0}}, *user[{nbuf}] = {{0}}, "
+               f"*copies[{nparams}] = {{0}};")
+        w.line(f"cv_gpu_array gb[{nbuf}];")
+        w.line("uintptr_t stream = 0; const int dev = ga[first].device; int sm = 0;")
+        w.line("(void)argv; (void)stream; (void)sm; (void)gb; (void)copies;")
+        for s, sym in enumerate(comp.symbols):
+            w.line(f"const int64_t S_{sym} = c->sym[{s}]; (void)S_{sym};")
+        _empty_reduction_checks(w, comp)
+        w.line("if (api->gpu->stream(&ga[first], stream_kw, &stream) < 0) goto done;")
+        for i, p in enumerate(fn.params):
+            if not p.is_scalar:
+                w.line(f"if (api->gpu->order_after(&ga[{i}], stream) < 0) goto done;")
+        for i in sorted(comp.contiguous):
+            _contiguous_input(w, i)
+        _out_argument(w, comp)
+        for b, buffer in enumerate(comp.buffers):
+            _buffer(w, comp, b, buffer)
+        w.line("if ((sm = api->gpu->sm_count(dev)) < 0) goto done;")
+        for k in gp.kernels[comp.prefix]:
+            with w.block(""):
+                fill_args(w, k, st, "a")
+                _launch(w, k, st, gp.first[k.name])
+        index = {id(b): i for i, b in enumerate(comp.buffers)}
+        for o in fn.outputs:
+            b = index[id(o)]
+            w.line(f"if (user[{b}] && PyObject_SetItem(user[{b}], Py_Ellipsis, obj[{b}]) < 0) "
+                   "goto done;")
+        _result(w, comp, index)
+        w.line("done:")
+        with w.block(f"for (int b = 0; b < {nbuf}; b++)"):
+            w.line("if (obj[b]) { api->gpu->release(&gb[b]); Py_DECREF(obj[b]); }")
+        w.line(f"for (int i = 0; i < {nparams}; i++) Py_XDECREF(copies[i]);")
+        w.line("return result;")
+
+
+def _contiguous_input(w: Writer, i: int) -> None:
+    """An input read through a regrouping reshape must be C-contiguous: else a copy."""
+    with w.block(f"if (!cv_gpu_is_c_contiguous(&ga[{i}]))"):
+        w.line("cv_gpu_array cp;")
+        w.line(f"if (!(copies[{i}] = api->gpu->contiguous(argv[{i}], &ga[{i}], &cp))) goto done;")
+        w.line(f"api->gpu->release(&ga[{i}]);")
+        w.line(f"ga[{i}] = cp;")
+
+
+def _buffer(w: Writer, comp: Compiled, b: int, buffer: Node) -> None:
+    """An output (the caller's out= array when it can be written directly) or an
+    intermediate: a new C-contiguous array of the inputs' kind."""
+    shape, dt = buffer.shape, DT[buffer.dtype]
+    outputs = {id(o): k for k, o in enumerate(comp.fn.outputs)}
+    w.line(f"int64_t shape{b}[{max(1, len(shape))}] = "
+           f"{{{', '.join(dim(d) for d in shape) or '0'}}};")
+    if id(buffer) in outputs:
+        k = outputs[id(buffer)]
+        with w.block(f"if (outs[{k}])"):
+            w.line("cv_gpu_array o;")
+            w.line(f"if (cv_gpu_check_out(api, {_c_string(comp.name)}, {k}, outs[{k}], {dt}, "
+                   f"{len(shape)}, shape{b}, dev, &o) < 0) goto done;")
+            w.line("int direct = cv_gpu_is_c_contiguous(&o);")
+            for i, p in enumerate(comp.fn.params):
+                if not p.is_scalar:
+                    w.line(f"if (cv_gpu_overlaps(&ga[{i}], &o)) direct = 0;")
+            w.line(f"if (direct) {{ obj[{b}] = outs[{k}]; Py_INCREF(obj[{b}]); gb[{b}] = o; }}")
+            w.line(f"else {{ user[{b}] = outs[{k}]; api->gpu->release(&o); }}")
+    with w.block(f"if (!obj[{b}])"):
+        w.line(f"obj[{b}] = api->gpu->empty(&ga[first], {dt}, {len(shape)}, shape{b}, &gb[{b}]);")
+        w.line(f"if (!obj[{b}]) goto done;")
+
+
+def _result(w: Writer, comp: Compiled, index: dict[int, int]) -> None:
+    items = [f"(user[{index[id(o)]}] ? user[{index[id(o)]}] : obj[{index[id(o)]}])"
+             for o in comp.fn.outputs]
+    if not comp.fn.returns_tuple:
+        w.line(f"result = {items[0]}; Py_INCREF(result);")
+        return
+    w.line(f"result = PyTuple_New({len(items)});")
+    w.line("if (!result) goto done;")
+    for i, item in enumerate(items):
+        w.line(f"{{ PyObject *o = {item}; Py_INCREF(o); PyTuple_SET_ITEM(result, {i}, o); }}")
+
+
+# Launches ------------------------------------------------------------------------------
+
+def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int) -> None:
+    launch = "if (api->gpu->launch(&cv_gpu_module, dev, kid, grid, gy, block, 0, stream, &a) " \
+             "< 0) goto done;"
+    nloops, nops = k.nloops, len(k.operands)
+    strides = "&a.s[0][0]"
+    if k.group.kind is Kind.ELEMENTWISE:
+        w.line(f"const int64_t total = {_product([f'a.n[{v}]' for v in range(nloops)])};")
+        with w.block("if (total > 0)"):
+            _flat_condition(w, k)
+            w.line(f"const int fits = cv_gpu_fits32(a.n, {nloops}, {strides}, {nops}, total);")
+            w.line(f"const int kid = {first} + (flat ? 2 : fits ? 0 : 1);")
+            w.line(f"const uint32_t grid = cv_gpu_grid(flat ? (total + {cuda.VEC - 1}) / "
+                   f"{cuda.VEC} : total, {cuda.BLOCK}, sm, 8), gy = 1, block = {cuda.BLOCK};")
+            w.line(launch)
+    elif k.group.kind is Kind.ROW:
+        space = k.group.space
+        w.line(f"const int64_t rows = {_product([f'a.n[{v}]' for v in space.kept_axes])};")
+        w.line(f"const int64_t len = {_product([f'a.n[{v}]' for v in space.reduce_axes])};")
+        with w.block("if (rows > 0)"):
+            w.line(f"const int big = len > 1024, fits = cv_gpu_fits32(a.n, {nloops}, {strides}, "
+                   f"{nops}, rows * len);")
+            w.line(f"const int kid = {first} + (big ? 2 : 0) + (fits ? 0 : 1);")
+            w.line(f"const uint32_t block = big ? {cuda.ROW_BLOCK} : {cuda.BLOCK}, gy = 1;")
+            w.line(f"const uint32_t grid = big ? cv_gpu_grid(rows, 1, sm, {2048 // cuda.ROW_BLOCK})"
+                   f" : cv_gpu_grid(rows, {cuda.BLOCK // 32}, sm, 8);")
+            w.line(launch)
+    else:
+        _gemm_terms(w, k, st)
+        batch = "a.n[0]" if nloops == 3 else "1"
+        w.line(f"const int64_t nb = {batch}, m = a.n[{nloops - 2}], n = a.n[{nloops - 1}];")
+        with w.block("if (nb * m * n > 0)"):
+            w.line("const uint32_t gy = (uint32_t)(nb < 65535 ? nb : 65535);")
+            w.line("int kid; uint32_t grid, block;")
+            with w.block("if (m <= 8)"):  # GEMV: each weight read once per 4 rows
+                w.line("const int64_t mr = m == 1 ? 1 : 4, groups = (m + mr - 1) / mr;")
+                w.line("int cols = 32;")
+                w.line("while (cols > 8 && (n + cols - 1) / cols * groups * nb < 2 * sm) "
+                       "cols /= 2;")
+                w.line(f"a.cols = cols; kid = {first} + (mr == 1 ? 1 : 2);")
+                w.line(f"grid = (uint32_t)((n + cols - 1) / cols * groups); "
+                       f"block = {cuda.GEMV_BLOCK};")
+            with w.block("else"):
+                w.line(f"kid = {first}; grid = (uint32_t)(((m + 127) / 128) * ((n + 127) / 128));"
+                       f" block = {cuda.BLOCK};")
+            w.line(launch)
+
+
+def _product(items: list[str]) -> str:
+    return " * ".join(items) or "1"
+
+
+def _flat_condition(w: Writer, k: CudaKernel) -> None:
+    """Every operand steps through memory exactly as the flat index, and is aligned."""
+    nloops = k.nloops
+    w.line(f"const int64_t c{nloops - 1} = 1;")
+    for v in range(nloops - 2, -1, -1):
+        w.line(f"const int64_t c{v} = c{v + 1} * a.n[{v + 1}];")
+    conds = []
+    for j, op in enumerate(k.operands):
+        storage = ops_c.STORAGE[op.dtype]
+        conds.append(f"(uintptr_t)a.p[{j}] % ({cuda.VEC} * sizeof({storage})) == 0")
+        conds += [f"(a.n[{v}] == 1 || a.s[{j}][{v}] == c{v})" for v in range(nloops)]
+    w.line(f"const int flat = {' && '.join(conds) or '1'};")
+
+
+def _gemm_terms(w: Writer, k: CudaKernel, st: GpuStorage) -> None:
+    for t, term in enumerate(k.group.terms):
+        for side, operand in zip("ab", term.srcs):
+            base, view, m = matmul_operand(operand, st)
+            rank = len(operand.shape)
+            ptr, strides = operand_setup(st, Operand(base, view, m), rank)
+            bs = strides[0] if rank == 3 and operand.shape[0] != Dim.of(1) else "0"
+            w.line(f"a.t[{t}].{side} = {ptr};")
+            w.line(f"a.t[{t}].{side}_rs = {strides[rank - 2]}; a.t[{t}].{side}_cs = "
+                   f"{strides[rank - 1]}; a.t[{t}].{side}_bs = {bs};")
+        w.line(f"a.t[{t}].k = {dim(term.srcs[0].shape[-1])};")

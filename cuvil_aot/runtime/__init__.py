@@ -1,0 +1,1 @@
+"""Python-side helpers of the native runtime (``cuvil_aot._runtime``)."""

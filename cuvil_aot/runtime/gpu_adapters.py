@@ -1,0 +1,100 @@
+"""What the native runtime asks Python about device arrays, once per array type.
+
+The runtime reads device arrays in C (native/src/gpu_arrays.c). Where a type
+offers no C way (the DLPack C exchange API) to allocate arrays of its kind or to
+name its current stream, it calls these, looked up once per type by
+``adapters(type)``: ``(empty, current_stream, contiguous)``.
+
+- ``empty(shape, dtype_name, device)``: a new C-contiguous array of that kind, so
+  results come back as the inputs' kind (CuPy in, CuPy out); None: cannot allocate
+  (the call must pass ``out=``).
+- ``current_stream(device)``: the framework's current stream handle; None: the
+  producer's ``__cuda_array_interface__`` stream or the legacy default stream.
+- ``contiguous(array)``: a C-contiguous copy, for inputs read through a reshape
+  that regroups elements.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+Adapters = tuple[Callable[..., Any] | None, Callable[..., Any] | None, Callable[[Any], Any]]
+# Frameworks are imported by name where used: none is a dependency of cuvil_aot.
+
+
+def strict() -> bool:
+    """CUVIL_AOT_MODE=strict: a PTX JIT at module load is an error, not a warning."""
+    from cuvil_aot import knobs
+
+    return knobs.read().mode == "strict"
+
+
+def adapters(tp: type) -> Adapters:
+    root = tp.__module__.split(".")[0]
+    if root == "torch":
+        return _torch_empty, _torch_stream, _torch_contiguous
+    if root == "cupy":
+        return _cupy_empty, _cupy_stream, _cupy_contiguous
+    if root == "numba":
+        return _numba_empty, None, _cupy_contiguous
+    if root == "pycuda":
+        return _pycuda_empty, None, _cupy_contiguous
+    return None, None, _cupy_contiguous
+
+
+def _torch_empty(shape: tuple[int, ...], dtype: str, device: int) -> Any:
+    torch = importlib.import_module("torch")
+
+    return torch.empty(shape, dtype=getattr(torch, dtype), device=torch.device("cuda", device))
+
+
+def _torch_stream(device: int) -> int:
+    torch = importlib.import_module("torch")
+
+    return int(torch.cuda.current_stream(device).cuda_stream)
+
+
+def _torch_contiguous(x: Any) -> Any:
+    return x.contiguous()
+
+
+def _cupy_empty(shape: tuple[int, ...], dtype: str, device: int) -> Any:
+    cupy = importlib.import_module("cupy")
+
+    if cupy.cuda.runtime.getDevice() == device:
+        return cupy.empty(shape, dtype)
+    with cupy.cuda.Device(device):
+        return cupy.empty(shape, dtype)
+
+
+def _cupy_stream(device: int) -> int:
+    cupy = importlib.import_module("cupy")
+
+    with cupy.cuda.Device(device):
+        return int(cupy.cuda.get_current_stream().ptr)
+
+
+def _cupy_contiguous(x: Any) -> Any:
+    """A C-contiguous copy made by CuPy (read only by cuvil_aot's kernels, never returned)."""
+    try:
+        cupy = importlib.import_module("cupy")
+    except ImportError:
+        raise TypeError(f"cuvil_aot needs a C-contiguous {type(x).__name__} here (or CuPy "
+                        "installed to copy it)") from None
+    with cupy.cuda.Device(cupy.asarray(x).device.id):
+        return cupy.ascontiguousarray(cupy.asarray(x))
+
+
+def _numba_empty(shape: tuple[int, ...], dtype: str, device: int) -> Any:
+    cuda = importlib.import_module("numba.cuda")
+
+    with cuda.gpus[device]:
+        return cuda.device_array(shape, dtype)
+
+
+def _pycuda_empty(shape: tuple[int, ...], dtype: str, device: int) -> Any:
+    gpuarray = importlib.import_module("pycuda.gpuarray")
+
+    return gpuarray.empty(shape, dtype)

@@ -1,0 +1,201 @@
+/* CUDA C++, for nvcc only. What generated CUDA kernels include: storage
+ * types, the scalar helpers that give C operators NumPy's semantics (the
+ * device twins of kernel.h's), and warp/block reductions for row kernels. */
+#ifndef CUVIL_AOT_CUDA_KERNEL_H
+#define CUVIL_AOT_CUDA_KERNEL_H
+
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "cuvil_aot/cuda_driver.h"
+
+#define CV_DEV static __device__ __forceinline__
+#define CV_MEMBER __device__ __forceinline__
+
+typedef uint8_t cv_bool; /* NumPy's bool: one byte holding 0 or 1 */
+typedef __half cv_f16;   /* storage only; kernels compute float16 in float */
+
+/* N consecutive elements moved by one (or a few) wide loads and stores. */
+template <class T, int N>
+struct alignas(sizeof(T) * N) cv_vec {
+    T v[N];
+};
+
+/* np.maximum / np.minimum: a NaN in either operand is the result. */
+CV_DEV float cv_maximumf(float a, float b) { return (a != a || a > b) ? a : b; }
+CV_DEV float cv_minimumf(float a, float b) { return (a != a || a < b) ? a : b; }
+CV_DEV double cv_maximumd(double a, double b) { return (a != a || a > b) ? a : b; }
+CV_DEV double cv_minimumd(double a, double b) { return (a != a || a < b) ? a : b; }
+
+CV_DEV float cv_signf(float a) { return a != a ? a : (float)((a > 0) - (a < 0)); }
+CV_DEV double cv_signd(double a) { return a != a ? a : (double)((a > 0) - (a < 0)); }
+
+/* np.floor_divide and np.remainder for floats (Python's sign convention). */
+template <class T>
+CV_DEV T cv_divmod(T a, T b, T *mod) {
+    T m = fmod(a, b);
+    if (!b) {
+        *mod = m;
+        return a / b;
+    }
+    T div = (a - m) / b;
+    if (m) {
+        if ((b < 0) != (m < 0)) {
+            m += b;
+            div -= 1;
+        }
+    } else {
+        m = copysign((T)0, b);
+    }
+    *mod = m;
+    if (!div) return copysign((T)0, a / b);
+    T q = floor(div);
+    return (div - q > (T)0.5) ? q + 1 : q;
+}
+template <class T>
+CV_DEV T cv_floordiv_fp(T a, T b) {
+    T m;
+    return b ? cv_divmod(a, b, &m) : a / b;
+}
+template <class T>
+CV_DEV T cv_remainder_fp(T a, T b) {
+    T m;
+    if (!b) return fmod(a, b);
+    cv_divmod(a, b, &m);
+    return m;
+}
+CV_DEV float cv_floordivf(float a, float b) { return cv_floordiv_fp(a, b); }
+CV_DEV double cv_floordivd(double a, double b) { return cv_floordiv_fp(a, b); }
+CV_DEV float cv_remainderf(float a, float b) { return cv_remainder_fp(a, b); }
+CV_DEV double cv_remainderd(double a, double b) { return cv_remainder_fp(a, b); }
+
+/* Integer // and % as NumPy: floor semantics, 0 for a zero divisor, MIN // -1
+ * wrapping to MIN. */
+template <class T>
+CV_DEV T cv_floordiv_int(T a, T b) {
+    if (b == 0) return 0;
+    if (b == -1) return (T)(0 - (uint64_t)a);
+    T q = a / b;
+    return ((a % b) != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+template <class T>
+CV_DEV T cv_remainder_int(T a, T b) {
+    if (b == 0 || b == -1) return 0;
+    T r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <class T>
+CV_DEV T cv_power_int(T a, T b) {
+    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, base = (uint64_t)a;
+    for (; b; b >>= 1, base *= base)
+        if (b & 1) r *= base;
+    return (T)r;
+}
+CV_DEV int32_t cv_floordivi32(int32_t a, int32_t b) { return cv_floordiv_int(a, b); }
+CV_DEV int64_t cv_floordivi64(int64_t a, int64_t b) { return cv_floordiv_int(a, b); }
+CV_DEV int32_t cv_remainderi32(int32_t a, int32_t b) { return cv_remainder_int(a, b); }
+CV_DEV int64_t cv_remainderi64(int64_t a, int64_t b) { return cv_remainder_int(a, b); }
+CV_DEV int32_t cv_poweri32(int32_t a, int32_t b) { return cv_power_int(a, b); }
+CV_DEV int64_t cv_poweri64(int64_t a, int64_t b) { return cv_power_int(a, b); }
+
+/* Reduction operators of row stages; max/min propagate NaN as NumPy does. */
+struct cv_op_sum {
+    template <class T> CV_MEMBER T operator()(T a, T b) const { return a + b; }
+};
+struct cv_op_prod {
+    template <class T> CV_MEMBER T operator()(T a, T b) const { return a * b; }
+};
+struct cv_op_max {
+    CV_MEMBER float operator()(float a, float b) const { return cv_maximumf(a, b); }
+    CV_MEMBER double operator()(double a, double b) const { return cv_maximumd(a, b); }
+    template <class T> CV_MEMBER T operator()(T a, T b) const { return a > b ? a : b; }
+};
+struct cv_op_min {
+    CV_MEMBER float operator()(float a, float b) const { return cv_minimumf(a, b); }
+    CV_MEMBER double operator()(double a, double b) const { return cv_minimumd(a, b); }
+    template <class T> CV_MEMBER T operator()(T a, T b) const { return a < b ? a : b; }
+};
+
+template <class T>
+CV_DEV T cv_shfl_xor(T v, int lane_mask) { return __shfl_xor_sync(0xffffffffu, v, lane_mask); }
+CV_DEV cv_bool cv_shfl_xor(cv_bool v, int lane_mask) {
+    return (cv_bool)__shfl_xor_sync(0xffffffffu, (int)v, lane_mask);
+}
+
+/* Every lane of the warp gets the reduction over the warp. */
+template <class T, class Op>
+CV_DEV T cv_warp_reduce(T v, Op op) {
+    for (int off = 16; off > 0; off >>= 1) v = op(v, cv_shfl_xor(v, off));
+    return v;
+}
+
+/* Every thread of the block gets the reduction over the block; all threads
+ * must call it. Each thread folds the warps' results in the same order, so
+ * all see the same value. */
+template <class T, class Op>
+CV_DEV T cv_block_reduce(T v, Op op) {
+    __shared__ T part[32];
+    v = cv_warp_reduce(v, op);
+    const int warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+    __syncthreads(); /* the previous reduction has read part[] */
+    if ((threadIdx.x & 31) == 0) part[warp] = v;
+    __syncthreads();
+    v = part[0];
+    for (int w = 1; w < nwarps; w++) v = op(v, part[w]);
+    return v;
+}
+
+/* A team works on one row: a warp (TEAM == 32) or the whole block (TEAM == 0). */
+template <int TEAM, class T, class Op>
+CV_DEV T cv_team_reduce(T v, Op op) {
+    if constexpr (TEAM == 32) return cv_warp_reduce(v, op);
+    else return cv_block_reduce(v, op);
+}
+
+/* argmax/argmin: should (v, i) replace (best, at)? The first NaN wins, then
+ * the extreme value, then the first index. */
+template <bool MAX, class T>
+CV_DEV bool cv_arg_better(T v, int64_t i, T best, int64_t at) {
+    const bool vn = v != v, bn = best != best;
+    if (vn || bn) return vn && (!bn || i < at);
+    if (MAX ? v > best : v < best) return true;
+    return v == best && i < at;
+}
+
+template <bool MAX, class T>
+CV_DEV void cv_arg_warp(T &best, int64_t &at) {
+    for (int off = 16; off > 0; off >>= 1) {
+        const T v = cv_shfl_xor(best, off);
+        const int64_t i = cv_shfl_xor(at, off);
+        if (cv_arg_better<MAX>(v, i, best, at)) {
+            best = v;
+            at = i;
+        }
+    }
+}
+
+template <int TEAM, bool MAX, class T>
+CV_DEV void cv_team_arg(T &best, int64_t &at) {
+    cv_arg_warp<MAX>(best, at);
+    if constexpr (TEAM != 32) {
+        __shared__ T vals[32];
+        __shared__ int64_t idx[32];
+        const int warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+        __syncthreads();
+        if ((threadIdx.x & 31) == 0) {
+            vals[warp] = best;
+            idx[warp] = at;
+        }
+        __syncthreads();
+        best = vals[0];
+        at = idx[0];
+        for (int w = 1; w < nwarps; w++)
+            if (cv_arg_better<MAX>(vals[w], idx[w], best, at)) {
+                best = vals[w];
+                at = idx[w];
+            }
+    }
+}
+
+#endif
