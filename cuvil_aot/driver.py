@@ -16,7 +16,7 @@ import threading
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cuvil_aot import knobs as knobs_mod
 from cuvil_aot.codegen.ops_c import Unsupported
@@ -25,6 +25,10 @@ from cuvil_aot.errors import CompileError, Diagnostic, SourceSpan
 from cuvil_aot.frontend import LoweredModule, lower_module, marked_functions
 from cuvil_aot.passes import PassLog, run_pipeline
 from cuvil_aot.toolchain import cc as cc_mod
+from cuvil_aot.toolchain import nvcc as nvcc_mod
+
+if TYPE_CHECKING:
+    from cuvil_aot.codegen.gpu_wrapper import GpuTargets
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,9 @@ class Options:
     cc: str = ""
     """The C compiler command; empty means CUVIL_AOT_CC, then Python's own compiler."""
     extra_includes: tuple[str, ...] = ()
+    cuda_archs: tuple[str, ...] | None = None
+    """GPU targets ("sm_90", "compute_120"); None means CUVIL_AOT_CUDA_ARCHS, else
+    toolchain.nvcc.DEFAULT_ARCHS; () builds CPU-only."""
 
 
 @dataclass
@@ -68,23 +75,31 @@ def compile_ir(module: types.ModuleType, options: Options) -> tuple[LoweredModul
     return lowered, log, fused
 
 
-def generate_sources(module: types.ModuleType, options: Options) -> tuple[LoweredModule, PassLog,
-                                                                          str, dict[str, str]]:
+def generate_sources(module: types.ModuleType, options: Options,
+                     cuda: GpuTargets | None = None) -> tuple[LoweredModule, PassLog, str,
+                                                             dict[str, str]]:
     lowered, log, fused = compile_ir(module, options)
     levels = list(options.cpu_levels) or [cc_mod.host_level()]
-    draft = _generate(fused, "_cvk_draft", levels)
+    draft = _generate(fused, "_cvk_draft", levels, cuda)
     digest = hashlib.sha256("".join(draft.values()).encode()).hexdigest()[:16]
     ext_name = f"_cvk_{digest}"
-    return lowered, log, ext_name, _generate(fused, ext_name, levels)
+    return lowered, log, ext_name, _generate(fused, ext_name, levels, cuda)
 
 
-def _generate(fused: dict[str, list[Any]], ext_name: str, levels: list[int]) -> dict[str, str]:
+def _generate(fused: dict[str, list[Any]], ext_name: str, levels: list[int],
+              cuda: GpuTargets | None = None) -> dict[str, str]:
     try:
-        src = generate(ext_name, fused, levels)
+        src = generate(ext_name, fused, levels, cuda)
     except Unsupported as exc:
         span = exc.span if isinstance(exc.span, SourceSpan) else None
         raise CompileError(Diagnostic(span, str(exc))) from None
-    return {"kernels.h": src.kernels_h, "kernels.c": src.kernels_c, "module.c": src.module_c}
+    sources = {"kernels.h": src.kernels_h, "kernels.c": src.kernels_c, "module.c": src.module_c}
+    return sources | ({"kernels.cu": src.kernels_cu} if cuda is not None else {})
+
+
+def gpu_build(options: Options, knobs: knobs_mod.Knobs) -> nvcc_mod.GpuBuild | None:
+    """The nvcc and CUDA architectures of a build; None builds CPU-only."""
+    return nvcc_mod.resolve(options.cuda_archs, knobs.cuda_archs, knobs.cuda_home)
 
 
 def build(module: types.ModuleType, options: Options | None = None,
@@ -93,11 +108,16 @@ def build(module: types.ModuleType, options: Options | None = None,
     options = options or Options()
     knobs = knobs_mod.read()
     compiler = cc_mod.find_compiler(options.cc or knobs.cc)
-    lowered, log, ext_name, sources = generate_sources(module, options)
+    gpu = gpu_build(options, knobs)
+    lowered, log, ext_name, sources = generate_sources(module, options,
+                                                       gpu.targets if gpu else None)
     levels = list(options.cpu_levels) or [cc_mod.host_level()]
     workdir = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="cuvil_aot-"))
-    path = cc_mod.build_extension(compiler, sources, ext_name, workdir, levels,
-                                  options.extra_includes)
+    job = gpu.start(sources["kernels.cu"], workdir) if gpu else None  # alongside the C builds
+    cpu_sources = {name: text for name, text in sources.items() if name != "kernels.cu"}
+    path = cc_mod.build_extension(compiler, cpu_sources, ext_name, workdir, levels,
+                                  options.extra_includes,
+                                  (lambda: [job.embed(compiler)]) if job else None)
     manifest = {
         "module": module.__name__,
         "ext_name": ext_name,
@@ -108,6 +128,7 @@ def build(module: types.ModuleType, options: Options | None = None,
         "compiler": compiler.identity,
         "cflags": list(cc_mod.CFLAGS),
         "cpu_levels": levels,
+        "cuda": {"nvcc": gpu.nvcc.identity, "archs": list(gpu.archs)} if gpu else None,
     }
     (workdir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
     return Artifact(path, ext_name, manifest, sources, log)
@@ -177,6 +198,11 @@ def _package_hash() -> str:
     return digest.hexdigest()
 
 
+def _cuda_key(options: Options, knobs: knobs_mod.Knobs) -> str:
+    gpu = gpu_build(options, knobs)
+    return f"{gpu.nvcc.identity} {','.join(gpu.archs)}" if gpu else "none"
+
+
 def _sha(value: object) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
@@ -201,6 +227,7 @@ def key_components(module: types.ModuleType, options: Options | None = None) -> 
         "cc": compiler.identity,
         "cflags": " ".join(cc_mod.CFLAGS),
         "cpu_levels": ",".join(map(str, levels)),
+        "cuda": _cuda_key(options, knobs),
         "python_abi": f"{sys.implementation.cache_tag}{cc_mod.ext_suffix()}",
         "numpy": np.__version__,
     }

@@ -35,6 +35,11 @@ class Knobs:
     """CUVIL_AOT_CC: the C compiler; default the one Python was built with, else cc."""
     hook: bool = False
     """CUVIL_AOT_HOOK: 1 installs the import hook at startup (through the opt-in .pth file)."""
+    cuda_archs: str = ""
+    """CUVIL_AOT_CUDA_ARCHS: GPU targets, e.g. "sm_90,compute_90"; "none" builds CPU-only;
+    default toolchain.nvcc.DEFAULT_ARCHS."""
+    cuda_home: str = ""
+    """CUDA_HOME (else CUDA_PATH): a CUDA toolkit whose bin/nvcc builds the GPU kernels."""
 
 
 def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
@@ -65,4 +70,6 @@ def read(env: Mapping[str, str] | None = None) -> Knobs:
         cpu_level=_int(env, "CUVIL_AOT_CPU_LEVEL", 0, 0, 4),
         cc=env.get("CUVIL_AOT_CC", "").strip(),
         hook=env.get("CUVIL_AOT_HOOK", "").strip() not in ("", "0"),
+        cuda_archs=env.get("CUVIL_AOT_CUDA_ARCHS", "").strip(),
+        cuda_home=(env.get("CUDA_HOME", "") or env.get("CUDA_PATH", "")).strip(),
     )

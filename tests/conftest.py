@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import textwrap
 import warnings
@@ -14,6 +15,10 @@ import numpy as np
 import pytest
 
 from cuvil_aot import driver
+
+# CPU tests build CPU-only modules (nvcc for every architecture would dominate their
+# time); GPU tests ask for their architectures through Options(cuda_archs=...).
+os.environ.setdefault("CUVIL_AOT_CUDA_ARCHS", "none")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

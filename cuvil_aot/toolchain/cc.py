@@ -13,6 +13,7 @@ import shlex
 import shutil
 import subprocess
 import sysconfig
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,8 +85,12 @@ def ext_suffix() -> str:
 
 
 def build_extension(cc: Compiler, sources: dict[str, str], ext_name: str, workdir: Path,
-                    levels: list[int], extra_includes: tuple[str, ...] = ()) -> Path:
-    """Write sources, compile kernels per level and the wrapper in parallel, link."""
+                    levels: list[int], extra_includes: tuple[str, ...] = (),
+                    late_objects: Callable[[], list[Path]] | None = None) -> Path:
+    """Write sources, compile kernels per level and the wrapper in parallel, link.
+
+    ``late_objects`` gives objects made alongside (the GPU fatbin, see nvcc.py); it is
+    called once the C compiles are done, just before linking."""
     for name, text in sources.items():
         (workdir / name).write_text(text)
     incs = [f"-I{d}" for d in (str(workdir), *extra_includes, *include_dirs())]
@@ -99,8 +104,9 @@ def build_extension(cc: Compiler, sources: dict[str, str], ext_name: str, workdi
     jobs.append(([*cc.command, *CFLAGS, *incs, "-c", str(workdir / "module.c"), "-o",
                   str(module_obj)], module_obj))
     _run_parallel(jobs)
+    objects = [obj for _, obj in jobs] + (late_objects() if late_objects else [])
     out = workdir / (ext_name + ext_suffix())
-    _run([*cc.command, "-shared", "-o", str(out), *(str(obj) for _, obj in jobs), "-lm"])
+    _run([*cc.command, "-shared", "-o", str(out), *(str(obj) for obj in objects), "-lm"])
     return out
 
 

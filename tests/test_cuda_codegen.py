@@ -1,0 +1,164 @@
+"""The GPU build without a GPU: CUDA lowerings, nvcc for every architecture, the embedded
+fatbin, and modules that import and run on the CPU where no CUDA driver exists."""
+
+from __future__ import annotations
+
+import ctypes.util
+import struct
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import compile_source
+
+from cuvil_aot import driver
+from cuvil_aot.codegen import cuda, ops_c, ops_cuda
+from cuvil_aot.errors import CudaError
+from cuvil_aot.ir.group import Kind
+from cuvil_aot.ir.ops import BINARY, ELEMENTWISE, REDUCE, UNARY, Op
+from cuvil_aot.ir.types import DTYPES
+from cuvil_aot.toolchain import nvcc
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+NVCC = nvcc.find_nvcc()
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+SOURCE = '''
+import numpy as np
+import cuvil_aot as cv
+
+@cv.optimize(signatures=["f32[N], f32[N]"])
+def axpy(x, y):
+    return 2 * x + y
+'''
+
+
+@pytest.fixture(scope="module")
+def models():
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import models as module
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    return module
+
+
+def _lowerable_c(op: Op, dtype: str) -> bool:
+    arity = 1 if op in UNARY else 2 if op in BINARY else 3
+    try:
+        ops_c.render(op, dtype, [f"a{i}" for i in range(arity)])
+    except ops_c.Unsupported:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("op", sorted(ELEMENTWISE - {Op.CAST}, key=lambda o: o.name))
+def test_every_op_with_a_c_lowering_has_a_cuda_lowering(op):
+    arity = 1 if op in UNARY else 2 if op in BINARY else 3
+    args = [f"a{i}" for i in range(arity)]
+    for dtype in DTYPES:
+        if _lowerable_c(op, dtype):
+            assert ops_cuda.render(op, dtype, args)
+
+
+def test_reductions_and_matmul_have_gpu_kernels():
+    assert set(cuda.REDUCE_OP) | {Op.ARGMAX, Op.ARGMIN} == set(REDUCE)
+    assert set(cuda.ENTRIES) == set(Kind)
+
+
+def test_transcendentals_use_cuda_libm_not_cpu_polynomials():
+    assert ops_cuda.render(Op.EXP, "float32", ["x"]) == "expf(x)"
+    assert ops_cuda.render(Op.TANH, "float64", ["x"]) == "tanh(x)"
+    assert ops_cuda.render(Op.ADD, "float16", ["x", "y"]) == ops_c.render(Op.ADD, "float16",
+                                                                         ["x", "y"])
+
+
+def test_cuda_source_is_deterministic_and_one_kernel_per_group(models):
+    targets = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), ("sm_90",)).targets
+    first = driver.generate_sources(models, driver.Options(cpu_levels=(1,)), targets)[3]
+    second = driver.generate_sources(models, driver.Options(cpu_levels=(1,)), targets)[3]
+    assert first == second
+    cu = first["kernels.cu"]
+    # matmul_relu: one GEMM group, its epilogue in the kernels, no buffer for x @ w
+    assert cu.count("struct f0_s0_g0_epi") == 1 and "f0_s0_g1" not in cu
+    assert '"f0_s0_g0_tiled", "f0_s0_g0_gemv1", "f0_s0_g0_gemv4"' in first["module.c"]
+    assert "__expf" not in cu
+
+
+def test_archs_spec_and_targets():
+    assert nvcc.parse_archs("sm_90, compute_120") == ("sm_90", "compute_120")
+    assert nvcc.parse_archs("none") == ()
+    with pytest.raises(ValueError, match="sm_XY"):
+        nvcc.parse_archs("hopper")
+    build = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), nvcc.DEFAULT_ARCHS)
+    assert build.targets.sass == (75, 80, 86, 89, 90, 100, 120) and build.targets.ptx == 120
+
+
+def test_without_nvcc_a_build_is_cpu_only_and_says_so_once(monkeypatch):
+    monkeypatch.setattr(nvcc, "candidates", lambda home: [])
+    monkeypatch.setattr(nvcc, "_warned", set())
+    with pytest.warns(RuntimeWarning, match="nvcc not found"):
+        assert nvcc.resolve(("sm_90",), "", "") is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert nvcc.resolve(("sm_90",), "", "") is None
+
+
+def _fatbin_archs(data: bytes) -> set[str]:
+    """The entries of a fatbin (magic 0xBA55ED50): 'sm_XY' for SASS, 'compute_XY' for PTX."""
+    magic, _, header, size = struct.unpack_from("<IHHQ", data, 0)
+    assert magic == 0xBA55ED50
+    found, pos, end = set(), header, header + size
+    while pos < end:
+        kind, _, entry_header, padded = struct.unpack_from("<HHII", data, pos)
+        arch = struct.unpack_from("<I", data, pos + 28)[0]
+        found.add(f"{'compute' if kind == 1 else 'sm'}_{arch}")
+        pos += entry_header + padded
+    return found
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_nvcc_builds_every_default_arch_and_the_fatbin_is_embedded(tmp_path):
+    module = compile_source(tmp_path, SOURCE, cuda_archs=nvcc.DEFAULT_ARCHS)
+    artifact = module.__artifact__
+    fatbin = (artifact.path.parent / "kernels.fatbin").read_bytes()
+    assert _fatbin_archs(fatbin) == set(nvcc.DEFAULT_ARCHS)
+    assert fatbin in artifact.path.read_bytes()  # the bytes are in the extension itself
+    assert artifact.manifest["cuda"]["archs"] == list(nvcc.DEFAULT_ARCHS)
+
+
+@needs_nvcc
+def test_examples_compile_for_the_gpu(models, tmp_path):
+    artifact = driver.build(models, driver.Options(cuda_archs=("sm_90",)), out_dir=tmp_path)
+    assert _fatbin_archs((tmp_path / "kernels.fatbin").read_bytes()) == {"sm_90"}
+    ext = driver.load(artifact)
+    x, w, b = np.ones((3, 128), np.float32), np.ones((128, 64), np.float32), np.ones(64, np.float32)
+    np.testing.assert_array_equal(ext.matmul_relu(x, w, b), np.full((3, 64), 129, np.float32))
+
+
+class FakeDeviceArray:
+    """Looks like a CuPy array to the wrapper; no driver may ever dereference it."""
+
+    __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (4096, False),
+                                "version": 3}
+
+
+@pytest.mark.skipif(ctypes.util.find_library("cuda") is not None, reason="a CUDA driver exists")
+@needs_nvcc
+def test_without_a_driver_modules_import_cpu_runs_gpu_raises(tmp_path):
+    module = compile_source(tmp_path, SOURCE, cuda_archs=("sm_90",))
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(module.axpy(x, x), 3 * x)
+    with pytest.raises(CudaError, match="no usable CUDA driver"):
+        module.axpy(FakeDeviceArray(), FakeDeviceArray())
+    with pytest.raises(TypeError, match="stream= is for calls with device arrays"):
+        module.axpy(x, x, stream=0)
+
+
+def test_cpu_only_module_rejects_device_arrays_clearly(tmp_path):
+    module = compile_source(tmp_path, SOURCE, cuda_archs=())
+    assert "kernels.cu" not in module.__artifact__.sources
+    with pytest.raises(CudaError, match="built without CUDA kernels|no usable CUDA driver"):
+        module.axpy(FakeDeviceArray(), FakeDeviceArray())
