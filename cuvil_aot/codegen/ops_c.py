@@ -47,29 +47,29 @@ def render(op: Op, dtype: str, args: list[str]) -> str:
     if op is Op.INVERT:
         return f"(!{args[0]})" if fam == "b" else f"(~{args[0]})"
     if op in (Op.MAXIMUM, Op.MINIMUM):
-        name = "maximum" if op is Op.MAXIMUM else "minimum"
-        if is_float:
-            return f"cv_{name}{fam}({args[0]}, {args[1]})"
+        if is_float:  # vmath.h: a NaN in either operand is the result
+            name = "fmax" if op is Op.MAXIMUM else "fmin"
+            return f"cv_{name}{'f' if fam == 'f' else ''}_np({args[0]}, {args[1]})"
         cmp = ">" if op is Op.MAXIMUM else "<"
         return f"({args[0]} {cmp} {args[1]} ? {args[0]} : {args[1]})"
-    if op in (Op.FLOORDIV, Op.MOD, Op.POW) and not is_float:
-        if fam == "b":
-            raise Unsupported(f"{op.name.lower()} of booleans")
-        name = {Op.FLOORDIV: "floordiv", Op.MOD: "remainder", Op.POW: "power"}[op]
-        return f"cv_{name}{fam}({args[0]}, {args[1]})"
-    if op in (Op.FLOORDIV, Op.MOD):
-        name = "floordiv" if op is Op.FLOORDIV else "remainder"
-        return f"cv_{name}{fam}({args[0]}, {args[1]})"
+    if op in (Op.FLOORDIV, Op.MOD, Op.POW) and fam == "b":
+        raise Unsupported(f"{op.name.lower()} of booleans")
+    if op is Op.POW and not is_float:
+        return f"cv_power_{fam}({args[0]}, {args[1]})"
+    if op in (Op.FLOORDIV, Op.MOD):  # Python's sign rules, as NumPy computes them
+        name = "floor_divide" if op is Op.FLOORDIV else "remainder"
+        suffix = {"f": "f", "d": "", "i32": "_i32", "i64": "_i64"}[fam]
+        return f"cv_{name}{suffix}({args[0]}, {args[1]})"
     if op is Op.SIGN:
-        return f"cv_sign{fam}({args[0]})" if is_float else f"(({args[0]} > 0) - ({args[0]} < 0))"
+        if is_float:
+            return f"cv_sign{'f' if fam == 'f' else ''}({args[0]})"
+        return f"(({args[0]} > 0) - ({args[0]} < 0))"
     if op is Op.ABS and not is_float:
         return f"({args[0]} < 0 ? -{args[0]} : {args[0]})"
     if op in (Op.FLOOR, Op.CEIL) and not is_float:
         return args[0]
-    if op in _FLOAT_MATH and fam == "f":  # vmath.h: vectorizable float32 polynomials
-        return f"cv_{_FLOAT_MATH[op]}f({', '.join(args)})"
-    if op in _FLOAT_MATH and fam == "d":  # float64: libm, correctly rounded or nearly
-        return f"{_FLOAT_MATH[op]}({', '.join(args)})"
+    if op in _FLOAT_MATH and is_float:  # vmath.h: vectorizable range-reduced polynomials
+        return f"cv_{_FLOAT_MATH[op]}{'f' if fam == 'f' else ''}({', '.join(args)})"
     if op in _LIBM and is_float:
         return f"{_LIBM[op]}{'f' if fam == 'f' else ''}({', '.join(args)})"
     raise Unsupported(f"{op.name.lower()} on {dtype}")
