@@ -134,7 +134,10 @@ def cmd_show(args: argparse.Namespace) -> int:
                 print(f"--- fusion: {len(fused.groups)} kernel(s); refused fusions ---")
                 print("\n".join(f"  {r}" for r in fused.refused) or "  (none)")
         if not args.no_c:
-            ext_name, sources = driver.generate_sources(module, driver.Options())[2:]
+            options = driver.Options()
+            gpu = driver.gpu_build(options, knobs.read())  # None: CPU only (no nvcc, or none asked)
+            cuda = gpu.targets if gpu is not None else None
+            ext_name, sources = driver.generate_sources(module, options, cuda)[2:]
             for file, text in sources.items():
                 print(f"=== {module.__name__}: generated {file} (extension {ext_name}) ===")
                 print(text)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.proc import HOOK, NO_SUBPROCESS, Workspace, last_json, probe, vmath_stub
 
 from cuvil_aot import cli
-from helpers.proc import HOOK, NO_SUBPROCESS, Workspace, last_json, probe, vmath_stub
 
 MODELS_A = """
 import numpy as np
@@ -170,7 +171,10 @@ def test_show_ir_fusion_and_c(ws: Workspace) -> None:
                  "kernel 0:", "refused fusions ---", "cannot run inside the kernel",
                  "generated kernels.c", "PyInit__cvk_"):
         assert part in out, part
-    assert "=== models_a.f " not in out
+    assert "=== models_a.f " not in out and "kernels.cu" not in out  # CPU-only workspace
+    if shutil.which("nvcc"):
+        gpu = check(ws.cli("show", "models_a.py:f", CUVIL_AOT_CUDA_ARCHS="sm_90"))
+        assert "generated kernels.cu" in gpu and "__global__" in gpu
     assert "no marked function 'nope'" in check(ws.cli("show", "models_a:nope"), 1)
 
 
