@@ -9,15 +9,22 @@ on the machine hits every variant alike. "over numpy" subtracts the numpy baseli
 (DESIGN.md target: within 50 ms on a cache hit). Numba and torch anchors run only
 where those packages are installed.
 
-Measured on the 2-core development container (Python 3.11, NumPy 2.4, gcc 12,
-shared with other builds, so expect a few ms of noise), --runs 21:
+Measured on the 2-core development container (Python 3.11, NumPy 2.4, gcc 12, CPU-only
+builds), shared with other engineers' builds: load average 10-12, so every wall time
+below is ~3x what a quiet machine gives (import numpy alone is ~75 ms when quiet). The
+CPU-time deltas (user + system of the child) hardly depend on load. --runs 21:
 
-    python -c "import numpy"                          ~ 95 ms
-    hook + cached module + first call                 + 24 ms over numpy
-    prebuilt next to the module (no cache, no cc)     + 22 ms over numpy
-    lazy first call, no hook (imports the compiler)   + 85 ms over numpy
-    first compile of a one-function module (cold)     ~ 0.6 s (process total)
-    hook overhead, importing 60 stdlib modules        + 2.0 % (about 1.3 ms)
+    python -c "import numpy"                   235 ms wall
+    hook + cached module + first call          +55 ms wall, +17 ms CPU over numpy
+    prebuilt next to the module (no cc)        +35 ms wall, +17 ms CPU over numpy
+    lazy first call, no hook                   +89 ms wall, +47 ms CPU (imports the compiler)
+    first compile, one-function module         1.2 s for the whole process (0.46 s at load 4)
+    hook overhead, import numpy + stdlib       +2.0 % wall (noise); the hook's own reading
+                                               and scanning of sources: 3.5 % of the import
+                                               time; +44 us per find_spec of a numpy module
+    numba cache=True: first 3.0 s, cached 2.1 s; torch.compile: first 26 s, second 12 s
+
+At load ~4 (numpy ~130 ms) the hook path was +20 to +41 ms wall over numpy.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -93,13 +101,24 @@ print(time.perf_counter() - start, len(sys.modules) - before, scanned[0])
 """
 
 
-def run(code: str, env: dict[str, str], cwd: Path) -> float:
-    start = time.perf_counter()
+CPU_TIMES: dict[str, list[float]] = {}
+"""CPU seconds (user + system) of each child, by variant: less blurred than wall time
+when the machine is shared, since waiting for a core costs none."""
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(code: str, env: dict[str, str], cwd: Path, variant: str = "") -> float:
+    start, cpu = time.perf_counter(), _children_cpu()
     proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd,
                           capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"benchmark child failed:\n{code}\n{proc.stderr}")
+    CPU_TIMES.setdefault(variant, []).append(_children_cpu() - cpu)
     return elapsed
 
 
@@ -109,7 +128,7 @@ def interleaved(variants: dict[str, tuple[str, dict[str, str], Path]],
     times: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(runs):
         for name, (code, env, cwd) in variants.items():
-            times[name].append(run(code, env, cwd))
+            times[name].append(run(code, env, cwd, name))
     return {name: statistics.median(values) for name, values in times.items()}
 
 
@@ -280,9 +299,10 @@ def report(medians: dict[str, float], compile_s: float, extra: dict[str, float |
     labels = {"hook": "hook + cached module + first call",
               "prebuilt": "prebuilt next to the module (no cache, no cc)",
               "lazy": "lazy first call, no hook"}
+    cpu = {name: statistics.median(CPU_TIMES[name]) for name in ("numpy", *labels)}
     for name, label in labels.items():
         print(f"{label:<47} {medians[name] * 1e3:7.1f} ms  (+{(medians[name] - base) * 1e3:.1f}"
-              " ms over numpy)")
+              f" ms over numpy; CPU time +{(cpu[name] - cpu['numpy']) * 1e3:.1f} ms)")
     print(f"{'first compile, one-function module (process)':<47} {compile_s:7.2f} s")
     off, on, modules = medians["import_off_s"], medians["import_on_s"], medians["modules"]
     label = f"import numpy + stdlib ({modules:.0f} modules), hook off -> on"
