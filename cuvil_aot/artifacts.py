@@ -362,6 +362,22 @@ def _remember(store: Store, module: str, record: shortcuts.Record) -> None:
         shortcuts.record(store.root, module, record)
 
 
+_module_locks: dict[str, threading.Lock] = {}
+
+
+def ensure_bound(module: types.ModuleType) -> None:
+    """The lazy first call: bind ``module`` once per process, whichever thread asks first
+    (32 threads calling at once compile once). An entry point, so it reads the knobs."""
+    from cuvil_aot import knobs
+
+    with _registry_lock:
+        lock = _module_locks.setdefault(module.__name__, threading.Lock())
+    with lock:
+        if all(d.compiled is not None for d in prekey.marked(module).values()):
+            return
+        bind_module(module, Settings.from_knobs(knobs.read()))
+
+
 def bind_module(module: types.ModuleType, settings: Settings) -> Outcome:
     """Point every marked function of ``module`` at its compiled code (see get_extension).
 

@@ -12,7 +12,6 @@ import importlib.util
 import json
 import sys
 import tempfile
-import threading
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,21 +167,13 @@ def bind(module: types.ModuleType, ext: types.ModuleType) -> None:
         setattr(module, name, fast)
 
 
-_locks: dict[str, threading.Lock] = {}
-_locks_guard = threading.Lock()
-
-
 def ensure_bound(module: types.ModuleType) -> None:
     """Bind ``module`` once per process, whichever thread asks first: from the cache, or
-    compiled into it (the lazy first call; see artifacts.py)."""
+    compiled into it (the lazy first call). Lives in artifacts.py, which a cache hit can
+    import without the compiler; callers may use that one directly."""
     from cuvil_aot import artifacts
 
-    with _locks_guard:
-        lock = _locks.setdefault(module.__name__, threading.Lock())
-    with lock:
-        if all(d.compiled is not None for d in marked_functions(module).values()):
-            return
-        artifacts.bind_module(module, artifacts.Settings.from_knobs(knobs_mod.read()))
+    artifacts.ensure_bound(module)
 
 
 def _package_hash() -> str:
