@@ -5,9 +5,10 @@ Run with OpenBLAS on its own CPU detection, from outside the repo root:
     cd /tmp && env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \
         python /work/main/bench/gemm_native.py [--dtype float32] [--level N]
 
-Prints GFLOP/s (best of several timed runs) for cuvil's GEMM, NumPy's `a @ b`
-(which allocates its output) and `np.matmul(a, b, out=out)` (which does not,
-like cuvil's call here), and the effective bandwidth for streaming B.
+Prints GFLOP/s (best over --rounds rounds of timed runs) for cuvil's GEMM,
+NumPy's `a @ b` (which allocates its output) and `np.matmul(a, b, out=out)`
+(which does not, like cuvil's call here), and the effective bandwidth for
+streaming B. For one thread each: OPENBLAS_NUM_THREADS=1 and --threads 1.
 """
 
 from __future__ import annotations
@@ -19,15 +20,17 @@ import numpy as np
 
 from cuvil_aot import _runtime as rt
 
-SHAPES = [  # m, k, n
-    (4096, 1024, 4096),
-    (32, 128, 64),
-    (256, 512, 2048),
-    (1, 512, 2048),
-    (1, 768, 3072),
-    (2048, 768, 3072),
-    (4, 768, 3072),
-    (16, 768, 3072),
+SHAPES = [  # m, k, n, B given as W.T (W row-major n x k, as torch's Linear)
+    (4096, 1024, 4096, False),
+    (32, 128, 64, False),
+    (256, 512, 2048, False),
+    (1, 512, 2048, False),
+    (1, 768, 3072, False),
+    (2048, 768, 3072, False),
+    (4, 768, 3072, False),
+    (16, 768, 3072, False),
+    (1, 768, 3072, True),
+    (16, 768, 3072, True),
 ]
 
 
@@ -53,6 +56,7 @@ def main() -> None:
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     ap.add_argument("--level", type=int, default=0, help="cpu_level for cuvil (0: detected)")
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=3, help="rounds; best of all is kept")
     args = ap.parse_args()
     rt.configure(num_threads=args.threads, cpu_level=args.level)
     info = rt.info()
@@ -60,24 +64,34 @@ def main() -> None:
     rng = np.random.default_rng(0)
     dt = np.dtype(args.dtype)
     cases = []
-    for m, k, n in SHAPES:
+    for m, k, n, wt in SHAPES:
         a = rng.standard_normal((m, k)).astype(dt)
-        b = rng.standard_normal((k, n)).astype(dt)
+        b = rng.standard_normal((n, k) if wt else (k, n)).astype(dt)
+        b = b.T if wt else b
         cases.append((a, b, np.empty((m, n), dt)))
-    # cuvil first, then NumPy: OpenBLAS's idle threads keep spinning (and
-    # taking a core) for a while after each call, which would slow whatever
-    # is timed right after them.
-    t_cv = [best_time(lambda c=c: rt._gemm(*c)) for c in cases]
+    # In each round cuvil first, then NumPy, with a pause in between:
+    # OpenBLAS's idle threads keep spinning (and taking a core) for a while
+    # after each call, which would slow whatever is timed right after them.
+    t_cv = [float("inf")] * len(cases)
+    t_np, t_out = list(t_cv), list(t_cv)
+    for _ in range(args.rounds):
+        for i, c in enumerate(cases):
+            t_cv[i] = min(t_cv[i], best_time(lambda c=c: rt._gemm(*c)))
+        time.sleep(1.0)
+        for i, (a, b, out) in enumerate(cases):
+            t_np[i] = min(t_np[i], best_time(lambda a=a, b=b: a @ b))
+            t_out[i] = min(t_out[i], best_time(lambda a=a, b=b, o=out: np.matmul(a, b, out=o)))
+        time.sleep(1.0)
+    for a, b, out in cases:
+        rt._gemm(a, b, out)
     errs = [np.abs(out - a @ b).max() / max(1e-30, np.abs(a @ b).max()) for a, b, out in cases]
-    time.sleep(1.0)
-    t_np = [best_time(lambda a=a, b=b: a @ b) for a, b, _ in cases]
-    t_out = [best_time(lambda c=c: np.matmul(*c[:2], out=c[2])) for c in cases]
     print(f"{'m x k x n':>18} {'cuvil':>8} {'a @ b':>8} {'out=':>8}  GFLOP/s | cuvil: B GB/s, time")
     for (a, b, _), tc, tn, to, err in zip(cases, t_cv, t_np, t_out, errs):
         (m, k), n = a.shape, b.shape[1]
         flops = 2.0 * m * n * k
+        name = f"{m}x{k}x{n}" + ("(W.T)" if b.strides[0] < b.strides[1] else "")
         print(
-            f"{f'{m}x{k}x{n}':>18} {flops / tc / 1e9:8.1f} {flops / tn / 1e9:8.1f} "
+            f"{name:>18} {flops / tc / 1e9:8.1f} {flops / tn / 1e9:8.1f} "
             f"{flops / to / 1e9:8.1f}  | {b.nbytes / tc / 1e9:6.1f} GB/s, {tc * 1e6:8.1f} us "
             f"(np {tn * 1e6:.1f} us) rel.err {err:.1e}"
         )

@@ -220,7 +220,14 @@ def test_gemm_matches_numpy(case, level):
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize(
     "m,k,n",
-    [(1, 512, 2048), (3, 300, 1000), (16, 700, 129), (200, 1100, 300), (600, 70, 90), (37, 9, 5000)],
+    [
+        (1, 512, 2048),
+        (3, 300, 1000),
+        (16, 700, 129),
+        (200, 1100, 300),
+        (600, 70, 90),
+        (37, 9, 5000),
+    ],
 )
 def test_gemm_crosses_blocks(dtype, level, m, k, n):
     """Shapes that span several cache blocks in every dimension and both paths."""

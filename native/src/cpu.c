@@ -66,7 +66,7 @@ static void read_leaves(uint32_t regs[NLEAVES][3]) {
 }
 
 /* Usable state per level: v3 needs YMM and v4 ZMM state enabled by the OS. */
-static int os_supports(int level, const uint32_t regs[NLEAVES][3]) {
+static int os_supports(int level, uint32_t regs[NLEAVES][3]) {
     if (level < 3)
         return 1;
     if (!(regs[LEAF_1][REG_ECX] & (1u << 27))) /* OSXSAVE: xgetbv usable */

@@ -17,6 +17,8 @@
 /* A batch whose packed A, B and accumulator fit in this is computed by one
  * thread at a time when batches do not share B (parallel over batches). */
 #define CV_GEMM_SOLO_BYTES ((size_t)2 << 20)
+/* Rows of B packed at a time across a column unit's panels. */
+#define CV_GEMM_PACK_ROWS 32
 /* Packed A and packed B of one step each stay below this (L3-sized). */
 #define CV_GEMM_GROUP_BYTES ((size_t)32 << 20)
 /* The small-m path: at most this many rows; column chunks whose sums fit

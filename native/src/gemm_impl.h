@@ -43,8 +43,9 @@ typedef struct {
     int nslots;
 } FN(plan);
 
+/* Pack tasks of the step: one per A panel, one per B column unit. */
 static int64_t FN(pack_tasks)(const FN(plan) *pl) {
-    return (pl->ru1 - pl->ru0) * pl->upanels + (pl->pack_b ? (pl->cu1 - pl->cu0) * pl->npu : 0);
+    return (pl->ru1 - pl->ru0) * pl->upanels + (pl->pack_b ? pl->cu1 - pl->cu0 : 0);
 }
 
 /* Pack A panel x of the step (x < its row panels), all terms. */
@@ -64,19 +65,34 @@ static void FN(pack_a_task)(const FN(plan) *pl, int64_t x) {
     }
 }
 
-/* Pack B panel y of the step's column units, all terms. */
-static void FN(pack_b_task)(const FN(plan) *pl, int64_t y) {
-    const FN(cv_gemm) *g = pl->g;
-    int64_t panel = pl->cu0 * pl->npu + y;
-    if (panel >= pl->n_panels)
-        return;
+/* Rows [p0, p0 + rows) of one B panel of term t. */
+static void FN(pack_b_rows)(const FN(plan) *pl, int t, int64_t panel, int64_t p0, int64_t rows,
+                            T *dst) {
+    const FN(cv_gemm_term) *tm = &pl->g->terms[t];
     int nr = pl->kt->nr;
-    int64_t j0 = panel * nr, cols = g->n - j0 < nr ? g->n - j0 : nr;
-    T *dst = pl->bp + y * pl->ksum * nr;
-    for (int t = 0; t < g->nterms; t++) {
-        const FN(cv_gemm_term) *tm = &g->terms[t];
-        FN(pack_b)(tm->b + pl->b_batch * tm->b_bs + j0 * tm->b_cs, tm->b_rs, tm->b_cs, cols,
-                   FN(term_k)(tm), nr, dst + pl->koff[t] * nr);
+    int64_t j0 = panel * nr, cols = pl->g->n - j0 < nr ? pl->g->n - j0 : nr;
+    const T *b = tm->b + pl->b_batch * tm->b_bs + j0 * tm->b_cs + p0 * tm->b_rs;
+    dst += (pl->koff[t] + p0) * nr;
+    if (cols == nr && tm->b_cs == 1)
+        pl->kt->pack_b(rows, b, tm->b_rs, dst);
+    else
+        FN(pack_b)(b, tm->b_rs, tm->b_cs, cols, rows, nr, dst);
+}
+
+/* Pack the B panels of column unit y of the step, all terms. With unit
+ * column stride, blocks of rows go across all the unit's panels, so each
+ * row of B is read as one run rather than panel by panel. */
+static void FN(pack_b_task)(const FN(plan) *pl, int64_t y) {
+    int64_t first = (pl->cu0 + y) * pl->npu, end = first + pl->npu;
+    end = end < pl->n_panels ? end : pl->n_panels;
+    T *unit = pl->bp + y * pl->npu * pl->ksum * pl->kt->nr;
+    for (int t = 0; t < pl->g->nterms; t++) {
+        int64_t k = FN(term_k)(&pl->g->terms[t]);
+        int64_t step = pl->g->terms[t].b_cs == 1 ? CV_GEMM_PACK_ROWS : (k ? k : 1);
+        for (int64_t p0 = 0; p0 < k; p0 += step)
+            for (int64_t panel = first; panel < end; panel++)
+                FN(pack_b_rows)(pl, t, panel, p0, k - p0 < step ? k - p0 : step,
+                                unit + (panel - first) * pl->ksum * pl->kt->nr);
     }
 }
 

@@ -26,6 +26,7 @@
 #define rows_update CV_GLUE3(rows_update, TSFX, ISA)
 #define rows_pass CV_GLUE3(rows_pass, TSFX, ISA)
 #define rows_kernel CV_GLUE3(rows_kernel, TSFX, ISA)
+#define pack_b_full CV_GLUE3(pack_b_full, TSFX, ISA)
 #define dots_step CV_GLUE3(dots_step, TSFX, ISA)
 #define dots_block CV_GLUE3(dots_block, TSFX, ISA)
 #define dots_kernel CV_GLUE3(dots_kernel, TSFX, ISA)
@@ -67,6 +68,15 @@ CV_TARGET static void packed_kernel(int64_t kc, const T *restrict a, const T *re
             T *dst = c + i * ldc + v * VL;
             V_STOREU(dst, accumulate ? V_ADD(acc[i][v], V_LOAD(dst)) : acc[i][v]);
         }
+}
+
+/* A full B panel from unit-column-stride B: k rows of NR elements, row
+ * stride rs (a vector copy; memcpy per row costs a call each). */
+CV_TARGET static void pack_b_full(int64_t k, const T *b, int64_t rs, T *restrict dst) {
+    for (int64_t p = 0; p < k; p++, b += rs, dst += NR)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            V_STORE(dst + v * VL, V_LOADU(b + v * VL));
 }
 
 /* c[i][0, RW) += sum over g rows p of a[i, p] * b[p][0, RW) for i < r, with
@@ -231,13 +241,14 @@ CV_TARGET static void dots_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs
 }
 
 const CV_GLUE2(cv_kernels, TSFX) CV_GLUE3(cv_kernels, TSFX, ISA) = {
-    MR, NR, MC, NC, KC, RW, packed_kernel, rows_kernel, dots_kernel,
+    MR, NR, MC, NC, KC, RW, packed_kernel, pack_b_full, rows_kernel, dots_kernel,
 };
 
 #undef packed_kernel
 #undef rows_update
 #undef rows_pass
 #undef rows_kernel
+#undef pack_b_full
 #undef dots_step
 #undef dots_block
 #undef dots_kernel

@@ -5,6 +5,8 @@
  *   c[i * ldc + j] (+)= sum_p a[p * mr + i] * b[p * nr + j]   i < mr, j < nr
  *   over packed panels (A p-major mr wide, B p-major nr wide, both zero
  *   padded); c is a 64-byte aligned accumulator tile, ldc a multiple of nr.
+ * pack_b: a full-width B panel (nr columns, k rows) from B with unit column
+ *   stride and row stride rs; dst is 64-byte aligned.
  * rows: the small-m kernel, used without packing when B's columns are
  *   contiguous,
  *   c[i * ldc + j] (+)= sum_p a[i * a_rs + p * a_cs] * b[p * b_rs + j]
@@ -27,6 +29,7 @@
         int mc, nc, kc; /* unit rows, unit columns (the epilogue tile), k block */        \
         int rw;         /* column granularity of rows() */                                \
         void (*kern)(int64_t kc, const T *a, const T *b, T *c, int64_t ldc, int accumulate); \
+        void (*pack_b)(int64_t k, const T *b, int64_t rs, T *dst);                        \
         void (*rows)(int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs,       \
                      const T *b, int64_t b_rs, int64_t ncols, T *c, int64_t ldc,         \
                      int accumulate);                                                     \
