@@ -29,6 +29,7 @@ __all__ = [
     "f64",
     "i32",
     "i64",
+    "info",
     "install",
     "optimize",
     "uninstall",
@@ -45,13 +46,20 @@ def compile_module(module, **options):  # type: ignore[no-untyped-def]
     return driver.build(module, driver.Options(**options))
 
 
+def info() -> dict[str, object]:
+    """Version, CPU levels, threads, and the kernel table each bound module picked."""
+    from cuvil_aot.sysinfo import info as collect
+
+    return collect()
+
+
 def _configure_runtime() -> None:
     """Apply CUVIL_AOT_NUM_THREADS and CUVIL_AOT_CPU_LEVEL before any module loads."""
     from cuvil_aot import knobs
 
     settings = knobs.read()
     if settings.num_threads or settings.cpu_level:
-        from cuvil_aot import _runtime  # type: ignore[attr-defined]
+        from cuvil_aot import _runtime
 
         _runtime.configure(num_threads=settings.num_threads or None,
                            cpu_level=settings.cpu_level or None)

@@ -83,10 +83,10 @@ class Dispatcher:
             return self.py_func(*args, **kwargs)
 
     def _compile(self) -> Callable[..., Any]:
-        from cuvil_aot import driver
+        from cuvil_aot import artifacts  # a cache hit needs no compiler import
 
         module = sys.modules[self.py_func.__module__]
-        driver.ensure_bound(module)
+        artifacts.ensure_bound(module)
         if self.compiled is None:
             raise RuntimeError(f"{self.py_func.__qualname__} was not bound when its module "
                                "was compiled")

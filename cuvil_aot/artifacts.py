@@ -393,16 +393,16 @@ def bind_module(module: types.ModuleType, settings: Settings) -> Outcome:
             f"cuvil_aot: the extension loaded for {module.__name__!r} lacks {missing}",
             name=module.__name__,
         )
-    _bind(module, ext, marked)
+    bind_extension(module, ext, marked)
     return outcome
 
 
-def _bind(
+def bind_extension(
     module: types.ModuleType, ext: types.ModuleType, marked: Mapping[str, Dispatcher]
 ) -> None:
-    """What driver.bind does (a test checks they agree), without importing the compiler:
-    module globals become CompiledFunction objects (vectorcall straight to the
-    extension), and the dispatchers forward to them."""
+    """Module globals become CompiledFunction objects (vectorcall straight to the
+    extension), and the dispatchers forward to them. The one binding, shared with
+    driver.bind; it imports nothing of the compiler."""
     from cuvil_aot._runtime import (  # type: ignore[attr-defined,import-untyped,unused-ignore]
         CompiledFunction,
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cuvil_aot import knobs as knobs_mod
+from cuvil_aot import prekey
 from cuvil_aot.codegen.ops_c import Unsupported
 from cuvil_aot.codegen.pymodule import generate
 from cuvil_aot.errors import CompileError, Diagnostic, SourceSpan
@@ -155,16 +156,9 @@ def bind(module: types.ModuleType, ext: types.ModuleType) -> None:
     go straight to the extension (vectorcall, no Python frame); a Dispatcher
     kept elsewhere forwards to the same object.
     """
-    from cuvil_aot._runtime import CompiledFunction  # type: ignore[attr-defined]
-    from cuvil_aot.errors import SignatureError
+    from cuvil_aot.artifacts import bind_extension
 
-    for name, dispatcher in marked_functions(module).items():
-        fallback = SignatureError if dispatcher.fallback == "python" else None
-        fast = CompiledFunction(getattr(ext, name), dispatcher.py_func, fallback)
-        fast.dispatcher = dispatcher
-        fast.signatures = dispatcher.signatures
-        dispatcher.compiled = fast
-        setattr(module, name, fast)
+    bind_extension(module, ext, marked_functions(module))
 
 
 def ensure_bound(module: types.ModuleType) -> None:
@@ -174,19 +168,6 @@ def ensure_bound(module: types.ModuleType) -> None:
     from cuvil_aot import artifacts
 
     artifacts.ensure_bound(module)
-
-
-def _package_hash() -> str:
-    """cuvil_aot's version plus a hash of the compiler's own sources and headers."""
-    from cuvil_aot import __version__
-
-    root = Path(__file__).resolve().parent
-    digest = hashlib.sha256(__version__.encode())
-    for sub in ("frontend", "ir", "passes", "codegen", "toolchain"):
-        for path in sorted((root / sub).glob("*.py")):
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    digest.update(cc_mod.header_hash().encode())
-    return digest.hexdigest()
 
 
 def _cuda_key(options: Options, knobs: knobs_mod.Knobs) -> str:
@@ -200,8 +181,6 @@ def _sha(value: object) -> str:
 
 def key_components(module: types.ModuleType, options: Options | None = None) -> dict[str, str]:
     """Every input that changes the built extension, by name (see DESIGN.md, Cache)."""
-    import numpy as np
-
     options = options or Options()
     knobs = knobs_mod.read()
     lowered = lower_module(module)
@@ -214,11 +193,12 @@ def key_components(module: types.ModuleType, options: Options | None = None) -> 
         "globals": _sha(lowered.trace.globals_read),
         "signatures": _sha({name: [str(sig) for sig, _ in sigs]
                             for name, sigs in lowered.functions.items()}),
-        "cuvil_aot": _package_hash(),
+        "cuvil_aot": prekey.package_hash(),
         "cc": compiler.identity,
         "cflags": " ".join(cc_mod.CFLAGS),
         "cpu_levels": ",".join(map(str, levels)),
         "cuda": _cuda_key(options, knobs),
-        "python_abi": f"{sys.implementation.cache_tag}{cc_mod.ext_suffix()}",
-        "numpy": np.__version__,
+        "python_abi": prekey.python_abi(),
+        "numpy": prekey.numpy_abi(),
     }
+

@@ -218,9 +218,23 @@ def _files(folder: Path, suffix: str) -> list[Path]:
     return [folder / n for n in names]
 
 
+def numpy_abi() -> str:
+    """NumPy's major version and C-API version: what a built extension depends on."""
+    import numpy as np
+
+    try:
+        from numpy._core._multiarray_umath import (  # type: ignore[import-not-found]
+            _get_ndarray_c_version,
+        )
+
+        return f"{np.__version__.split('.')[0]}.capi{_get_ndarray_c_version():#x}"
+    except ImportError:  # another layout: the whole version, to be safe
+        return str(np.__version__)
+
+
 def package_hash() -> str:
-    """The ``cuvil_aot`` key component, computed as driver._package_hash does (a test
-    checks they agree) without importing the compiler."""
+    """cuvil_aot's version plus a hash of the compiler's own sources and headers
+    (the ``cuvil_aot`` key component), without importing the compiler."""
     if _PACKAGE_HASH:
         return _PACKAGE_HASH[0]
     from cuvil_aot import __version__
@@ -261,13 +275,11 @@ def host_level() -> int:
 def environment(cpu_levels: tuple[int, ...], cuda_archs: str = "default") -> dict[str, str]:
     """The full key's components that depend on this machine and the build settings,
     less the toolchains' identities (see toolstamp.py)."""
-    import numpy as np
-
     levels = cpu_levels or (host_level(),)
     return {
         "cuvil_aot": package_hash(),
         "python_abi": python_abi(),
-        "numpy": np.__version__,
+        "numpy": numpy_abi(),
         "cpu_levels": ",".join(map(str, levels)),
         "cuda_archs": cuda_archs,
     }

@@ -77,7 +77,8 @@ def compile_source(directory: Path, source: str, **options: Any) -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def compiled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+def compiled(request: pytest.FixtureRequest,
+             tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
     """Compile the test module's SOURCE once per test module."""
     source = request.module.SOURCE
     return compile_source(tmp_path_factory.mktemp("compiled"), source)

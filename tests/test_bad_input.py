@@ -12,9 +12,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import compile_source
 
 import cuvil_aot
-from conftest import compile_source
 
 SOURCE = '''
 import numpy as np

@@ -1,4 +1,4 @@
-"""Kernels compiled for every x86-64 level; the best the CPU (or CUVIL_AOT_CPU_LEVEL) allows runs."""
+"""Kernels for every x86-64 level in one module; the best the CPU allows runs."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import compile_source
 
 import cuvil_aot
-from conftest import compile_source
 
 SOURCE = '''
 import numpy as np

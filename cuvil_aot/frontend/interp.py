@@ -345,7 +345,10 @@ class Interpreter:
         value = self.eval(expr.value)
         if value is POISON:
             return POISON
-        return numpy_api.attribute(value, expr.attr, self.span(expr))
+        result = numpy_api.attribute(value, expr.attr, self.span(expr))
+        if isinstance(value, types.ModuleType):  # kdep.SCALE: a constant of another module
+            self.record_global(Frame(self.frames[-1].src, {}, vars(value)), expr.attr, result)
+        return result
 
     def expr_Subscript(self, expr: ast.Subscript) -> Any:
         value = self.eval(expr.value)

@@ -131,9 +131,6 @@ def _run(cmd: list[str]) -> None:
 
 def host_level() -> int:
     """The x86-64 level kernels may use here (1 where not x86)."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return 1
-    from cuvil_aot import _runtime  # type: ignore[attr-defined]
+    from cuvil_aot import prekey
 
-    return int(_runtime.info()["cpu_level"])  # detected, lowered by CUVIL_AOT_CPU_LEVEL
-
+    return prekey.host_level()
