@@ -1,0 +1,29 @@
+"""The compile trace records everything a module reads, so the cache key changes with it."""
+
+from __future__ import annotations
+
+from conftest import load_source
+
+from cuvil_aot import driver
+
+
+def test_constants_of_other_modules_are_part_of_the_key(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "kdep_consts.py").write_text("SCALE = 2.0\n\ndef helper(x):\n    return x * 3\n")
+    module = load_source(tmp_path, """
+        import numpy as np
+        import cuvil_aot as cv
+        import kdep_consts
+
+        @cv.optimize
+        def f(x: cv.f32["N"]):
+            return kdep_consts.helper(x) * kdep_consts.SCALE
+    """)
+    before = driver.key_components(module)
+    import kdep_consts
+
+    monkeypatch.setattr(kdep_consts, "SCALE", 3.0)
+    after = driver.key_components(module)
+    assert before["globals"] != after["globals"]
+    assert before["inlined"] == after["inlined"]
+    assert {k for k in before if before[k] != after[k]} == {"globals"}
