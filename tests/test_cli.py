@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.proc import HOOK, NO_SUBPROCESS, Workspace, last_json, probe, vmath_stub
+from helpers.proc import HOOK, NO_SUBPROCESS, Workspace, last_json, probe
 
 from cuvil_aot import cli
 
@@ -68,7 +68,7 @@ X = np.arange(6, dtype=np.float32)
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     tmp = tmp_path_factory.mktemp("cli")
-    ws = Workspace.create(tmp, vmath_stub(tmp / "vstub"))
+    ws = Workspace.create(tmp)
     ws.write("models_a.py", MODELS_A)
     ws.write("models_b.py", MODELS_B)
     ws.write("script.py", SCRIPT)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.proc import HOOK, NO_SUBPROCESS, Workspace, last_json, probe, vmath_stub
+from helpers.proc import HOOK, NO_SUBPROCESS, Workspace, last_json, probe
 
 MOD = """
 import numpy as np
@@ -49,22 +49,17 @@ X = np.arange(6, dtype=np.float32)
 EXPECT = (np.maximum(X, 0.5) * 2.0 + 1.0).tolist()
 
 
-@pytest.fixture(scope="session")
-def stub(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
-    return vmath_stub(tmp_path_factory.mktemp("vstub"))
-
-
-def new_workspace(tmp: Path, stub: Path | None) -> Workspace:
-    ws = Workspace.create(tmp, stub)
+def new_workspace(tmp: Path) -> Workspace:
+    ws = Workspace.create(tmp)
     ws.write("mod.py", MOD)
     ws.write("cvdep.py", DEP)
     return ws
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, stub: Path | None) -> tuple[Workspace, dict]:
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Workspace, dict]:
     """mod.py compiled once by a first import through the hook."""
-    ws = new_workspace(tmp_path_factory.mktemp("built"), stub)
+    ws = new_workspace(tmp_path_factory.mktemp("built"))
     return ws, last_json(ws.run(probe()))
 
 
@@ -160,8 +155,8 @@ def test_edit_hits_or_misses(built: tuple[Workspace, dict], what: str, file: str
     assert f"\n      {component}: " in proc.stderr, proc.stderr  # explain names what changed
 
 
-def test_strict_mode_without_any_build(tmp_path: Path, stub: Path | None) -> None:
-    ws = new_workspace(tmp_path, stub)
+def test_strict_mode_without_any_build(tmp_path: Path) -> None:
+    ws = new_workspace(tmp_path)
     proc = ws.run(probe(), CUVIL_AOT_MODE="strict")
     assert proc.returncode != 0
     assert "no compiled extension for module 'mod'" in proc.stderr
@@ -169,8 +164,8 @@ def test_strict_mode_without_any_build(tmp_path: Path, stub: Path | None) -> Non
     assert ws.entries() == []
 
 
-def test_corrupted_entry_is_rebuilt_never_loaded(tmp_path: Path, stub: Path | None) -> None:
-    ws = new_workspace(tmp_path, stub)
+def test_corrupted_entry_is_rebuilt_never_loaded(tmp_path: Path) -> None:
+    ws = new_workspace(tmp_path)
     last_json(ws.run(probe()))
     (entry,) = ws.entries()
     (so,) = [p for p in entry.iterdir() if p.suffix == ".so"]
@@ -215,8 +210,8 @@ def test_builds_keep_the_cache_under_its_cap(built: tuple[Workspace, dict],
     assert [e.name for e in ws.entries()] != [old.name] and len(ws.entries()) == 1
 
 
-def test_32_threads_first_call_compile_once(tmp_path: Path, stub: Path | None) -> None:
-    ws = new_workspace(tmp_path, stub)
+def test_32_threads_first_call_compile_once(tmp_path: Path) -> None:
+    ws = new_workspace(tmp_path)
     result = last_json(ws.run(THREADS))
     assert result["results"] == [EXPECT] * 32
     assert result["builds"] == 1
@@ -244,8 +239,8 @@ exec gcc "$@"
 """
 
 
-def test_16_processes_one_compile(tmp_path: Path, stub: Path | None) -> None:
-    ws = new_workspace(tmp_path, stub)
+def test_16_processes_one_compile(tmp_path: Path) -> None:
+    ws = new_workspace(tmp_path)
     log = tmp_path / "cc.log"
     cc = tmp_path / "cc-logger"
     cc.write_text(CC_LOGGER.format(log=log))
@@ -280,9 +275,8 @@ exit 1
 """
 
 
-def test_compile_failure_raises_with_output_and_is_not_cached(tmp_path: Path,
-                                                             stub: Path | None) -> None:
-    ws = new_workspace(tmp_path, stub)
+def test_compile_failure_raises_with_output_and_is_not_cached(tmp_path: Path) -> None:
+    ws = new_workspace(tmp_path)
     cc = tmp_path / "bad-cc"
     cc.write_text(FAILING_CC)
     cc.chmod(0o755)
@@ -293,8 +287,8 @@ def test_compile_failure_raises_with_output_and_is_not_cached(tmp_path: Path,
     assert last_json(ws.run(probe()))["how"] == "built"
 
 
-def test_user_error_points_at_the_source(tmp_path: Path, stub: Path | None) -> None:
-    ws = Workspace.create(tmp_path, stub)
+def test_user_error_points_at_the_source(tmp_path: Path) -> None:
+    ws = Workspace.create(tmp_path)
     ws.write("bad.py", """
         import cuvil_aot as cv
 
@@ -308,8 +302,8 @@ def test_user_error_points_at_the_source(tmp_path: Path, stub: Path | None) -> N
     assert "CompileError" in proc.stderr and "bad.py:6:" in proc.stderr
 
 
-def test_unsafe_cache_dir_falls_back_to_a_private_one(tmp_path: Path, stub: Path | None) -> None:
-    ws = new_workspace(tmp_path, stub)
+def test_unsafe_cache_dir_falls_back_to_a_private_one(tmp_path: Path) -> None:
+    ws = new_workspace(tmp_path)
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(stat.S_IRWXU | stat.S_IRWXG | stat.S_IRWXO)  # writable by anyone
@@ -382,8 +376,8 @@ print(json.dumps(report))
 
 
 @pytest.fixture(scope="module")
-def package(tmp_path_factory: pytest.TempPathFactory, stub: Path | None) -> Workspace:
-    ws = Workspace.create(tmp_path_factory.mktemp("package"), stub)
+def package(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    ws = Workspace.create(tmp_path_factory.mktemp("package"))
     for path, text in PACKAGE.items():
         ws.write(path, text)
     return ws

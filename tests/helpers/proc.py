@@ -18,34 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
-VMATH = REPO / "native" / "include" / "cuvil_aot" / "vmath.h"
-_STUB_FUNCS = ("exp", "expm1", "log", "log1p", "tanh", "sin", "cos")
+import cuvil_aot
+
+# Children import the cuvil_aot this test process imported: the installed one in CI,
+# the checkout when PYTHONPATH points there.
+REPO = Path(cuvil_aot.__file__).resolve().parents[1]
 
 
-def vmath_stub(folder: Path) -> Path | None:
-    """A stand-in include dir for cuvil_aot/vmath.h while native/ does not have it yet."""
-    if VMATH.exists():
-        return None
-    header = folder / "cuvil_aot" / "vmath.h"
-    if not header.exists():
-        header.parent.mkdir(parents=True, exist_ok=True)
-        lines = ["#pragma once", "#include <math.h>"]
-        for name in _STUB_FUNCS:
-            lines += [f"#define cv_{name}f {name}f", f"#define cv_{name} {name}"]
-        header.write_text("\n".join(lines) + "\n")
-    return folder
-
-
-def base_env(cache: Path, stub: Path | None) -> dict[str, str]:
+def base_env(cache: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CUVIL_AOT_")}
     env.pop("PYTHONWARNINGS", None)
     env["PYTHONPATH"] = str(REPO)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["CUVIL_AOT_CACHE_DIR"] = str(cache)
     env["CUVIL_AOT_CUDA_ARCHS"] = "none"  # these tests are about the cache: CPU builds only
-    if stub is not None:  # gcc reads CPATH: the stub costs no change to the cache key
-        env["CPATH"] = os.pathsep.join(filter(None, [str(stub), env.get("CPATH", "")]))
     return env
 
 
@@ -53,13 +39,12 @@ def base_env(cache: Path, stub: Path | None) -> dict[str, str]:
 class Workspace:
     root: Path
     cache: Path
-    stub: Path | None
     extra_env: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def create(cls, tmp: Path, stub: Path | None) -> Workspace:
+    def create(cls, tmp: Path) -> Workspace:
         (tmp / "src").mkdir(parents=True)
-        return cls(tmp / "src", tmp / "cache", stub)
+        return cls(tmp / "src", tmp / "cache")
 
     def write(self, relpath: str, text: str) -> Path:
         path = self.root / relpath
@@ -77,7 +62,7 @@ class Workspace:
         return original
 
     def env(self, **changes: str | None) -> dict[str, str]:
-        env = base_env(self.cache, self.stub) | self.extra_env
+        env = base_env(self.cache) | self.extra_env
         for name, value in changes.items():
             if value is None:
                 env.pop(name, None)
@@ -110,7 +95,7 @@ class Workspace:
 
     def copy_to(self, dest: Path) -> Workspace:
         shutil.copytree(self.root, dest)
-        return Workspace(dest, self.cache, self.stub, dict(self.extra_env))
+        return Workspace(dest, self.cache, dict(self.extra_env))
 
 
 def last_json(proc: subprocess.CompletedProcess[str]) -> Any:
