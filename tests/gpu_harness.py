@@ -1,0 +1,174 @@
+"""Runs compiled functions on device arrays and judges them against NumPy in float64.
+
+Inputs are drawn per signature string (``"f32[A,B], f64[B]"``, ``"f32[I,4H], float"``)
+with fresh random sizes and values, put on the device by a framework (CuPy, PyTorch,
+Numba) as contiguous arrays or as views, and the results (and poisoned ``out=`` arrays)
+are compared as the CPU tests compare theirs (conftest.check).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import assert_close, poisoned, to64
+
+DTYPES = {"f16": "float16", "f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64",
+          "bool_": "bool"}
+_PARAM = re.compile(r"(\w+)\[([^\]]*)\]|\bfloat\b|\bint\b")
+_DIM = re.compile(r"(\d*)\*?([A-Za-z_]\w*)?")
+
+
+def device_arch() -> str:
+    """sm_XY of device 0, from the driver."""
+    cuda = ctypes.CDLL("libcuda.so.1")
+    major, minor, dev = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    assert cuda.cuInit(0) == 0 and cuda.cuDeviceGet(ctypes.byref(dev), 0) == 0
+    cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)
+    cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)
+    return f"sm_{major.value}{minor.value}"
+
+
+class Framework:
+    """How one array library puts NumPy arrays on the device and back."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.lib = pytest.importorskip(name if name != "numba" else "numba.cuda")
+
+    def put(self, a: np.ndarray, view: str = "contiguous") -> Any:
+        if view == "transposed" and a.ndim == 2:
+            return self._put(np.ascontiguousarray(a.T)).T
+        if view == "strided" and a.ndim >= 1 and self.name != "numba":
+            big = np.repeat(a, 2, axis=-1)
+            return self._put(big)[..., ::2]
+        return self._put(np.ascontiguousarray(a))
+
+    def _put(self, a: np.ndarray) -> Any:
+        if self.name == "torch":
+            return self.lib.from_numpy(a).cuda()
+        if self.name == "cupy":
+            return self.lib.asarray(a)
+        return self.lib.to_device(a)
+
+    def get(self, x: Any) -> np.ndarray:
+        if self.name == "torch":
+            return x.cpu().numpy()
+        if self.name == "cupy":
+            return self.lib.asnumpy(x)
+        return x.copy_to_host()
+
+    def kind(self) -> type:
+        return type(self._put(np.zeros(1, np.float32)))
+
+    def sync(self) -> None:
+        if self.name == "torch":
+            self.lib.cuda.synchronize()
+        elif self.name == "cupy":
+            self.lib.cuda.runtime.deviceSynchronize()
+        else:
+            self.lib.synchronize()
+
+
+def parse_signature(sig: str) -> list[tuple[str, tuple[str, ...]] | str]:
+    """'x: f32[A, B], s: float' -> [('float32', ('A', 'B')), 'float']."""
+    params: list[tuple[str, tuple[str, ...]] | str] = []
+    for m in _PARAM.finditer(sig):
+        if m.group(1):
+            dims = tuple(d.strip() for d in m.group(2).split(",") if d.strip())
+            params.append((DTYPES[m.group(1)], dims))
+        else:
+            params.append(m.group(0))
+    return params
+
+
+def dim_size(spec: str, sizes: dict[str, int]) -> int:
+    m = _DIM.fullmatch(spec.replace(" ", ""))
+    assert m, spec
+    coeff = int(m.group(1)) if m.group(1) else 1
+    return coeff * sizes.setdefault(m.group(2), 0) if m.group(2) else coeff
+
+
+def random_array(rng: np.random.Generator, dtype: str, shape: tuple[int, ...],
+                 special: bool) -> np.ndarray:
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    if dtype.startswith("int"):
+        return rng.integers(-50, 51, shape).astype(dtype)
+    a = (rng.standard_normal(shape) * 3).astype(dtype)
+    if special and a.size:
+        mask = rng.random(shape) < 0.1
+        a[mask] = rng.choice(np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], dtype), mask.sum())
+    return a
+
+
+def draw_args(rng: np.random.Generator, sig: str, sizes: dict[str, int],
+              special: bool) -> list[Any]:
+    args: list[Any] = []
+    for p in parse_signature(sig):
+        if p == "float":
+            args.append(float(rng.uniform(-4, 4)))
+        elif p == "int":
+            args.append(int(rng.integers(-4, 5)))
+        else:
+            dtype, dims = p  # type: ignore[misc]
+            shape = tuple(dim_size(d, sizes) for d in dims)
+            args.append(random_array(rng, dtype, shape, special))
+    return args
+
+
+def run_check(fn: Callable[..., Any], fw: Framework, args: list[Any], view: str,
+              scale: float) -> None:
+    """fn on device arrays (fresh outputs and poisoned out=) against NumPy in float64."""
+    py = fn.py_func  # type: ignore[attr-defined]
+    dev = [fw.put(a, view) if isinstance(a, np.ndarray) else a for a in args]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            expect = py(*args)
+        except (ValueError, TypeError, ZeroDivisionError) as exc:
+            with pytest.raises(type(exc)):
+                fn(*dev)
+            return
+        ref = py(*to64(args))
+    expects = expect if isinstance(expect, tuple) else (expect,)
+    refs = ref if isinstance(ref, tuple) else (ref,)
+    refs = tuple(r if np.asarray(e).dtype.kind == "f" else e for r, e in zip(refs, expects))
+    got = fn(*dev)
+    gots = got if isinstance(got, tuple) else (got,)
+    kind = fw.kind()
+    for g, r, e in zip(gots, refs, expects):
+        assert isinstance(g, kind), f"result is {type(g).__name__}, not {kind.__name__}"
+        host = fw.get(g)
+        assert host.dtype == np.asarray(e).dtype, (host.dtype, np.asarray(e).dtype)
+        assert_close(host, r, host.dtype, scale, e)
+    outs = tuple(fw.put(poisoned(np.shape(e), np.asarray(e).dtype)) for e in expects)
+    back = fn(*dev, out=outs if len(outs) > 1 else outs[0])
+    for o, b, r, e in zip(outs, back if isinstance(back, tuple) else (back,), refs, expects):
+        assert b is o
+        assert_close(fw.get(o), r, np.asarray(e).dtype, scale, e)
+
+
+def check_module(module: Any, fw: Framework, seed: int, scale: Callable[[str, dict], float],
+                 special: bool,
+                 sizes_of: Callable[[np.random.Generator], dict[str, int]]) -> list[str]:
+    """Every signature of every compiled function of ``module``; the failures, described."""
+    failures = []
+    rng = np.random.default_rng(seed)
+    for name, sigs in sorted(module.__artifact__.manifest["functions"].items()):
+        fn = getattr(module, name)
+        for sig in sigs:
+            for view in ("contiguous", "strided", "transposed"):
+                sizes = sizes_of(rng)
+                try:
+                    args = draw_args(rng, sig, sizes, special)
+                    run_check(fn, fw, args, view, scale(name, sizes))
+                except Exception as exc:  # noqa: BLE001 - every failure is reported at the end
+                    text = str(exc).replace("\n", " ")[:300]
+                    failures.append(f"{name}({sig}) {view} {sizes}: {type(exc).__name__}: {text}")
+    return failures

@@ -1,0 +1,298 @@
+"""The GPU path on a real device: every op and fusion pattern of the CPU tests on CuPy,
+PyTorch and Numba arrays (PyCUDA where installed) against NumPy in float64; views,
+zero-size arrays, out=, streams, errors, the embedded fatbin and no JIT on the device.
+
+Run on a machine with an NVIDIA GPU (tools/gpu_check.sh); skipped elsewhere."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import assert_close, compile_source, load_source
+from gpu_harness import Framework, check_module, device_arch, run_check
+from test_elementwise import SOURCE as ELEMENTWISE
+from test_matmul import SOURCE as MATMUL
+from test_reductions import SOURCE as REDUCTIONS
+
+from cuvil_aot import driver
+from cuvil_aot.errors import CudaError
+from cuvil_aot.toolchain import nvcc
+
+pytestmark = pytest.mark.gpu
+
+
+def group(name: str):  # noqa: ANN201 - xdist_group where pytest-xdist is installed
+    """Each big module compiles once, on one xdist worker (--dist loadgroup), in parallel."""
+    try:
+        import xdist  # noqa: F401
+    except ImportError:
+        return lambda test: test
+    return pytest.mark.xdist_group(name)
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+FRAMEWORKS = ["cupy", "torch"]
+
+
+@pytest.fixture(scope="module")
+def arch() -> str:
+    return device_arch()
+
+
+def _compiled(tmp_path_factory: pytest.TempPathFactory, source: str, arch: str):
+    return compile_source(tmp_path_factory.mktemp("gpu"), source, cuda_archs=(arch,))
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory, arch):
+    return _compiled(tmp_path_factory, (EXAMPLES / "models.py").read_text(), arch)
+
+
+@pytest.fixture(scope="module")
+def elementwise(tmp_path_factory, arch):
+    return _compiled(tmp_path_factory, ELEMENTWISE, arch)
+
+
+@pytest.fixture(scope="module")
+def reductions(tmp_path_factory, arch):
+    return _compiled(tmp_path_factory, REDUCTIONS, arch)
+
+
+@pytest.fixture(scope="module")
+def matmuls(tmp_path_factory, arch):
+    return _compiled(tmp_path_factory, MATMUL, arch)
+
+
+@group("elementwise")
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_elementwise_ops(elementwise, framework):
+    sizes = lambda rng: {"A": int(rng.integers(0, 7)), "B": int(rng.integers(0, 40))}  # noqa
+    failures = check_module(elementwise, Framework(framework), 1, lambda name, s: 4.0, True,
+                            sizes)
+    assert not failures, "\n".join(failures)
+
+
+@group("reductions")
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_reductions(reductions, framework):
+    sizes = lambda rng: {k: int(rng.integers(1, 6)) for k in "ABC"} | {  # noqa
+        "N": int(rng.choice([3, 40, 1500]))}
+    failures = check_module(reductions, Framework(framework), 2, lambda name, s: 50.0, False,
+                            sizes)
+    assert not failures, "\n".join(failures)
+
+
+@group("matmul")
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_matmul_and_epilogues(matmuls, framework):
+    sizes = lambda rng: {"M": int(rng.choice([0, 1, 3, 8, 9, 140])),  # noqa
+                         "K": int(rng.choice([0, 1, 7, 300])), "N": int(rng.choice([1, 5, 130])),
+                         "J": int(rng.integers(1, 20)), "Z": int(rng.integers(0, 3))}
+    scale = lambda name, s: 10.0 * (s.get("K", 0) + s.get("J", 0) + 1)  # noqa
+    failures = check_module(matmuls, Framework(framework), 3, scale, False, sizes)
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS + ["numba"])
+def test_models(models, framework):
+    """The fusion patterns of the examples at sizes that take every kernel variant."""
+    fw = Framework(framework)
+    sizes = lambda rng: {"B": int(rng.choice([1, 3, 70])), "N": int(rng.choice([5, 3000, 100003])),  # noqa
+                         "D": 300, "T": int(rng.choice([1, 20])), "I": 48, "H": 40}
+    scale = lambda name, s: 4000.0 if name in ("ffn_block", "resnet_head", "lstm_step") else 50.0  # noqa
+    failures = check_module(models, fw, 4, scale, False, sizes)
+    assert not failures, "\n".join(failures)
+
+
+def test_large_gemm_is_fp32_exact(models):
+    fw = Framework("torch")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((300, 128), np.float32)
+    w = rng.standard_normal((128, 64), np.float32)
+    b = rng.standard_normal(64, np.float32)
+    run_check(models.matmul_relu, fw, [x, w, b], "contiguous", 200)
+    big = [rng.standard_normal(s, np.float32) for s in ((1000, 768), (768,), (768,),
+                                                        (768, 3072), (3072,), (3072, 768), (768,))]
+    run_check(models.ffn_block, fw, big, "contiguous", 4000)
+
+
+def test_misaligned_and_odd_sizes_take_the_strided_path(models):
+    fw = Framework("cupy")
+    x = fw.lib.asarray(np.random.default_rng(6).standard_normal(100004, np.float32))
+    y = fw.lib.asarray(np.random.default_rng(7).standard_normal(100004, np.float32))
+    got = fw.get(models.elementwise_chain(x[1:], y[3:100002]))  # 4-byte aligned, odd length
+    xs, ys = fw.get(x[1:]).astype(np.float64), fw.get(y[3:100002]).astype(np.float64)
+    ref = np.tanh(xs * 0.5 + ys) / (1 + np.exp(-ys)) - np.abs(xs) * 0.25
+    assert_close(got, ref, np.float32, 4)
+
+
+def test_out_aliasing_an_input_and_non_contiguous_out(models):
+    cp = Framework("cupy").lib
+    x = cp.asarray(np.random.default_rng(8).standard_normal((64, 3000), np.float32))
+    ref = cp.asnumpy(models.softmax(x))
+    models.softmax(x, out=x)  # in place: computed into a temporary, then copied
+    np.testing.assert_allclose(cp.asnumpy(x), ref, rtol=1e-6)
+    wide = cp.full((64, 6000), cp.nan, cp.float32)
+    models.softmax(x, out=wide[:, ::2])
+    np.testing.assert_allclose(cp.asnumpy(wide[:, ::2]), cp.asnumpy(models.softmax(x)), rtol=1e-6)
+    assert bool(cp.isnan(wide[:, 1::2]).all())
+
+
+def test_torch_side_stream_ordering(models):
+    torch = pytest.importorskip("torch")
+    x = torch.zeros(4096, 4096, device="cuda")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(200_000_000)  # ~0.1 s: a late producer
+        x.fill_(1.0)
+        y = models.softmax(x)  # queued on `side` after the fill, no host sync
+        z = y * 4096
+    side.synchronize()
+    assert torch.allclose(z, torch.ones_like(z))
+
+
+def test_cupy_current_stream_and_stream_keyword(models):
+    cp = pytest.importorskip("cupy")
+    torch = pytest.importorskip("torch")
+    x = cp.zeros((2048, 2048), cp.float32)
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        x += 1  # queued on s
+        y = models.softmax(x)
+    s.synchronize()
+    np.testing.assert_allclose(cp.asnumpy(y), 1 / 2048, rtol=1e-6)
+    t = torch.zeros(2048, 2048, device="cuda")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(100_000_000)
+        t.fill_(2.0)
+    y = models.softmax(t, stream=side)  # explicit stream: ordered after the fill
+    side.synchronize()
+    assert torch.allclose(y, torch.full_like(y, 1 / 2048))
+
+
+class OnStream:
+    """A CuPy array seen through __cuda_array_interface__ v3 naming its producer stream."""
+
+    def __init__(self, a, stream):
+        self.a, self.stream = a, stream
+
+    @property
+    def __cuda_array_interface__(self):
+        cai = dict(self.a.__cuda_array_interface__)
+        cai["stream"] = self.stream.ptr
+        return cai
+
+
+def test_producer_stream_of_the_interface_is_waited_for(models):
+    cp = pytest.importorskip("cupy")
+    torch = pytest.importorskip("torch")
+    producer = torch.cuda.Stream()
+    a = torch.zeros(4096, 4096, device="cuda")
+    x = cp.asarray(a)  # shares a's memory
+    with torch.cuda.stream(producer):
+        torch.cuda._sleep(200_000_000)
+        a.fill_(3.0)
+    stream = type("S", (), {"ptr": producer.cuda_stream})()
+    consumer = cp.cuda.Stream(non_blocking=True)
+    y = models.softmax(OnStream(x, stream), stream=consumer.ptr)
+    consumer.synchronize()
+    np.testing.assert_allclose(cp.asnumpy(y), 1 / 4096, rtol=1e-6)
+
+
+def test_errors_name_the_problem(models):
+    cp = pytest.importorskip("cupy")
+    x = cp.ones((3, 128), cp.float32)
+    with pytest.raises(TypeError, match="argument 'w': expected a float32 array"):
+        models.matmul_relu(x, cp.ones((128, 64), cp.float64), cp.ones(64, cp.float32))
+    with pytest.raises(TypeError, match="must be a device array like 'x'"):
+        models.matmul_relu(x, np.ones((128, 64), np.float32), cp.ones(64, cp.float32))
+    with pytest.raises(ValueError, match="dimension 0 is 7, expected 128"):
+        models.matmul_relu(x, cp.ones((7, 64), cp.float32), cp.ones(64, cp.float32))
+
+    class Bogus:
+        __cuda_array_interface__ = {"shape": (3, 128), "typestr": "<f4", "version": 3,
+                                    "data": (16, False)}
+
+    with pytest.raises(CudaError, match="cuPointerGetAttribute"):
+        models.matmul_relu(Bogus(), cp.ones((128, 64), cp.float32), cp.ones(64, cp.float32))
+    np.testing.assert_array_equal(cp.asnumpy(models.matmul_relu(x, cp.ones((128, 64), cp.float32),
+                                                                cp.zeros(64, cp.float32))), 128)
+
+
+def test_sticky_error_reports_a_lost_context(tmp_path):
+    """A kernel fault poisons the context: every later call says so (in a child process)."""
+    script = tmp_path / "fault.py"
+    script.write_text(f'''
+import sys; sys.path[:0] = {[str(Path(__file__).parent), str(EXAMPLES.parent)]!r}
+import cupy as cp
+from conftest import compile_source
+from pathlib import Path
+from cuvil_aot.errors import CudaError
+m = compile_source(Path({str(tmp_path)!r}), open({str(EXAMPLES / "models.py")!r}).read(),
+                   cuda_archs=({device_arch()!r},))
+x, out = cp.ones(16, cp.float32), cp.empty(16, cp.float32)
+class Huge:  # claims far more memory than it owns: the kernel reads past the end
+    __cuda_array_interface__ = dict(x.__cuda_array_interface__, shape=(1 << 32,))
+try:
+    m.elementwise_chain(Huge(), Huge()); cp.cuda.runtime.deviceSynchronize()
+except Exception as e:
+    print("FAULT", type(e).__name__, e)
+for attempt in range(2):  # the launch finds the sticky error, then every call says so
+    try:
+        m.elementwise_chain(x, x, out=out)
+    except CudaError as e:
+        print("LOST" if "context is lost" in str(e) else "OTHER", e)
+''')
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120)
+    assert "LOST" in out.stdout, out.stdout + out.stderr
+
+
+def test_fatbin_lists_every_arch_and_the_device_needs_no_jit(tmp_path, monkeypatch):
+    artifact = driver.build(load_source(tmp_path, (EXAMPLES / "models.py").read_text()),
+                            driver.Options(cuda_archs=nvcc.DEFAULT_ARCHS), out_dir=tmp_path)
+    fatbin = tmp_path / "kernels.fatbin"
+    assert fatbin.read_bytes() in artifact.path.read_bytes()
+    cuobjdump = shutil.which("cuobjdump")
+    if cuobjdump:
+        listing = subprocess.run([cuobjdump, "--list-elf", "--list-ptx", str(fatbin)],
+                                 capture_output=True, text=True).stdout
+        for arch in nvcc.DEFAULT_ARCHS:
+            number = arch.split("_")[1]
+            wanted = "cubin" if arch.startswith("sm_") else "ptx"
+            assert re.search(rf"(sm|compute)_{number}\.{wanted}", listing), (arch, listing)
+    monkeypatch.setenv("CUVIL_AOT_MODE", "strict")  # a PTX JIT would be an error
+    ext = driver.load(artifact)
+    cp = pytest.importorskip("cupy")
+    x = cp.ones((2, 10), cp.float32)
+    np.testing.assert_allclose(cp.asnumpy(ext.softmax(x)), 0.1, rtol=1e-6)
+
+
+def test_ptx_only_module_is_jit_compiled_with_a_warning(tmp_path, monkeypatch, arch):
+    cp = pytest.importorskip("cupy")
+    ptx = f"compute_{int(arch[3:]) // 10 * 10 - 10}"  # an older major: no matching SASS
+    module = compile_source(tmp_path, (EXAMPLES / "models.py").read_text(),
+                            cuda_archs=(ptx,))
+    x = cp.ones((2, 10), cp.float32)
+    monkeypatch.setenv("CUVIL_AOT_MODE", "strict")
+    with pytest.raises(CudaError, match="JIT"):
+        module.softmax(x)
+    monkeypatch.setenv("CUVIL_AOT_MODE", "import")
+    with pytest.warns(RuntimeWarning, match="JIT-compiles PTX"):
+        y = module.softmax(x)
+    np.testing.assert_allclose(cp.asnumpy(y), 0.1, rtol=1e-6)
+
+
+def test_pycuda_arrays(models):
+    pytest.importorskip("pycuda.autoprimaryctx")
+    fw = Framework("pycuda.gpuarray")
+    x = np.random.default_rng(9).standard_normal((5, 700)).astype(np.float32)
+    got = models.softmax(fw.lib.to_gpu(x))
+    e = np.exp(x - x.max(1, keepdims=True))
+    assert_close(got.get(), e / e.sum(1, keepdims=True), np.float32, 4)

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU: build and install cuvil_aot from this checkout, run the
+# GPU tests and the GPU benchmarks, and write logs and results to OUTDIR.
+#
+#   tools/gpu_check.sh OUTDIR            tests + benchmarks (torch.compile included)
+#   GPU_CHECK_BENCH=quick|none ...       shorter benchmarks without torch.compile, or none
+#   GPU_CHECK_TESTS="-k softmax" ...     extra pytest arguments
+set -uo pipefail
+OUT=$(realpath -m "${1:?usage: tools/gpu_check.sh OUTDIR}")
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
+
+echo "== build and install" | tee "$OUT/summary.txt"
+if ! python3 -m pip install --no-build-isolation --no-deps -q "$ROOT" > "$OUT/install.log" 2>&1; then
+    tail -40 "$OUT/install.log"
+    exit 1
+fi
+# Run from elsewhere so that `import cuvil_aot` is the installed package, not the sources.
+cd "$(mktemp -d)"
+
+echo "== pytest -m gpu" | tee -a "$OUT/summary.txt"
+# Warnings stay warnings here: the frameworks emit their own (pytest.warns still works).
+python3 -m pytest -c "$ROOT/pyproject.toml" --rootdir "$ROOT" -m gpu -n 4 --dist loadgroup \
+    -p no:cacheprovider -p no:warnings --timeout 300 -q -rfE ${GPU_CHECK_TESTS:-} "$ROOT/tests/test_gpu.py" \
+    > "$OUT/pytest.log" 2>&1
+echo "pytest exit $?" | tee -a "$OUT/summary.txt"
+grep -E "passed|failed|error" "$OUT/pytest.log" | tail -3 | tee -a "$OUT/summary.txt"
+
+case "${GPU_CHECK_BENCH:-full}" in
+    none) ;;
+    quick) python3 "$ROOT/bench/gpu_bench.py" "$OUT" --quick 2>&1 | tee "$OUT/bench.log"
+           python3 "$ROOT/bench/gpu_cold.py" "$OUT" 2>&1 | tee -a "$OUT/bench.log" ;;
+    *) python3 "$ROOT/bench/gpu_bench.py" "$OUT" --compile 2>&1 | tee "$OUT/bench.log"
+       python3 "$ROOT/bench/gpu_cold.py" "$OUT" --compile 2>&1 | tee -a "$OUT/bench.log" ;;
+esac
+cat "$OUT/summary.txt"
