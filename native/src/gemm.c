@@ -52,11 +52,14 @@ static int cv_gemm_claim_slot(atomic_int *busy, int nslots) {
 #define KERNELS(isa) CV_GLUE3(cv_kernels, SFX, isa)
 
 #define T float
+#define TI int32_t
 #define SFX f32
 #include "gemm_impl.h"
 #undef T
+#undef TI
 #undef SFX
 
 #define T double
+#define TI int64_t
 #define SFX f64
 #include "gemm_impl.h"

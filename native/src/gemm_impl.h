@@ -1,5 +1,6 @@
 /* The GEMM driver for one element type: included by gemm.c with T (float or
- * double), SFX (f32 or f64) and FN(name) = name_SFX defined.
+ * double), TI (int32_t or int64_t), SFX (f32 or f64) and FN(name) = name_SFX
+ * defined.
  *
  * Packed path (BLIS-like). The rows of every batch are cut into row units of
  * up to kt->mc rows and the columns into column units of up to kt->nc; a
