@@ -44,8 +44,10 @@ MAX_BYTES = 1 << 18
 FIELDS = frozenset(
     {"format", "schema", "module", "ext_name", "file", "sha256", "size", "prekey", "components"}
 )
-IGNORED = frozenset({"cpu_levels"})
-"""Cheap components a prebuilt need not share: any level up to this CPU's will do."""
+IGNORED = frozenset({"cpu_levels", "cuda_archs"})
+"""Cheap components a prebuilt need not share: any level up to this CPU's will do, and
+the GPU targets a wheel was built for are the wheel's (a CPU-only wheel, built with
+``cuda_archs=()``, must still load where the default would ask for a fatbin)."""
 if TYPE_CHECKING:
     from cuvil_aot.artifacts import Outcome, Settings
 

@@ -1,0 +1,76 @@
+"""cuvil_aot's own PEP 517 backend (``backend-path = ["."]`` in pyproject.toml).
+
+scikit-build-core builds ``native/`` (the ``_runtime`` extension) and the wheel; then
+cuvil_aot's AOT pass compiles ``cuvil_aot/nn.py`` into it, so the installed wheel
+ships ``cuvil_aot.nn`` precompiled.
+
+The compiler that runs is the one inside the wheel just built: its worker process
+imports ``cuvil_aot`` from the unpacked wheel (PYTHONPATH), with the fresh
+``_runtime`` beside it. Compiling needs only the headers (shipped in the wheel); the
+generated module imports ``cuvil_aot._runtime`` when *it* is imported, at run time.
+This process only reads and rewrites zip files with the source tree's
+``cuvil_aot.build`` (pure Python, no ``_runtime``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from scikit_build_core import build as _skbuild
+
+Config = dict[str, Any] | None
+AOT_MODULES = ("cuvil_aot/nn.py",)
+
+
+def get_requires_for_build_wheel(config_settings: Config = None) -> list[str]:
+    return list(_skbuild.get_requires_for_build_wheel(config_settings))
+
+
+def get_requires_for_build_sdist(config_settings: Config = None) -> list[str]:
+    return list(_skbuild.get_requires_for_build_sdist(config_settings))
+
+
+def get_requires_for_build_editable(config_settings: Config = None) -> list[str]:
+    return list(_skbuild.get_requires_for_build_editable(config_settings))
+
+
+def prepare_metadata_for_build_wheel(metadata_directory: str,
+                                     config_settings: Config = None) -> str:
+    return str(_skbuild.prepare_metadata_for_build_wheel(metadata_directory, config_settings))
+
+
+def build_sdist(sdist_directory: str, config_settings: Config = None) -> str:
+    return str(_skbuild.build_sdist(sdist_directory, config_settings))
+
+
+def build_editable(wheel_directory: str, config_settings: Config = None,
+                   metadata_directory: str | None = None) -> str:
+    """Editable installs compile ``cuvil_aot.nn`` at its first call, like any module."""
+    return str(_skbuild.build_editable(wheel_directory, config_settings, metadata_directory))
+
+
+def build_wheel(wheel_directory: str, config_settings: Config = None,
+                metadata_directory: str | None = None) -> str:
+    from cuvil_aot.build import aot, backend
+    from cuvil_aot.build import wheel as wheelfile
+    from cuvil_aot.build.settings import Settings
+
+    def run() -> str:
+        settings = Settings(include=AOT_MODULES, cuda="off")
+        with tempfile.TemporaryDirectory(prefix="cuvil_aot-self-") as tmp:
+            scratch = Path(tmp)
+            (scratch / "skbuild").mkdir()
+            name = _skbuild.build_wheel(str(scratch / "skbuild"), config_settings,
+                                        metadata_directory)
+            wheel = wheelfile.read(scratch / "skbuild" / name)
+            records, note = aot.compile_wheel(wheel, settings, Path.cwd(), scratch, os.environ)
+            if len(records) != len(AOT_MODULES):
+                raise aot.CompileFailed(f"expected {AOT_MODULES} compiled, got {records}")
+            aot.build_manifest(wheel, settings, records, note)
+            epoch = wheelfile.source_date_epoch(os.environ)
+            return wheel.write(Path(wheel_directory), epoch).name
+
+    return backend.friendly(run)

@@ -1,0 +1,1 @@
+"""A sample project with marked modules, built by every supported inner backend."""

@@ -1,0 +1,3 @@
+"""Mentions cuvil_aot and optimize only in this docstring: the byte scan's false positive."""
+
+ANSWER = 42
