@@ -66,7 +66,9 @@ def build_wheel(wheel_directory: str, config_settings: Config = None,
             name = _skbuild.build_wheel(str(scratch / "skbuild"), config_settings,
                                         metadata_directory)
             wheel = wheelfile.read(scratch / "skbuild" / name)
-            records, note = aot.compile_wheel(wheel, settings, Path.cwd(), scratch, os.environ)
+            # A private compile cache: these entries serve no later build or import.
+            env = {**os.environ, "CUVIL_AOT_CACHE_DIR": str(scratch / "cache")}
+            records, note = aot.compile_wheel(wheel, settings, Path.cwd(), scratch, env)
             if len(records) != len(AOT_MODULES):
                 raise aot.CompileFailed(f"expected {AOT_MODULES} compiled, got {records}")
             aot.build_manifest(wheel, settings, records, note)
