@@ -1,0 +1,141 @@
+"""cuvil_aot against NumPy, numexpr, Numba, PyTorch (eager, torch.compile) and ONNX Runtime
+on the CPU, with this machine's floors, in one run; writes bench/RESULTS.md.
+
+    pip install -e '.[bench]'   # torch==2.13.0 is the CPU wheel
+    python bench/run.py [--cases a,b] [--competitors X,Y] [--output PATH]
+
+Every (case, competitor) runs in a fresh process (worker.py) so that its RSS is its own.
+The benchmark processes run without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE: where set
+(they are on these machines) they pin OpenBLAS to a slower kernel than its own CPU
+detection picks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+OUT = HERE / "out"
+UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+NEEDS = {"numexpr": "numexpr", "Numba": "numba", "PyTorch eager": "torch",
+         "torch.compile": "torch", "ONNX Runtime": "onnxruntime"}
+CUVIL_MODULES = ("examples.models", "bench.models")
+VMATH_STUB = "#pragma once\n#include <math.h>\n" + "".join(
+    f"#define cv_{f}f {f}f\n#define cv_{f} {f}\n"
+    for f in ("exp", "expm1", "log", "log1p", "tanh", "sin", "cos"))
+
+sys.path[:0] = [str(ROOT), str(HERE)]
+import report  # noqa: E402
+from cases import BY_NAME, CASES  # noqa: E402
+from worker import COMPETITORS  # noqa: E402
+
+
+def child_env(extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in UNSET}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return {**env, **extra}
+
+
+def vmath_includes() -> tuple[str, ...]:
+    """native/ may not ship cuvil_aot/vmath.h yet: then kernels call libm through a stub."""
+    if (ROOT / "native/include/cuvil_aot/vmath.h").exists():
+        return ()
+    stub = OUT / "vstub"
+    (stub / "cuvil_aot").mkdir(parents=True, exist_ok=True)
+    (stub / "cuvil_aot/vmath.h").write_text(VMATH_STUB)
+    return (str(stub),)
+
+
+def runtime_is_stale() -> bool:
+    """Whether native/ changed after cuvil_aot/_runtime*.so was built (rebuild it first)."""
+    built = [p.stat().st_mtime for p in (ROOT / "cuvil_aot").glob("_runtime*.so")]
+    paths = [*(ROOT / "native/src").glob("*.[ch]"), ROOT / "native/include/cuvil_aot/runtime.h"]
+    sources = [p.stat().st_mtime for p in paths if p.exists()]
+    return not built or max(sources) > max(built)
+
+
+def build_cuvil() -> tuple[dict[str, list[str]], dict]:
+    """Build each cuvil_aot module once; workers load the extensions."""
+    from cuvil_aot import driver
+
+    includes = vmath_includes()
+    exts, info = {}, {"vmath": "stub (libm)" if includes else "native (vmath.h)",
+                      "runtime_stale": runtime_is_stale(), "build_s": {}}
+    for name in CUVIL_MODULES:
+        out_dir = OUT / "build" / name
+        out_dir.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        options = driver.Options(extra_includes=includes, cuda_archs=())  # CPU only
+        art = driver.build(importlib.import_module(name), options, out_dir=out_dir)
+        info["build_s"][name] = time.perf_counter() - t0
+        info["compiler"], info["cpu_levels"] = art.manifest["compiler"], art.manifest["cpu_levels"]
+        exts[name] = [art.ext_name, str(art.path)]
+    return exts, info
+
+
+def run_worker(args: list[str], env: dict[str, str], timeout: float = 900) -> dict:
+    try:
+        proc = subprocess.run([sys.executable, str(HERE / "worker.py"), *args], env=env,
+                              capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "error": f"timed out after {timeout:.0f} s"}
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        return {"ok": False, "error": f"worker exit {proc.returncode}: {proc.stderr[-400:]}"}
+    return json.loads(lines[-1])
+
+
+def missing(competitor: str) -> str | None:
+    pkg = NEEDS.get(competitor)
+    return pkg if pkg and importlib.util.find_spec(pkg) is None else None
+
+
+def run_all(cases: list[str], competitors: list[str], env: dict[str, str]) -> dict:
+    results: dict[str, dict[str, dict]] = {}
+    for name in cases:
+        results[name] = {}
+        for comp in competitors:
+            pkg = missing(comp)
+            res = ({"ok": False, "skipped": f"{pkg} is not installed"} if pkg
+                   else run_worker(["case", comp, name], env))
+            results[name][comp] = res
+            print(f"{name:14s} {comp:14s} {report.brief(res)}", file=sys.stderr, flush=True)
+    return results
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", default=",".join(c.name for c in CASES))
+    ap.add_argument("--competitors", default=",".join(COMPETITORS))
+    ap.add_argument("--output", default=str(HERE / "RESULTS.md"))
+    args = ap.parse_args()
+    cases = [c for c in args.cases.split(",") if c in BY_NAME]
+    competitors = [c for c in args.competitors.split(",") if c in COMPETITORS]
+    OUT.mkdir(exist_ok=True)
+    started = time.time()
+    exts, cuvil_info = build_cuvil()
+    env = child_env({"CUVIL_BENCH_EXT": json.dumps(exts)})
+    load = [os.getloadavg()[0]]
+    floors = [run_worker(["floors"], env)]
+    results = run_all(cases, competitors, env)
+    floors.append(run_worker(["floors"], env))
+    load.append(os.getloadavg()[0])
+    run = {"started": started, "seconds": time.time() - started, "argv": sys.argv[1:],
+           "unset": {k: os.environ.get(k) for k in UNSET}, "cuvil": cuvil_info,
+           "load": load, "floors": floors, "results": results}
+    (OUT / "results.json").write_text(json.dumps(run, indent=1))
+    Path(args.output).write_text(report.render(run))
+    print(f"wrote {args.output} in {run['seconds']:.0f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
