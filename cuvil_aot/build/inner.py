@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from types import ModuleType
 from typing import Any
 
 _DISTRIBUTIONS = {
@@ -46,5 +45,5 @@ def requires(spec: str, hook: str, config: Mapping[str, object] | None) -> list[
     return list(get(dict(config) if config else None)) if get is not None else []
 
 
-def has(backend: ModuleType | Any, hook: str) -> bool:
+def has(backend: Any, hook: str) -> bool:
     return callable(getattr(backend, hook, None))
