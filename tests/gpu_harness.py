@@ -42,12 +42,13 @@ class Framework:
         self.lib = pytest.importorskip(name if name != "numba" else "numba.cuda")
 
     def put(self, a: np.ndarray, view: str = "contiguous") -> Any:
-        if view == "transposed" and a.ndim == 2:
-            return self._put(np.ascontiguousarray(a.T)).T
-        if view == "strided" and a.ndim >= 1 and self.name != "numba":
-            big = np.repeat(a, 2, axis=-1)
-            return self._put(big)[..., ::2]
-        return self._put(np.ascontiguousarray(a))
+        """A device copy of ``a``; a transposed or strided view of one where asked (Numba's
+        device arrays take neither: they stay contiguous)."""
+        if self.name != "numba" and view == "transposed" and a.ndim == 2:
+            return self._put(np.array(a.T, order="C")).T
+        if self.name != "numba" and view == "strided" and a.ndim >= 1:
+            return self._put(np.repeat(a, 2, axis=-1))[..., ::2]
+        return self._put(np.array(a, order="C"))  # (ascontiguousarray would make 0-d 1-d)
 
     def _put(self, a: np.ndarray) -> Any:
         if self.name == "torch":
@@ -165,8 +166,8 @@ def check_module(module: Any, fw: Framework, seed: int, scale: Callable[[str, di
         for sig in sigs:
             for view in ("contiguous", "strided", "transposed"):
                 sizes = sizes_of(rng)
-                try:
-                    args = draw_args(rng, sig, sizes, special)
+                try:  # float -> int casts of NaN/Inf/huge values are undefined: no specials
+                    args = draw_args(rng, sig, sizes, special and name != "casts")
                     run_check(fn, fw, args, view, scale(name, sizes))
                 except Exception as exc:  # noqa: BLE001 - every failure is reported at the end
                     text = str(exc).replace("\n", " ")[:300]

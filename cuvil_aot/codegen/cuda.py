@@ -15,15 +15,18 @@ Each group has a few entry points (``extern "C"``) that the host picks from:
   ``_flat`` when every operand runs contiguously along the loop space and is
   aligned: 4 elements per step through 16-byte (for 4-byte types) vectors;
 - row: ``_w32``/``_w64`` one warp per row, ``_b32``/``_b64`` one block per
-  row (long rows); the stages reduce with shuffles, then the roots are stored;
-- GEMM: ``_tiled``, ``_gemv1``, ``_gemv4`` (main loops in cuda_gemm.h), all
-  calling the group's epilogue functor on finished accumulators.
+  row (long rows, or few rows); the stages reduce with shuffles, then the roots
+  are stored; ``_bc32`` keeps up to 8 elements per thread in registers, so a
+  row of up to 4096 is read from memory once whatever the number of passes;
+- GEMM: ``_tiled`` (128x128 tiles), ``_tiled64``, ``_gemv1``, ``_gemv4`` (main
+  loops in cuda_gemm.h), all calling the group's epilogue functor on finished
+  accumulators.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cuvil_aot.codegen import ops_c, ops_cuda
 from cuvil_aot.codegen.c import (
@@ -46,8 +49,9 @@ BLOCK = 256  # elementwise, warp-per-row and tiled GEMM blocks
 ROW_BLOCK = 512  # block-per-row
 GEMV_BLOCK = 1024
 VEC = 4  # elements per step of a _flat kernel
-ENTRIES = {Kind.ELEMENTWISE: ("s32", "s64", "flat"), Kind.ROW: ("w32", "w64", "b32", "b64"),
-           Kind.GEMM: ("tiled", "gemv1", "gemv4")}
+ENTRIES = {Kind.ELEMENTWISE: ("s32", "s64", "flat"),
+           Kind.ROW: ("w32", "w64", "b32", "b64", "bc32"),
+           Kind.GEMM: ("tiled", "tiled64", "gemv1", "gemv4")}
 HEADER = '#include "cuvil_aot/cuda_gemm.h"\n'
 
 
@@ -75,6 +79,7 @@ class CudaEmitter(KernelEmitter):
     def __init__(self, name: str, group: Group, buffers: set[int]):
         super().__init__(name, group, buffers)
         self.k: CudaKernel = CudaKernel(name, group)
+        self.row_cache: _RowCache | None = None  # set while a cached row kernel is emitted
 
     def render(self, op: Op, dtype: str, args: list[str]) -> str:
         return ops_cuda.render(op, dtype, args)
@@ -89,11 +94,20 @@ class CudaEmitter(KernelEmitter):
         return " + ".join(f"i{v} * s{j}_{v}" for v in self.k.operands[j].support()) or "0"
 
     def load(self, base: Node, view: Shape | None, m: IndexMap, body: _Body) -> str:
+        j = self.operand(base, view, m)
         if isinstance(body, _GpuBody) and body.lane is not None:
-            j = self.operand(base, view, m)
             body.used.add(j)
             return body.local(ops_c.CTYPE[base.dtype], f"L{j}.v[{body.lane}]")
-        return super().load(base, view, m, body)
+        cache = self.row_cache
+        if cache is None or not set(self.k.operands[j].support()) & set(self.group.space
+                                                                          .reduce_axes):
+            return super().load(base, view, m, body)
+        if j in cache.done:
+            return f"cv{j}[r]"
+        value = super().load(base, view, m, body)
+        body.w.line(f"cv{j}[r] = {value};")
+        cache.pending.add(j)
+        return value
 
     def store(self, root: Node, dest: Dest, m: IndexMap, value: str, body: _Body) -> None:
         if isinstance(body, _GpuBody) and body.lane is not None:
@@ -243,44 +257,92 @@ REDUCE_OP = {Op.SUM: "cv_op_sum", Op.PROD: "cv_op_prod", Op.MAX: "cv_op_max",
              Op.MIN: "cv_op_min"}
 
 
+ROW_CACHE = 8  # elements per thread a cached row kernel keeps in registers
+
+
+@dataclass
+class _RowCache:
+    """Operands (by index) whose row values an earlier pass left in registers cv{j}[r]."""
+
+    done: set[int] = field(default_factory=set)
+    pending: set[int] = field(default_factory=set)
+
+
 def _rows(em: CudaEmitter, w: Writer) -> None:
-    k, space = em.k, em.group.space
-    kept, reduced = list(space.kept_axes), list(space.reduce_axes)
-    pairs = list(zip(em.group.roots, em.group.dests))
-    per_row = [(r, d) for r, d in pairs if r.shape != space.shape]
-    full = [(r, d) for r, d in pairs if r.shape == space.shape]
-    inner = Writer()
-    for n, stage in enumerate(em.group.stages):
-        _stage(em, inner, n, stage, reduced)
-    if per_row:
-        with inner.block("if (tid == 0)"):
-            _store_roots(em, _GpuBody(inner), per_row)
-    if full:
-        body = _fill(_GpuBody(Writer()), lambda b: _store_roots(em, b, full))
-        _row_loop(inner, reduced, body)
-    with w.block(f"template <class I, int TEAM> static __device__ __forceinline__ void "
-                 f"{k.name}_rows(const {k.name}_args *a)"):
-        _prologue(k, w, "I")
-        _sizes(k, w, "I")
-        w.line(f"const I rows = {_product(kept)}, len = {_product(reduced)}; (void)len;")
-        w.line("const I team = TEAM == 32 ? (I)32 : (I)blockDim.x;")
-        w.line("const I tid = (I)(TEAM == 32 ? (threadIdx.x & 31) : threadIdx.x);")
-        w.line("const I teams = (I)(TEAM == 32 ? (blockDim.x >> 5) : 1); (void)team;")
-        w.line("const I first = (I)blockIdx.x * teams + (I)(TEAM == 32 ? (threadIdx.x >> 5) : 0);")
-        with w.block("for (I row = first; row < rows; row += (I)gridDim.x * teams)"):
-            _decompose(w, kept, "row", "I")
-            w.extend(inner)
+    k = em.k
+    plain, cached = _row_passes(em, cache=False), _row_passes(em, cache=True)
+    for name, params, inner in ((f"{k.name}_rows", "class I, int TEAM", plain),
+                                (f"{k.name}_rows_c", "class I, int TEAM, int R", cached)):
+        with w.block(f"template <{params}> static __device__ __forceinline__ void "
+                     f"{name}(const {k.name}_args *a)"):
+            _row_prologue(em, w)
+            with w.block("for (I row = first; row < rows; row += (I)gridDim.x * teams)"):
+                _decompose(w, list(em.group.space.kept_axes), "row", "I")
+                w.extend(inner)
     for suffix, index, team, threads in (("w32", "int32_t", 32, BLOCK),
                                          ("w64", "int64_t", 32, BLOCK),
                                          ("b32", "int32_t", 0, ROW_BLOCK),
                                          ("b64", "int64_t", 0, ROW_BLOCK)):
         _entry(w, k, suffix, f"{threads}", f"{k.name}_rows<{index}, {team}>(a);")
+    _entry(w, k, "bc32", f"{ROW_BLOCK}", f"{k.name}_rows_c<int32_t, 0, {ROW_CACHE}>(a);")
 
 
-def _row_loop(w: Writer, reduced: list[int], body: Writer) -> None:
-    with w.block("for (I j = tid; j < len; j += team)"):
-        _decompose(w, reduced, "j", "I")
-        w.extend(body)
+def _row_prologue(em: CudaEmitter, w: Writer) -> None:
+    space = em.group.space
+    _prologue(em.k, w, "I")
+    _sizes(em.k, w, "I")
+    w.line(f"const I rows = {_product(list(space.kept_axes))}, "
+           f"len = {_product(list(space.reduce_axes))}; (void)len;")
+    w.line("const I team = TEAM == 32 ? (I)32 : (I)blockDim.x;")
+    w.line("const I tid = (I)(TEAM == 32 ? (threadIdx.x & 31) : threadIdx.x);")
+    w.line("const I teams = (I)(TEAM == 32 ? (blockDim.x >> 5) : 1); (void)team;")
+    w.line("const I first = (I)blockIdx.x * teams + (I)(TEAM == 32 ? (threadIdx.x >> 5) : 0);")
+
+
+def _row_passes(em: CudaEmitter, cache: bool) -> Writer:
+    """The stages, then the roots, of one row. With ``cache``, each thread owns elements
+    j = tid + r * team (r < R) and the first pass that loads an operand keeps its values in
+    registers for the later passes: the row is read from memory once."""
+    space = em.group.space
+    reduced = list(space.reduce_axes)
+    pairs = list(zip(em.group.roots, em.group.dests))
+    em.row_cache = _RowCache() if cache else None
+    inner = Writer()
+    for n, stage in enumerate(em.group.stages):
+        _stage(em, inner, n, stage, reduced)
+    if per_row := [(r, d) for r, d in pairs if r.shape != space.shape]:
+        with inner.block("if (tid == 0)"):
+            _store_roots(em, _GpuBody(inner), per_row)
+    if full := [(r, d) for r, d in pairs if r.shape == space.shape]:
+        body = _fill(_GpuBody(Writer()), lambda b: _store_roots(em, b, full))
+        _row_loop(em, inner, reduced, body)
+    if em.row_cache is None:
+        return inner
+    decls = Writer()
+    for j in sorted(em.row_cache.done | em.row_cache.pending):
+        decls.line(f"{ops_c.CTYPE[em.k.operands[j].dtype]} cv{j}[R];")
+    decls.extend(inner)
+    em.row_cache = None
+    return decls
+
+
+def _row_loop(em: CudaEmitter, w: Writer, reduced: list[int], body: Writer) -> None:
+    if em.row_cache is None:
+        header = "for (I j = tid; j < len; j += team)"
+    else:
+        em.row_cache.done |= em.row_cache.pending
+        em.row_cache.pending = set()
+        w.line("#pragma unroll")
+        header = "for (int r = 0; r < R; r++)"
+    with w.block(header):
+        if em.row_cache is None:
+            _decompose(w, reduced, "j", "I")
+            w.extend(body)
+            return
+        w.line("const I j = tid + (I)r * team;")
+        with w.block("if (j < len)"):  # predicated: the R loads stay independent
+            _decompose(w, reduced, "j", "I")
+            w.extend(body)
 
 
 def _stage(em: CudaEmitter, w: Writer, n: int, stage: Node, reduced: list[int]) -> None:
@@ -294,7 +356,7 @@ def _stage(em: CudaEmitter, w: Writer, n: int, stage: Node, reduced: list[int]) 
         init = REDUCE_INIT.get(op) or _extreme(src.dtype, op is Op.MIN)
         w.line(f"{ctype} acc{n} = {init};")
         body.w.line(f"acc{n} = {REDUCE_OP[op]}()(acc{n}, ({ctype})({value}));")
-        _row_loop(w, reduced, body.w)
+        _row_loop(em, w, reduced, body.w)
         w.line(f"acc{n} = cv_team_reduce<TEAM>(acc{n}, {REDUCE_OP[op]}());")
     else:  # argmax / argmin over one axis: the first NaN, else the first extreme
         is_max = "true" if op is Op.ARGMAX else "false"
@@ -303,7 +365,7 @@ def _stage(em: CudaEmitter, w: Writer, n: int, stage: Node, reduced: list[int]) 
         w.line(f"int64_t acc{n} = INT64_MAX;")
         body.w.line(f"if (cv_arg_better<{is_max}>(({vtype})({value}), (int64_t)j, best{n}, "
                     f"acc{n})) {{ best{n} = {value}; acc{n} = j; }}")
-        _row_loop(w, reduced, body.w)
+        _row_loop(em, w, reduced, body.w)
         w.line(f"cv_team_arg<TEAM, {is_max}>(best{n}, acc{n});")
     em.stage_vars[id(stage)] = f"acc{n}"
 
@@ -325,8 +387,9 @@ def _gemm(em: CudaEmitter, w: Writer) -> None:
     m, n = f"a->n[{nloops - 2}]", f"a->n[{nloops - 1}]"
     batch = "a->n[0]" if nloops == 3 else "1"
     nterms = len(em.group.terms)
-    _entry(w, k, "tiled", f"{BLOCK}", f"cv_gemm_tiled<{acc}>(a->t, {nterms}, {m}, {n}, {batch}, "
-           f"{k.name}_epi{{a}});")
+    for suffix, tile in (("tiled", 128), ("tiled64", 64)):
+        _entry(w, k, suffix, f"{BLOCK}", f"cv_gemm_tiled<{acc}, {tile}>(a->t, {nterms}, {m}, "
+               f"{n}, {batch}, {k.name}_epi{{a}});")
     for mr in (1, 4):
         _entry(w, k, f"gemv{mr}", f"{GEMV_BLOCK}", f"cv_gemv<{acc}, {mr}>(a->t, {nterms}, {m}, "
                f"{n}, {batch}, (int)a->cols, {k.name}_epi{{a}});")

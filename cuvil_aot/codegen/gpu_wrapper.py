@@ -355,9 +355,11 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int) -> None:
         w.line(f"const int64_t rows = {_product([f'a.n[{v}]' for v in space.kept_axes])};")
         w.line(f"const int64_t len = {_product([f'a.n[{v}]' for v in space.reduce_axes])};")
         with w.block("if (rows > 0)"):
-            w.line(f"const int big = len > 1024, fits = cv_gpu_fits32(a.n, {nloops}, {strides}, "
-                   f"{nops}, rows * len);")
-            w.line(f"const int kid = {first} + (big ? 2 : 0) + (fits ? 0 : 1);")
+            # a block per row for long rows, and for rows too few to keep the SMs busy
+            w.line("const int big = len > 1024 || (len >= 64 && rows < 16 * (int64_t)sm);")
+            w.line(f"const int fits = cv_gpu_fits32(a.n, {nloops}, {strides}, {nops}, rows * len);")
+            w.line(f"const int cached = big && fits && len <= {cuda.ROW_CACHE * cuda.ROW_BLOCK};")
+            w.line(f"const int kid = {first} + (cached ? 4 : (big ? 2 : 0) + (fits ? 0 : 1));")
             w.line(f"const uint32_t block = big ? {cuda.ROW_BLOCK} : {cuda.BLOCK}, gy = 1;")
             w.line(f"const uint32_t grid = big ? cv_gpu_grid(rows, 1, sm, {2048 // cuda.ROW_BLOCK})"
                    f" : cv_gpu_grid(rows, {cuda.BLOCK // 32}, sm, 8);")
@@ -374,12 +376,14 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int) -> None:
                 w.line("int cols = 32;")
                 w.line("while (cols > 8 && (n + cols - 1) / cols * groups * nb < 2 * sm) "
                        "cols /= 2;")
-                w.line(f"a.cols = cols; kid = {first} + (mr == 1 ? 1 : 2);")
+                w.line(f"a.cols = cols; kid = {first} + (mr == 1 ? 2 : 3);")
                 w.line(f"grid = (uint32_t)((n + cols - 1) / cols * groups); "
                        f"block = {cuda.GEMV_BLOCK};")
-            with w.block("else"):
-                w.line(f"kid = {first}; grid = (uint32_t)(((m + 127) / 128) * ((n + 127) / 128));"
-                       f" block = {cuda.BLOCK};")
+            with w.block("else"):  # 64x64 tiles where 128x128 ones leave SMs idle
+                w.line("const int64_t tiles = ((m + 127) / 128) * ((n + 127) / 128);")
+                w.line("const int small = tiles * nb < sm;")
+                w.line(f"kid = {first} + small; block = {cuda.BLOCK};")
+                w.line("grid = (uint32_t)(small ? ((m + 63) / 64) * ((n + 63) / 64) : tiles);")
             w.line(launch)
 
 
