@@ -90,7 +90,7 @@ def test_reductions(reductions, framework):
 @group("matmul")
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_matmul_and_epilogues(matmuls, framework):
-    sizes = lambda rng: {"M": int(rng.choice([0, 1, 3, 8, 9, 140])),  # noqa
+    sizes = lambda rng: {"M": int(rng.choice([0, 1, 3, 8, 9, 32, 33, 140])),  # noqa
                          "K": int(rng.choice([0, 1, 7, 300])), "N": int(rng.choice([1, 5, 130])),
                          "J": int(rng.integers(1, 20)), "Z": int(rng.integers(0, 3))}
     scale = lambda name, s: 10.0 * (s.get("K", 0) + s.get("J", 0) + 1)  # noqa

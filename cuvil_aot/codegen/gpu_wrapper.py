@@ -371,7 +371,7 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int) -> None:
         with w.block("if (nb * m * n > 0)"):
             w.line("const uint32_t gy = (uint32_t)(nb < 65535 ? nb : 65535);")
             w.line("int kid; uint32_t grid, block;")
-            with w.block("if (m <= 8)"):  # GEMV: each weight read once per 4 rows
+            with w.block("if (m <= 32)"):  # GEMV: each weight read once per 4 rows
                 w.line("const int64_t mr = m == 1 ? 1 : 4, groups = (m + mr - 1) / mr;")
                 w.line("int cols = 32;")
                 w.line("while (cols > 8 && (n + cols - 1) / cols * groups * nb < 2 * sm) "

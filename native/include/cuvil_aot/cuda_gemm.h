@@ -6,8 +6,9 @@
  * and stores the group's roots. Two main loops, picked by the host:
  *  - cv_gemm_tiled: 128x128 (or 64x64) block tiles, 8x8 (4x4) per thread,
  *    double-buffered shared memory. Any strides (scalar global loads).
- *  - cv_gemv: small m. Reads each weight once: a block owns `cols` columns,
- *    its 32 warps split k, partial sums meet in shared memory.
+ *  - cv_gemv: small m (up to 32). Reads each weight once per 4 rows: a block
+ *    owns `cols` columns, its 32 warps split k, partial sums meet in shared
+ *    memory.
  * Both take the epilogue the same way, so a tensor-core main loop can
  * replace cv_gemm_tiled without touching the generated code.
  */
