@@ -96,6 +96,9 @@ def fresh_venv(venv: Path, with_cuvil_aot: bool = True, build_tools: bool = Fals
 
 
 def pip_install(python: Path, env: dict[str, str], *args: str) -> None:
+    """pip installs into the venv; without PYTHONPATH, where it could see this
+    environment's own cuvil-aot as already installed."""
+    env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
     proc = run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
                 "--no-index", "--no-build-isolation", *args], env)
     assert proc.returncode == 0, f"pip install failed:\n{proc.stdout}\n{proc.stderr}"
