@@ -54,13 +54,18 @@ def info() -> dict[str, object]:
 
 
 def _configure_runtime() -> None:
-    """Apply CUVIL_AOT_NUM_THREADS and CUVIL_AOT_CPU_LEVEL before any module loads."""
+    """Import the native runtime now, so that extensions loaded from several threads
+    at once find it initialized, and apply CUVIL_AOT_NUM_THREADS / CUVIL_AOT_CPU_LEVEL
+    before any module loads. A source tree without the built runtime (cuvil_aot's own
+    build) skips it."""
+    try:
+        from cuvil_aot import _runtime
+    except ImportError:
+        return
     from cuvil_aot import knobs
 
     settings = knobs.read()
     if settings.num_threads or settings.cpu_level:
-        from cuvil_aot import _runtime
-
         _runtime.configure(num_threads=settings.num_threads or None,
                            cpu_level=settings.cpu_level or None)
 

@@ -219,17 +219,11 @@ def _files(folder: Path, suffix: str) -> list[Path]:
 
 
 def numpy_abi() -> str:
-    """NumPy's major version and C-API version: what a built extension depends on."""
+    """The NumPy ABI an extension depends on: its major version. Extensions are built
+    for NumPy's default target API, so one built against any 2.x runs on every 2.x."""
     import numpy as np
 
-    try:
-        from numpy._core._multiarray_umath import (  # type: ignore[import-not-found]
-            _get_ndarray_c_version,
-        )
-
-        return f"{np.__version__.split('.')[0]}.capi{_get_ndarray_c_version():#x}"
-    except ImportError:  # another layout: the whole version, to be safe
-        return str(np.__version__)
+    return f"numpy{np.__version__.split('.')[0]}"
 
 
 def package_hash() -> str:
@@ -244,6 +238,7 @@ def package_hash() -> str:
     for sub in _COMPILER_PARTS:
         for path in _files(root / sub, ".py"):
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    digest.update((root / "nn.py").read_bytes())  # users inline its building blocks
     headers = hashlib.sha256()
     for header in _files(_header_dir(), ".h"):
         headers.update(header.name.encode() + b"\0" + header.read_bytes())

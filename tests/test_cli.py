@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import site
 import time
 from pathlib import Path
 
@@ -187,6 +188,8 @@ def test_run_script_and_module_with_the_hook(ws: Workspace) -> None:
     assert result["argv"] == ["three"] and result["finder"] == "CuvilFinder"
 
 
+@pytest.mark.skipif(not site.ENABLE_USER_SITE,
+                    reason="user site-packages are disabled here (a virtual environment)")
 def test_hook_enable_status_disable(ws: Workspace, tmp_path: Path) -> None:
     env = {"PYTHONUSERBASE": str(tmp_path / "userbase")}
     assert "wrote" in check(ws.cli("hook", "enable", "--user", **env))
