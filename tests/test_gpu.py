@@ -238,10 +238,11 @@ from cuvil_aot.errors import CudaError
 m = compile_source(Path({str(tmp_path)!r}), open({str(EXAMPLES / "models.py")!r}).read(),
                    cuda_archs=({device_arch()!r},))
 x, out = cp.ones(16, cp.float32), cp.empty(16, cp.float32)
+big = cp.ones(1 << 32, cp.float32)  # 16 GB: outputs come from the first argument's kind
 class Huge:  # claims far more memory than it owns: the kernel reads past the end
     __cuda_array_interface__ = dict(x.__cuda_array_interface__, shape=(1 << 32,))
 try:
-    m.elementwise_chain(Huge(), Huge()); cp.cuda.runtime.deviceSynchronize()
+    m.elementwise_chain(big, Huge()); cp.cuda.runtime.deviceSynchronize()
 except Exception as e:
     print("FAULT", type(e).__name__, e)
 for attempt in range(2):  # the launch finds the sticky error, then every call says so
