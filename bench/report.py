@@ -18,6 +18,8 @@ PACKAGES = ("numpy", "numexpr", "numba", "llvmlite", "scipy", "torch", "onnx", "
 UNTRACED = {"Numba", "PyTorch eager", "torch.compile"}
 """their arrays come from allocators tracemalloc does not see"""
 MIB = 1 << 20
+DISTURBED = 2.0
+"""a median this many times the best sample is marked † (other work preempted it)"""
 
 
 # --- formatting ---------------------------------------------------------------------
@@ -29,6 +31,8 @@ def us(seconds: float) -> str:
 
 
 def mib(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
     return f"{n / MIB:,.1f} MiB" if n >= MIB / 10 else f"{n / 1024:.0f} KiB"
 
 
@@ -97,6 +101,16 @@ def floor_of(case: Case, fl: dict, l3: int) -> tuple[float, str]:
     return max(t_flops, t_bytes), why
 
 
+RATES = ("copy_bw", "copy_fresh_bw", "l3_bw", "sgemm_flops")
+
+
+def best_floors(floors: list[dict]) -> dict:
+    """The machine's best in this run: other work on it only ever slows a floor down."""
+    ok = [f for f in floors if "copy_bw" in f]
+    best = {k: max(f[k] for f in ok) for k in RATES}
+    return {**ok[0], **best, "np_add_s": min(f["np_add_s"] for f in ok)}
+
+
 def floors_section(floors: list[dict]) -> list[str]:
     rows = []
     names = [("copy_bw", "copy bandwidth: `np.copyto` 64 MiB → existing 64 MiB, read+write bytes",
@@ -107,12 +121,13 @@ def floors_section(floors: list[dict]) -> list[str]:
               "8 MiB, warm in L3), OpenBLAS SGEMV on all cores", 1e9, "GB/s"),
              ("sgemm_flops", "SGEMM: NumPy `a @ b`, 4096×1024×4096 f32", 1e9, "GFLOP/s"),
              ("np_add_s", "one `np.add` on 1-element float32 arrays", 1e-6, "µs")]
+    best = best_floors(floors)
     for key, what, div, unit in names:
         digits = 2 if unit == "µs" else 1
-        vals = [f"{f[key] / div:,.{digits}f}" if key in f else "?" for f in floors]
-        rows.append([what, f"**{vals[0]}** {unit}", f"{vals[-1]} {unit}"])
-    return table(["floor (best of several samples)", "start of run (used)",
-                  "end of run (drift check)"], rows)
+        vals = [f"{f[key] / div:,.{digits}f}" if key in f else "?" for f in [best, *floors]]
+        rows.append([what, f"**{vals[0]} {unit}**", ", ".join(vals[1:])])
+    return table(["floor (best of several samples)", "used (the best)",
+                  "before each round, at the end"], rows)
 
 
 # --- cases --------------------------------------------------------------------------
@@ -134,33 +149,43 @@ def case_section(case: Case, results: dict[str, dict], fl: dict, l3: int) -> lis
     rows = []
     for comp, res in results.items():
         if not _ok(res):
-            rows.append([comp, brief(res)] + [""] * 7)
+            rows.append([comp, brief(res)] + [""] * 8)
             continue
         t = res["median_s"]
         traced = "—" if comp in UNTRACED else mib(res["traced_bytes"])
-        rows.append([f"**{comp}**" if comp == "cuvil_aot" else comp, us(t), us(res["min_s"]),
+        noisy = " †" if t > DISTURBED * res["min_s"] else ""
+        rows.append([f"**{comp}**" if comp == "cuvil_aot" else comp, us(t) + noisy,
+                     us(res["min_s"]),
+                     " / ".join(us(m) for m in res.get("round_medians", [])),
                      f"{t / np_s:.2f}" if np_s else "", f"{t / best:.2f}" if best else "",
                      f"{t / floor_s:.2f}", traced, mib(res["rss_bytes"]), f"{res['max_err']:.1e}"])
-    lines += table(["competitor", "median µs", "best µs", "× NumPy", "× best anchor",
+    lines += table(["competitor", "median µs", "best µs", "rounds µs", "× NumPy", "× best anchor",
                     "× floor", "traced peak", "RSS Δ", "max err (rel.)"], rows)
     return lines + [""]
 
 
 def summary_row(case: Case, results: dict[str, dict], fl: dict, l3: int) -> list[str]:
+    """Medians, and after a slash the same from each competitor's least disturbed sample."""
     floor_s, _ = floor_of(case, fl, l3)
-    cv = results.get("cuvil_aot", {})
-    anchors = {c: r["median_s"] for c, r in results.items() if c != "cuvil_aot" and _ok(r)}
-    best_name = min(anchors, key=anchors.get) if anchors else None
-    np_s = results.get("NumPy", {}).get("median_s")
-    if not _ok(cv):
-        return [case.title, brief(cv), us(np_s) if np_s else "", "", us(floor_s), "", case.target,
-                "", ""]
-    t = cv["median_s"]
-    met = _target_met(case, t, floor_s, anchors)
-    wins = all(t < v for v in anchors.values())
-    best = f"{best_name} {us(anchors[best_name])}" if best_name else ""
-    return [case.title, us(t), us(np_s) if np_s else "", best, us(floor_s), f"{t / floor_s:.2f}",
-            case.target, "yes" if met else "**no**", "yes" if wins else "**no**"]
+    ok = {c: r for c, r in results.items() if _ok(r)}
+    cv, np_res = ok.get("cuvil_aot"), ok.get("NumPy")
+    np_text = f"{us(np_res['median_s'])} / {us(np_res['min_s'])}" if np_res else ""
+    if cv is None:
+        return [case.title, brief(results.get("cuvil_aot", {})), np_text, "", us(floor_s), "",
+                case.target, "", ""]
+    cells = []
+    for key in ("median_s", "min_s"):
+        anchors = {c: r[key] for c, r in ok.items() if c != "cuvil_aot"}
+        t = cv[key]
+        cells.append((t, anchors, _target_met(case, t, floor_s, anchors),
+                      all(t < v for v in anchors.values())))
+    anchors = cells[0][1]
+    name = min(anchors, key=anchors.get) if anchors else ""
+    best = f"{name} {us(anchors[name])} / {us(ok[name]['min_s'])}" if name else ""
+    return [case.title, f"{us(cv['median_s'])} / {us(cv['min_s'])}", np_text, best, us(floor_s),
+            " / ".join(f"{c[0] / floor_s:.2f}" for c in cells), case.target,
+            " / ".join("yes" if c[2] else "**no**" for c in cells),
+            " / ".join("yes" if c[3] else "**no**" for c in cells)]
 
 
 def _target_met(case: Case, t: float, floor_s: float, anchors: dict[str, float]) -> bool:
@@ -177,7 +202,7 @@ def _target_met(case: Case, t: float, floor_s: float, anchors: dict[str, float])
 def render(run: dict) -> str:
     cpu = lscpu()
     l3 = l3_bytes(cpu)
-    fl = run["floors"][0]
+    fl = best_floors(run["floors"])
     cv = run["cuvil"]
     date = datetime.datetime.fromtimestamp(run["started"], datetime.timezone.utc)
     blas = "; ".join(f"{b['internal_api']} {b['version']} kernel **{b['architecture']}**, "
@@ -203,8 +228,10 @@ def render(run: dict) -> str:
         "OpenBLAS to its Haswell kernel (about 55 instead of 190 GFLOP/s in SGEMM here).",
         "- Method: each (case, competitor) in a fresh process; result checked against NumPy "
         "float64 (rtol 2e-3, atol 2e-4·max|ref|, float32 output; `max err (rel.)` = "
-        "max|got − ref| / max|ref|) before any timing; warm-up; "
-        "median of repeated samples (each ≥ 2 ms of calls). Memory of one more call: "
+        "max|got − ref| / max|ref|) before any timing; warm-up; median of repeated samples "
+        f"(each ≥ 2 ms of calls). {run['rounds']} rounds over all cases, each pair reported "
+        "from its round with the lower median (`rounds` lists both); † marks a median over "
+        f"{DISTURBED:g}× the best sample. Memory of one more call: "
         "`traced peak` is tracemalloc's peak (NumPy and Python allocations; cuvil_aot's "
         "scratch buffers, ONNX Runtime's arena and the allocators of Numba and PyTorch (—) are "
         "invisible to it); `RSS Δ` is VmHWM minus VmRSS just before the call, after "
@@ -215,11 +242,11 @@ def render(run: dict) -> str:
         f"the bandwidth being the L3 stream rate when those bytes fit in L3 ({l3 / MIB:.0f} "
         "MiB), else the copy rate. The SGEMM rate is OpenBLAS's, not the FMA peak of two "
         "AVX-512 cores, so a GEMM can beat that floor (× floor < 1).", "",
-        "## Summary (µs, median)", "",
+        "## Summary (µs: median / best sample)", "",
     ]
     rows = [summary_row(BY_NAME[n], res, fl, l3) for n, res in run["results"].items()]
-    lines += table(["case", "cuvil_aot", "NumPy", "best anchor", "floor", "cuvil / floor",
-                    "target", "target met", "faster than every anchor"], rows)
+    lines += table(["case", "cuvil_aot", "NumPy", "best anchor (by median)", "floor",
+                    "cuvil / floor", "target", "target met", "faster than every anchor"], rows)
     lines += ["", "## Cases", ""]
     for name, res in run["results"].items():
         lines += case_section(BY_NAME[name], res, fl, l3)

@@ -116,7 +116,7 @@ def _time_one(fn: Callable[[], object], n: int) -> float:
 def time_calls(fn: Callable[[], object], big: bool) -> dict:
     """Median seconds per call after warm-up; a sample loops over >= 2 ms of calls."""
     once = _time_one(fn, 1)
-    _time_one(fn, max(2, min(1000, int(0.3 / once))))
+    _time_one(fn, max(1 if big else 2, min(1000, int(0.3 / once))))
     once = _time_one(fn, max(1, min(1000, int(0.01 / once))))
     inner = max(1, int(2e-3 / once))
     budget, lo, hi = (2.0, 5, 15) if big else (1.0, 7, 200)
@@ -191,7 +191,7 @@ def floors() -> dict:
     gemv_s = _best_time(lambda: v @ weights, 30, inner=50)
     a = np.random.default_rng(2).standard_normal((4096, 1024)).astype(np.float32)
     b = np.random.default_rng(3).standard_normal((1024, 4096)).astype(np.float32)
-    gemm_s = _best_time(lambda: a @ b, 7)
+    gemm_s = _best_time(lambda: a @ b, 11)
     x1 = np.ones(1, np.float32)
     add_s = _best_time(lambda: np.add(x1, x1), 30, inner=10000)
     return {"copy_bw": 2 * src.nbytes / copy_s, "copy_fresh_bw": 2 * src.nbytes / fresh_s,
