@@ -194,7 +194,8 @@ def key_components(module: types.ModuleType, options: Options | None = None) -> 
         "signatures": _sha({name: [str(sig) for sig, _ in sigs]
                             for name, sigs in lowered.functions.items()}),
         "cuvil_aot": prekey.package_hash(),
-        "cc": compiler.identity,
+        # The flags of a CUVIL_AOT_CC like "gcc -fsanitize=address" change the code too.
+        "cc": " ".join([compiler.identity, *compiler.command[1:]]),
         "cflags": " ".join(cc_mod.CFLAGS),
         "cpu_levels": ",".join(map(str, levels)),
         "cuda": _cuda_key(options, knobs),
