@@ -18,30 +18,24 @@ Knobs are read by the caller (``Settings.from_knobs``) and passed down.
 from __future__ import annotations
 
 import contextlib
-import os
+import shutil
+import tempfile
 import textwrap
 import threading
 import time
 import types
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from cuvil_aot import prebuilt, prekey, shortcuts, toolstamp
 from cuvil_aot.api import Dispatcher
-from cuvil_aot.cache import (
-    DEFAULT_MAX_BYTES,
-    CacheError,
-    CacheKey,
-    CacheWarning,
-    Entry,
-    Store,
-    default_cache_dir,
-    private_store,
-)
+from cuvil_aot.cache import DEFAULT_MAX_BYTES, CacheError, CacheKey, Entry, Store
 from cuvil_aot.cache.key import digest_of
 from cuvil_aot.errors import BuildError, SignatureError
+from cuvil_aot.stores import fall_back
+from cuvil_aot.stores import open_store as open_store  # entry points open it from here
 
 if TYPE_CHECKING:
     from cuvil_aot.driver import Options
@@ -72,12 +66,21 @@ class Settings(NamedTuple):
     """CUVIL_AOT_CUDA_ARCHS, when options.cuda_archs is None."""
     cuda_home: str = ""
     """CUDA_HOME: where a build looks for nvcc."""
+    signing_key: str = ""
+    """CUVIL_AOT_SIGNING_KEY: signs new cache entries (cache/signing.py)."""
+    verify_key: str = ""
+    """CUVIL_AOT_VERIFY_KEY: one more key whose signatures are trusted."""
+    require_signed: bool = False
+    """CUVIL_AOT_REQUIRE_SIGNED: entries without a trusted signature are refused."""
+    stop_at: str = ""
+    """CUVIL_AOT_TEST_STOP_AT: tests only (stores.stopper)."""
 
     @classmethod
     def from_knobs(cls, knobs: Knobs, options: Options | None = None) -> Settings:
         return cls(knobs.mode, knobs.cache_dir, knobs.cache_max_bytes, knobs.cc, options,
-                   cuda_archs=getattr(knobs, "cuda_archs", ""),
-                   cuda_home=getattr(knobs, "cuda_home", ""))
+                   cuda_archs=knobs.cuda_archs, cuda_home=knobs.cuda_home,
+                   signing_key=knobs.signing_key, verify_key=knobs.verify_key,
+                   require_signed=knobs.require_signed, stop_at=knobs.test_stop_at)
 
     @property
     def cuda_request(self) -> str:
@@ -105,8 +108,6 @@ class Outcome(NamedTuple):
 
 
 _registry_lock = threading.Lock()
-_stores: dict[Path, Store] = {}
-_private: list[Store] = []
 _loaded: dict[str, types.ModuleType] = {}
 _outcomes: dict[str, Outcome] = {}
 
@@ -115,44 +116,6 @@ def last_outcome(module: str) -> Outcome | None:
     """How ``module`` was last bound in this process (for tests, the CLI and debugging)."""
     with _registry_lock:
         return _outcomes.get(module)
-
-
-# --- stores ---------------------------------------------------------------------------
-
-
-def open_store(settings: Settings) -> Store:
-    """The store at the settings' root, or (with one warning) a private one if unusable."""
-    root = Path(os.path.abspath(settings.cache_dir or default_cache_dir()))
-    with _registry_lock:
-        store = _stores.get(root)
-        if store is None:
-            try:
-                store = Store(root, settings.max_bytes)
-            except CacheError as exc:
-                store = _private_locked(exc, settings.max_bytes)
-            _stores[root] = store
-        return store
-
-
-def _private_locked(exc: CacheError, max_bytes: int) -> Store:
-    if not _private:
-        warnings.warn(
-            f"cuvil_aot: {exc}; using a private cache for this process instead",
-            CacheWarning,
-            stacklevel=4,
-        )
-        _private.append(private_store(max_bytes))
-    return _private[0]
-
-
-def _fall_back(store: Store, exc: CacheError) -> Store:
-    """Replace a store that failed mid-process by the private one."""
-    with _registry_lock:
-        fallback = _private_locked(exc, store.max_bytes)
-        for root, known in list(_stores.items()):
-            if known is store:
-                _stores[root] = fallback
-        return fallback
 
 
 # --- loading ----------------------------------------------------------------------------
@@ -229,20 +192,44 @@ def _load_prebuilt(found: prebuilt.Prebuilt) -> types.ModuleType:
 # --- building ---------------------------------------------------------------------------
 
 
-def _build_callback(
-    module: types.ModuleType, options: Options
-) -> Callable[[Path], dict[str, object]]:
-    def build(folder: Path) -> dict[str, object]:
+class _PrivateBuild:
+    """The store's build callback. It compiles once, in a private temp directory (a full
+    or read-only cache must not fail the compiler), keeps the extension's bytes and
+    removes that directory, then writes the bytes into each folder a store gives it:
+    when the cache cannot take them (CacheError), the private fallback store gets the
+    same build, not a second compile."""
+
+    def __init__(self, module: types.ModuleType, options: Options) -> None:
+        self._module, self._options = module, options
+        self._done: tuple[str, bytes, dict[str, object]] | None = None
+
+    @property
+    def built(self) -> bool:
+        return self._done is not None
+
+    def _compile(self) -> tuple[str, bytes, dict[str, object]]:
         from cuvil_aot import driver
 
-        artifact = driver.build(module, options, folder)
-        for name in os.listdir(folder):  # only the extension goes into the entry
-            if name != artifact.path.name:
-                os.unlink(folder / name)
-        return {"ext_name": artifact.ext_name, "ext_file": artifact.path.name,
-                "build": artifact.manifest}
+        folder = Path(tempfile.mkdtemp(prefix="cuvil_aot-build-"))
+        try:
+            artifact = driver.build(self._module, self._options, folder)
+            data = artifact.path.read_bytes()
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        name = artifact.path.name
+        return name, data, {"ext_name": artifact.ext_name, "ext_file": name,
+                            "build": artifact.manifest}
 
-    return build
+    def __call__(self, folder: Path) -> dict[str, object]:
+        if self._done is None:
+            self._done = self._compile()
+        name, data, metadata = self._done
+        try:
+            with open(folder / name, "xb") as out:
+                out.write(data)
+        except OSError as exc:
+            raise CacheError(f"cannot write the extension into {folder}: {exc}") from None
+        return metadata
 
 
 def full_key(module: types.ModuleType, settings: Settings) -> CacheKey:
@@ -258,18 +245,12 @@ def _publish(
     """The published entry for ``key`` and whether this process built it."""
     from cuvil_aot import driver
 
-    inner = _build_callback(module, settings.options or driver.Options())
-    ran: list[bool] = []
-
-    def build(folder: Path) -> dict[str, object]:
-        ran.append(True)
-        return inner(folder)
-
+    build = _PrivateBuild(module, settings.options or driver.Options())
     try:
         entry = store.publish(key, build, module.__name__)
-    except CacheError as exc:
-        entry = _fall_back(store, exc).publish(key, build, module.__name__)
-    return entry, bool(ran)
+    except CacheError as exc:  # read-only, full, or gone unsafe: build privately
+        entry = fall_back(store, exc).publish(key, build, module.__name__)
+    return entry, build.built
 
 
 def _strict_miss(module: types.ModuleType, store: Store, detail: str) -> MissingExtension:
@@ -295,7 +276,7 @@ def _by_full_key(
     try:
         ext = _load_entry(store, key)
     except CacheError as exc:
-        store = _fall_back(store, exc)
+        store = fall_back(store, exc)
         ext = _load_entry(store, key)
     if ext is not None:
         return ext, key, "cached"

@@ -40,6 +40,19 @@ class Knobs:
     default toolchain.nvcc.DEFAULT_ARCHS."""
     cuda_home: str = ""
     """CUDA_HOME (else CUDA_PATH): a CUDA toolkit whose bin/nvcc builds the GPU kernels."""
+    signing_key: str = ""
+    """CUVIL_AOT_SIGNING_KEY: sign every cache entry this process publishes: an HMAC-SHA-256
+    secret (the value, or ``file:PATH``), or ``ed25519:PATH`` (a PEM private key; needs the
+    ``cryptography`` package). Entries signed with it are checked on lookup (SECURITY.md)."""
+    verify_key: str = ""
+    """CUVIL_AOT_VERIFY_KEY: one more trusted key, in the same forms (``ed25519:PATH`` may be
+    a public key): readers of a shared cache that must not sign."""
+    require_signed: bool = False
+    """CUVIL_AOT_REQUIRE_SIGNED: 1 refuses cache entries without a valid signature by a
+    trusted key (they are set aside and rebuilt, signed)."""
+    test_stop_at: str = ""
+    """CUVIL_AOT_TEST_STOP_AT: tests only. The process stops itself (SIGSTOP) when a cache
+    publish reaches this step (cache.store.PUBLISH_STEPS), for a test to kill -9 it there."""
 
 
 def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
@@ -72,4 +85,8 @@ def read(env: Mapping[str, str] | None = None) -> Knobs:
         hook=env.get("CUVIL_AOT_HOOK", "").strip() not in ("", "0"),
         cuda_archs=env.get("CUVIL_AOT_CUDA_ARCHS", "").strip(),
         cuda_home=(env.get("CUDA_HOME", "") or env.get("CUDA_PATH", "")).strip(),
+        signing_key=env.get("CUVIL_AOT_SIGNING_KEY", ""),
+        verify_key=env.get("CUVIL_AOT_VERIFY_KEY", "").strip(),
+        require_signed=env.get("CUVIL_AOT_REQUIRE_SIGNED", "").strip() not in ("", "0"),
+        test_stop_at=env.get("CUVIL_AOT_TEST_STOP_AT", "").strip(),
     )

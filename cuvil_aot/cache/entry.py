@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 
 from . import manifest as mf
+from . import signing
 from .errors import CacheError
 from .fsutil import NOFOLLOW, hash_fd, read_capped, unsafe_reason
 
@@ -31,6 +32,10 @@ class BadEntry(CacheError):
         super().__init__(reason)
         self.ident = ident
         """(st_dev, st_ino) of the entry directory that was judged, when it was opened."""
+
+
+class _MissingFile(BadEntry):
+    """A file the entry should hold is not there."""
 
 
 @dataclass(frozen=True)
@@ -123,34 +128,52 @@ def _open_in(dfd: int, name: str, what: str) -> int:
     try:
         return os.open(name, os.O_RDONLY | NOFOLLOW, dir_fd=dfd)
     except FileNotFoundError:
-        raise BadEntry(f"{what} is missing") from None
+        raise _MissingFile(f"{what} is missing") from None
     except OSError as exc:
         raise BadEntry(f"{what} cannot be opened: {exc.strerror}") from None
 
 
-def _read_manifest(dfd: int) -> mf.Manifest:
-    fd = _open_in(dfd, MANIFEST, MANIFEST)
+def _read_small(dfd: int, name: str, limit: int) -> bytes:
+    """The bytes of a small file of the entry, checked like every file of it."""
+    fd = _open_in(dfd, name, name)
     try:
         st = os.fstat(fd)
         reason = unsafe_reason(st, want_dir=False)
         if reason is not None:
-            raise BadEntry(f"{MANIFEST} {reason}")
-        if st.st_size > mf.MAX_BYTES:
-            raise BadEntry(f"{MANIFEST} is {st.st_size} bytes, over the {mf.MAX_BYTES} limit")
-        return mf.parse_manifest(read_capped(fd, mf.MAX_BYTES))
+            raise BadEntry(f"{name} {reason}")
+        if st.st_size > limit:
+            raise BadEntry(f"{name} is {st.st_size} bytes, over the {limit} limit")
+        return read_capped(fd, limit)
     except BadEntry:
         raise
     except CacheError as exc:
-        raise BadEntry(f"{MANIFEST}: {exc}") from None
+        raise BadEntry(f"{name}: {exc}") from None
     finally:
         os.close(fd)
 
 
-def _check_entry(dfd: int, digest: str, verify: bool) -> mf.Manifest:
+def _read_manifest(dfd: int, rules: signing.Policy) -> mf.Manifest:
+    data = _read_small(dfd, MANIFEST, mf.MAX_BYTES)
+    try:
+        manifest = mf.parse_manifest(data)
+    except CacheError as exc:
+        raise BadEntry(f"{MANIFEST}: {exc}") from None
+    if rules.trusted:  # checked over the very bytes just parsed
+        try:
+            sig: bytes | None = _read_small(dfd, signing.SIG_FILE, signing.MAX_BYTES)
+        except _MissingFile:
+            sig = None
+        reason = signing.check(rules, data, sig)
+        if reason is not None:
+            raise BadEntry(f"refused by the signing policy: {reason}")
+    return manifest
+
+
+def _check_entry(dfd: int, digest: str, verify: bool, rules: signing.Policy) -> mf.Manifest:
     reason = unsafe_reason(os.fstat(dfd), want_dir=True)
     if reason is not None:
         raise BadEntry(f"entry directory {reason}")
-    manifest = _read_manifest(dfd)
+    manifest = _read_manifest(dfd, rules)
     if manifest.key != digest:
         raise BadEntry(f"{MANIFEST} is for key {manifest.key[:16]}…, not {digest[:16]}…")
     for logical, record in manifest.files.items() if verify else ():
@@ -162,8 +185,11 @@ def _check_entry(dfd: int, digest: str, verify: bool) -> mf.Manifest:
     return manifest
 
 
-def open_entry(path: Path, digest: str, verify: bool = True) -> Entry:
-    """Read the entry at ``path`` for ``digest``, checking every file's hash if ``verify``.
+def open_entry(
+    path: Path, digest: str, verify: bool = True, rules: signing.Policy = signing.NO_SIGNING
+) -> Entry:
+    """Read the entry at ``path`` for ``digest``, checking every file's hash if ``verify``
+    and its signature as ``rules`` say.
 
     FileNotFoundError if there is no entry; BadEntry (carrying the directory's
     identity) if there is one that must not be used.
@@ -177,7 +203,7 @@ def open_entry(path: Path, digest: str, verify: bool = True) -> Entry:
     try:
         st = os.fstat(dfd)
         try:
-            return Entry(path, _check_entry(dfd, digest, verify))
+            return Entry(path, _check_entry(dfd, digest, verify, rules))
         except BadEntry as exc:
             raise BadEntry(str(exc), (st.st_dev, st.st_ino)) from None
     finally:

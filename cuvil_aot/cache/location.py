@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .errors import CacheError
+from .signing import NO_SIGNING, Policy
 from .store import DEFAULT_MAX_BYTES, Store
 
 
@@ -24,7 +25,7 @@ def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
     return (Path(xdg) if os.path.isabs(xdg) else home / ".cache") / "cuvil_aot"
 
 
-def private_store(max_bytes: int = DEFAULT_MAX_BYTES) -> Store:
+def private_store(max_bytes: int = DEFAULT_MAX_BYTES, rules: Policy = NO_SIGNING) -> Store:
     """A store in a fresh private temp directory, removed at exit: the fallback when
     the main cache is unusable (unsafe, read-only, full). The caller warns once."""
     try:
@@ -32,4 +33,4 @@ def private_store(max_bytes: int = DEFAULT_MAX_BYTES) -> Store:
     except OSError as exc:
         raise CacheError(f"cannot create a private cache directory: {exc}") from None
     atexit.register(shutil.rmtree, root, ignore_errors=True)
-    return Store(root, max_bytes)
+    return Store(root, max_bytes, rules=rules)

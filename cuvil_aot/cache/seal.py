@@ -13,6 +13,7 @@ from .errors import CacheError
 from .fsutil import NOFOLLOW, fsync_dir, hash_fd, write_new_file
 from .key import CacheKey
 from .manifest import FileRecord, Manifest, check_file_name, parse_manifest, stored_name
+from .signing import SIG_FILE, Key, signature_doc
 
 
 def _json_object(metadata: Mapping[str, object]) -> dict[str, object]:
@@ -42,9 +43,15 @@ def _store_file(folder: Path, name: str, taken: set[str]) -> FileRecord:
 
 
 def seal(
-    folder: Path, key: CacheKey, module: str, metadata: Mapping[str, object], now: float
+    folder: Path,
+    key: CacheKey,
+    module: str,
+    metadata: Mapping[str, object],
+    now: float,
+    signer: Key | None = None,
 ) -> Manifest:
-    """Rename every file the build wrote and write manifest.json last, all fsynced.
+    """Rename every file the build wrote and write manifest.json last (then its
+    signature, with ``signer``), all fsynced.
 
     Returns the manifest as a lookup will parse it. The build may write only plain
     files (no directories or links) directly in ``folder``.
@@ -63,6 +70,8 @@ def seal(
     )
     data = manifest.to_json()
     write_new_file(folder / MANIFEST, data)
+    if signer is not None:
+        write_new_file(folder / SIG_FILE, signature_doc(signer, data))
     os.chmod(folder, 0o700)  # whatever the build did to it
     fsync_dir(folder)
     return parse_manifest(data)

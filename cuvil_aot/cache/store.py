@@ -2,8 +2,9 @@
 
 Layout under ``root`` (each directory 0700 and owned by the current user):
 
-    entries/<digest>/            one immutable entry: manifest.json (written last) and
-                                 files named <sha256[:16]>-<name the build gave them>
+    entries/<digest>/            one immutable entry: manifest.json (written last, then
+                                 manifest.sig when signing), and files named
+                                 <sha256[:16]>-<name the build gave them>
     tmp/build-<pid>-<random>/    private build directory, renamed to entries/<digest>
     tmp/trash-<pid>-<random>/    an entry being deleted: renamed out of entries/ first,
                                  so no reader ever sees half an entry
@@ -14,6 +15,12 @@ Layout under ``root`` (each directory 0700 and owned by the current user):
 The manifest's mtime is the entry's last use (LRU); lookups bump it with utime.
 Nothing depends on the lock for correctness: a publish is one atomic rename, and
 the loser of a race uses the winner's entry.
+
+A publish passes four named steps, in order (PUBLISH_STEPS): ``written`` (the build
+callback returned), ``sealed`` (files renamed, manifest written and fsynced),
+``before-rename`` and ``after-rename`` (the entry is visible; the index is not yet
+updated). The store calls ``on_step(name)`` at each: tests stop the process there and
+kill it (CUVIL_AOT_TEST_STOP_AT, see artifacts.py).
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from .key import CacheKey
 from .lock import acquire, release
 from .manifest import check_module
 from .seal import seal
+from .signing import NO_SIGNING, SIG_FILE, Policy
 from .stats import PROCESS, CacheStats, Counters
 
 DEFAULT_MAX_BYTES = 4 << 30
@@ -47,9 +55,11 @@ EVICT_GRACE_S = 10.0
 """Entries used or published more recently are never evicted: someone is loading them."""
 QUARANTINE_KEEP_S = 86400.0
 SUBDIRS = ("entries", "tmp", "locks", "quarantine", "index")
+PUBLISH_STEPS = ("written", "sealed", "before-rename", "after-rename")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 Build = Callable[[Path], Mapping[str, object]]
+OnStep = Callable[[str], None]
 
 
 class Problem(NamedTuple):
@@ -85,16 +95,26 @@ def _flat_size(path: Path) -> int:
 
 class Store:
     def __init__(
-        self, root: Path, max_bytes: int = DEFAULT_MAX_BYTES, *, lock_timeout: float = 600.0
+        self,
+        root: Path,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        *,
+        lock_timeout: float = 600.0,
+        rules: Policy = NO_SIGNING,
+        on_step: OnStep | None = None,
     ) -> None:
         """Open (creating, 0700) the store at ``root``; CacheError if it is unsafe or unusable.
 
         ``lock_timeout``: how long publish waits for another builder of the same key
-        before building anyway (with a CacheWarning).
+        before building anyway (with a CacheWarning). ``rules``: which signatures new
+        entries get and lookups require (signing.py). ``on_step``: called with each
+        name of PUBLISH_STEPS as a publish passes it.
         """
         self.root = Path(os.path.abspath(os.path.expanduser(root)))  # no resolve: see symlinks
         self.max_bytes = max_bytes
         self.lock_timeout = lock_timeout
+        self.rules = rules
+        self._on_step = on_step
         self._stats = Counters()
         self._entries = self.root / "entries"
         self._tmp = self.root / "tmp"
@@ -145,7 +165,7 @@ class Store:
             return None
         path = self._entries / key.digest
         try:
-            found = open_entry(path, key.digest)
+            found = open_entry(path, key.digest, rules=self.rules)
         except FileNotFoundError:
             return None
         except BadEntry as exc:
@@ -186,6 +206,17 @@ class Store:
         failures (disk full, read-only, unsafe directory) raise CacheError.
         """
         check_module(module)
+        if self.rules.required and self.rules.signer is None:
+            raise CacheError(f"cannot publish to {self.root}: it requires signed entries and "
+                             "this process has no signing key (CUVIL_AOT_SIGNING_KEY)")
+        try:
+            return self._publish_locked(key, build, module)
+        except CacheError:
+            if self._present():
+                raise
+        return self._publish_locked(key, build, module)  # deleted meanwhile: once more
+
+    def _publish_locked(self, key: CacheKey, build: Build, module: str) -> Entry:
         self._ensure_layout()  # recreates a deleted root
         self._sweep_tmp()
         try:
@@ -214,8 +245,10 @@ class Store:
             started = time.perf_counter()
             metadata = build(folder)
             self._count(builds=1, build_seconds=time.perf_counter() - started)
+            self._step("written")
             try:
-                manifest = seal(folder, key, module, metadata, time.time())
+                manifest = seal(folder, key, module, metadata, time.time(), self.rules.signer)
+                self._step("sealed")
                 return self._install(folder, key, Entry(self._entries / key.digest, manifest))
             except OSError as exc:
                 raise CacheError(f"cannot publish to {self.root}: {exc}") from None
@@ -224,6 +257,7 @@ class Store:
 
     def _install(self, folder: Path, key: CacheKey, ours: Entry) -> Entry:
         for _ in range(3):
+            self._step("before-rename")
             try:
                 os.rename(folder, ours.path)
             except OSError as exc:
@@ -233,6 +267,7 @@ class Store:
                 if theirs is not None:
                     return theirs
                 continue
+            self._step("after-rename")
             fsync_dir(self._entries)
             with contextlib.suppress(OSError, CacheError):  # explain is best effort
                 index.record_build(
@@ -240,6 +275,10 @@ class Store:
                 )
             return ours
         raise CacheError(f"cannot publish {ours.path}: something keeps taking its place")
+
+    def _step(self, name: str) -> None:
+        if self._on_step is not None:
+            self._on_step(name)
 
     # --- housekeeping ---------------------------------------------------------------
 
@@ -342,7 +381,7 @@ class Store:
         found = []
         for _, _, digest in sorted(self._usage(), reverse=True):
             with contextlib.suppress(FileNotFoundError, BadEntry):
-                found.append(open_entry(self._entries / digest, digest, verify=False))
+                found.append(open_entry(self._entries / digest, digest, False, self.rules))
         return found
 
     def verify_all(self) -> list[Problem]:
@@ -354,13 +393,13 @@ class Store:
                 problems.append(Problem(path, "not a cache entry"))
                 continue
             try:
-                entry = open_entry(path, name)
+                entry = open_entry(path, name, rules=self.rules)
             except FileNotFoundError:
                 continue
             except BadEntry as exc:
                 problems.append(Problem(path, str(exc)))
                 continue
-            listed = {MANIFEST, *(r.path for r in entry.manifest.files.values())}
+            listed = {MANIFEST, SIG_FILE, *(r.path for r in entry.manifest.files.values())}
             problems += [
                 Problem(path / n, "file not listed in the manifest")
                 for n in _listdir(path)
