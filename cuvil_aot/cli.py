@@ -8,7 +8,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 
-from cuvil_aot import cli_cache, cli_commands
+from cuvil_aot import cli_cache, cli_commands, wheelcheck
 
 EXAMPLES = {
     "main": """
@@ -47,6 +47,16 @@ EXAMPLES = {
         examples:
           python -m cuvil_aot run serve.py --port 8080
           CUVIL_AOT_MODE=strict python -m cuvil_aot run -m mypkg.serve
+    """,
+    "verify": """
+        Re-hashes every file of each installed wheel that cuvil_aot's PEP 517 backend built
+        against its RECORD, and checks that its build manifest (.dist-info/
+        cuvil_aot_build.json), each prebuilt manifest and each extension agree. Nothing
+        is imported or loaded. Exits 1 if anything differs. See SECURITY.md.
+
+        examples:
+          python -m cuvil_aot verify                  every such wheel installed here
+          python -m cuvil_aot verify mypkg otherpkg   these distributions
     """,
     "hook": """
         The .pth file makes every Python start check CUVIL_AOT_HOOK: with CUVIL_AOT_HOOK=1
@@ -96,6 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("script", nargs="?", help="the script to run")
     run.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     run.set_defaults(run=cli_commands.cmd_run)
+
+    verify = _parser("verify", sub, "check installed cuvil_aot-built wheels against their files")
+    verify.add_argument("distributions", nargs="*", metavar="DISTRIBUTION")
+    verify.set_defaults(run=wheelcheck.cmd_verify)
 
     hook = _parser("hook", sub, "opt in to CUVIL_AOT_HOOK=1 through a .pth file")
     hook.add_argument("action", choices=("enable", "disable", "status"))
