@@ -109,9 +109,6 @@ def test_reductions_over_a_window_past_2_31_elements(ws: Workspace) -> None:
         assert err <= (1e-4 if name != "colmean" else 1e-12), (name, err)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (codegen/c.py _stage): a float32 sum accumulates "
-                   "in float32 on the strided path and stops growing at 2^24 (NumPy sums "
-                   "pairwise): a silent wrong answer past 16.7 M elements")
 def test_sum_of_2_31_stride_0_elements_counts_every_one(ws: Workspace) -> None:
     got, want = last_json(ws.run(ONE_D, "total", timeout=300))
     assert abs(got - want) / want < 1e-3, (got, want)

@@ -193,6 +193,7 @@ def root_map(group: Group, root: Node) -> IndexMap:
 # Kernels ------------------------------------------------------------------------
 
 REDUCE_INIT = {Op.SUM: "0", Op.PROD: "1"}
+SUM_BLOCK = 4096  # elements per float partial sum: error stays O(block), not O(length)
 REDUCE_PRAGMA = {Op.SUM: "+", Op.PROD: "*", Op.MAX: "max", Op.MIN: "min"}
 
 
@@ -314,13 +315,27 @@ def _row_body(em: KernelEmitter, w: Writer) -> None:
 
 
 def _nest(em: KernelEmitter, w: Writer, axes: list[int], fill: Callable[[_Body], None],
-          pragma: str = "#pragma omp simd") -> None:
+          pragma: str = "#pragma omp simd", block: tuple[str, str, str] | None = None) -> None:
+    """Loops over ``axes``, the innermost split in two (see _split_loop).
+
+    ``block`` = (partial, its C type, total): the innermost loop runs in blocks of
+    SUM_BLOCK, each summed into a fresh ``partial`` then added to ``total``, so a float
+    sum of any length keeps its precision (a lone float stops growing at 2^24)."""
     if len(axes) > 1:
         v = axes[0]
         with w.block(f"for (int64_t i{v} = 0; i{v} < a->n[{v}]; i{v}++)"):
-            _nest(em, w, axes[1:], fill, pragma)
+            _nest(em, w, axes[1:], fill, pragma, block)
         return
-    _split_loop(em, w, axes[0], "0", f"a->n[{axes[0]}]", fill, pragma)
+    v = axes[0]
+    if block is None:
+        _split_loop(em, w, v, "0", f"a->n[{v}]", fill, pragma)
+        return
+    partial, ctype, total = block
+    with w.block(f"for (int64_t b{v} = 0; b{v} < a->n[{v}]; b{v} += {SUM_BLOCK})"):
+        w.line(f"{ctype} {partial} = 0;")
+        w.line(f"const int64_t e{v} = cv_min64(b{v} + {SUM_BLOCK}, a->n[{v}]);")
+        _split_loop(em, w, v, f"b{v}", f"e{v}", fill, pragma)
+        w.line(f"{total} += {partial};")
 
 
 def _stage(em: KernelEmitter, w: Writer, k: int, stage: Node, reduced: list[int]) -> None:
@@ -330,6 +345,14 @@ def _stage(em: KernelEmitter, w: Writer, k: int, stage: Node, reduced: list[int]
     is_float = fam in ("f", "d")
     m = identity(em.nloops)
     op = stage.op
+    if op is Op.SUM and fam == "f":  # float32/16: blocks of float partials into a double
+        w.line(f"double total{k} = 0;")
+        fill = lambda body: body.w.line(f"acc{k} += {em.expr(src, m, body)};")  # noqa: E731
+        _nest(em, w, reduced, fill, f"#pragma omp simd reduction(+:acc{k})",
+              (f"acc{k}", "float", f"total{k}"))
+        w.line(f"const {ctype} sum{k} = ({ctype})total{k};")
+        em.stage_vars[id(stage)] = f"sum{k}"
+        return
     if op in (Op.SUM, Op.PROD):
         w.line(f"{ctype} acc{k} = {REDUCE_INIT[op]};")
         sym = REDUCE_PRAGMA[op]
