@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cuvil_aot.codegen import cuda, ops_c
-from cuvil_aot.codegen.binding import Bind, Check, plan
 from cuvil_aot.codegen.c import Operand
 from cuvil_aot.codegen.cuda import CudaKernel
 from cuvil_aot.codegen.launch import Storage, dim, fill_args, matmul_operand, operand_setup
@@ -29,6 +28,7 @@ from cuvil_aot.codegen.pymodule import (
     _fail,
     _match_param,
     _out_argument,
+    match_dims,
 )
 from cuvil_aot.codegen.writer import Writer
 from cuvil_aot.frontend.signature import render_type
@@ -197,7 +197,6 @@ def _dispatch(w: Writer, name: str, comps: list[Compiled]) -> None:
 
 def _match(w: Writer, comp: Compiled) -> None:
     params = comp.sig.params
-    steps, origin = plan(params)
     with w.block(f"static int {comp.prefix}_gmatch(PyObject **argv, const cv_gpu_array *ga, "
                  f"const int *dev, {comp.prefix}_call *c, char *why, size_t nwhy, "
                  "int *shape_err)"):
@@ -215,34 +214,8 @@ def _match(w: Writer, comp: Compiled) -> None:
                 w.line(f"cv_gpu_describe(argv[{i}], &ga[{i}], 1, got, sizeof got);")
                 _fail(w, True, f"argument '{p.name}': expected {p.type.ndim} dimensions {want}, "
                       "got %s", "got")
-        for sym in comp.symbols:
-            w.line(f"int64_t S_{sym} = 0;")
-        for step in steps:
-            _match_dim(w, step, comp, origin)
-        for s, sym in enumerate(comp.symbols):
-            w.line(f"c->sym[{s}] = S_{sym};")
+        match_dims(w, comp, lambda i, axis: f"ga[{i}].shape[{axis}]")
         w.line("return 1;")
-
-
-def _match_dim(w: Writer, step: Bind | Check, comp: Compiled,
-               origin: dict[str, tuple[int, int]]) -> None:
-    p = comp.sig.params[step.param]
-    actual = f"ga[{step.param}].shape[{step.axis}]"
-    if isinstance(step, Bind):
-        value = f"({actual} - {dim(step.rest)})"
-        with w.block(f"if ({value} % {step.coeff} != 0 || {value} / {step.coeff} < 0)"):
-            _fail(w, True, f"argument '{p.name}': dimension {step.axis} is %lld, which is not "
-                  f"{p.type.shape[step.axis]} for any size {step.symbol}", f"(long long){actual}")
-        w.line(f"S_{step.symbol} = {value} / {step.coeff};")
-        return
-    sources = ", ".join(f"{s} from '{comp.sig.params[origin[s][0]].name}' dimension "
-                        f"{origin[s][1]}" for s in sorted(step.expected.symbols))
-    expected = f"{step.expected} ({render_type(p)})" if step.expected.is_static else \
-        f"{step.expected} = %lld ({sources})"
-    extra = () if step.expected.is_static else (f"(long long){dim(step.expected)}",)
-    with w.block(f"if ({actual} != {dim(step.expected)})"):
-        _fail(w, True, f"argument '{p.name}': dimension {step.axis} is %lld, expected {expected}",
-              f"(long long){actual}", *extra)
 
 
 # Running -------------------------------------------------------------------------------

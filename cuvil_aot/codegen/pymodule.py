@@ -8,6 +8,7 @@ and ``module.c`` (the wrapper, which picks a table at import).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -134,7 +135,6 @@ def match_function(w: Writer, comp: Compiled) -> None:
         for p in params:
             if p.is_scalar:
                 w.line(f"{'double' if p.type.dtype == 'float64' else 'int64_t'} arg_{p.name};")
-    steps, origin = plan(params)
     sig = f"static int {comp.prefix}_match(PyObject **argv, {comp.prefix}_call *c, char *why, " \
           "size_t nwhy, int *shape_err)"
     with w.block(sig):
@@ -142,19 +142,26 @@ def match_function(w: Writer, comp: Compiled) -> None:
         w.line("(void)got;")
         for i, p in enumerate(params):
             _match_param(w, i, p.name, p, comp)
-        for sym in comp.symbols:
-            w.line(f"int64_t S_{sym} = 0;")
-        for step in steps:
-            _match_dim(w, step, comp, origin)
-        for name, length, step_size in comp.fn.derived:
-            w.line(f"S_{name} = {dim(length)} > 0 ? ({dim(length)} + {step_size - 1}) / "
-                   f"{step_size} : 0;")
-        for expr, why in comp.fn.requirements:
-            with w.block(f"if ({dim(expr)} < 0)"):
-                _fail(w, True, f"{why}, but it is %lld", f"(long long){dim(expr)}")
-        for s, sym in enumerate(comp.symbols):
-            w.line(f"c->sym[{s}] = S_{sym};")
+        match_dims(w, comp, lambda i, axis: f"PyArray_DIM((PyArrayObject *)argv[{i}], {axis})")
         w.line("return 1;")
+
+
+def match_dims(w: Writer, comp: Compiled, dim_of: Callable[[int, int], str]) -> None:
+    """Binds the symbols from the argument shapes (``dim_of(param, axis)``), checks the
+    rest, computes derived symbols and run-time requirements, and fills ``c->sym``."""
+    steps, origin = plan(comp.sig.params)
+    for sym in comp.symbols:
+        w.line(f"int64_t S_{sym} = 0;")
+    for step in steps:
+        _match_dim(w, step, comp, origin, dim_of(step.param, step.axis))
+    for name, length, step_size in comp.fn.derived:
+        w.line(f"S_{name} = {dim(length)} > 0 ? ({dim(length)} + {step_size - 1}) / "
+               f"{step_size} : 0;")
+    for expr, why in comp.fn.requirements:
+        with w.block(f"if ({dim(expr)} < 0)"):
+            _fail(w, True, f"{why}, but it is %lld", f"(long long){dim(expr)}")
+    for s, sym in enumerate(comp.symbols):
+        w.line(f"c->sym[{s}] = S_{sym};")
 
 
 def _match_param(w: Writer, i: int, name: str, p: object, comp: Compiled) -> None:
@@ -194,9 +201,8 @@ def _match_param(w: Writer, i: int, name: str, p: object, comp: Compiled) -> Non
 
 
 def _match_dim(w: Writer, step: Bind | Check, comp: Compiled,
-               origin: dict[str, tuple[int, int]]) -> None:
+               origin: dict[str, tuple[int, int]], actual: str) -> None:
     p = comp.sig.params[step.param]
-    actual = f"PyArray_DIM((PyArrayObject *)argv[{step.param}], {step.axis})"
     if isinstance(step, Bind):
         value = f"({actual} - {dim(step.rest)})"
         with w.block(f"if ({value} % {step.coeff} != 0 || {value} / {step.coeff} < 0)"):
