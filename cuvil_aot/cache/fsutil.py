@@ -10,6 +10,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import shutil
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -111,3 +112,30 @@ def pid_alive(pid: int) -> bool:
     except OSError as exc:
         return exc.errno != errno.ESRCH
     return True
+
+
+def listdir(path: Path) -> list[str]:
+    """Sorted names in ``path``; [] if it is gone."""
+    try:
+        return sorted(os.listdir(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def remove_path(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+
+
+def owner_pid(name: str) -> int:
+    """The PID in '<kind>-<pid>-<random>', or 0 (never alive) for other names."""
+    parts = name.split("-")
+    return int(parts[1]) if len(parts) > 2 and parts[1].isdigit() else 0
+
+
+def flat_size(path: Path) -> int:
+    with os.scandir(path) as items:
+        return sum(i.stat(follow_symlinks=False).st_size for i in items)

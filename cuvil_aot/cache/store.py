@@ -40,7 +40,16 @@ from typing import NamedTuple
 from . import index
 from .entry import MANIFEST, BadEntry, Entry, open_entry
 from .errors import CacheError, CacheWarning
-from .fsutil import check_private_dir, fsync_dir, make_private_dirs, pid_alive
+from .fsutil import (
+    check_private_dir,
+    flat_size,
+    fsync_dir,
+    listdir,
+    make_private_dirs,
+    owner_pid,
+    pid_alive,
+    remove_path,
+)
 from .key import CacheKey
 from .lock import acquire, release
 from .manifest import check_module
@@ -65,32 +74,6 @@ OnStep = Callable[[str], None]
 class Problem(NamedTuple):
     path: Path
     reason: str
-
-
-def _listdir(path: Path) -> list[str]:
-    try:
-        return sorted(os.listdir(path))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-
-
-def _remove(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            os.unlink(path)
-
-
-def _owner_pid(name: str) -> int:
-    """The PID in '<kind>-<pid>-<random>', or 0 (never alive) for other names."""
-    parts = name.split("-")
-    return int(parts[1]) if len(parts) > 2 and parts[1].isdigit() else 0
-
-
-def _flat_size(path: Path) -> int:
-    with os.scandir(path) as items:
-        return sum(i.stat(follow_symlinks=False).st_size for i in items)
 
 
 class Store:
@@ -285,27 +268,27 @@ class Store:
     def _sweep_tmp(self) -> None:
         """Remove temp files and directories of dead processes older than STALE_TMP_S."""
         now = time.time()
-        for name in _listdir(self._tmp):
+        for name in listdir(self._tmp):
             path = self._tmp / name
             try:
                 age = now - os.lstat(path).st_mtime
             except FileNotFoundError:
                 continue
-            if age > STALE_TMP_S and not pid_alive(_owner_pid(name)):
-                _remove(path)
+            if age > STALE_TMP_S and not pid_alive(owner_pid(name)):
+                remove_path(path)
 
     def _sweep_quarantine(self, keep_s: float) -> None:
         now = time.time()
-        for name in _listdir(self.root / "quarantine"):
+        for name in listdir(self.root / "quarantine"):
             path = self.root / "quarantine" / name
             with contextlib.suppress(FileNotFoundError):
                 if now - os.lstat(path).st_mtime >= keep_s:
-                    _remove(path)
+                    remove_path(path)
 
     def _usage(self) -> list[tuple[float, int, str]]:
         """(last use, bytes, digest) of every entry directory."""
         out = []
-        for name in _listdir(self._entries):
+        for name in listdir(self._entries):
             path = self._entries / name
             if not _DIGEST.fullmatch(name) or not path.is_dir() or path.is_symlink():
                 continue
@@ -314,7 +297,7 @@ class Store:
                     used = os.stat(path / MANIFEST, follow_symlinks=False).st_mtime
                 except FileNotFoundError:
                     used = os.lstat(path).st_mtime
-                out.append((used, _flat_size(path), name))
+                out.append((used, flat_size(path), name))
             except FileNotFoundError:
                 continue  # removed meanwhile
         return out
@@ -365,8 +348,8 @@ class Store:
         try:
             removed = [d for _, _, d in self._usage() if self._remove_entry(d)]
             self._sweep_quarantine(0.0)
-            for name in _listdir(self.root / "index"):
-                _remove(self.root / "index" / name)
+            for name in listdir(self.root / "index"):
+                remove_path(self.root / "index" / name)
             return len(removed)
         except OSError as exc:
             raise CacheError(f"cannot clear {self.root}: {exc}") from None
@@ -387,7 +370,7 @@ class Store:
     def verify_all(self) -> list[Problem]:
         """Re-hash every entry; report, without changing anything, what is wrong."""
         problems = []
-        for name in _listdir(self._entries):
+        for name in listdir(self._entries):
             path = self._entries / name
             if not _DIGEST.fullmatch(name):
                 problems.append(Problem(path, "not a cache entry"))
@@ -402,7 +385,7 @@ class Store:
             listed = {MANIFEST, SIG_FILE, *(r.path for r in entry.manifest.files.values())}
             problems += [
                 Problem(path / n, "file not listed in the manifest")
-                for n in _listdir(path)
+                for n in listdir(path)
                 if n not in listed
             ]
         return problems
