@@ -68,6 +68,8 @@ def render(op: Op, dtype: str, args: list[str]) -> str:
         return f"({args[0]} < 0 ? -{args[0]} : {args[0]})"
     if op in (Op.FLOOR, Op.CEIL) and not is_float:
         return args[0]
+    if op in (Op.SIN, Op.COS) and fam == "d":  # vmath's float64 sin/cos stop at 2^32: libm
+        return f"{_FLOAT_MATH[op]}({args[0]})"
     if op in _FLOAT_MATH and is_float:  # vmath.h: vectorizable range-reduced polynomials
         return f"cv_{_FLOAT_MATH[op]}{'f' if fam == 'f' else ''}({', '.join(args)})"
     if op in _LIBM and is_float:
