@@ -217,8 +217,8 @@ def render(run: dict) -> str:
         f"; {cpu.get('Hypervisor vendor', 'no')} VM, shared: ±30% between runs.",
         f"- Load average (1 min) at start / end: {run['load'][0]:.1f} / {run['load'][1]:.1f} "
         "(other work on this machine inflates medians; `best µs` shows the least disturbed).",
-        f"- Versions: {', '.join(versions())}; C compiler: {cv.get('compiler', '?')}.",
-        f"- cuvil_aot: commit {git_state()}; kernels for x86-64 level(s) "
+        f"- Versions: {', '.join(run['versions'])}; C compiler: {cv.get('compiler', '?')}.",
+        f"- cuvil_aot: commit {run['git']}; kernels for x86-64 level(s) "
         f"{cv.get('cpu_levels')}; vector math: {cv['vmath']}; runtime "
         + ("**older than native/ sources (stale)**" if cv["runtime_stale"] else "up to date")
         + "; module build "

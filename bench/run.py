@@ -146,7 +146,7 @@ def main() -> None:
     floors.append(run_worker(["floors"], env))
     load.append(os.getloadavg()[0])
     run = {"started": started, "seconds": time.time() - started, "argv": sys.argv[1:],
-           "rounds": args.rounds,
+           "rounds": args.rounds, "git": report.git_state(), "versions": report.versions(),
            "unset": {k: os.environ.get(k) for k in UNSET}, "cuvil": cuvil_info,
            "load": load, "floors": floors, "results": results}
     (OUT / "results.json").write_text(json.dumps(run, indent=1))
