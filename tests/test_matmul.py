@@ -52,10 +52,17 @@ def reused(a, b):
 dims = st.integers(0, 9)
 
 
+def operand(shape: tuple[int, ...]) -> st.SearchStrategy:
+    """Finite matmul operands: with NaN or Inf, OpenBLAS (under NumPy) skips the products
+    of a zero multiplier and so may return 0 where IEEE arithmetic, and cuvil_aot, give
+    NaN. Special values are still tested in the epilogue operands (bias, residual)."""
+    return view_of(shape, "float32", special=False)
+
+
 @settings(max_examples=20, deadline=None)
 @given(data=st.data(), m=dims, k=dims, n=dims)
 def test_matmul_and_epilogues(compiled, data, m, k, n):
-    a, b = data.draw(view_of((m, k), "float32")), data.draw(view_of((k, n), "float32"))
+    a, b = data.draw(operand((m, k))), data.draw(operand((k, n)))
     c = data.draw(view_of((n,), "float32"))
     check(compiled.mm, a, b, scale=10 * (k + 1))
     check(compiled.mm, a.astype(np.float64), b.astype(np.float64), scale=10 * (k + 1))
@@ -72,8 +79,8 @@ def test_matmul_and_epilogues(compiled, data, m, k, n):
 @settings(max_examples=30, deadline=None)
 @given(data=st.data(), m=dims, k=dims, j=dims, n=dims)
 def test_sum_of_two_products_is_one_gemm(compiled, data, m, k, j, n):
-    x, h = data.draw(view_of((m, k), "float32")), data.draw(view_of((m, j), "float32"))
-    wx, wh = data.draw(view_of((k, n), "float32")), data.draw(view_of((j, n), "float32"))
+    x, h = data.draw(operand((m, k))), data.draw(operand((m, j)))
+    wx, wh = data.draw(operand((k, n))), data.draw(operand((j, n)))
     check(compiled.two_terms, x, h, wx, wh, data.draw(view_of((n,), "float32")),
           scale=10 * (k + j + 1))
 
@@ -81,12 +88,12 @@ def test_sum_of_two_products_is_one_gemm(compiled, data, m, k, j, n):
 @settings(max_examples=30, deadline=None)
 @given(data=st.data(), z=st.integers(0, 3), m=dims, k=dims, n=dims)
 def test_batched_and_vector_operands(compiled, data, z, m, k, n):
-    a = data.draw(view_of((z, m, k), "float32"))
-    check(compiled.batched, a, data.draw(view_of((z, k, n), "float32")), scale=10 * (k + 1))
-    check(compiled.batched, a, data.draw(view_of((k, n), "float32")), scale=10 * (k + 1))
-    v = data.draw(view_of((k,), "float32"))
-    check(compiled.vectors, v, data.draw(view_of((k, n), "float32")), scale=10 * (k + 1))
-    check(compiled.vectors, data.draw(view_of((m, k), "float32")), v, scale=10 * (k + 1))
+    a = data.draw(operand((z, m, k)))
+    check(compiled.batched, a, data.draw(operand((z, k, n))), scale=10 * (k + 1))
+    check(compiled.batched, a, data.draw(operand((k, n))), scale=10 * (k + 1))
+    v = data.draw(operand((k,)))
+    check(compiled.vectors, v, data.draw(operand((k, n))), scale=10 * (k + 1))
+    check(compiled.vectors, data.draw(operand((m, k))), v, scale=10 * (k + 1))
     check(compiled.vectors, v.astype(np.float64), v.astype(np.float64), scale=10 * (k + 1))
 
 

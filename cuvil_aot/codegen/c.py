@@ -272,13 +272,23 @@ def _split_loop(em: KernelEmitter, w: Writer, var: int, lo: str, hi: str,
         w.extend(bodies[0].w)
 
 
-def _decompose(w: Writer, var_axes: list[int], flat: str) -> None:
+def _extent(em: KernelEmitter, v: int) -> str:
+    """A loop's trip count: a constant when the dimension is static (the C compiler then
+    unrolls and vectorizes small fixed loops), else the run-time size."""
+    shape = em.group.space.shape
+    if v < len(shape) and shape[v].is_static:
+        return str(shape[v].value)
+    return f"a->n[{v}]"
+
+
+def _decompose(em: KernelEmitter, w: Writer, var_axes: list[int], flat: str) -> None:
     """Loop variables i{axis} from a flat index over ``var_axes`` (last fastest)."""
     if not var_axes:
         return
     w.line(f"int64_t rem = {flat};")
     for axis in reversed(var_axes[1:]):
-        w.line(f"const int64_t i{axis} = rem % a->n[{axis}]; rem /= a->n[{axis}];")
+        extent = _extent(em, axis)
+        w.line(f"const int64_t i{axis} = rem % {extent}; rem /= {extent};")
     w.line(f"const int64_t i{var_axes[0]} = rem;")
 
 
@@ -294,8 +304,8 @@ def _elementwise_body(em: KernelEmitter, w: Writer) -> None:
     with w.block("for (int64_t t = t0; t < t1; t++)"):
         w.line("const int64_t row = t / a->nchunk;")
         w.line("const int64_t lo = (t % a->nchunk) * a->chunk;")
-        w.line(f"const int64_t hi = cv_min64(lo + a->chunk, a->n[{inner}]);")
-        _decompose(w, list(range(inner)), "row")
+        w.line(f"const int64_t hi = cv_min64(lo + a->chunk, {_extent(em, inner)});")
+        _decompose(em, w, list(range(inner)), "row")
         _split_loop(em, w, inner, "lo", "hi", lambda body: _store_roots(em, body, roots))
 
 
@@ -305,7 +315,7 @@ def _row_body(em: KernelEmitter, w: Writer) -> None:
     per_row = [(r, d) for r, d in zip(em.group.roots, em.group.dests) if r.shape != space.shape]
     full = [(r, d) for r, d in zip(em.group.roots, em.group.dests) if r.shape == space.shape]
     with w.block("for (int64_t t = t0; t < t1; t++)"):
-        _decompose(w, kept, "t")
+        _decompose(em, w, kept, "t")
         for k, stage in enumerate(em.group.stages):
             _stage(em, w, k, stage, reduced)
         if per_row:
@@ -323,17 +333,17 @@ def _nest(em: KernelEmitter, w: Writer, axes: list[int], fill: Callable[[_Body],
     sum of any length keeps its precision (a lone float stops growing at 2^24)."""
     if len(axes) > 1:
         v = axes[0]
-        with w.block(f"for (int64_t i{v} = 0; i{v} < a->n[{v}]; i{v}++)"):
+        with w.block(f"for (int64_t i{v} = 0; i{v} < {_extent(em, v)}; i{v}++)"):
             _nest(em, w, axes[1:], fill, pragma, block)
         return
     v = axes[0]
     if block is None:
-        _split_loop(em, w, v, "0", f"a->n[{v}]", fill, pragma)
+        _split_loop(em, w, v, "0", _extent(em, v), fill, pragma)
         return
     partial, ctype, total = block
-    with w.block(f"for (int64_t b{v} = 0; b{v} < a->n[{v}]; b{v} += {SUM_BLOCK})"):
+    with w.block(f"for (int64_t b{v} = 0; b{v} < {_extent(em, v)}; b{v} += {SUM_BLOCK})"):
         w.line(f"{ctype} {partial} = 0;")
-        w.line(f"const int64_t e{v} = cv_min64(b{v} + {SUM_BLOCK}, a->n[{v}]);")
+        w.line(f"const int64_t e{v} = cv_min64(b{v} + {SUM_BLOCK}, {_extent(em, v)});")
         _split_loop(em, w, v, f"b{v}", f"e{v}", fill, pragma)
         w.line(f"{total} += {partial};")
 
