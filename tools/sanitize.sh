@@ -4,6 +4,7 @@
 #
 #   tools/sanitize.sh                 the default subset (below)
 #   tools/sanitize.sh tests/test_x.py -k name     any pytest arguments instead
+#   CV_SANITIZE_KEEP=1 tools/sanitize.sh ...      keep the scratch directory afterwards
 #
 # What it does, in a scratch directory (the checkout is not touched):
 #   1. copies cuvil_aot/ and native/, and builds cuvil_aot/_runtime there with
@@ -32,7 +33,11 @@ PY=${PYTHON:-python3}
 CC=${CC:-gcc}
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/cuvil_aot-sanitize.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+if [ -n "${CV_SANITIZE_KEEP:-}" ]; then  # keep the host, runtime and cache to debug with
+    trap 'echo "kept $WORK (run $WORK/bin/python3 with PYTHONPATH=$WORK)"' EXIT
+else
+    trap 'rm -rf "$WORK"' EXIT
+fi
 
 echo "== building the sanitized runtime in $WORK"
 cp -r "$REPO/cuvil_aot" "$REPO/native" "$WORK/"
