@@ -29,6 +29,7 @@ from cuvil_aot.codegen.pymodule import (
     _match_param,
     _out_argument,
     match_dims,
+    no_match_error,
 )
 from cuvil_aot.codegen.writer import Writer
 from cuvil_aot.frontend.signature import render_type
@@ -178,19 +179,7 @@ def _dispatch(w: Writer, name: str, comps: list[Compiled]) -> None:
             w.line("if (r < 0) goto done;")
             w.line(f"if (r) {{ result = {comp.prefix}_grun(argv, ga, first, out, stream, &c); "
                    "goto done; }")
-    if len(comps) == 1:  # the CPU path's messages, word for word
-        w.line("PyErr_Format(shape_err[0] ? cv_SignatureShapeError : cv_SignatureError, "
-               f"\"%s(): %s\", {_c_string(name)}, why[0]);")
-        return
-    w.line("PyObject *msg = PyUnicode_FromFormat(\"%s(): no signature matches the "
-           f"arguments:\", {_c_string(name)});")
-    for s, comp in enumerate(comps):
-        line = f"\n  ({comp.sig}): "
-        w.line(f"if (msg) PyUnicode_AppendAndDel(&msg, PyUnicode_FromFormat("
-               f"{_c_string(line)}\"%s\", why[{s}]));")
-    shape = " || ".join(f"shape_err[{s}]" for s in range(len(comps)))
-    w.line(f"PyObject *kind = ({shape}) ? cv_SignatureShapeError : cv_SignatureError;")
-    w.line("if (msg) { PyErr_SetObject(kind, msg); Py_DECREF(msg); }")
+    no_match_error(w, name, comps)  # the CPU path's messages, word for word
 
 
 # Matching ------------------------------------------------------------------------------

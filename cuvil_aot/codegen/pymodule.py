@@ -382,20 +382,26 @@ def wrapper_function(w: Writer, index: int, name: str, comps: list[Compiled]) ->
                        f"&shape_err[{s}]);")
                 w.line("if (r < 0) return NULL;")
                 w.line(f"if (r) return {comp.prefix}_run(argv, out, &c);")
-        if len(comps) == 1:
-            w.line("PyErr_Format(shape_err[0] ? cv_SignatureShapeError : cv_SignatureError, "
-                   f"\"%s(): %s\", {_c_string(name)}, why[0]);")
-        else:
-            w.line("PyObject *msg = PyUnicode_FromFormat(\"%s(): no signature matches the "
-                   f"arguments:\", {_c_string(name)});")
-            for s, comp in enumerate(comps):
-                line = f"\n  ({comp.sig}): "
-                w.line(f"if (msg) PyUnicode_AppendAndDel(&msg, PyUnicode_FromFormat("
-                       f"{_c_string(line)}\"%s\", why[{s}]));")
-            shape = " || ".join(f"shape_err[{s}]" for s in range(len(comps)))
-            w.line(f"PyObject *kind = ({shape}) ? cv_SignatureShapeError : cv_SignatureError;")
-            w.line("if (msg) { PyErr_SetObject(kind, msg); Py_DECREF(msg); }")
+        no_match_error(w, name, comps)
         w.line("return NULL;")
+
+
+def no_match_error(w: Writer, name: str, comps: list[Compiled]) -> None:
+    """Sets SignatureError (SignatureShapeError when shapes were the problem) from the
+    reasons in ``why``/``shape_err``, one line per signature when there are several."""
+    if len(comps) == 1:
+        w.line("PyErr_Format(shape_err[0] ? cv_SignatureShapeError : cv_SignatureError, "
+               f"\"%s(): %s\", {_c_string(name)}, why[0]);")
+        return
+    w.line("PyObject *msg = PyUnicode_FromFormat(\"%s(): no signature matches the "
+           f"arguments:\", {_c_string(name)});")
+    for s, comp in enumerate(comps):
+        line = f"\n  ({comp.sig}): "
+        w.line(f"if (msg) PyUnicode_AppendAndDel(&msg, PyUnicode_FromFormat("
+               f"{_c_string(line)}\"%s\", why[{s}]));")
+    shape = " || ".join(f"shape_err[{s}]" for s in range(len(comps)))
+    w.line(f"PyObject *kind = ({shape}) ? cv_SignatureShapeError : cv_SignatureError;")
+    w.line("if (msg) { PyErr_SetObject(kind, msg); Py_DECREF(msg); }")
 
 
 def module_source(ext_name: str, functions: dict[str, list[Compiled]], levels: list[int],
