@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from cuvil_aot.cache import CacheError, CacheKey
-from cuvil_aot.cache.fsutil import NOFOLLOW, check_private_dir, read_capped
+from cuvil_aot.cache.fsutil import check_private_dir, read_doc
 from cuvil_aot.cache.key import check_components
 from cuvil_aot.cache.manifest import load_json
 
@@ -77,22 +77,14 @@ def _record(raw: object) -> Record:
 
 def load(root: Path, module: str) -> list[Record]:
     """The module's records, newest first; [] if there are none or they cannot be read."""
-    try:
-        fd = os.open(_file(root, module), os.O_RDONLY | NOFOLLOW)
-    except OSError:
+    doc = read_doc(_file(root, module), MAX_BYTES, load_json, FORMAT, module)
+    records = doc.get("records") if doc is not None and doc.get("schema") == SCHEMA else None
+    if not isinstance(records, list):
         return []
     try:
-        doc = load_json(read_capped(fd, MAX_BYTES))
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            return []
-        if doc.get("schema") != SCHEMA or doc.get("module") != module:
-            return []
-        records = doc.get("records")
-        return [_record(r) for r in records] if isinstance(records, list) else []
+        return [_record(r) for r in records]
     except CacheError:
         return []
-    finally:
-        os.close(fd)
 
 
 def find(

@@ -139,3 +139,22 @@ def owner_pid(name: str) -> int:
 def flat_size(path: Path) -> int:
     with os.scandir(path) as items:
         return sum(i.stat(follow_symlinks=False).st_size for i in items)
+
+
+def read_doc(path: Path, limit: int, parse: Callable[[bytes], object],
+             fmt: str, module: str) -> dict[str, object] | None:
+    """A small JSON document about ``module`` of format ``fmt``, read without following
+    links and at most ``limit`` bytes; None when it is missing, unreadable or foreign."""
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        doc = parse(read_capped(fd, limit))
+    except CacheError:
+        return None
+    finally:
+        os.close(fd)
+    if not isinstance(doc, dict) or doc.get("format") != fmt or doc.get("module") != module:
+        return None
+    return doc

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import CacheError
-from .fsutil import NOFOLLOW, read_capped
+from .fsutil import read_doc
 from .key import CacheKey, check_components, diff, digest_of, summarize
 from .manifest import MAX_BYTES, load_json
 
@@ -51,21 +51,14 @@ def _record(raw: object) -> Record:
 
 def load_history(index_dir: Path, module: str) -> list[Record]:
     """Newest first; an unreadable or foreign index counts as no history."""
-    try:
-        fd = os.open(index_file(index_dir, module), os.O_RDONLY | NOFOLLOW)
-    except OSError:
+    doc = read_doc(index_file(index_dir, module), MAX_BYTES, load_json, FORMAT, module)
+    history = doc.get("history") if doc is not None else None
+    if not isinstance(history, list):
         return []
     try:
-        doc = load_json(read_capped(fd, MAX_BYTES))
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            return []
-        if doc.get("module") != module or not isinstance(doc.get("history"), list):
-            return []
-        return [_record(raw) for raw in doc["history"]]
+        return [_record(raw) for raw in history]
     except CacheError:
         return []
-    finally:
-        os.close(fd)
 
 
 def record_build(index_dir: Path, tmp_dir: Path, module: str, key: CacheKey, now: float) -> None:
