@@ -19,7 +19,8 @@ Each group has a few entry points (``extern "C"``) that the host picks from:
   are stored; ``_bc32`` (few rows) keeps up to 16 elements per thread in
   registers, so a row of up to 4096 is read once whatever the number of passes;
 - GEMM: ``_tiled`` (128x128 tiles), ``_tiled64``, ``_gemv1``, ``_gemv4`` (main
-  loops in cuda_gemm.h), all calling the group's epilogue functor on finished
+  loops in cuda_gemm.h), and for float32 ``_tc``/``_tct`` (3xTF32 on tensor
+  cores, 128x128 tiles), all calling the group's epilogue functor on finished
   accumulators.
 """
 
@@ -56,6 +57,7 @@ VEC = 4  # elements per step of a _flat kernel
 ENTRIES = {Kind.ELEMENTWISE: ("s32", "s64", "flat"),
            Kind.ROW: ("w32", "w64", "b32", "b64", "bc32"),
            Kind.GEMM: ("tiled", "tiled64", "gemv1", "gemv4")}
+GEMM_TC = ("tc", "tct")  # float32 only: tensor cores, B with n (tc) or k (tct) contiguous
 HEADER = '#include "cuvil_aot/cuda_gemm.h"\n'
 
 
@@ -63,7 +65,10 @@ HEADER = '#include "cuvil_aot/cuda_gemm.h"\n'
 class CudaKernel(Kernel):
     @property
     def entries(self) -> list[str]:
-        return [f"{self.name}_{e}" for e in ENTRIES[self.group.kind]]
+        names = ENTRIES[self.group.kind]
+        if self.group.kind is Kind.GEMM and self.acc_type == "float":
+            names += GEMM_TC
+        return [f"{self.name}_{e}" for e in names]
 
     @property
     def acc_type(self) -> str:
@@ -397,3 +402,7 @@ def _gemm(em: CudaEmitter, w: Writer) -> None:
     for mr in (1, 4):
         _entry(w, k, f"gemv{mr}", f"{GEMV_BLOCK}", f"cv_gemv<{acc}, {mr}>(a->t, {nterms}, {m}, "
                f"{n}, {batch}, (int)a->cols, {k.name}_epi{{a}});")
+    if acc == "float":  # two blocks per SM: cp.async stages of one overlap the other's math
+        for suffix, bt in zip(GEMM_TC, ("false", "true")):
+            _entry(w, k, suffix, f"{BLOCK}, 2", f"cv_gemm_tc<{bt}>(a->t, {nterms}, {m}, {n}, "
+                   f"{batch}, {k.name}_epi{{a}});")

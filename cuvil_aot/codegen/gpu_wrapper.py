@@ -345,12 +345,28 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int) -> None:
                 w.line("const int64_t tiles = ((m + 127) / 128) * ((n + 127) / 128);")
                 w.line("const int small = tiles * nb < sm;")
                 w.line(f"kid = {first} + small; block = {cuda.BLOCK};")
+                if k.acc_type == "float":
+                    _tc_choice(w, k, first)
                 w.line("grid = (uint32_t)(small ? ((m + 63) / 64) * ((n + 63) / 64) : tiles);")
             w.line(launch)
 
 
 def _product(items: list[str]) -> str:
     return " * ".join(items) or "1"
+
+
+def _tc_choice(w: Writer, k: CudaKernel, first: int) -> None:
+    """The tensor-core main loop (128x128 tiles) where the operands suit cp.async: A with k
+    contiguous, B with n (_tc) or k (_tct) contiguous, rows and batches 16-byte aligned."""
+    def al(t: int, side: str, inner: str, outer: str) -> list[str]:
+        return [f"(uintptr_t)a.t[{t}].{side} % 16 == 0", f"a.t[{t}].{side}_{inner} == 1",
+                f"a.t[{t}].{side}_{outer} % 4 == 0", f"a.t[{t}].{side}_bs % 4 == 0"]
+    terms = range(len(k.group.terms))
+    a_ok = " && ".join(c for t in terms for c in al(t, "a", "cs", "rs"))
+    bn = " && ".join(c for t in terms for c in al(t, "b", "cs", "rs"))
+    bk = " && ".join(c for t in terms for c in al(t, "b", "rs", "cs"))
+    w.line(f"const int tc = small || !({a_ok}) ? 0 : ({bn}) ? 1 : ({bk}) ? 2 : 0;")
+    w.line(f"if (tc) kid = {first} + 3 + tc;")
 
 
 def _flat_condition(w: Writer, k: CudaKernel) -> None:
