@@ -121,6 +121,43 @@ def test_large_gemm_is_fp32_exact(models):
     run_check(models.ffn_block, fw, big, "contiguous", 4000)
 
 
+@pytest.mark.parametrize("rows,length", [(3000, 7), (3000, 300), (2500, 700), (3000, 2000),
+                                         (100, 4096), (2200, 4096), (5, 4097)])
+def test_row_kernels(models, rows, length):
+    """Every row kernel entry of softmax and layernorm: a warp or a block per row, few or
+    many rows, the row in registers (few contiguous rows up to 4096) or re-read; strided
+    views; a NaN that must spread over its row."""
+    fw = Framework("torch")
+    rng = np.random.default_rng(rows + length)
+    x = (rng.standard_normal((rows, length)) * 4).astype(np.float32)
+    x[rows // 2, length // 3] = np.nan
+    g, b = (rng.standard_normal(length).astype(np.float32) for _ in range(2))
+    for view in ("contiguous", "strided"):
+        run_check(models.softmax, fw, [x], view, 50)
+        run_check(models.layer_norm, fw, [x, g, b], view, 50)
+
+
+def test_intermediates_are_not_framework_allocations(models):
+    """A two-kernel call (the LSTM step's gate pre-activation between them) with out=
+    allocates nothing through PyTorch: the intermediate comes from the runtime's pool."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(9)
+    shapes = [(3, 48), (3, 40), (3, 40), (48, 160), (40, 160), (160,)]
+    args = [torch.from_numpy(rng.standard_normal(s).astype(np.float32)).cuda() for s in shapes]
+    outs = (torch.empty(3, 40, device="cuda"), torch.empty(3, 40, device="cuda"))
+    models.lstm_step(*args, out=outs)
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_stats()["allocation.all.allocated"]
+    for _ in range(3):
+        outs[0].fill_(float("nan"))
+        models.lstm_step(*args, out=outs)
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_stats()["allocation.all.allocated"] == before
+    ref = models.lstm_step.py_func(*[a.cpu().numpy().astype(np.float64) for a in args])
+    assert_close(outs[0].cpu().numpy(), ref[0], np.float32, 200)
+    assert_close(outs[1].cpu().numpy(), ref[1], np.float32, 200)
+
+
 def test_misaligned_and_odd_sizes_take_the_strided_path(models):
     fw = Framework("cupy")
     x = fw.lib.asarray(np.random.default_rng(6).standard_normal(100004, np.float32))

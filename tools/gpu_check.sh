@@ -12,10 +12,32 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 
+# PyCUDA, where the image lacks it: its source distribution and the wheels of its
+# dependencies travel in .gpucheck/ (git-ignored; see the README's GPU section), and it is
+# built here in the background while cuvil_aot builds.
+pycuda_build() {
+    local src=$(ls "$ROOT"/.gpucheck/pycuda-*.tar.gz 2>/dev/null | head -1)
+    [ -n "$src" ] || { echo "no PyCUDA source in .gpucheck/"; return 1; }
+    python3 -m pip install -q --no-index --no-deps "$ROOT"/.gpucheck/*.whl || return 1
+    local dir=$(mktemp -d) && tar xzf "$src" -C "$dir" && cd "$dir"/pycuda-* || return 1
+    local cuda=$(dirname "$(dirname "$(command -v nvcc)")")
+    python3 configure.py --cuda-root="$cuda" && python3 setup.py build_ext -j 16 \
+        && python3 setup.py -q bdist_wheel && python3 -m pip install -q --no-deps dist/*.whl
+}
+PYCUDA_PID=
+if ! python3 -c "import pycuda" 2>/dev/null; then
+    (pycuda_build > "$OUT/pycuda.log" 2>&1) &
+    PYCUDA_PID=$!
+fi
+
 echo "== build and install" | tee "$OUT/summary.txt"
 if ! python3 -m pip install --no-build-isolation --no-deps -q "$ROOT" > "$OUT/install.log" 2>&1; then
     tail -40 "$OUT/install.log"
     exit 1
+fi
+if [ -n "$PYCUDA_PID" ]; then
+    wait "$PYCUDA_PID"
+    python3 -c "import pycuda; print('PyCUDA', pycuda.VERSION_TEXT)" 2>&1 | tail -1 | tee -a "$OUT/summary.txt"
 fi
 # Run from elsewhere so that `import cuvil_aot` is the installed package, not the sources.
 cd "$(mktemp -d)"

@@ -16,8 +16,9 @@ Each group has a few entry points (``extern "C"``) that the host picks from:
   aligned: 4 elements per step through 16-byte (for 4-byte types) vectors;
 - row: ``_w32``/``_w64`` one warp per row, ``_b32``/``_b64`` one block per
   row (long rows, or few rows); the stages reduce with shuffles, then the roots
-  are stored; ``_bc32`` (few rows) keeps up to 16 elements per thread in
-  registers, so a row of up to 4096 is read once whatever the number of passes;
+  are stored; ``_bc32`` (few rows) keeps up to 16 elements per thread in registers,
+  and every value of an element a pass computes, so a row of up to 4096 is read once
+  and exp(x - max) computed once;
 - GEMM: ``_tiled`` (128x128 tiles), ``_tiled64``, ``_gemv1``, ``_gemv4`` (main
   loops in cuda_gemm.h), and for float32 ``_tc``/``_tct`` (3xTF32 on tensor
   cores, 128x128 tiles), all calling the group's epilogue functor on finished
@@ -47,10 +48,11 @@ from cuvil_aot.ir.ops import Op
 from cuvil_aot.ir.types import Shape
 
 BLOCK = 256  # elementwise, warp-per-row and tiled GEMM blocks
-# Block-per-row teams. Measured on the H200 (softmax): 4096 x 4096 took 61.8 us with 256
-# threads, 67 with 512, 115 with 1024; re-reads of a row hit L1, and keeping the row in
-# registers was slower there (78-146 us), but it wins when rows are few (256 x 1000: 7.5 us
-# cached against 10.4).
+# Block-per-row teams. Measured on the H200 (softmax 4096 x 4096; bench/gpu/gpu_rows.md):
+# 61 us with 256 threads, 67 with 512, 115 with 1024, re-reading the row from L1; the
+# cached kernel (row and exp in registers) takes 58-67 us there, so it is kept for few
+# rows (256 x 1000: 7.5 us against 10.4). A hand-written kernel of the same plan reaches
+# 35.7 us (bench/gpu/rows_probe.cu): what differs is not found yet.
 ROW_BLOCK = 256
 GEMV_BLOCK = 1024
 VEC = 4  # elements per step of a _flat kernel
@@ -79,9 +81,10 @@ class _GpuBody(_Body):
     """A body region; ``flat``: every offset is the flat index ``t``; ``lane``: values move
     through the vectors ``L{j}``/``S{j}`` of a _flat kernel's step."""
 
-    def __init__(self, w: Writer, flat: bool = False, lane: int | None = None):
+    def __init__(self, w: Writer, flat: bool = False, lane: int | None = None,
+                 in_row: bool = False):
         super().__init__(w, False, None)
-        self.flat, self.lane = flat, lane
+        self.flat, self.lane, self.in_row = flat, lane, in_row
 
 
 class CudaEmitter(KernelEmitter):
@@ -100,23 +103,33 @@ class CudaEmitter(KernelEmitter):
         body.used.add(j)
         if isinstance(body, _GpuBody) and body.flat:
             return "t"
-        return " + ".join(f"i{v} * s{j}_{v}" for v in self.k.operands[j].support()) or "0"
+        return super().offset(j, body)
+
+    def expr(self, node: Node, m: IndexMap, body: _Body) -> str:
+        """In a cached row kernel, every value of a row's element that a pass computes is
+        also kept in registers, so later passes reuse it (softmax: exp once)."""
+        cache = self.row_cache
+        if cache is None or not isinstance(body, _GpuBody) or not body.in_row:
+            return super().expr(node, m, body)
+        key = (id(node), m)
+        if key in cache.done:
+            return f"{cache.done[key]}[r]"
+        if key in body.memo:
+            return body.memo[key]
+        value = super().expr(node, m, body)
+        if node.op is not Op.CONST and value.startswith("v"):  # a local: computed or loaded
+            name = f"cv{len(cache.types)}"
+            cache.types[name] = ops_c.CTYPE[node.dtype]
+            cache.pending[key] = name
+            body.w.line(f"{name}[r] = {value};")
+        return value
 
     def load(self, base: Node, view: Shape | None, m: IndexMap, body: _Body) -> str:
         j = self.operand(base, view, m)
         if isinstance(body, _GpuBody) and body.lane is not None:
             body.used.add(j)
             return body.local(ops_c.CTYPE[base.dtype], f"L{j}.v[{body.lane}]")
-        cache = self.row_cache
-        if cache is None or not set(self.k.operands[j].support()) & set(self.group.space
-                                                                          .reduce_axes):
-            return super().load(base, view, m, body)
-        if j in cache.done:
-            return f"cv{j}[r]"
-        value = super().load(base, view, m, body)
-        body.w.line(f"cv{j}[r] = {value};")
-        cache.pending.add(j)
-        return value
+        return super().load(base, view, m, body)
 
     def store(self, root: Node, dest: Dest, m: IndexMap, value: str, body: _Body) -> None:
         if isinstance(body, _GpuBody) and body.lane is not None:
@@ -266,15 +279,17 @@ REDUCE_OP = {Op.SUM: "cv_op_sum", Op.PROD: "cv_op_prod", Op.MAX: "cv_op_max",
              Op.MIN: "cv_op_min"}
 
 
-ROW_CACHE = 16  # elements per thread a cached row kernel keeps in registers
+ROW_CACHE = 16  # elements per thread a cached block-per-row kernel keeps in registers
 
 
 @dataclass
 class _RowCache:
-    """Operands (by index) whose row values an earlier pass left in registers cv{j}[r]."""
+    """Values of a row's elements kept in register arrays ``cv{n}[r]``, by (node, index
+    map): ``done`` by an earlier pass (readable), ``pending`` by the current one."""
 
-    done: set[int] = field(default_factory=set)
-    pending: set[int] = field(default_factory=set)
+    done: dict[tuple[int, IndexMap], str] = field(default_factory=dict)
+    pending: dict[tuple[int, IndexMap], str] = field(default_factory=dict)
+    types: dict[str, str] = field(default_factory=dict)  # array name -> element C type
 
 
 def _rows(em: CudaEmitter, w: Writer) -> None:
@@ -323,35 +338,33 @@ def _row_passes(em: CudaEmitter, cache: bool) -> Writer:
         with inner.block("if (tid == 0)"):
             _store_roots(em, _GpuBody(inner), per_row)
     if full := [(r, d) for r, d in pairs if r.shape == space.shape]:
-        body = _fill(_GpuBody(Writer()), lambda b: _store_roots(em, b, full))
+        body = _GpuBody(Writer(), in_row=True)
+        _store_roots(em, body, full)
         _row_loop(em, inner, reduced, body)
     if em.row_cache is None:
         return inner
     decls = Writer()
-    for j in sorted(em.row_cache.done | em.row_cache.pending):
-        decls.line(f"{ops_c.CTYPE[em.k.operands[j].dtype]} cv{j}[R];")
+    for name, ctype in em.row_cache.types.items():  # arrays no pass reads are dropped by ptxas
+        decls.line(f"{ctype} {name}[R];")
     decls.extend(inner)
     em.row_cache = None
     return decls
 
 
-def _row_loop(em: CudaEmitter, w: Writer, reduced: list[int], body: Writer) -> None:
+def _row_loop(em: CudaEmitter, w: Writer, reduced: list[int], body: _GpuBody) -> None:
     if em.row_cache is None:
-        header = "for (I j = tid; j < len; j += team)"
-    else:
-        em.row_cache.done |= em.row_cache.pending
-        em.row_cache.pending = set()
-        w.line("#pragma unroll")
-        header = "for (int r = 0; r < R; r++)"
-    with w.block(header):
-        if em.row_cache is None:
+        with w.block("for (I j = tid; j < len; j += team)"):
             _decompose(w, reduced, "j", "I")
-            w.extend(body)
-            return
+            w.extend(body.w)
+        return
+    em.row_cache.done |= em.row_cache.pending
+    em.row_cache.pending = {}
+    w.line("#pragma unroll")
+    with w.block("for (int r = 0; r < R; r++)"):
         w.line("const I j = tid + (I)r * team;")
         with w.block("if (j < len)"):  # predicated: the R loads stay independent
             _decompose(w, reduced, "j", "I")
-            w.extend(body)
+            w.extend(body.w)
 
 
 def _stage(em: CudaEmitter, w: Writer, n: int, stage: Node, reduced: list[int]) -> None:
@@ -359,13 +372,13 @@ def _stage(em: CudaEmitter, w: Writer, n: int, stage: Node, reduced: list[int]) 
     src, op = stage.srcs[0], stage.op
     m = identity(em.nloops)
     ctype = ops_c.CTYPE[stage.dtype]
-    body = _GpuBody(Writer())
+    body = _GpuBody(Writer(), in_row=True)
     value = em.expr(src, m, body)
     if op in (Op.SUM, Op.PROD, Op.MAX, Op.MIN):
         init = REDUCE_INIT.get(op) or _extreme(src.dtype, op is Op.MIN)
         w.line(f"{ctype} acc{n} = {init};")
         body.w.line(f"acc{n} = {REDUCE_OP[op]}()(acc{n}, ({ctype})({value}));")
-        _row_loop(em, w, reduced, body.w)
+        _row_loop(em, w, reduced, body)
         w.line(f"acc{n} = cv_team_reduce<TEAM>(acc{n}, {REDUCE_OP[op]}());")
     else:  # argmax / argmin over one axis: the first NaN, else the first extreme
         is_max = "true" if op is Op.ARGMAX else "false"
@@ -374,7 +387,7 @@ def _stage(em: CudaEmitter, w: Writer, n: int, stage: Node, reduced: list[int]) 
         w.line(f"int64_t acc{n} = INT64_MAX;")
         body.w.line(f"if (cv_arg_better<{is_max}>(({vtype})({value}), (int64_t)j, best{n}, "
                     f"acc{n})) {{ best{n} = {value}; acc{n} = j; }}")
-        _row_loop(em, w, reduced, body.w)
+        _row_loop(em, w, reduced, body)
         w.line(f"cv_team_arg<TEAM, {is_max}>(best{n}, acc{n});")
     em.stage_vars[id(stage)] = f"acc{n}"
 

@@ -218,9 +218,9 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
                  f"int first, PyObject *out, PyObject *stream_kw, const {comp.prefix}_call *c)"):
         w.line(f"PyObject *result = NULL, *obj[{nbuf}] = {{0}}, *user[{nbuf}] = {{0}}, "
                f"*copies[{nparams}] = {{0}};")
-        w.line(f"cv_gpu_array gb[{nbuf}];")
+        w.line(f"cv_gpu_array gb[{nbuf}]; int scratch[{nbuf}] = {{0}};")
         w.line("uintptr_t stream = 0; const int dev = ga[first].device; int sm = 0;")
-        w.line("(void)argv; (void)stream; (void)sm; (void)gb; (void)copies;")
+        w.line("(void)argv; (void)stream; (void)sm; (void)gb; (void)copies; (void)scratch;")
         for s, sym in enumerate(comp.symbols):
             w.line(f"const int64_t S_{sym} = c->sym[{s}]; (void)S_{sym};")
         _empty_reduction_checks(w, comp)
@@ -247,6 +247,7 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
         w.line("done:")
         with w.block(f"for (int b = 0; b < {nbuf}; b++)"):
             w.line("if (obj[b]) { api->gpu->release(&gb[b]); Py_DECREF(obj[b]); }")
+            w.line("if (scratch[b]) api->gpu->scratch_free(&gb[b], stream);")
         w.line(f"for (int i = 0; i < {nparams}; i++) Py_XDECREF(copies[i]);")
         w.line("return result;")
 
@@ -261,13 +262,20 @@ def _contiguous_input(w: Writer, i: int) -> None:
 
 
 def _buffer(w: Writer, comp: Compiled, b: int, buffer: Node) -> None:
-    """An output (the caller's out= array when it can be written directly) or an
-    intermediate: a new C-contiguous array of the inputs' kind."""
+    """An output: the caller's out= array when it can be written directly, else a new
+    C-contiguous array of the inputs' kind. An intermediate: memory of the runtime's pool,
+    ordered on the call's stream (a framework array where the device has no pools)."""
     shape, dt = buffer.shape, DT[buffer.dtype]
     outputs = {id(o): k for k, o in enumerate(comp.fn.outputs)}
     w.line(f"int64_t shape{b}[{max(1, len(shape))}] = "
            f"{{{', '.join(dim(d) for d in shape) or '0'}}};")
-    if id(buffer) in outputs:
+    if id(buffer) not in outputs:
+        with w.block(""):
+            w.line(f"const int r = api->gpu->scratch(dev, {dt}, {len(shape)}, shape{b}, stream, "
+                   f"&gb[{b}]);")
+            w.line("if (r < 0) goto done;")
+            w.line(f"scratch[{b}] = r == 0;")
+    else:
         k = outputs[id(buffer)]
         with w.block(f"if (outs[{k}])"):
             w.line("cv_gpu_array o;")
@@ -279,7 +287,7 @@ def _buffer(w: Writer, comp: Compiled, b: int, buffer: Node) -> None:
                     w.line(f"if (cv_gpu_overlaps(&ga[{i}], &o)) direct = 0;")
             w.line(f"if (direct) {{ obj[{b}] = outs[{k}]; Py_INCREF(obj[{b}]); gb[{b}] = o; }}")
             w.line(f"else {{ user[{b}] = outs[{k}]; api->gpu->release(&o); }}")
-    with w.block(f"if (!obj[{b}])"):
+    with w.block(f"if (!obj[{b}] && !scratch[{b}])"):
         w.line(f"obj[{b}] = api->gpu->empty(&ga[first], {dt}, {len(shape)}, shape{b}, &gb[{b}]);")
         w.line(f"if (!obj[{b}]) goto done;")
 

@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gpu_internal.h"
 
@@ -25,6 +26,14 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef unsigned long long CUdeviceptr;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+
+/* CUmemPoolProps (cuda.h): a device-resident pool, no export handles. */
+typedef struct {
+    int alloc_type, handle_types, location_type, location_id;
+    void *win32_security_attributes;
+    unsigned char rest[64]; /* maxSize, usage, reserved: zero */
+} pool_props;
 
 enum {
     ATTR_SM_COUNT = 16,
@@ -32,6 +41,10 @@ enum {
     ATTR_CC_MINOR = 76,
     POINTER_DEVICE_ORDINAL = 9,
     EVENT_DISABLE_TIMING = 2,
+    ATTR_MEMORY_POOLS_SUPPORTED = 115,
+    MEM_ALLOCATION_TYPE_PINNED = 1,
+    MEM_LOCATION_TYPE_DEVICE = 1,
+    MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
 };
 
 static struct {
@@ -52,6 +65,11 @@ static struct {
     CUresult (*EventCreate)(CUevent *, unsigned);
     CUresult (*EventRecord)(CUevent, CUstream);
     CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
+    /* Optional (CUDA 11.2+): stream-ordered allocation from a pool. */
+    CUresult (*MemPoolCreate)(CUmemoryPool *, const pool_props *);
+    CUresult (*MemPoolSetAttribute)(CUmemoryPool, int, void *);
+    CUresult (*MemAllocFromPoolAsync)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+    CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
 } cu;
 
 /* Same order as the struct above. */
@@ -60,6 +78,9 @@ static const char *const symbols[] = {
     "cuDevicePrimaryCtxRetain", "cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxGetDevice",
     "cuModuleLoadData", "cuModuleGetFunction", "cuLaunchKernel", "cuPointerGetAttribute",
     "cuEventCreate", "cuEventRecord", "cuStreamWaitEvent",
+};
+static const char *const optional_symbols[] = {
+    "cuMemPoolCreate", "cuMemPoolSetAttribute", "cuMemAllocFromPoolAsync", "cuMemFreeAsync",
 };
 
 static int driver_state;  /* 0: not tried, 1: usable, -1: not usable (why in driver_error) */
@@ -70,6 +91,8 @@ static struct device {
     CUcontext ctx;
     CUevent order;        /* reused by cv_cuda_order */
     int sm_count, cc;     /* cc: compute capability * 10 */
+    CUmemoryPool pool;    /* for intermediates (cv_cuda_scratch) */
+    int pool_state;       /* 0: not tried, 1: usable, -1: not supported */
 } devices[CV_GPU_MAX_DEVICES];
 
 typedef struct {
@@ -142,6 +165,9 @@ static void load_driver(void) {
             return;
         }
     }
+    void **optional = (void **)&cu.MemPoolCreate;
+    for (size_t i = 0; i < sizeof optional_symbols / sizeof optional_symbols[0]; i++)
+        optional[i] = dlsym(lib, optional_symbols[i]);
     CUresult r = cu.Init(0);
     if (r != 0) {
         const char *name, *text;
@@ -290,4 +316,59 @@ int cv_cuda_launch(cv_cuda_module *m, int device, int kernel, uint32_t grid_x, u
     return check(cu.LaunchKernel(f, grid_x, grid_y, 1, block, 1, 1, smem, (CUstream)stream,
                                  params, NULL),
                  "cuLaunchKernel", m->names[kernel]);
+}
+
+/* The device's pool for intermediates: our own (not the device's default pool,
+ * which other libraries may configure), keeping freed memory for the next call
+ * instead of returning it at each synchronize. 0 when pools are unsupported. */
+static int scratch_pool(int device, CUmemoryPool *pool) {
+    struct device *d = &devices[device];
+    if (d->pool_state == 0) {
+        int supported = 0;
+        CUdevice dev;
+        const char *knob = getenv("CUVIL_AOT_CUDA_POOL"); /* "0": framework arrays */
+        d->pool_state = -1;
+        if ((!knob || strcmp(knob, "0") != 0) && cu.MemPoolCreate && cu.MemPoolSetAttribute &&
+            cu.MemAllocFromPoolAsync &&
+            cu.MemFreeAsync && cu.DeviceGet(&dev, device) == 0 &&
+            cu.DeviceGetAttribute(&supported, ATTR_MEMORY_POOLS_SUPPORTED, dev) == 0 &&
+            supported) {
+            pool_props props = {.alloc_type = MEM_ALLOCATION_TYPE_PINNED,
+                                .location_type = MEM_LOCATION_TYPE_DEVICE,
+                                .location_id = device};
+            unsigned long long keep = ~0ULL;
+            if (check(cu.MemPoolCreate(&d->pool, &props), "cuMemPoolCreate", NULL) < 0 ||
+                check(cu.MemPoolSetAttribute(d->pool, MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep),
+                      "cuMemPoolSetAttribute", NULL) < 0)
+                return -1;
+            d->pool_state = 1;
+        }
+    }
+    *pool = d->pool;
+    return d->pool_state > 0;
+}
+
+int cv_cuda_scratch(int device, size_t bytes, uintptr_t stream, void **out) {
+    CUmemoryPool pool;
+    int r;
+    if (cv_cuda_enter(device) < 0 || (r = scratch_pool(device, &pool)) < 0) return -1;
+    if (!r) return 1;
+    CUdeviceptr p = 0;
+    if (check(cu.MemAllocFromPoolAsync(&p, bytes ? bytes : 1, pool, (CUstream)stream),
+              "cuMemAllocFromPoolAsync", NULL) < 0)
+        return -1;
+    *out = (void *)(uintptr_t)p;
+    return 0;
+}
+
+void cv_cuda_scratch_free(void *p, uintptr_t stream) {
+    if (!p || lost[0]) return;
+    /* Runs on error paths too: keep the call's exception. A failure here that
+     * matters is sticky, and the next GPU call reports it. */
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (check(cu.MemFreeAsync((CUdeviceptr)(uintptr_t)p, (CUstream)stream), "cuMemFreeAsync",
+              NULL) < 0)
+        PyErr_Clear();
+    PyErr_Restore(type, value, tb);
 }

@@ -359,7 +359,28 @@ static int gpu_order_after(const cv_gpu_array *a, uintptr_t stream) {
     return cv_cuda_order(a->device, a->stream, stream);
 }
 
+static int gpu_scratch(int device, int dtype, int ndim, const int64_t *shape, uintptr_t stream,
+                       cv_gpu_array *out) {
+    int64_t count = 1;
+    memset(out, 0, sizeof *out);
+    for (int d = ndim - 1; d >= 0; d--) {
+        out->shape[d] = shape[d];
+        out->strides[d] = count;
+        count *= shape[d];
+    }
+    out->ndim = ndim, out->dtype = dtype, out->device = device;
+    void *p = NULL;
+    int r = cv_cuda_scratch(device, (size_t)count * dtype_sizes[dtype], stream, &p);
+    out->data = p;
+    return r;
+}
+
+static void gpu_scratch_free(cv_gpu_array *a, uintptr_t stream) {
+    cv_cuda_scratch_free(a->data, stream);
+    a->data = NULL;
+}
+
 const cv_gpu_api cv_gpu_api_table = {
     gpu_array,     gpu_release,      gpu_empty,        gpu_contiguous, gpu_stream,
-    gpu_order_after, cv_cuda_sm_count, cv_cuda_launch,
+    gpu_order_after, cv_cuda_sm_count, cv_cuda_launch, gpu_scratch, gpu_scratch_free,
 };

@@ -19,6 +19,11 @@ int cv_cuda_order(int device, uintptr_t producer, uintptr_t consumer);
 int cv_cuda_sm_count(int device);
 int cv_cuda_launch(cv_cuda_module *m, int device, int kernel, uint32_t grid_x, uint32_t grid_y,
                    uint32_t block, uint32_t smem, uintptr_t stream, void *args);
+/* Device memory ordered on `stream` from the runtime's pool: 0 and *out set,
+ * 1 when the driver or device has no memory pools, -1 on error. */
+int cv_cuda_scratch(int device, size_t bytes, uintptr_t stream, void **out);
+/* Returns scratch memory to the pool once `stream` reaches this point. */
+void cv_cuda_scratch_free(void *p, uintptr_t stream);
 /* Raises cuvil_aot.CudaError with a formatted message; returns -1. */
 int cv_cuda_raise(const char *fmt, ...);
 /* A function of cuvil_aot.runtime.gpu_adapters (new reference), imported once. */

@@ -97,6 +97,13 @@ typedef struct cv_gpu_api {
      * the argument struct at args. Loads m on that device on first use. */
     int (*launch)(cv_cuda_module *m, int device, int kernel, uint32_t grid_x, uint32_t grid_y,
                   uint32_t block, uint32_t smem, uintptr_t stream, void *args);
+    /* A call's intermediate: C-contiguous device memory of the runtime's own,
+     * ordered on `stream` (no framework allocation). 0 with *out filled, 1 when
+     * the device has no memory pools (use `empty`), -1 on error. */
+    int (*scratch)(int device, int dtype, int ndim, const int64_t *shape, uintptr_t stream,
+                   cv_gpu_array *out);
+    /* Gives an intermediate back once the work queued on `stream` is done with it. */
+    void (*scratch_free)(cv_gpu_array *a, uintptr_t stream);
 } cv_gpu_api;
 
 #endif

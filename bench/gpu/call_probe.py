@@ -1,0 +1,83 @@
+"""Where the host time of a small GPU call goes (issue 6, batch 1): wall time of call +
+synchronize for compiled functions of 1, 2 and 3 kernels, with and without out=, next to
+torch.empty and an empty torch kernel. Run on the device machine after installing:
+
+    python bench/gpu/call_probe.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from conftest import compile_source  # noqa: E402
+from gpu_harness import device_arch  # noqa: E402
+
+SOURCE = '''
+import numpy as np
+import cuvil_aot as cv
+
+@cv.optimize
+def add1(x: cv.f32["N"]):
+    return x + 1.0
+
+@cv.optimize
+def two(x: cv.f32["N"]):
+    return np.exp(x) / np.exp(x).sum()
+'''
+
+
+def wall(fn, n=4000):
+    for _ in range(200):
+        fn()
+    ts = []
+    sync = torch.cuda.synchronize
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e6
+
+
+def main() -> None:
+    arch = device_arch()
+    work = Path(tempfile.mkdtemp())
+    m = compile_source(work, SOURCE, cuda_archs=(arch,))
+    models = compile_source(work, (ROOT / "examples" / "models.py").read_text(),
+                            cuda_archs=(arch,))
+    x = torch.randn(8, device="cuda")
+    o = torch.empty_like(x)
+    rng = np.random.default_rng(0)
+    lstm = [torch.from_numpy((rng.standard_normal(s) * k).astype(np.float32)).cuda()
+            for s, k in zip([(1, 512), (1, 512), (1, 512), (512, 2048), (512, 2048), (2048,)],
+                            [1, 1, 1, 0.044, 0.044, 0.1])]
+    h2, c2 = torch.empty(1, 512, device="cuda"), torch.empty(1, 512, device="cuda")
+    rows = [
+        ("torch.cuda.synchronize alone", lambda: None),
+        ("torch.empty(8)", lambda: torch.empty(8, device="cuda")),
+        ("torch x.add_(1) (1 launch)", lambda: x.add_(1)),
+        ("torch x + 1 (alloc + 1 launch)", lambda: x + 1),
+        ("ours add1(x) (alloc + 1 launch)", lambda: m.add1(x)),
+        ("ours add1(x, out=o) (1 launch)", lambda: m.add1(x, out=o)),
+        ("ours two(x) (2-3 launches)", lambda: m.two(x)),
+        ("ours lstm b1", lambda: models.lstm_step(*lstm)),
+        ("ours lstm b1 out=", lambda: models.lstm_step(*lstm, out=(h2, c2))),
+    ]
+    for name, fn in rows:
+        try:
+            print(f"{name:40s} {wall(fn):7.2f} us", flush=True)
+        except Exception as exc:  # noqa: BLE001 - a probe: report and go on
+            print(f"{name:40s} {type(exc).__name__}: {exc}"[:300], flush=True)
+
+
+if __name__ == "__main__":
+    main()
