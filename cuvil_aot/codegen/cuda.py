@@ -16,9 +16,9 @@ Each group has a few entry points (``extern "C"``) that the host picks from:
   aligned: 4 elements per step through 16-byte (for 4-byte types) vectors;
 - row: ``_w32``/``_w64`` one warp per row, ``_b32``/``_b64`` one block per
   row (long rows, or few rows); the stages reduce with shuffles, then the roots
-  are stored; ``_bc32`` (few rows) keeps up to 16 elements per thread in registers,
-  and every value of an element a pass computes, so a row of up to 4096 is read once
-  and exp(x - max) computed once;
+  are stored; ``_bc32`` (a block per row) keeps up to 16 elements per thread in
+  registers, and every value of an element a pass computes, so a row of up to 4096 is
+  read once and exp(x - max) computed once;
 - GEMM: ``_tiled`` (128x128 tiles), ``_tiled64``, ``_gemv1``, ``_gemv4`` (main
   loops in cuda_gemm.h), and for float32 ``_tc``/``_tct`` (3xTF32 on tensor
   cores, 128x128 tiles), all calling the group's epilogue functor on finished
@@ -49,10 +49,9 @@ from cuvil_aot.ir.types import Shape
 
 BLOCK = 256  # elementwise, warp-per-row and tiled GEMM blocks
 # Block-per-row teams. Measured on the H200 (softmax 4096 x 4096; bench/gpu/gpu_rows.md):
-# 61 us with 256 threads, 67 with 512, 115 with 1024, re-reading the row from L1; the
-# cached kernel (row and exp in registers) takes 58-67 us there, so it is kept for few
-# rows (256 x 1000: 7.5 us against 10.4). A hand-written kernel of the same plan reaches
-# 35.7 us (bench/gpu/rows_probe.cu): what differs is not found yet.
+# re-reading the row from L1 takes 61-68 us with 256 threads (67 with 512, 115 with 1024);
+# the cached kernel (row and exp in registers, loads as selects so a pass's loads overlap)
+# 49 us, against 35.7 for a hand-written kernel of the same plan.
 ROW_BLOCK = 256
 GEMV_BLOCK = 1024
 VEC = 4  # elements per step of a _flat kernel
@@ -129,9 +128,18 @@ class CudaEmitter(KernelEmitter):
         if isinstance(body, _GpuBody) and body.lane is not None:
             body.used.add(j)
             return body.local(ops_c.CTYPE[base.dtype], f"L{j}.v[{body.lane}]")
+        if _predicated(self, body):  # a select, not a branch: the loads of a pass overlap
+            ctype = ops_c.CTYPE[base.dtype]
+            return body.local(ctype, f"in ? ({ctype})p{j}[{self.offset(j, body)}] : ({ctype})0")
         return super().load(base, view, m, body)
 
     def store(self, root: Node, dest: Dest, m: IndexMap, value: str, body: _Body) -> None:
+        if _predicated(self, body):
+            body.w.line("if (in)")
+            body.w.level += 1
+            super().store(root, dest, m, value, body)
+            body.w.level -= 1
+            return
         if isinstance(body, _GpuBody) and body.lane is not None:
             j = self.operand(dest.buffer, None, _dest_map(root, dest, m), dest)
             body.used.add(j)
@@ -139,6 +147,12 @@ class CudaEmitter(KernelEmitter):
             body.w.line(f"S{j}.v[{body.lane}] = ({storage})({value});")
             return
         super().store(root, dest, m, value, body)
+
+
+def _predicated(em: CudaEmitter, body: _Body) -> bool:
+    """A pass of a cached row kernel: it runs for every register slot r, and `in` says
+    whether slot r holds an element of the row (loads, folds and stores respect it)."""
+    return em.row_cache is not None and isinstance(body, _GpuBody) and body.in_row
 
 
 def emit_kernel(name: str, group: Group, buffers: set[int]) -> CudaKernel:
@@ -362,9 +376,9 @@ def _row_loop(em: CudaEmitter, w: Writer, reduced: list[int], body: _GpuBody) ->
     w.line("#pragma unroll")
     with w.block("for (int r = 0; r < R; r++)"):
         w.line("const I j = tid + (I)r * team;")
-        with w.block("if (j < len)"):  # predicated: the R loads stay independent
-            _decompose(w, reduced, "j", "I")
-            w.extend(body.w)
+        w.line("const bool in = j < len; (void)in;")
+        _decompose(w, reduced, "j", "I")
+        w.extend(body.w)
 
 
 def _stage(em: CudaEmitter, w: Writer, n: int, stage: Node, reduced: list[int]) -> None:
@@ -377,6 +391,8 @@ def _stage(em: CudaEmitter, w: Writer, n: int, stage: Node, reduced: list[int]) 
     if op in (Op.SUM, Op.PROD, Op.MAX, Op.MIN):
         init = REDUCE_INIT.get(op) or _extreme(src.dtype, op is Op.MIN)
         w.line(f"{ctype} acc{n} = {init};")
+        if _predicated(em, body):
+            value = f"in ? ({ctype})({value}) : ({ctype})({init})"
         body.w.line(f"acc{n} = {REDUCE_OP[op]}()(acc{n}, ({ctype})({value}));")
         _row_loop(em, w, reduced, body)
         w.line(f"acc{n} = cv_team_reduce<TEAM>(acc{n}, {REDUCE_OP[op]}());")
@@ -385,7 +401,8 @@ def _stage(em: CudaEmitter, w: Writer, n: int, stage: Node, reduced: list[int]) 
         vtype = ops_c.CTYPE[src.dtype]
         w.line(f"{vtype} best{n} = {_extreme(src.dtype, op is Op.ARGMIN)};")
         w.line(f"int64_t acc{n} = INT64_MAX;")
-        body.w.line(f"if (cv_arg_better<{is_max}>(({vtype})({value}), (int64_t)j, best{n}, "
+        guard = "in && " if _predicated(em, body) else ""
+        body.w.line(f"if ({guard}cv_arg_better<{is_max}>(({vtype})({value}), (int64_t)j, best{n}, "
                     f"acc{n})) {{ best{n} = {value}; acc{n} = j; }}")
         _row_loop(em, w, reduced, body)
         w.line(f"cv_team_arg<TEAM, {is_max}>(best{n}, acc{n});")

@@ -328,7 +328,7 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int) -> None:
             # a block per row for long rows, and for rows too few to keep the SMs busy
             w.line("const int few = len >= 64 && rows < 16 * (int64_t)sm, big = len > 1024 || few;")
             w.line(f"const int fits = cv_gpu_fits32(a.n, {nloops}, {strides}, {nops}, rows * len);")
-            w.line(f"const int cached = few && fits && len <= {cuda.ROW_CACHE * cuda.ROW_BLOCK};")
+            w.line(f"const int cached = big && fits && len <= {cuda.ROW_CACHE * cuda.ROW_BLOCK};")
             w.line(f"const int kid = {first} + (cached ? 4 : (big ? 2 : 0) + (fits ? 0 : 1));")
             w.line(f"const uint32_t block = big ? {cuda.ROW_BLOCK} : {cuda.BLOCK}, gy = 1;")
             w.line(f"const uint32_t grid = big ? cv_gpu_grid(rows, 1, sm, {2048 // cuda.ROW_BLOCK})"
