@@ -60,14 +60,15 @@ class Kernel:
 class _Body:
     """One straight-line region of a loop body: SSA locals, memoized per (node, map)."""
 
-    def __init__(self, w: Writer, fast: bool, inner: int | None):
-        self.w, self.fast, self.inner = w, fast, inner
+    def __init__(self, w: Writer, fast: bool, inner: int | None, prefix: str = "v"):
+        self.w, self.fast, self.inner, self.prefix = w, fast, inner, prefix
         self.memo: dict[tuple[int, IndexMap], str] = {}
         self.used: set[int] = set()  # operands this body touches
+        self.conds: set[str] = set()  # more conditions of the fast copy (see _split_loop)
         self.count = 0
 
     def local(self, ctype: str, expr: str) -> str:
-        name = f"v{self.count}"
+        name = f"{self.prefix}{self.count}"
         self.count += 1
         self.w.line(f"const {ctype} {name} = {expr};")
         return name
@@ -81,6 +82,11 @@ class KernelEmitter:
         self.own = {id(r) for r in group.roots}
         self.stage_vars: dict[int, str] = {}
         self.nloops = self.k.nloops
+        # ROW kernels (see _row_body): per-row reciprocals of divisors, (value, its
+        # "1/d is a normal float" flag) by id of the DIV; and values already stored to
+        # an output row by the sum pass, operand index by id of the node.
+        self.recips: dict[int, tuple[str, str]] = {}
+        self.stashed: dict[int, int] = {}
 
     # Operands ------------------------------------------------------------------
     def operand(self, base: Node, view: Shape | None, m: IndexMap, dest: Dest | None = None) -> int:
@@ -119,6 +125,14 @@ class KernelEmitter:
             return ops_c.cast(f"a->arg_{node.attrs[1]}", _scalar_dtype(node), node.dtype)
         if any(node is t for t in self.group.accumulators):
             return self.accumulator()
+        if id(node) in self.stashed and m == identity(self.nloops):
+            j = self.stashed[id(node)]
+            return body.local(ops_c.CTYPE[node.dtype], f"p{j}[{self.offset(j, body)}]")
+        if id(node) in self.recips and body.fast:  # x / d as x * (1 / d): see _reciprocals
+            rcp, ok = self.recips[id(node)]
+            body.conds.add(ok)
+            dividend = self.expr(node.srcs[0], m, body)
+            return body.local(ops_c.CTYPE[node.dtype], f"({dividend} * {rcp})")
         if id(node) in self.stage_vars and m == self.per_row():
             return self.stage_vars[id(node)]
         if node.op is Op.PARAM or (id(node) in self.buffers and id(node) not in self.own):
@@ -206,7 +220,9 @@ def emit_kernel(name: str, group: Group, buffers: set[int]) -> Kernel:
                      f"int64_t c0, int64_t c1, const {_acc_type(group)} *acc, int64_t ld)")
     else:
         if group.kind is Kind.ROW:
-            _row_body(em, body)
+            from cuvil_aot.codegen.c_row import row_body  # it builds on this module
+
+            row_body(em, body)
         else:
             _elementwise_body(em, body)
         signature = f"static void {name}(void *vctx, int64_t t0, int64_t t1)"
@@ -261,7 +277,7 @@ def _split_loop(em: KernelEmitter, w: Writer, var: int, lo: str, hi: str,
         body = _Body(Writer(), fast, var)
         fill(body)
         bodies.append(body)
-    cond = _fast_condition(em, bodies[0].used, var)
+    cond = " && ".join([_fast_condition(em, bodies[0].used, var), *sorted(bodies[1].conds)])
     loop = f"for (int64_t i{var} = {lo}; i{var} < {hi}; i{var}++)"
     with w.block(f"if ({cond})"):
         if pragma:
@@ -307,96 +323,6 @@ def _elementwise_body(em: KernelEmitter, w: Writer) -> None:
         w.line(f"const int64_t hi = cv_min64(lo + a->chunk, {_extent(em, inner)});")
         _decompose(em, w, list(range(inner)), "row")
         _split_loop(em, w, inner, "lo", "hi", lambda body: _store_roots(em, body, roots))
-
-
-def _row_body(em: KernelEmitter, w: Writer) -> None:
-    space = em.group.space
-    kept, reduced = list(space.kept_axes), list(space.reduce_axes)
-    per_row = [(r, d) for r, d in zip(em.group.roots, em.group.dests) if r.shape != space.shape]
-    full = [(r, d) for r, d in zip(em.group.roots, em.group.dests) if r.shape == space.shape]
-    with w.block("for (int64_t t = t0; t < t1; t++)"):
-        _decompose(em, w, kept, "t")
-        for k, stage in enumerate(em.group.stages):
-            _stage(em, w, k, stage, reduced)
-        if per_row:
-            _store_roots(em, _Body(w, False, None), per_row)
-        if full:
-            _nest(em, w, reduced, lambda body: _store_roots(em, body, full))
-
-
-def _nest(em: KernelEmitter, w: Writer, axes: list[int], fill: Callable[[_Body], None],
-          pragma: str = "#pragma omp simd", block: tuple[str, str, str] | None = None) -> None:
-    """Loops over ``axes``, the innermost split in two (see _split_loop).
-
-    ``block`` = (partial, its C type, total): the innermost loop runs in blocks of
-    SUM_BLOCK, each summed into a fresh ``partial`` then added to ``total``, so a float
-    sum of any length keeps its precision (a lone float stops growing at 2^24)."""
-    if len(axes) > 1:
-        v = axes[0]
-        with w.block(f"for (int64_t i{v} = 0; i{v} < {_extent(em, v)}; i{v}++)"):
-            _nest(em, w, axes[1:], fill, pragma, block)
-        return
-    v = axes[0]
-    if block is None:
-        _split_loop(em, w, v, "0", _extent(em, v), fill, pragma)
-        return
-    partial, ctype, total = block
-    with w.block(f"for (int64_t b{v} = 0; b{v} < {_extent(em, v)}; b{v} += {SUM_BLOCK})"):
-        w.line(f"{ctype} {partial} = 0;")
-        w.line(f"const int64_t e{v} = cv_min64(b{v} + {SUM_BLOCK}, {_extent(em, v)});")
-        _split_loop(em, w, v, f"b{v}", f"e{v}", fill, pragma)
-        w.line(f"{total} += {partial};")
-
-
-def _stage(em: KernelEmitter, w: Writer, k: int, stage: Node, reduced: list[int]) -> None:
-    ctype = ops_c.CTYPE[stage.dtype]
-    src = stage.srcs[0]
-    fam = ops_c.FAMILY[src.dtype]
-    is_float = fam in ("f", "d")
-    m = identity(em.nloops)
-    op = stage.op
-    if op is Op.SUM and fam == "f":  # float32/16: blocks of float partials into a double
-        w.line(f"double total{k} = 0;")
-        fill = lambda body: body.w.line(f"acc{k} += {em.expr(src, m, body)};")  # noqa: E731
-        _nest(em, w, reduced, fill, f"#pragma omp simd reduction(+:acc{k})",
-              (f"acc{k}", "float", f"total{k}"))
-        w.line(f"const {ctype} sum{k} = ({ctype})total{k};")
-        em.stage_vars[id(stage)] = f"sum{k}"
-        return
-    if op in (Op.SUM, Op.PROD):
-        w.line(f"{ctype} acc{k} = {REDUCE_INIT[op]};")
-        sym = REDUCE_PRAGMA[op]
-        fill = lambda body: body.w.line(f"acc{k} {sym}= {em.expr(src, m, body)};")  # noqa: E731
-        _nest(em, w, reduced, fill, f"#pragma omp simd reduction({sym}:acc{k})")
-        em.stage_vars[id(stage)] = f"acc{k}"
-        return
-    if op in (Op.MAX, Op.MIN):
-        cmp = ">" if op is Op.MAX else "<"
-        w.line(f"{ctype} acc{k} = {_extreme(src.dtype, op is Op.MIN)};")
-        w.line(f"int nan{k} = 0;")
-        def fill(body: _Body) -> None:
-            v = em.expr(src, m, body)
-            body.w.line(f"acc{k} = {v} {cmp} acc{k} ? {v} : acc{k};")
-            if is_float:
-                body.w.line(f"nan{k} |= {v} != {v};")
-        pragma = f"#pragma omp simd reduction({REDUCE_PRAGMA[op]}:acc{k}) reduction(|:nan{k})"
-        _nest(em, w, reduced, fill, pragma)
-        if is_float:
-            w.line(f"if (nan{k}) acc{k} = NAN;")
-        em.stage_vars[id(stage)] = f"acc{k}"
-        return
-    # argmax / argmin over one axis: first occurrence, the first NaN wins
-    cmp = ">" if op is Op.ARGMAX else "<"
-    vtype = ops_c.CTYPE[src.dtype]
-    w.line(f"{vtype} best{k} = {_extreme(src.dtype, op is Op.ARGMIN)};")
-    w.line(f"int64_t acc{k} = 0;")
-    axis = reduced[0]
-    def fill_arg(body: _Body) -> None:
-        v = em.expr(src, m, body)
-        nan_case = f" || ({v} != {v} && best{k} == best{k})" if is_float else ""
-        body.w.line(f"if ({v} {cmp} best{k}{nan_case}) {{ best{k} = {v}; acc{k} = i{axis}; }}")
-    _nest(em, w, reduced, fill_arg, "")
-    em.stage_vars[id(stage)] = f"acc{k}"
 
 
 def _extreme(dtype: str, high: bool) -> str:
