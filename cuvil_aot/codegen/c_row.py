@@ -14,6 +14,7 @@ from contextlib import nullcontext
 
 from cuvil_aot.codegen import ops_c
 from cuvil_aot.codegen.c import (
+    COSTLY,
     REDUCE_INIT,
     REDUCE_PRAGMA,
     SUM_BLOCK,
@@ -25,6 +26,7 @@ from cuvil_aot.codegen.c import (
     _extreme,
     _split_loop,
     _store_roots,
+    elementwise_tree,
     root_map,
 )
 from cuvil_aot.codegen.writer import Writer
@@ -54,23 +56,6 @@ def row_body(em: KernelEmitter, w: Writer) -> None:
         em.recips.clear()
 
 
-_COSTLY = frozenset({Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.TANH, Op.SIN, Op.COS, Op.POW})
-
-
-def _elementwise_tree(node: Node) -> list[Node]:
-    """``node`` and what it computes from through elementwise ops (same loop index)."""
-    seen, todo, out = set(), [node], []
-    while todo:
-        n = todo.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        out.append(n)
-        if n.op in ELEMENTWISE:
-            todo.extend(n.srcs)
-    return out
-
-
 def _stash_plan(em: KernelEmitter, full: list[tuple[Node, Dest]]) -> tuple[Node, Node, Dest] | None:
     """(sum stage, root, its dest) when the final pass would compute the summed value again
     (softmax's exp): the sum pass then stores it to the root's output row, still in cache
@@ -80,11 +65,11 @@ def _stash_plan(em: KernelEmitter, full: list[tuple[Node, Dest]]) -> tuple[Node,
         src = stage.srcs[0]
         if stage.op is not Op.SUM or src.dtype not in ("float32", "float64"):
             continue
-        if not any(n.op in _COSTLY for n in _elementwise_tree(src)):
+        if not any(n.op in COSTLY for n in elementwise_tree(src)):
             continue
         for root, dest in full:
             if dest.buffer.dtype == src.dtype and root_map(em.group, root) == identity(
-                    em.nloops) and any(n is src for n in _elementwise_tree(root)):
+                    em.nloops) and any(n is src for n in elementwise_tree(root)):
                 return stage, root, dest
     return None
 
@@ -115,7 +100,7 @@ def _reciprocals(em: KernelEmitter, w: Writer, full: list[tuple[Node, Dest]]) ->
     0, inf, NaN and the extremes the strided copy divides instead."""
     body = _Body(w, False, None, prefix="r")
     for root, _ in full:
-        for node in _elementwise_tree(root):
+        for node in elementwise_tree(root):
             if id(node) in em.recips or not _per_row_division(em, node):
                 continue
             d = em.expr(node.srcs[1], root_map(em.group, root), body)
