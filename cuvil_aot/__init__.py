@@ -55,9 +55,9 @@ def info() -> dict[str, object]:
 
 def _configure_runtime() -> None:
     """Import the native runtime now, so that extensions loaded from several threads
-    at once find it initialized, and apply CUVIL_AOT_NUM_THREADS / CUVIL_AOT_CPU_LEVEL
-    before any module loads. A source tree without the built runtime (cuvil_aot's own
-    build) skips it."""
+    at once find it initialized, and apply CUVIL_AOT_NUM_THREADS / CUVIL_AOT_CPU_LEVEL /
+    CUVIL_AOT_OUTPUT_CACHE_BYTES before any module loads. A source tree without the built
+    runtime (cuvil_aot's own build) skips it."""
     try:
         from cuvil_aot import _runtime
     except ImportError:
@@ -68,6 +68,8 @@ def _configure_runtime() -> None:
     if settings.num_threads or settings.cpu_level:
         _runtime.configure(num_threads=settings.num_threads or None,
                            cpu_level=settings.cpu_level or None)
+    if settings.output_cache_bytes != knobs.Knobs.output_cache_bytes:
+        _runtime.configure(output_cache_bytes=settings.output_cache_bytes)
 
 
 _configure_runtime()

@@ -31,6 +31,10 @@ class Knobs:
     """CUVIL_AOT_NUM_THREADS: threads of the kernel pool; 0 means one per core."""
     cpu_level: int = 0
     """CUVIL_AOT_CPU_LEVEL: highest x86-64 level (1-4) kernels may use; 0 means detected."""
+    output_cache_bytes: int = 256 << 20
+    """CUVIL_AOT_OUTPUT_CACHE_BYTES: freed output arrays of 1 MiB or more whose memory is
+    kept (at most 4 blocks, this many bytes) so the next call of a fitting size skips page
+    faults and page zeroing; 0 keeps none."""
     cc: str = ""
     """CUVIL_AOT_CC: the C compiler; default the one Python was built with, else cc."""
     hook: bool = False
@@ -81,6 +85,7 @@ def read(env: Mapping[str, str] | None = None) -> Knobs:
         cache_max_bytes=_int(env, "CUVIL_AOT_CACHE_MAX_BYTES", 4 << 30, 0, 1 << 62),
         num_threads=_int(env, "CUVIL_AOT_NUM_THREADS", 0, 0, 1024),
         cpu_level=_int(env, "CUVIL_AOT_CPU_LEVEL", 0, 0, 4),
+        output_cache_bytes=_int(env, "CUVIL_AOT_OUTPUT_CACHE_BYTES", 256 << 20, 0, 1 << 62),
         cc=env.get("CUVIL_AOT_CC", "").strip(),
         hook=env.get("CUVIL_AOT_HOOK", "").strip() not in ("", "0"),
         cuda_archs=env.get("CUVIL_AOT_CUDA_ARCHS", "").strip(),

@@ -121,6 +121,7 @@ def assert_close(got: np.ndarray, ref: np.ndarray, dtype: np.dtype | None = None
     np.testing.assert_array_equal(np.isnan(g), np.isnan(s), err_msg="NaN positions differ")
     special = ~np.isfinite(s) & ~np.isnan(s)
     np.testing.assert_array_equal(g[special], s[special], err_msg="infinities differ")
+    np.testing.assert_array_equal(np.isinf(g), np.isinf(s), err_msg="infinite where NumPy is not")
     finite = np.isfinite(r) & np.isfinite(g) & np.isfinite(s)
     if finite.any():
         magnitude = np.maximum(np.abs(r[finite]), 1.0)

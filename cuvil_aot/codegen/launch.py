@@ -100,7 +100,13 @@ def launch(w: Writer, k: Kernel, st: Storage) -> None:
             w.line(f"const int64_t rows = {_product(shape[:-1])};")
             w.line("int64_t ntasks, grain;")
             w.line("cv_split(api, rows, inner, &a.chunk, &a.nchunk, &ntasks, &grain);")
+            w.line(f"a.stream = rows * inner * {_root_bytes(k)} >= CV_STREAM_MIN_BYTES;")
             w.line(f"if (rows * inner > 0) cv_launch(api, K->{k.name}, &a, ntasks, grain);")
+
+
+def _root_bytes(k: Kernel) -> int:
+    """Bytes the kernel stores per element of its loop space."""
+    return sum(ops_c.ITEMSIZE[d.buffer.dtype] for d in k.group.dests)
 
 
 def _launch_gemm(w: Writer, k: Kernel, st: Storage) -> None:

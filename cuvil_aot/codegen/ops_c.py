@@ -12,6 +12,7 @@ from cuvil_aot.ir.ops import Op
 CTYPE = {"bool": "cv_bool", "int32": "int32_t", "int64": "int64_t", "float16": "float",
          "float32": "float", "float64": "double"}
 STORAGE = {**CTYPE, "float16": "cv_f16"}
+ITEMSIZE = {"bool": 1, "int32": 4, "int64": 8, "float16": 2, "float32": 4, "float64": 8}
 FAMILY = {"bool": "b", "int32": "i32", "int64": "i64", "float16": "f", "float32": "f",
           "float64": "d"}
 

@@ -265,7 +265,7 @@ def run_function(w: Writer, comp: Compiled) -> None:
                 k = out_index[id(buffer)]
                 w.line(f"npy_intp shape{b}[{max(1, len(shape))}] = "
                        f"{{{', '.join(dim(d) for d in shape) or '0'}}};")
-                _output_buffer(w, comp.name, b, k, len(shape), TYPENUM[buffer.dtype])
+                _output_buffer(w, comp.name, b, k, len(shape), buffer.dtype)
             else:
                 size = " * ".join(dim(d) for d in shape) or "1"
                 storage = ops_c.STORAGE[buffer.dtype]
@@ -327,7 +327,8 @@ def _out_argument(w: Writer, comp: Compiled) -> None:
             w.line(f"for (int k = 0; k < {n}; k++) outs[k] = PyTuple_GET_ITEM(out, k);")
 
 
-def _output_buffer(w: Writer, name: str, b: int, k: int, ndim: int, typenum: str) -> None:
+def _output_buffer(w: Writer, name: str, b: int, k: int, ndim: int, dtype: str) -> None:
+    typenum = TYPENUM[dtype]
     with w.block(f"if (outs[{k}])"):
         w.line(f"if (cv_check_out({_c_string(name)}, {k}, outs[{k}], {typenum}, {ndim}, "
                f"shape{b}) < 0) goto done;")
@@ -337,7 +338,8 @@ def _output_buffer(w: Writer, name: str, b: int, k: int, ndim: int, typenum: str
         w.line("    if (in[i] && cv_overlaps(in[i], o)) direct = 0;")
         w.line(f"if (direct) {{ Py_INCREF(o); arr[{b}] = o; }} else user[{b}] = o;")
     with w.block(f"if (!arr[{b}])"):
-        w.line(f"arr[{b}] = (PyArrayObject *)PyArray_EMPTY({ndim}, shape{b}, {typenum}, 0);")
+        w.line(f"arr[{b}] = cv_new_output({ndim}, shape{b}, {typenum}, "
+               f"(npy_intp)sizeof({ops_c.STORAGE[dtype]}));")
         w.line(f"if (!arr[{b}]) goto done;")
     w.line(f"buf[{b}] = PyArray_BYTES(arr[{b}]);")
 
@@ -440,7 +442,7 @@ def module_source(ext_name: str, functions: dict[str, list[Compiled]], levels: l
     with w.block(f"PyMODINIT_FUNC PyInit_{ext_name}(void)"):
         w.line("import_array();")
         w.line("api = cv_import_runtime();")
-        w.line("if (!api || cv_import_errors() < 0) return NULL;")
+        w.line("if (!api || cv_import_errors() < 0 || cv_init_out_handler(api) < 0) return NULL;")
         w.line("int level = api->cpu_level(), chosen = 0;")
         for level in sorted(levels):
             w.line(f"if (level >= {level}) {{ K = &cv_table_v{level}; chosen = {level}; }}")

@@ -16,5 +16,14 @@ void cv_parallel_for(int64_t n, int64_t grain, cv_range_fn fn, void *ctx);
  * so the functions take another name). */
 int cv_run_gemm_f32(const cv_gemm_f32 *g);
 int cv_run_gemm_f64(const cv_gemm_f64 *g);
+/* outbuf.c: the API's out_* allocator, its cache limit (bytes, 0 = off) and
+ * state, and the fork handler registration. */
+void *cv_out_malloc(void *ctx, size_t n);
+void *cv_out_calloc(void *ctx, size_t nelem, size_t elsize);
+void *cv_out_realloc(void *ctx, void *p, size_t n);
+void cv_out_free(void *ctx, void *p, size_t size);
+void cv_out_cache_limit(size_t limit);
+void cv_out_cache_state(size_t *limit, size_t *held, int *blocks);
+void cv_out_init(void);
 
 #endif

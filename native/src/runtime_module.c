@@ -11,13 +11,14 @@
 static const cv_runtime_api runtime_api = {
     CV_RUNTIME_ABI_VERSION, cv_cpu_level,    cv_num_threads, cv_parallel_for,
     cv_run_gemm_f32,        cv_run_gemm_f64, &cv_gpu_api_table,
+    cv_out_malloc,          cv_out_calloc,   cv_out_realloc, cv_out_free,
 };
 
 static PyObject *configure(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"num_threads", "cpu_level", NULL};
-    PyObject *nt = Py_None, *lvl = Py_None;
+    static char *kwlist[] = {"num_threads", "cpu_level", "output_cache_bytes", NULL};
+    PyObject *nt = Py_None, *lvl = Py_None, *ocb = Py_None;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:configure", kwlist, &nt, &lvl))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO:configure", kwlist, &nt, &lvl, &ocb))
         return NULL;
     if (nt != Py_None) {
         long n = PyLong_AsLong(nt);
@@ -39,6 +40,16 @@ static PyObject *configure(PyObject *self, PyObject *args, PyObject *kw) {
             return NULL;
         }
         cv_set_cpu_level((int)l);
+    }
+    if (ocb != Py_None) {
+        long long b = PyLong_AsLongLong(ocb);
+        if (b == -1 && PyErr_Occurred())
+            return NULL;
+        if (b < 0) {
+            PyErr_Format(PyExc_ValueError, "output_cache_bytes=%lld: expected 0 (off) or more", b);
+            return NULL;
+        }
+        cv_out_cache_limit((size_t)b);
     }
     Py_RETURN_NONE;
 }
@@ -64,11 +75,24 @@ static PyObject *info(PyObject *self, PyObject *unused) {
                          "features", feats);
 }
 
+static PyObject *output_cache(PyObject *self, PyObject *unused) {
+    size_t limit, held;
+    int blocks;
+    (void)self;
+    (void)unused;
+    cv_out_cache_state(&limit, &held, &blocks);
+    return Py_BuildValue("{s:n,s:n,s:i}", "limit", (Py_ssize_t)limit, "held", (Py_ssize_t)held,
+                         "blocks", blocks);
+}
+
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
-     "configure(num_threads=None, cpu_level=None)\n--\n\n"
-     "Set the pool's thread count (0: one per usable CPU) and lower the x86-64 level\n"
-     "kernels may use (0: the detected level). None leaves a setting as it is."},
+     "configure(num_threads=None, cpu_level=None, output_cache_bytes=None)\n--\n\n"
+     "Set the pool's thread count (0: one per usable CPU), lower the x86-64 level\n"
+     "kernels may use (0: the detected level) and cap the bytes of freed large output\n"
+     "blocks kept for reuse (0: keep none). None leaves a setting as it is."},
+    {"output_cache", output_cache, METH_NOARGS,
+     "output_cache()\n--\n\nThe output block cache: its limit, bytes held and blocks held."},
     {"info", info, METH_NOARGS,
      "info()\n--\n\nDetected and usable CPU level, thread count and CPU features."},
     {"_parallel_check", cv_py_parallel_check, METH_VARARGS,
@@ -95,6 +119,7 @@ static struct PyModuleDef module = {
 extern PyTypeObject cv_CompiledFunctionType; /* compiled_function.c */
 
 PyMODINIT_FUNC PyInit__runtime(void) {
+    cv_out_init();
     if (PyType_Ready(&cv_CompiledFunctionType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);

@@ -15,6 +15,53 @@ typedef _Float16 cv_f16;  /* storage only; kernels compute float16 in float */
 
 static inline int64_t cv_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* Outputs too large to stay in cache are computed a tile at a time into a buffer on the
+ * stack and copied out with non-temporal stores: a plain store first reads each line
+ * it writes (read-for-ownership), a third more memory traffic for x -> f(x). */
+#define CV_STREAM_TILE 1024
+#define CV_STREAM_MIN_BYTES ((int64_t)16 << 20) /* half the L3 of the machines we know */
+
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <immintrin.h>
+#if defined(__AVX512F__)
+#define CV_STREAM_BODY(T, W)                                                          \
+    for (; i + 64 / (int64_t)sizeof(T) <= n; i += 64 / (int64_t)sizeof(T))            \
+        _mm512_stream_##W(dst + i, _mm512_loadu_##W(src + i));
+#define CV_STREAM_ALIGN 64
+#elif defined(__AVX__)
+#define CV_STREAM_BODY(T, W)                                                          \
+    for (; i + 32 / (int64_t)sizeof(T) <= n; i += 32 / (int64_t)sizeof(T))            \
+        _mm256_stream_##W(dst + i, _mm256_loadu_##W(src + i));
+#define CV_STREAM_ALIGN 32
+#else
+#define CV_STREAM_BODY(T, W)                                                          \
+    for (; i + 16 / (int64_t)sizeof(T) <= n; i += 16 / (int64_t)sizeof(T))            \
+        _mm_stream_##W(dst + i, _mm_loadu_##W(src + i));
+#define CV_STREAM_ALIGN 16
+#endif
+#define CV_STREAM(T, sfx, W)                                                          \
+    static inline void cv_stream_##sfx(T *dst, const T *src, int64_t n) {             \
+        int64_t i = 0;                                                                \
+        for (; i < n && ((uintptr_t)(dst + i) & (CV_STREAM_ALIGN - 1)); i++) dst[i] = src[i]; \
+        CV_STREAM_BODY(T, W)                                                          \
+        for (; i < n; i++) dst[i] = src[i];                                           \
+    }
+CV_STREAM(float, f32, ps)
+CV_STREAM(double, f64, pd)
+#undef CV_STREAM
+#undef CV_STREAM_BODY
+/* Non-temporal stores are weakly ordered: fence them before the task ends. */
+static inline void cv_stream_fence(void) { _mm_sfence(); }
+#else
+static inline void cv_stream_f32(float *dst, const float *src, int64_t n) {
+    memcpy(dst, src, (size_t)n * sizeof *dst);
+}
+static inline void cv_stream_f64(double *dst, const double *src, int64_t n) {
+    memcpy(dst, src, (size_t)n * sizeof *dst);
+}
+static inline void cv_stream_fence(void) {}
+#endif
+
 /* Integer ** as NumPy computes it (by squaring, wrapping on overflow); NumPy
  * raises for negative exponents, which kernels cannot: they give the truncated
  * value (1, -1 or 0). */

@@ -171,6 +171,40 @@ static void *cv_buffer(int64_t nbytes) {
     return p;
 }
 
+/* Large outputs get their memory from the runtime's block cache (outbuf.c): a
+ * fresh 64 MiB array costs page faults and page zeroing on every call. The
+ * handler is installed only around our own allocations; each array keeps a
+ * reference to it and gives its block back when it dies. Smaller outputs
+ * keep NumPy's allocator (switching costs more than it saves there). */
+#define CV_OUT_CACHED_MIN ((npy_intp)1 << 20)
+static PyDataMem_Handler cv_out_handler_def = {"cuvil_aot_outputs", 1, {0}};
+static PyObject *cv_out_handler;
+
+static int cv_init_out_handler(const cv_runtime_api *api) {
+    PyDataMemAllocator a = {NULL, api->out_malloc, api->out_calloc, api->out_realloc,
+                            api->out_free};
+    cv_out_handler_def.allocator = a;
+    cv_out_handler = PyCapsule_New(&cv_out_handler_def, "mem_handler", NULL);
+    return cv_out_handler ? 0 : -1;
+}
+
+/* A new uninitialized C-contiguous output array. */
+static PyArrayObject *cv_new_output(int ndim, npy_intp *shape, int typenum, npy_intp itemsize) {
+    npy_intp nbytes = PyArray_MultiplyList(shape, ndim) * itemsize;
+    if (nbytes < CV_OUT_CACHED_MIN) return (PyArrayObject *)PyArray_EMPTY(ndim, shape, typenum, 0);
+    PyObject *old = PyDataMem_SetHandler(cv_out_handler);
+    if (!old) return NULL;
+    PyObject *arr = PyArray_EMPTY(ndim, shape, typenum, 0);
+    PyObject *back = PyDataMem_SetHandler(old);
+    Py_DECREF(old);
+    if (!back) {
+        Py_XDECREF(arr);
+        return NULL;
+    }
+    Py_DECREF(back);
+    return (PyArrayObject *)arr;
+}
+
 /* Splits an elementwise loop space of `rows` rows of `inner` elements into
  * tasks: whole rows when there are many, else chunks of a row. */
 static void cv_split(const cv_runtime_api *api, int64_t rows, int64_t inner, int64_t *chunk,

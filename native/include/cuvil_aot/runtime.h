@@ -12,9 +12,10 @@
 #ifndef CUVIL_AOT_RUNTIME_H
 #define CUVIL_AOT_RUNTIME_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#define CV_RUNTIME_ABI_VERSION 1
+#define CV_RUNTIME_ABI_VERSION 2
 #define CV_RUNTIME_CAPSULE "cuvil_aot._runtime._C_API"
 
 /* x86-64 micro-architecture levels (psABI): 1 = baseline, 2 = v2 (SSE4.2,
@@ -90,6 +91,13 @@ typedef struct cv_runtime_api {
     /* The GPU side (cuvil_aot/cuda_driver.h); usable without a driver
      * present: its calls then fail with cuvil_aot.CudaError. */
     const struct cv_gpu_api *gpu;
+    /* Memory for output arrays, as NumPy's PyDataMemAllocator (ctx unused):
+     * large blocks that come back are cached for the next call of a fitting
+     * size (native/src/outbuf.c). Safe from any thread. */
+    void *(*out_malloc)(void *ctx, size_t size);
+    void *(*out_calloc)(void *ctx, size_t nelem, size_t elsize);
+    void *(*out_realloc)(void *ctx, void *ptr, size_t size);
+    void (*out_free)(void *ctx, void *ptr, size_t size);
 } cv_runtime_api;
 
 #ifdef Py_PYTHON_H
