@@ -130,7 +130,7 @@ class KernelEmitter:
         if id(node) in self.stashed and m == identity(self.nloops):
             j = self.stashed[id(node)]
             return body.local(ops_c.CTYPE[node.dtype], f"p{j}[{self.offset(j, body)}]")
-        if id(node) in self.recips and body.fast:  # x / d as x * (1 / d): see _reciprocals
+        if id(node) in self.recips and body.fast:  # x / d as x * (1 / d): see c_row.reciprocals
             rcp, ok = self.recips[id(node)]
             body.conds.add(ok)
             dividend = self.expr(node.srcs[0], m, body)

@@ -4,7 +4,7 @@ pass that stores the full-shape roots (softmax: max, sum of exp, then exp / sum)
 Two things keep that last pass cheap. A costly summed value that the last pass needs
 again is stored to the output row by the sum pass and read back from cache
 (_stash_plan), and a division by a per-row value becomes a multiplication by its
-reciprocal where that is within ~1 ulp (_reciprocals).
+reciprocal where that is within ~1 ulp (reciprocals).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def row_body(em: KernelEmitter, w: Writer) -> None:
         if per_row:
             _store_roots(em, _Body(w, False, None), per_row)
         if full:
-            _reciprocals(em, w, full)
+            reciprocals(em, w, full)
             _nest(em, w, reduced, lambda body: _store_roots(em, body, full))
         em.stashed.clear()
         em.recips.clear()
@@ -93,7 +93,7 @@ def _per_row_division(em: KernelEmitter, node: Node) -> bool:
         s.dtype == node.dtype for s in node.srcs) and bool(_uses_stages(em, node.srcs[1]))
 
 
-def _reciprocals(em: KernelEmitter, w: Writer, full: list[tuple[Node, Dest]]) -> None:
+def reciprocals(em: KernelEmitter, w: Writer, full: list[tuple[Node, Dest]]) -> None:
     """x / d with d one value per row (softmax's sum, layernorm's sqrt(var + eps)): 1 / d
     once per row, and the fast loop multiplies by it (softmax: ~3% less time in cache).
     That is within ~1.5 ulp of NumPy's true division where 1 / d is a normal number; at

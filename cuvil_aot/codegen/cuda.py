@@ -40,6 +40,7 @@ from cuvil_aot.codegen.c import (
     _scalar_dtype,
     _store_roots,
 )
+from cuvil_aot.codegen.c_row import reciprocals
 from cuvil_aot.codegen.writer import Writer
 from cuvil_aot.ir.group import Dest, Group, Kind
 from cuvil_aot.ir.indexing import IndexMap, identity
@@ -115,7 +116,12 @@ class CudaEmitter(KernelEmitter):
             return f"{cache.done[key]}[r]"
         if key in body.memo:
             return body.memo[key]
-        value = super().expr(node, m, body)
+        if id(node) in self.recips:  # x / d as x * (1 / d): see _full_pass
+            x = self.expr(node.srcs[0], m, body)
+            value = body.local(ops_c.CTYPE[node.dtype], f"{x} * {self.recips[id(node)][0]}")
+            body.memo[key] = value
+        else:
+            value = super().expr(node, m, body)
         if node.op is not Op.CONST and value.startswith("v"):  # a local: computed or loaded
             name = f"cv{len(cache.types)}"
             cache.types[name] = ops_c.CTYPE[node.dtype]
@@ -352,9 +358,7 @@ def _row_passes(em: CudaEmitter, cache: bool) -> Writer:
         with inner.block("if (tid == 0)"):
             _store_roots(em, _GpuBody(inner), per_row)
     if full := [(r, d) for r, d in pairs if r.shape == space.shape]:
-        body = _GpuBody(Writer(), in_row=True)
-        _store_roots(em, body, full)
-        _row_loop(em, inner, reduced, body)
+        _full_pass(em, inner, reduced, full)
     if em.row_cache is None:
         return inner
     decls = Writer()
@@ -363,6 +367,30 @@ def _row_passes(em: CudaEmitter, cache: bool) -> Writer:
     decls.extend(inner)
     em.row_cache = None
     return decls
+
+
+def _full_pass(em: CudaEmitter, w: Writer, reduced: list[int],
+               full: list[tuple[Node, Dest]]) -> None:
+    """The pass that stores the full-shape roots. In a cached kernel, a division by a
+    per-row value (softmax's sum) multiplies by its reciprocal where that is within
+    ~1.5 ulp (c_row.reciprocals), else divides: one branch per row, not per element
+    (softmax 4096 x 4096 on the H200: 49 -> 42.7 us, bench/gpu/gpu_rows.md)."""
+    if em.row_cache is not None:
+        reciprocals(em, w, full)
+    oks = [ok for _, ok in em.recips.values()]
+    fast = _GpuBody(Writer(), in_row=True)
+    if oks:
+        _store_roots(em, fast, full)
+        em.recips.clear()
+    body = _GpuBody(Writer(), in_row=True)
+    _store_roots(em, body, full)
+    if not oks:
+        _row_loop(em, w, reduced, body)
+        return
+    with w.block(f"if ({' && '.join(oks)})"):
+        _row_loop(em, w, reduced, fast)
+    with w.block("else"):
+        _row_loop(em, w, reduced, body)
 
 
 def _row_loop(em: CudaEmitter, w: Writer, reduced: list[int], body: _GpuBody) -> None:
