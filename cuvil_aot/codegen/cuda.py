@@ -27,7 +27,7 @@ Each group has a few entry points (``extern "C"``) that the host picks from:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from cuvil_aot.codegen import ops_c, ops_cuda
@@ -60,7 +60,7 @@ ENTRIES = {Kind.ELEMENTWISE: ("s32", "s64", "flat"),
            Kind.ROW: ("w32", "w64", "b32", "b64", "bc32"),
            Kind.GEMM: ("tiled", "tiled64", "gemv1", "gemv4")}
 GEMM_TC = ("tc", "tct")  # float32 only: tensor cores, B with n (tc) or k (tct) contiguous
-HEADER = '#include "cuvil_aot/cuda_gemm.h"\n'
+HEADER = '#include <cooperative_groups.h>\n#include "cuvil_aot/cuda_gemm.h"\n'
 
 
 @dataclass
@@ -188,9 +188,64 @@ def args_struct(k: CudaKernel, w: Writer) -> None:
             w.line(f"int64_t sym_{sym};")
 
 
-def source(kernels: list[CudaKernel]) -> str:
-    """The module's CUDA source: the header, every argument struct, every kernel."""
-    return HEADER + "".join(k.struct for k in kernels) + "".join(k.code for k in kernels)
+def source(kernels: list[CudaKernel], ones: Sequence[str] = ()) -> str:
+    """The module's CUDA source: the header, every argument struct, every kernel, then
+    the one-kernel versions of multi-kernel calls (``ones``, see one_kernel)."""
+    return HEADER + "".join(k.struct for k in kernels) + "".join(k.code for k in kernels) + \
+        "".join(ones)
+
+
+# One kernel per call ---------------------------------------------------------------------
+
+ONE_BLOCK = 1024  # threads of a one-kernel block: a block per SM, all co-resident
+
+
+def one_struct(prefix: str, kernels: list[CudaKernel]) -> str:
+    """The arguments of every kernel of a call, and each kernel's variant (see one_kernel);
+    the host fills it for the separate launches too."""
+    w = Writer()
+    with w.block("typedef struct", f"}} {prefix}_one_args;"):
+        for g, k in enumerate(kernels):
+            w.line(f"{k.name}_args a{g};")
+        w.line(f"int v[{len(kernels)}];")
+    return w.text()
+
+
+def one_kernel(prefix: str, kernels: list[CudaKernel]) -> str:
+    """A call's kernels as one cooperative kernel, with a grid-wide barrier between
+    them: at batch 1 each launch costs more than its work (H200: two launches and a
+    synchronize 11.4 us, one cooperative launch with one barrier 8.8 us;
+    bench/gpu/gpu_rows.md). Each kernel's code runs block-stride over any grid; v[g]
+    picks its variant: elementwise 1 = 32-bit offsets; rows (64-bit ? 2 : 0) + (a block
+    per row ? 1 : 0); GEMV its rows per tile (1 or 4)."""
+    w = Writer()
+    with w.block(f'extern "C" __global__ void __launch_bounds__({ONE_BLOCK}, 1) '
+                 f"{prefix}_one(const __grid_constant__ {prefix}_one_args o)"):
+        for g, k in enumerate(kernels):
+            if g:
+                w.line("cooperative_groups::this_grid().sync();")
+            with w.block(""):
+                w.line(f"const {k.name}_args *a = &o.a{g};")
+                w.line(_one_call(k, f"o.v[{g}]"))
+    return w.text()
+
+
+def _one_call(k: CudaKernel, v: str) -> str:
+    name = k.name
+    if k.group.kind is Kind.ELEMENTWISE:
+        return f"if ({v}) {name}_strided<int32_t>(a); else {name}_strided<int64_t>(a);"
+    if k.group.kind is Kind.ROW:
+        return " else ".join(f"if ({v} == {(2 if wide else 0) + (1 if block else 0)}) "
+                             f"{name}_rows<{'int64_t' if wide else 'int32_t'}, "
+                             f"{0 if block else 32}>(a);"
+                             for wide in (False, True) for block in (False, True))
+    nloops = k.nloops
+    m, n = f"a->n[{nloops - 2}]", f"a->n[{nloops - 1}]"
+    batch = "a->n[0]" if nloops == 3 else "1"
+    nterms = len(k.group.terms)
+    gemv = [f"cv_gemv<{k.acc_type}, {mr}>(a->t, {nterms}, {m}, {n}, {batch}, (int)a->cols, "
+            f"{name}_epi{{a}});" for mr in (1, 4)]
+    return f"if ({v} == 1) {gemv[0]} else {gemv[1]}"
 
 
 # Pieces ------------------------------------------------------------------------------

@@ -57,10 +57,13 @@ class GpuPlan:
     kernels: dict[str, list[CudaKernel]] = field(default_factory=dict)  # by comp.prefix
     names: list[str] = field(default_factory=list)
     first: dict[str, int] = field(default_factory=dict)  # kernel name -> its first entry
+    one: dict[str, int] = field(default_factory=dict)  # comp.prefix -> its one-kernel entry
 
     @property
     def source(self) -> str:
-        return cuda.source([k for ks in self.kernels.values() for k in ks])
+        ones = [cuda.one_struct(p, ks) + cuda.one_kernel(p, ks)
+                for p, ks in self.kernels.items() if p in self.one]
+        return cuda.source([k for ks in self.kernels.values() for k in ks], ones)
 
 
 def lower(comps: list[Compiled]) -> GpuPlan:
@@ -73,6 +76,9 @@ def lower(comps: list[Compiled]) -> GpuPlan:
         for k in kernels:
             gp.first[k.name] = len(gp.names)
             gp.names.extend(k.entries)
+        if len(kernels) > 1:
+            gp.one[comp.prefix] = len(gp.names)
+            gp.names.append(f"{comp.prefix}_one")
     return gp
 
 
@@ -97,9 +103,10 @@ def module_table(w: Writer, gp: GpuPlan, targets: GpuTargets | None) -> None:
     if targets is None:
         w.line("static cv_cuda_module cv_gpu_module;  /* built without CUDA kernels */")
         return
-    for kernels in gp.kernels.values():
+    for prefix, kernels in gp.kernels.items():
         for k in kernels:
             w.line(k.struct)  # the layout the kernels read (the same text is in kernels.cu)
+        w.line(cuda.one_struct(prefix, kernels))
     w.line("extern const unsigned char cv_fatbin[];")
     names = ", ".join(_c_string(n) for n in gp.names) or "0"
     w.line(f"static const char *const cv_gpu_names[] = {{{names}}};")
@@ -234,10 +241,7 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
         for b, buffer in enumerate(comp.buffers):
             _buffer(w, comp, b, buffer)
         w.line("if ((sm = api->gpu->sm_count(dev)) < 0) goto done;")
-        for k in gp.kernels[comp.prefix]:
-            with w.block(""):
-                fill_args(w, k, st, "a")
-                _launch(w, k, st, gp.first[k.name])
+        _launches(w, comp.prefix, gp, st)
         index = {id(b): i for i, b in enumerate(comp.buffers)}
         for o in fn.outputs:
             b = index[id(o)]
@@ -306,9 +310,41 @@ def _result(w: Writer, comp: Compiled, index: dict[int, int]) -> None:
 
 # Launches ------------------------------------------------------------------------------
 
-def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int) -> None:
-    launch = "if (api->gpu->launch(&cv_gpu_module, dev, kid, grid, gy, block, 0, stream, &a) " \
-             "< 0) goto done;"
+# A call on little work (every GEMM a GEMV, every other kernel at most ONE_WORK
+# elements) runs as the call's one cooperative kernel.
+ONE_WORK = 1 << 20
+
+
+def _launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
+    """Plans each kernel's launch (its arguments into one.a{g}, its shape into L[g]),
+    then launches the call's one-kernel where the work is small and the device runs it,
+    else each kernel in turn."""
+    kernels = gp.kernels[prefix]
+    w.line(f"{prefix}_one_args one; cv_gpu_plan L[{len(kernels)}];")
+    w.line("memset(&one, 0, sizeof one); memset(L, 0, sizeof L);")
+    w.line(f"int small = {int(prefix in gp.one)}; (void)small;")
+    for g, k in enumerate(kernels):
+        with w.block(""):
+            fill_args(w, k, st, "a")
+            _launch(w, k, st, gp.first[k.name], g)
+            w.line(f"one.a{g} = a;")
+    if prefix in gp.one:
+        w.line(f"static int one_off;  /* the device cannot run {prefix}_one */")
+        with w.block("if (small && !one_off)"):
+            w.line(f"const int r = api->gpu->launch_one(&cv_gpu_module, dev, {gp.one[prefix]}, "
+                   f"(uint32_t)sm, {cuda.ONE_BLOCK}, stream, &one);")
+            w.line("if (r < 0) goto done;")
+            w.line("one_off = r == 1;")
+            w.line("small = r == 0;")
+    for g in range(len(kernels)):
+        w.line(f"if (!small && L[{g}].run && api->gpu->launch(&cv_gpu_module, dev, L[{g}].kid, "
+               f"L[{g}].grid, L[{g}].gy, L[{g}].block, 0, stream, &one.a{g}) < 0) goto done;")
+
+
+def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> None:
+    """Kernel g's launch shape into L[g], its one-kernel variant into one.v[g], and
+    whether its work is small enough for the one-kernel into `small`."""
+    launch = f"L[{g}] = (cv_gpu_plan){{kid, grid, gy, block, 1}};"
     nloops, nops = k.nloops, len(k.operands)
     strides = "&a.s[0][0]"
     if k.group.kind is Kind.ELEMENTWISE:
@@ -320,6 +356,7 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int) -> None:
             w.line(f"const uint32_t grid = cv_gpu_grid(flat ? (total + {cuda.VEC - 1}) / "
                    f"{cuda.VEC} : total, {cuda.BLOCK}, sm, 8), gy = 1, block = {cuda.BLOCK};")
             w.line(launch)
+            w.line(f"one.v[{g}] = fits; small = small && total <= {ONE_WORK};")
     elif k.group.kind is Kind.ROW:
         space = k.group.space
         w.line(f"const int64_t rows = {_product([f'a.n[{v}]' for v in space.kept_axes])};")
@@ -334,6 +371,7 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int) -> None:
             w.line(f"const uint32_t grid = big ? cv_gpu_grid(rows, 1, sm, {2048 // cuda.ROW_BLOCK})"
                    f" : cv_gpu_grid(rows, {cuda.BLOCK // 32}, sm, 8);")
             w.line(launch)
+            w.line(f"one.v[{g}] = (fits ? 0 : 2) + big; small = small && rows * len <= {ONE_WORK};")
     else:
         _gemm_terms(w, k, st)
         batch = "a.n[0]" if nloops == 3 else "1"
@@ -349,14 +387,16 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int) -> None:
                 w.line(f"a.cols = cols; kid = {first} + (mr == 1 ? 2 : 3);")
                 w.line(f"grid = (uint32_t)((n + cols - 1) / cols * groups); "
                        f"block = {cuda.GEMV_BLOCK};")
+                w.line(f"one.v[{g}] = (int)mr;")
             with w.block("else"):  # 64x64 tiles where 128x128 ones leave SMs idle
                 w.line("const int64_t tiles = ((m + 127) / 128) * ((n + 127) / 128);")
-                w.line("const int small = tiles * nb < sm;")
-                w.line(f"kid = {first} + small; block = {cuda.BLOCK};")
+                w.line("const int few_tiles = tiles * nb < sm;")
+                w.line(f"kid = {first} + few_tiles; block = {cuda.BLOCK};")
                 if k.acc_type == "float":
                     _tc_choice(w, k, first)
-                w.line("grid = (uint32_t)(small ? ((m + 63) / 64) * ((n + 63) / 64) : tiles);")
+                w.line("grid = (uint32_t)(few_tiles ? ((m + 63) / 64) * ((n + 63) / 64) : tiles);")
             w.line(launch)
+            w.line("small = small && m <= 32;")
 
 
 def _product(items: list[str]) -> str:
@@ -373,7 +413,7 @@ def _tc_choice(w: Writer, k: CudaKernel, first: int) -> None:
     a_ok = " && ".join(c for t in terms for c in al(t, "a", "cs", "rs"))
     bn = " && ".join(c for t in terms for c in al(t, "b", "cs", "rs"))
     bk = " && ".join(c for t in terms for c in al(t, "b", "rs", "cs"))
-    w.line(f"const int tc = small || !({a_ok}) ? 0 : ({bn}) ? 1 : ({bk}) ? 2 : 0;")
+    w.line(f"const int tc = few_tiles || !({a_ok}) ? 0 : ({bn}) ? 1 : ({bk}) ? 2 : 0;")
     w.line(f"if (tc) kid = {first} + 3 + tc;")
 
 

@@ -70,6 +70,8 @@ static struct {
     CUresult (*MemPoolSetAttribute)(CUmemoryPool, int, void *);
     CUresult (*MemAllocFromPoolAsync)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
     CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
+    CUresult (*LaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                                        unsigned, unsigned, unsigned, CUstream, void **);
 } cu;
 
 /* Same order as the struct above. */
@@ -81,6 +83,7 @@ static const char *const symbols[] = {
 };
 static const char *const optional_symbols[] = {
     "cuMemPoolCreate", "cuMemPoolSetAttribute", "cuMemAllocFromPoolAsync", "cuMemFreeAsync",
+    "cuLaunchCooperativeKernel",
 };
 
 static int driver_state;  /* 0: not tried, 1: usable, -1: not usable (why in driver_error) */
@@ -300,18 +303,34 @@ static loaded_module *load_module(cv_cuda_module *m, int device) {
     return L;
 }
 
+static CUfunction function(cv_cuda_module *m, int device, int kernel) {
+    if (cv_cuda_enter(device) < 0) return NULL;
+    loaded_module *L = m->loaded[device];
+    if (!L && !(L = load_module(m, device))) return NULL;
+    CUfunction f = L->fn[kernel];
+    if (!f && check(cu.ModuleGetFunction(&f, L->mod, m->names[kernel]), "cuModuleGetFunction",
+                    m->names[kernel]) < 0)
+        return NULL;
+    return L->fn[kernel] = f;
+}
+
+int cv_cuda_launch_one(cv_cuda_module *m, int device, int kernel, uint32_t grid, uint32_t block,
+                       uintptr_t stream, void *args) {
+    enum { NOT_SUPPORTED = 801, COOPERATIVE_LAUNCH_TOO_LARGE = 720 };
+    CUfunction f = function(m, device, kernel);
+    if (!f) return -1;
+    if (!cu.LaunchCooperativeKernel) return 1;
+    void *params[1] = {args};
+    CUresult r = cu.LaunchCooperativeKernel(f, grid, 1, 1, block, 1, 1, 0, (CUstream)stream,
+                                            params);
+    if (r == NOT_SUPPORTED || r == COOPERATIVE_LAUNCH_TOO_LARGE) return 1;
+    return check(r, "cuLaunchCooperativeKernel", m->names[kernel]);
+}
+
 int cv_cuda_launch(cv_cuda_module *m, int device, int kernel, uint32_t grid_x, uint32_t grid_y,
                    uint32_t block, uint32_t smem, uintptr_t stream, void *args) {
-    if (cv_cuda_enter(device) < 0) return -1;
-    loaded_module *L = m->loaded[device];
-    if (!L && !(L = load_module(m, device))) return -1;
-    CUfunction f = L->fn[kernel];
-    if (!f) {
-        if (check(cu.ModuleGetFunction(&f, L->mod, m->names[kernel]), "cuModuleGetFunction",
-                  m->names[kernel]) < 0)
-            return -1;
-        L->fn[kernel] = f;
-    }
+    CUfunction f = function(m, device, kernel);
+    if (!f) return -1;
     void *params[1] = {args};
     return check(cu.LaunchKernel(f, grid_x, grid_y, 1, block, 1, 1, smem, (CUstream)stream,
                                  params, NULL),

@@ -183,17 +183,24 @@ CV_DEV void cv_gemv_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t r
     }
 }
 
-/* grid.x: row groups of MR * column groups of `cols` (8, 16 or 32), grid.y:
- * batches; block: CV_GEMV_THREADS. Lane l of a warp owns column l % cols and
- * every (32 / cols)-th k of its warp's share. */
-template <class T, int MR, class Epi>
-CV_DEV void cv_gemv(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n, int64_t nbatch,
-                    int cols, const Epi &epi) {
+/* Tiles of MR rows x `cols` columns (8, 16 or 32), block-stride over grid.x (one
+ * tile per block when grid.x is their number), batches over grid.y; block: up to
+ * CV_GEMV_THREADS. Lane l of a warp owns column l % cols and every
+ * (32 / cols)-th k of its warp's share. */
+/* The GEMV's partial sums: one array per (T, MR), not per epilogue type, so that the
+ * GEMVs of a one-kernel (cuda.py) share it within the 48 KB of static shared memory. */
+template <class T, int MR>
+CV_DEV T (*cv_gemv_parts())[MR][32] {
     __shared__ T part[CV_GEMV_THREADS / 32][MR][32];
+    return part;
+}
+
+template <class T, int MR, class Epi>
+CV_DEV void cv_gemv_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
+                         int64_t nbatch, int cols, int64_t col0, int64_t row0, const Epi &epi) {
+    T (*part)[MR][32] = cv_gemv_parts<T, MR>();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     const int per_warp = 32 / cols;
-    const int64_t tiles_n = (n + cols - 1) / cols;
-    const int64_t col0 = (blockIdx.x % tiles_n) * cols, row0 = (blockIdx.x / tiles_n) * MR;
     const int64_t col = col0 + lane % cols;
     const int64_t first = (int64_t)warp * per_warp + lane / cols, step = (int64_t)nwarps * per_warp;
     for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
@@ -218,6 +225,15 @@ CV_DEV void cv_gemv(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n, 
         }
         __syncthreads(); /* part[] is reused by the next batch */
     }
+}
+
+template <class T, int MR, class Epi>
+CV_DEV void cv_gemv(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n, int64_t nbatch,
+                    int cols, const Epi &epi) {
+    const int64_t tiles_n = (n + cols - 1) / cols, tiles = tiles_n * ((m + MR - 1) / MR);
+    for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x)
+        cv_gemv_tile<T, MR>(terms, nterms, m, n, nbatch, cols, (tile % tiles_n) * cols,
+                            (tile / tiles_n) * MR, epi);
 }
 
 /* Tensor-core main loop, float32 in and out (sm_80+).

@@ -10,6 +10,13 @@ static const char *const cv_dtype_names[] = {"bool", "int32", "int64", "float16"
                                              "float64"};
 static const int cv_dtype_sizes[] = {1, 4, 8, 2, 4, 8};
 
+/* One kernel's launch, planned before any is made (see gpu_wrapper._launches). */
+typedef struct cv_gpu_plan {
+    int kid;
+    uint32_t grid, gy, block;
+    int run;
+} cv_gpu_plan;
+
 /* Whether a call may be a GPU call: its first argument that is not a Python
  * or NumPy scalar is something else than a NumPy array. The GPU path then
  * decides (and hands back to the CPU path what is no device array). */
