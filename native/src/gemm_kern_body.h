@@ -7,6 +7,9 @@
  *                       lanes (1..VL) and zeroes the rest without reading past
  *   V_STORE, V_STOREU   aligned / unaligned store
  *   V_SET1, V_ZERO, V_ADD, V_FMA(a, b, c) = a * b + c, V_HSUM (sum of lanes)
+ *   V_KEEP(v)           optional: keeps a loaded B vector in a register, so
+ *                       the compiler does not fold the load into each FMA
+ *                       that uses it (one load per row of A instead of one)
  *   CV_TARGET           the target attribute of every function here
  *   MR, NV              packed kernel: MR rows x NV vectors of accumulators
  *   RMAX, RV            rows kernel: up to RMAX (= 4) rows x RV (<= 4) vectors
@@ -31,6 +34,9 @@
 #define dots_block CV_GLUE3(dots_block, TSFX, ISA)
 #define dots_kernel CV_GLUE3(dots_kernel, TSFX, ISA)
 
+#ifndef V_KEEP
+#define V_KEEP(v) ((void)0)
+#endif
 #define NR (NV * VL)
 #define RW (RV * VL)
 /* Rows of B per block of the rows kernel, and how many rows ahead it
@@ -98,8 +104,10 @@ rows_update(int r, int full, const int *cnt, int64_t g, int64_t k_left, const T 
                 __builtin_prefetch((const char *)(b + PF_ROWS * b_rs) + line);
         V bv[RV];
 #pragma GCC unroll 4
-        for (int v = 0; v < RV; v++)
+        for (int v = 0; v < RV; v++) {
             bv[v] = full ? V_LOADU(b + v * VL) : V_LOADU_PART(b + v * VL, cnt[v]);
+            V_KEEP(bv[v]);
+        }
 #pragma GCC unroll 16
         for (int i = 0; i < r; i++) {
             V ai = V_SET1(a[i * a_rs]);
@@ -172,8 +180,10 @@ dots_step(int r, int part, int n, V acc[4][DJ], const T *const *arow, const T *c
           int64_t p) {
     V bv[DJ];
 #pragma GCC unroll 4
-    for (int j = 0; j < DJ; j++)
+    for (int j = 0; j < DJ; j++) {
         bv[j] = part ? V_LOADU_PART(bcol[j] + p, n) : V_LOADU(bcol[j] + p);
+        V_KEEP(bv[j]);
+    }
 #pragma GCC unroll 4
     for (int i = 0; i < r; i++) {
         V av = part ? V_LOADU_PART(arow[i] + p, n) : V_LOADU(arow[i] + p);
@@ -252,6 +262,7 @@ const CV_GLUE2(cv_kernels, TSFX) CV_GLUE3(cv_kernels, TSFX, ISA) = {
 #undef dots_step
 #undef dots_block
 #undef dots_kernel
+#undef V_KEEP
 #undef NR
 #undef RW
 #undef PF_ROWS
