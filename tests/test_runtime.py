@@ -224,6 +224,7 @@ def test_gemm_matches_numpy(case, level):
         (1, 512, 2048),
         (3, 300, 1000),
         (16, 700, 129),
+        (9, 1100, 300),  # rows kernel: B past RG_CACHED, so 8-row blocks, m > RMAX
         (200, 1100, 300),
         (600, 70, 90),
         (37, 9, 5000),

@@ -28,6 +28,8 @@
 #define packed_kernel CV_GLUE3(packed_kernel, TSFX, ISA)
 #define rows_update CV_GLUE3(rows_update, TSFX, ISA)
 #define rows_pass CV_GLUE3(rows_pass, TSFX, ISA)
+#define rows_blocks CV_GLUE3(rows_blocks, TSFX, ISA)
+#define rows_wide CV_GLUE3(rows_wide, TSFX, ISA)
 #define rows_kernel CV_GLUE3(rows_kernel, TSFX, ISA)
 #define pack_b_full CV_GLUE3(pack_b_full, TSFX, ISA)
 #define dots_step CV_GLUE3(dots_step, TSFX, ISA)
@@ -40,9 +42,19 @@
 #define NR (NV * VL)
 #define RW (RV * VL)
 /* Rows of B per block of the rows kernel, and how many rows ahead it
- * prefetches (measured on Zen 5, m = 1..4: 8 and 2 beat 4/16/32 and 3..8). */
+ * prefetches (measured on Zen 5, m = 1..4: 8 and 2 beat 4/16/32 and 3..8
+ * for B streamed from L3 in long rows). */
 #define RG 8
 #define PF_ROWS 2
+/* Rows per block when B comes from cache (at most RG_CACHED bytes) or, for
+ * up to RMAX rows of A, in short runs (at most RG_SHORT bytes per row): the
+ * sums' loads and stores and the loop setup once per RG rows then cost more
+ * than the extra row streams (Zen 5, in-process A/B: 32x128x64 0.74-0.77x
+ * the time, 16x2048x128 0.75x, 1x512x1000 0.76-0.80x, 1x3072x768 on 2
+ * threads 0.82-0.89x; 1x768x3072 with 6 KB runs 1.2-1.3x, so not there). */
+#define RG_WIDE 64
+#define RG_CACHED ((int64_t)1 << 20)
+#define RG_SHORT ((int64_t)3 << 10)
 
 CV_TARGET static void packed_kernel(int64_t kc, const T *restrict a, const T *restrict b,
                                     T *restrict c, int64_t ldc, int accumulate) {
@@ -146,17 +158,13 @@ rows_pass(int r, int64_t g, int64_t k_left, int64_t ncols, const T *a, int64_t a
         rows_pass(R, g, k - p0, ncols, ai, a_rs, a_cs, bp, b_rs, c + i0 * ldc, ldc);     \
         break;
 
-/* The rows kernel: B is read in blocks of RG rows, each as RG sequential
- * streams across the columns, so hardware prefetchers see plain streams;
- * the m x ncols sums stay in c (L1/L2) between blocks. */
-CV_TARGET static void rows_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs,
-                                  const T *b, int64_t b_rs, int64_t ncols, T *c, int64_t ldc,
-                                  int accumulate) {
-    int64_t width = (ncols + RW - 1) / RW * RW;
-    for (int64_t i = 0; i < m && !accumulate; i++)
-        memset(c + i * ldc, 0, (size_t)width * sizeof(T));
-    for (int64_t p0 = 0; p0 < k; p0 += RG) {
-        int64_t g = k - p0 < RG ? k - p0 : RG;
+/* Blocks of rg rows of B over all of k (rg a constant after inlining, so
+ * the block loops unroll; streaming B from L3 needs that). */
+CV_TARGET static inline __attribute__((always_inline)) void
+rows_blocks(int64_t rg, int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs,
+            const T *b, int64_t b_rs, int64_t ncols, T *c, int64_t ldc) {
+    for (int64_t p0 = 0; p0 < k; p0 += rg) {
+        int64_t g = k - p0 < rg ? k - p0 : rg;
         const T *bp = b + p0 * b_rs;
         for (int64_t i0 = 0; i0 < m; i0 += RMAX) {
             const T *ai = a + i0 * a_rs + p0 * a_cs;
@@ -171,6 +179,30 @@ CV_TARGET static void rows_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs
             }
         }
     }
+}
+
+/* rows_blocks in blocks of RG_WIDE rows. */
+CV_TARGET static __attribute__((noinline)) void
+rows_wide(int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,
+          int64_t ncols, T *c, int64_t ldc) {
+    rows_blocks(RG_WIDE, m, k, a, a_rs, a_cs, b, b_rs, ncols, c, ldc);
+}
+
+/* The rows kernel: B is read in blocks of RG (or RG_WIDE) rows, each as
+ * that many sequential streams across the columns, so hardware
+ * prefetchers see plain streams; the m x ncols sums stay in c (L1/L2)
+ * between blocks. */
+CV_TARGET static void rows_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs,
+                                  const T *b, int64_t b_rs, int64_t ncols, T *c, int64_t ldc,
+                                  int accumulate) {
+    int64_t width = (ncols + RW - 1) / RW * RW;
+    for (int64_t i = 0; i < m && !accumulate; i++)
+        memset(c + i * ldc, 0, (size_t)width * sizeof(T));
+    int64_t run = ncols * (int64_t)sizeof(T);
+    if (k * run <= RG_CACHED || (m <= RMAX && run <= RG_SHORT))
+        rows_wide(m, k, a, a_rs, a_cs, b, b_rs, ncols, c, ldc);
+    else
+        rows_blocks(RG, m, k, a, a_rs, a_cs, b, b_rs, ncols, c, ldc);
 }
 
 /* One step of VL (or, when part, n < VL) k indices of the dots kernel: r
@@ -257,6 +289,8 @@ const CV_GLUE2(cv_kernels, TSFX) CV_GLUE3(cv_kernels, TSFX, ISA) = {
 #undef packed_kernel
 #undef rows_update
 #undef rows_pass
+#undef rows_blocks
+#undef rows_wide
 #undef rows_kernel
 #undef pack_b_full
 #undef dots_step
@@ -267,4 +301,7 @@ const CV_GLUE2(cv_kernels, TSFX) CV_GLUE3(cv_kernels, TSFX, ISA) = {
 #undef RW
 #undef PF_ROWS
 #undef RG
+#undef RG_WIDE
+#undef RG_CACHED
+#undef RG_SHORT
 #undef ROWS_CASE
