@@ -225,6 +225,8 @@ def test_gemm_matches_numpy(case, level):
         (3, 300, 1000),
         (16, 700, 129),
         (9, 1100, 300),  # rows kernel: B past RG_CACHED, so 8-row blocks, m > RMAX
+        (32, 128, 64),  # tiny: small-m path in two row groups
+        (27, 200, 150),  # tiny: row groups of 16 and 11
         (200, 1100, 300),
         (600, 70, 90),
         (37, 9, 5000),
