@@ -43,7 +43,11 @@
 #define RW (RV * VL)
 /* Rows of B per block of the rows kernel, and how many rows ahead it
  * prefetches (measured on Zen 5, m = 1..4: 8 and 2 beat 4/16/32 and 3..8
- * for B streamed from L3 in long rows). */
+ * for B streamed from L3 in long rows). Not for 1 or 2 rows of A in 8-row
+ * blocks: there the hardware prefetchers alone stream faster (in-process
+ * A/B, 2 threads: 1x768x3072, 1x1024x2048, 1x512x2048, 1x256x4096,
+ * 2x768x3072 0.84-0.97x the time), with more rows they do not (4x, 8x,
+ * 16x768x3072 1.01-1.10x). */
 #define RG 8
 #define PF_ROWS 2
 /* Rows per block when B comes from cache (at most RG_CACHED bytes) or, for
@@ -98,12 +102,12 @@ CV_TARGET static void pack_b_full(int64_t k, const T *b, int64_t rs, T *restrict
 }
 
 /* c[i][0, RW) += sum over g rows p of a[i, p] * b[p][0, RW) for i < r, with
- * r a constant after inlining; `full` says all RW columns of b are real,
- * else cnt[v] lanes of vector v are (the others load as zeros). The next
- * PF_ROWS rows of b at these columns are prefetched. */
+ * r and pf constants after inlining; `full` says all RW columns of b are
+ * real, else cnt[v] lanes of vector v are (the others load as zeros). With
+ * pf, the next PF_ROWS rows of b at these columns are prefetched. */
 CV_TARGET static inline __attribute__((always_inline)) void
-rows_update(int r, int full, const int *cnt, int64_t g, int64_t k_left, const T *a, int64_t a_rs,
-            int64_t a_cs, const T *b, int64_t b_rs, T *c, int64_t ldc) {
+rows_update(int r, int pf, int full, const int *cnt, int64_t g, int64_t k_left, const T *a,
+            int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs, T *c, int64_t ldc) {
     V acc[RMAX][RV];
 #pragma GCC unroll 16
     for (int i = 0; i < r; i++)
@@ -111,7 +115,7 @@ rows_update(int r, int full, const int *cnt, int64_t g, int64_t k_left, const T 
         for (int v = 0; v < RV; v++)
             acc[i][v] = V_LOAD(c + i * ldc + v * VL);
     for (int64_t p = 0; p < g; p++, b += b_rs, a += a_cs) {
-        if (p + PF_ROWS < k_left)
+        if (pf && p + PF_ROWS < k_left)
             for (size_t line = 0; line < RW * sizeof(T); line += 64)
                 __builtin_prefetch((const char *)(b + PF_ROWS * b_rs) + line);
         V bv[RV];
@@ -138,24 +142,25 @@ rows_update(int r, int full, const int *cnt, int64_t g, int64_t k_left, const T 
 /* r rows x all columns for g rows of B (column groups of RW, the last one
  * masked). */
 CV_TARGET static inline __attribute__((always_inline)) void
-rows_pass(int r, int64_t g, int64_t k_left, int64_t ncols, const T *a, int64_t a_rs,
+rows_pass(int r, int pf, int64_t g, int64_t k_left, int64_t ncols, const T *a, int64_t a_rs,
           int64_t a_cs, const T *b, int64_t b_rs, T *c, int64_t ldc) {
     int64_t j = 0;
     for (; j + RW <= ncols; j += RW)
-        rows_update(r, 1, NULL, g, k_left, a, a_rs, a_cs, b + j, b_rs, c + j, ldc);
+        rows_update(r, pf, 1, NULL, g, k_left, a, a_rs, a_cs, b + j, b_rs, c + j, ldc);
     if (j < ncols) {
         int cnt[RV];
         for (int v = 0; v < RV; v++) {
             int64_t left = ncols - j - v * VL;
             cnt[v] = left <= 0 ? 0 : left >= VL ? VL : (int)left;
         }
-        rows_update(r, 0, cnt, g, k_left, a, a_rs, a_cs, b + j, b_rs, c + j, ldc);
+        rows_update(r, pf, 0, cnt, g, k_left, a, a_rs, a_cs, b + j, b_rs, c + j, ldc);
     }
 }
 
 #define ROWS_CASE(R)                                                                     \
     case R:                                                                              \
-        rows_pass(R, g, k - p0, ncols, ai, a_rs, a_cs, bp, b_rs, c + i0 * ldc, ldc);     \
+        rows_pass(R, R > 2 || rg > RG, g, k - p0, ncols, ai, a_rs, a_cs, bp, b_rs,        \
+                  c + i0 * ldc, ldc);                                                    \
         break;
 
 /* Blocks of rg rows of B over all of k (rg a constant after inlining, so
