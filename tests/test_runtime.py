@@ -243,6 +243,26 @@ def test_gemm_crosses_blocks(dtype, level, m, k, n):
         check(out, [(a, b)], dtype)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("m,n", [(1, 640), (4, 320), (6, 640), (2, 300)])
+def test_gemm_b_at_every_misalignment(dtype, level, m, n):
+    """B starting anywhere in a 64-byte line: the rows kernel's masked lead
+    columns (rows of n * itemsize a multiple of 64 bytes) and its absence."""
+    rng = np.random.default_rng(m * 1000 + n)
+    rt.configure(cpu_level=level)
+    size = np.dtype(dtype).itemsize
+    k = 150
+    a = make(rng, (m, k), "c", dtype)
+    buf = rng.uniform(-1, 1, k * n + 64).astype(dtype)
+    base = (-buf.ctypes.data % 64) // size
+    for off in range(0, 64 // size):
+        b = buf[base + off : base + off + k * n].reshape(k, n)
+        out = poisoned((m, n), "c", dtype)
+        run([(a, b)], out)
+        check(out, [(a, b)], dtype)
+
+
 def test_gemm_from_many_threads_while_resizing():
     """Concurrent GEMMs (small-m and packed paths) while the pool is resized."""
     errors: list[str] = []

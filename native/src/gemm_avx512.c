@@ -15,6 +15,7 @@
 #include "gemm_kernels.h"
 
 #define CV_TARGET __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,fma")))
+#define V_ALIGN 64
 #define ISA avx512
 #define MR 12
 #define NV 2
@@ -31,6 +32,7 @@
 #define V_LOAD(p) _mm512_load_ps(p)
 #define V_LOADU(p) _mm512_loadu_ps(p)
 #define V_LOADU_PART(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1), p)
+#define V_STOREU_PART(p, v, n) _mm512_mask_storeu_ps(p, (__mmask16)((1u << (n)) - 1), v)
 #define V_STOREU(p, v) _mm512_storeu_ps(p, v)
 #define V_STORE(p, v) _mm512_store_ps(p, v)
 #define V_SET1(x) _mm512_set1_ps(x)
@@ -49,6 +51,7 @@
 #undef V_LOAD
 #undef V_LOADU
 #undef V_LOADU_PART
+#undef V_STOREU_PART
 #undef V_STOREU
 #undef V_STORE
 #undef V_SET1
@@ -67,6 +70,7 @@
 #define V_LOAD(p) _mm512_load_pd(p)
 #define V_LOADU(p) _mm512_loadu_pd(p)
 #define V_LOADU_PART(p, n) _mm512_maskz_loadu_pd((__mmask8)((1u << (n)) - 1), p)
+#define V_STOREU_PART(p, v, n) _mm512_mask_storeu_pd(p, (__mmask8)((1u << (n)) - 1), v)
 #define V_STOREU(p, v) _mm512_storeu_pd(p, v)
 #define V_STORE(p, v) _mm512_store_pd(p, v)
 #define V_SET1(x) _mm512_set1_pd(x)

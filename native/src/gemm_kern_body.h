@@ -4,9 +4,13 @@
  *
  *   T, V, VL            element type, vector type, lanes per vector
  *   V_LOAD, V_LOADU     aligned / unaligned load; V_LOADU_PART(p, n) loads n
- *                       lanes (1..VL) and zeroes the rest without reading past
- *   V_STORE, V_STOREU   aligned / unaligned store
+ *                       lanes (0..VL) and zeroes the rest without reading past
+ *   V_STORE, V_STOREU   aligned / unaligned store; V_STOREU_PART(p, v, n)
+ *                       stores lanes [0, n) only
  *   V_SET1, V_ZERO, V_ADD, V_FMA(a, b, c) = a * b + c, V_HSUM (sum of lanes)
+ *   V_ALIGN             optional: the alignment in bytes B loads want; rows
+ *                       of B that all start equally misaligned are then read
+ *                       from the first aligned column on (a masked lead first)
  *   V_KEEP(v)           optional: keeps a loaded B vector in a register, so
  *                       the compiler does not fold the load into each FMA
  *                       that uses it (one load per row of A instead of one)
@@ -30,6 +34,7 @@
 #define rows_pass CV_GLUE3(rows_pass, TSFX, ISA)
 #define rows_blocks CV_GLUE3(rows_blocks, TSFX, ISA)
 #define rows_wide CV_GLUE3(rows_wide, TSFX, ISA)
+#define rows_lead CV_GLUE3(rows_lead, TSFX, ISA)
 #define rows_kernel CV_GLUE3(rows_kernel, TSFX, ISA)
 #define pack_b_full CV_GLUE3(pack_b_full, TSFX, ISA)
 #define dots_step CV_GLUE3(dots_step, TSFX, ISA)
@@ -101,26 +106,29 @@ CV_TARGET static void pack_b_full(int64_t k, const T *b, int64_t rs, T *restrict
             V_STORE(dst + v * VL, V_LOADU(b + v * VL));
 }
 
-/* c[i][0, RW) += sum over g rows p of a[i, p] * b[p][0, RW) for i < r, with
- * r and pf constants after inlining; `full` says all RW columns of b are
- * real, else cnt[v] lanes of vector v are (the others load as zeros). With
- * pf, the next PF_ROWS rows of b at these columns are prefetched. */
+/* c[i][0, nv * VL) += sum over g rows p of a[i, p] * b[p][0, nv * VL) for
+ * i < r, with r, nv (1 or RV) and pf constants after inlining; `full` says
+ * all those columns are real, else only cnt[v] lanes of vector v are (the
+ * others load as zeros and are not stored). With pf, the next PF_ROWS rows
+ * of b at these columns are prefetched. */
 CV_TARGET static inline __attribute__((always_inline)) void
-rows_update(int r, int pf, int full, const int *cnt, int64_t g, int64_t k_left, const T *a,
-            int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs, T *c, int64_t ldc) {
+rows_update(int r, int nv, int pf, int full, const int *cnt, int64_t g, int64_t k_left,
+            const T *a, int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs, T *c,
+            int64_t ldc) {
     V acc[RMAX][RV];
 #pragma GCC unroll 16
     for (int i = 0; i < r; i++)
 #pragma GCC unroll 4
-        for (int v = 0; v < RV; v++)
-            acc[i][v] = V_LOAD(c + i * ldc + v * VL);
+        for (int v = 0; v < nv; v++)
+            acc[i][v] = full ? V_LOADU(c + i * ldc + v * VL)
+                             : V_LOADU_PART(c + i * ldc + v * VL, cnt[v]);
     for (int64_t p = 0; p < g; p++, b += b_rs, a += a_cs) {
         if (pf && p + PF_ROWS < k_left)
-            for (size_t line = 0; line < RW * sizeof(T); line += 64)
+            for (size_t line = 0; line < nv * VL * sizeof(T); line += 64)
                 __builtin_prefetch((const char *)(b + PF_ROWS * b_rs) + line);
         V bv[RV];
 #pragma GCC unroll 4
-        for (int v = 0; v < RV; v++) {
+        for (int v = 0; v < nv; v++) {
             bv[v] = full ? V_LOADU(b + v * VL) : V_LOADU_PART(b + v * VL, cnt[v]);
             V_KEEP(bv[v]);
         }
@@ -128,38 +136,44 @@ rows_update(int r, int pf, int full, const int *cnt, int64_t g, int64_t k_left, 
         for (int i = 0; i < r; i++) {
             V ai = V_SET1(a[i * a_rs]);
 #pragma GCC unroll 4
-            for (int v = 0; v < RV; v++)
+            for (int v = 0; v < nv; v++)
                 acc[i][v] = V_FMA(ai, bv[v], acc[i][v]);
         }
     }
 #pragma GCC unroll 16
     for (int i = 0; i < r; i++)
 #pragma GCC unroll 4
-        for (int v = 0; v < RV; v++)
-            V_STORE(c + i * ldc + v * VL, acc[i][v]);
+        for (int v = 0; v < nv; v++) {
+            if (full)
+                V_STOREU(c + i * ldc + v * VL, acc[i][v]);
+            else
+                V_STOREU_PART(c + i * ldc + v * VL, acc[i][v], cnt[v]);
+        }
 }
 
-/* r rows x all columns for g rows of B (column groups of RW, the last one
- * masked). */
+/* r rows x all columns for g rows of B: the first `lead` (< VL) columns
+ * masked, then column groups of RW from there, the last one masked. */
 CV_TARGET static inline __attribute__((always_inline)) void
-rows_pass(int r, int pf, int64_t g, int64_t k_left, int64_t ncols, const T *a, int64_t a_rs,
-          int64_t a_cs, const T *b, int64_t b_rs, T *c, int64_t ldc) {
-    int64_t j = 0;
+rows_pass(int r, int pf, int64_t g, int64_t k_left, int lead, int64_t ncols, const T *a,
+          int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs, T *c, int64_t ldc) {
+    if (lead)
+        rows_update(r, 1, pf, 0, &lead, g, k_left, a, a_rs, a_cs, b, b_rs, c, ldc);
+    int64_t j = lead;
     for (; j + RW <= ncols; j += RW)
-        rows_update(r, pf, 1, NULL, g, k_left, a, a_rs, a_cs, b + j, b_rs, c + j, ldc);
+        rows_update(r, RV, pf, 1, NULL, g, k_left, a, a_rs, a_cs, b + j, b_rs, c + j, ldc);
     if (j < ncols) {
         int cnt[RV];
         for (int v = 0; v < RV; v++) {
             int64_t left = ncols - j - v * VL;
             cnt[v] = left <= 0 ? 0 : left >= VL ? VL : (int)left;
         }
-        rows_update(r, pf, 0, cnt, g, k_left, a, a_rs, a_cs, b + j, b_rs, c + j, ldc);
+        rows_update(r, RV, pf, 0, cnt, g, k_left, a, a_rs, a_cs, b + j, b_rs, c + j, ldc);
     }
 }
 
 #define ROWS_CASE(R)                                                                     \
     case R:                                                                              \
-        rows_pass(R, R > 2 || rg > RG, g, k - p0, ncols, ai, a_rs, a_cs, bp, b_rs,        \
+        rows_pass(R, R > 2 || rg > RG, g, k - p0, lead, ncols, ai, a_rs, a_cs, bp, b_rs,  \
                   c + i0 * ldc, ldc);                                                    \
         break;
 
@@ -167,7 +181,7 @@ rows_pass(int r, int pf, int64_t g, int64_t k_left, int64_t ncols, const T *a, i
  * the block loops unroll; streaming B from L3 needs that). */
 CV_TARGET static inline __attribute__((always_inline)) void
 rows_blocks(int64_t rg, int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs,
-            const T *b, int64_t b_rs, int64_t ncols, T *c, int64_t ldc) {
+            const T *b, int64_t b_rs, int lead, int64_t ncols, T *c, int64_t ldc) {
     for (int64_t p0 = 0; p0 < k; p0 += rg) {
         int64_t g = k - p0 < rg ? k - p0 : rg;
         const T *bp = b + p0 * b_rs;
@@ -189,8 +203,22 @@ rows_blocks(int64_t rg, int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t 
 /* rows_blocks in blocks of RG_WIDE rows. */
 CV_TARGET static __attribute__((noinline)) void
 rows_wide(int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,
-          int64_t ncols, T *c, int64_t ldc) {
-    rows_blocks(RG_WIDE, m, k, a, a_rs, a_cs, b, b_rs, ncols, c, ldc);
+          int lead, int64_t ncols, T *c, int64_t ldc) {
+    rows_blocks(RG_WIDE, m, k, a, a_rs, a_cs, b, b_rs, lead, ncols, c, ldc);
+}
+
+/* Columns before the first V_ALIGN-aligned one when every row of B starts
+ * equally misaligned (NumPy puts large arrays 16 bytes past a page start)
+ * and the rows are long enough to pay for the extra masked group, else 0. */
+static inline int rows_lead(const T *b, int64_t b_rs, int64_t ncols) {
+    int lead = 0;
+#ifdef V_ALIGN
+    uintptr_t mis = (uintptr_t)b % V_ALIGN;
+    if (ncols >= 4 * RW && mis % sizeof(T) == 0 && b_rs * (int64_t)sizeof(T) % V_ALIGN == 0)
+        lead = (int)((V_ALIGN - mis) % V_ALIGN / sizeof(T));
+#endif
+    (void)b, (void)b_rs;
+    return lead < ncols ? lead : (int)ncols;
 }
 
 /* The rows kernel: B is read in blocks of RG (or RG_WIDE) rows, each as
@@ -204,10 +232,11 @@ CV_TARGET static void rows_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs
     for (int64_t i = 0; i < m && !accumulate; i++)
         memset(c + i * ldc, 0, (size_t)width * sizeof(T));
     int64_t run = ncols * (int64_t)sizeof(T);
+    int lead = rows_lead(b, b_rs, ncols);
     if (k * run <= RG_CACHED || (m <= RMAX && run <= RG_SHORT))
-        rows_wide(m, k, a, a_rs, a_cs, b, b_rs, ncols, c, ldc);
+        rows_wide(m, k, a, a_rs, a_cs, b, b_rs, lead, ncols, c, ldc);
     else
-        rows_blocks(RG, m, k, a, a_rs, a_cs, b, b_rs, ncols, c, ldc);
+        rows_blocks(RG, m, k, a, a_rs, a_cs, b, b_rs, lead, ncols, c, ldc);
 }
 
 /* One step of VL (or, when part, n < VL) k indices of the dots kernel: r
@@ -296,6 +325,7 @@ const CV_GLUE2(cv_kernels, TSFX) CV_GLUE3(cv_kernels, TSFX, ISA) = {
 #undef rows_pass
 #undef rows_blocks
 #undef rows_wide
+#undef rows_lead
 #undef rows_kernel
 #undef pack_b_full
 #undef dots_step
