@@ -25,7 +25,10 @@ SHAPES = [  # m, k, n, B given as W.T (W row-major n x k, as torch's Linear)
     (32, 128, 64, False),
     (256, 512, 2048, False),
     (1, 512, 2048, False),
+    (1, 512, 1000, False),  # ResNet-18 head, batch 1
+    (1, 1024, 2048, False),  # LSTM step, batch 1: x @ wx + h @ wh as one GEMM
     (1, 768, 3072, False),
+    (1, 3072, 768, False),  # FFN down-projection, 1 token
     (2048, 768, 3072, False),
     (4, 768, 3072, False),
     (16, 768, 3072, False),

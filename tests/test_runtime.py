@@ -224,6 +224,9 @@ def test_gemm_matches_numpy(case, level):
         (1, 512, 2048),
         (3, 300, 1000),
         (16, 700, 129),
+        (9, 1100, 300),  # rows kernel: B past RG_CACHED, so 8-row blocks, m > RMAX
+        (32, 128, 64),  # tiny: small-m path in two row groups
+        (27, 200, 150),  # tiny: row groups of 16 and 11
         (200, 1100, 300),
         (600, 70, 90),
         (37, 9, 5000),
@@ -235,6 +238,26 @@ def test_gemm_crosses_blocks(dtype, level, m, k, n):
     rt.configure(cpu_level=level)
     for la, lb in [("c", "c"), ("c", "t"), ("t", "t"), ("neg", "step")]:
         a, b = make(rng, (m, k), la, dtype), make(rng, (k, n), lb, dtype)
+        out = poisoned((m, n), "c", dtype)
+        run([(a, b)], out)
+        check(out, [(a, b)], dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("m,n", [(1, 640), (4, 320), (6, 640), (2, 300)])
+def test_gemm_b_at_every_misalignment(dtype, level, m, n):
+    """B starting anywhere in a 64-byte line: the rows kernel's masked lead
+    columns (rows of n * itemsize a multiple of 64 bytes) and its absence."""
+    rng = np.random.default_rng(m * 1000 + n)
+    rt.configure(cpu_level=level)
+    size = np.dtype(dtype).itemsize
+    k = 150
+    a = make(rng, (m, k), "c", dtype)
+    buf = rng.uniform(-1, 1, k * n + 64).astype(dtype)
+    base = (-buf.ctypes.data % 64) // size
+    for off in range(0, 64 // size):
+        b = buf[base + off : base + off + k * n].reshape(k, n)
         out = poisoned((m, n), "c", dtype)
         run([(a, b)], out)
         check(out, [(a, b)], dtype)

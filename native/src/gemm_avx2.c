@@ -46,6 +46,7 @@ CV_TARGET static inline double hsum_pd(__m256d v) {
 #define V_LOAD(p) _mm256_load_ps(p)
 #define V_LOADU(p) _mm256_loadu_ps(p)
 #define V_LOADU_PART(p, n) _mm256_maskload_ps(p, mask32(n))
+#define V_STOREU_PART(p, v, n) _mm256_maskstore_ps(p, mask32(n), v)
 #define V_STOREU(p, v) _mm256_storeu_ps(p, v)
 #define V_STORE(p, v) _mm256_store_ps(p, v)
 #define V_SET1(x) _mm256_set1_ps(x)
@@ -62,6 +63,7 @@ CV_TARGET static inline double hsum_pd(__m256d v) {
 #undef V_LOAD
 #undef V_LOADU
 #undef V_LOADU_PART
+#undef V_STOREU_PART
 #undef V_STOREU
 #undef V_STORE
 #undef V_SET1
@@ -79,6 +81,7 @@ CV_TARGET static inline double hsum_pd(__m256d v) {
 #define V_LOAD(p) _mm256_load_pd(p)
 #define V_LOADU(p) _mm256_loadu_pd(p)
 #define V_LOADU_PART(p, n) _mm256_maskload_pd(p, mask64(n))
+#define V_STOREU_PART(p, v, n) _mm256_maskstore_pd(p, mask64(n), v)
 #define V_STOREU(p, v) _mm256_storeu_pd(p, v)
 #define V_STORE(p, v) _mm256_store_pd(p, v)
 #define V_SET1(x) _mm256_set1_pd(x)

@@ -33,6 +33,9 @@ typedef double v2d __attribute__((vector_size(16)));
         return v;                                                                \
     }                                                                            \
     static inline void vstore_##SFX(T *p, V v) { memcpy(p, &v, sizeof v); }           \
+    static inline void vstore_part_##SFX(T *p, V v, int n) {                     \
+        memcpy(p, &v, (size_t)n * sizeof(T));                                    \
+    }                                                                            \
     static inline T vhsum_##SFX(V v) {                                           \
         T s = 0;                                                                 \
         for (size_t i = 0; i < sizeof v / sizeof(T); i++)                        \
@@ -51,6 +54,7 @@ DEFINE_VOPS(v2d, double, f64)
 #define V_LOAD(p) vload_f32(p)
 #define V_LOADU(p) vload_f32(p)
 #define V_LOADU_PART(p, n) vload_part_f32(p, n)
+#define V_STOREU_PART(p, v, n) vstore_part_f32(p, v, n)
 #define V_STOREU(p, v) vstore_f32(p, v)
 #define V_STORE(p, v) vstore_f32(p, v)
 #define V_SET1(x) ((v4f){0} + (x))
@@ -66,6 +70,7 @@ DEFINE_VOPS(v2d, double, f64)
 #undef V_LOAD
 #undef V_LOADU
 #undef V_LOADU_PART
+#undef V_STOREU_PART
 #undef V_STOREU
 #undef V_STORE
 #undef V_SET1
@@ -82,6 +87,7 @@ DEFINE_VOPS(v2d, double, f64)
 #define V_LOAD(p) vload_f64(p)
 #define V_LOADU(p) vload_f64(p)
 #define V_LOADU_PART(p, n) vload_part_f64(p, n)
+#define V_STOREU_PART(p, v, n) vstore_part_f64(p, v, n)
 #define V_STOREU(p, v) vstore_f64(p, v)
 #define V_STORE(p, v) vstore_f64(p, v)
 #define V_SET1(x) ((v2d){0} + (x))

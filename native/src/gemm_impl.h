@@ -17,7 +17,8 @@
  * Small-m path: for a few rows, B is not packed; column chunks are split
  * over threads, each streams its part of B once (kt->rows for unit column
  * stride, kt->dots for unit row stride, see gemm_kernels.h) into an m x
- * chunk sum tile that goes to the epilogue.
+ * chunk sum tile that goes to the epilogue. Tiny products with up to
+ * CV_GEMM_SMALL_M_TINY rows take it too, in groups of CV_GEMM_SMALL_M rows.
  */
 #include "gemm_pack.h"
 
@@ -297,7 +298,8 @@ typedef struct {
     const FN(cv_gemm) *g;
     const FN(cv_kernels) *kt;
     int64_t chunks, width; /* column chunks per batch, columns per chunk */
-    char *slots;           /* per-thread m x width sums */
+    int64_t rows, rgroups; /* rows per row group, row groups per batch */
+    char *slots;           /* per-thread rows x width sums */
     size_t slot_bytes;
     atomic_int *busy;
     int nslots;
@@ -309,51 +311,56 @@ static void FN(small_range)(void *ctx, int64_t begin, int64_t end) {
     int s = cv_gemm_claim_slot(jb->busy, jb->nslots);
     T *c = (T *)(jb->slots + (size_t)s * jb->slot_bytes);
     for (int64_t x = begin; x < end; x++) {
-        int64_t bt = x / jb->chunks, j0 = x % jb->chunks * jb->width;
+        int64_t bt = x / (jb->chunks * jb->rgroups), j0 = x % jb->chunks * jb->width;
+        int64_t i0 = x / jb->chunks % jb->rgroups * jb->rows;
+        int64_t m = g->m - i0 < jb->rows ? g->m - i0 : jb->rows;
         int64_t cols = g->n - j0 < jb->width ? g->n - j0 : jb->width;
         int first = 1;
         for (int t = 0; t < g->nterms; t++) {
             const FN(cv_gemm_term) *tm = &g->terms[t];
             if (tm->k <= 0)
                 continue;
-            const T *a = tm->a + bt * tm->a_bs, *b = tm->b + bt * tm->b_bs;
+            const T *a = tm->a + bt * tm->a_bs + i0 * tm->a_rs, *b = tm->b + bt * tm->b_bs;
             if (tm->b_cs == 1)
-                jb->kt->rows(g->m, tm->k, a, tm->a_rs, tm->a_cs, b + j0, tm->b_rs, cols, c,
+                jb->kt->rows(m, tm->k, a, tm->a_rs, tm->a_cs, b + j0, tm->b_rs, cols, c,
                              jb->width, !first);
             else
-                jb->kt->dots(g->m, tm->k, a, tm->a_rs, b + j0 * tm->b_cs, tm->b_cs, cols, c,
+                jb->kt->dots(m, tm->k, a, tm->a_rs, b + j0 * tm->b_cs, tm->b_cs, cols, c,
                              jb->width, !first);
             first = 0;
         }
-        for (int64_t i = 0; first && i < g->m; i++) /* k == 0: zeros */
+        for (int64_t i = 0; first && i < m; i++) /* k == 0: zeros */
             memset(c + i * jb->width, 0, (size_t)cols * sizeof(T));
-        g->epilogue(g->ctx, bt, 0, g->m, j0, j0 + cols, c, jb->width);
+        g->epilogue(g->ctx, bt, i0, i0 + m, j0, j0 + cols, c, jb->width);
     }
     atomic_store(&jb->busy[s], 0);
 }
 
-/* True when the small-m path applies: few rows, and each term's B has unit
- * column stride (rows kernel) or unit row stride with A's unit column
+/* True when the small-m path applies: few rows (a few more for a tiny
+ * product at least one column group wide: narrower ones waste most of each
+ * vector, 32x128x32 ran 1.1x slower on one thread), and each term's B has
+ * unit column stride (rows kernel) or unit row stride with A's unit column
  * stride (dots kernel). */
-static int FN(small_fits)(const FN(cv_gemm) *g) {
-    if (g->m > CV_GEMM_SMALL_M)
-        return 0;
+static int FN(small_fits)(const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
+    int64_t ksum = 0;
     for (int t = 0; t < g->nterms; t++) {
         const FN(cv_gemm_term) *tm = &g->terms[t];
         if (tm->k > 0 && tm->b_cs != 1 && (tm->b_rs != 1 || tm->a_cs != 1))
             return 0;
+        ksum += FN(term_k)(tm);
     }
-    return 1;
+    int tiny = 2.0 * g->nbatch * g->m * g->n * ksum < CV_GEMM_TINY_FLOPS;
+    return g->m <= CV_GEMM_SMALL_M || (tiny && g->m <= CV_GEMM_SMALL_M_TINY && g->n >= kt->rw);
 }
 
-/* Column chunks whose m x width sums fit CV_GEMM_SMALL_TILE, at least
+/* Column chunks whose rows x width sums fit CV_GEMM_SMALL_TILE, at least
  * CV_GEMM_SMALL_SPLIT per thread while they stay CV_GEMM_SMALL_RUN bytes
  * wide (long sequential runs per row of B), and a multiple of the thread
  * count, so the threads stream equal shares of B and one slowed thread
  * leaves little to wait for. */
 static void FN(small_chunks)(FN(small_job) *jb, int nthreads) {
     int64_t n = jb->g->n, rw = jb->kt->rw;
-    int64_t maxw = CV_GEMM_SMALL_TILE / (jb->g->m * (int64_t)sizeof(T)) / rw * rw;
+    int64_t maxw = CV_GEMM_SMALL_TILE / (jb->rows * (int64_t)sizeof(T)) / rw * rw;
     int64_t groups = (n + rw - 1) / rw;
     int64_t chunks = (n + maxw - 1) / (maxw > rw ? maxw : rw);
     int64_t split = (int64_t)CV_GEMM_SMALL_SPLIT * nthreads;
@@ -369,18 +376,20 @@ static void FN(small_chunks)(FN(small_job) *jb, int nthreads) {
 static int FN(small)(const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
     int nthreads = cv_num_threads();
     FN(small_job) jb = {.g = g, .kt = kt};
+    jb.rows = g->m < CV_GEMM_SMALL_M ? g->m : CV_GEMM_SMALL_M;
+    jb.rgroups = (g->m + jb.rows - 1) / jb.rows;
     FN(small_chunks)(&jb, nthreads);
     int64_t ksum = 0;
     for (int t = 0; t < g->nterms; t++)
         ksum += g->terms[t].k > 0 ? g->terms[t].k : 0;
     /* Chunks per task so that a task streams at least CV_GEMM_SMALL_GRAIN
      * bytes of B (or does as many flops): less does not pay for a wake-up. */
-    int64_t chunk_bytes = ksum * jb.width * (int64_t)sizeof(T) * ((g->m + 3) / 4);
+    int64_t chunk_bytes = ksum * jb.width * (int64_t)sizeof(T) * ((jb.rows + 3) / 4);
     int64_t grain = CV_GEMM_SMALL_GRAIN / (chunk_bytes ? chunk_bytes : 1);
-    int64_t tasks = g->nbatch * jb.chunks;
+    int64_t tasks = g->nbatch * jb.rgroups * jb.chunks;
     grain = grain < 1 ? 1 : grain;
     jb.nslots = tasks <= grain ? 1 : nthreads;
-    jb.slot_bytes = cv_ws_round((size_t)(g->m * jb.width) * sizeof(T));
+    jb.slot_bytes = cv_ws_round((size_t)(jb.rows * jb.width) * sizeof(T));
     size_t head = cv_ws_round((size_t)jb.nslots * sizeof(atomic_int));
     char *ws = cv_ws_get(head + (size_t)jb.nslots * jb.slot_bytes);
     if (!ws)
@@ -409,5 +418,5 @@ int FN(cv_run_gemm)(const FN(cv_gemm) *g) {
     if (g->nbatch <= 0 || g->m <= 0 || g->n <= 0)
         return 0;
     const FN(cv_kernels) *kt = FN(pick_kernels)();
-    return FN(small_fits)(g) ? FN(small)(g, kt) : FN(packed)(g, kt);
+    return FN(small_fits)(g, kt) ? FN(small)(g, kt) : FN(packed)(g, kt);
 }

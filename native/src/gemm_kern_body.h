@@ -4,9 +4,16 @@
  *
  *   T, V, VL            element type, vector type, lanes per vector
  *   V_LOAD, V_LOADU     aligned / unaligned load; V_LOADU_PART(p, n) loads n
- *                       lanes (1..VL) and zeroes the rest without reading past
- *   V_STORE, V_STOREU   aligned / unaligned store
+ *                       lanes (0..VL) and zeroes the rest without reading past
+ *   V_STORE, V_STOREU   aligned / unaligned store; V_STOREU_PART(p, v, n)
+ *                       stores lanes [0, n) only
  *   V_SET1, V_ZERO, V_ADD, V_FMA(a, b, c) = a * b + c, V_HSUM (sum of lanes)
+ *   V_ALIGN             optional: the alignment in bytes B loads want; rows
+ *                       of B that all start equally misaligned are then read
+ *                       from the first aligned column on (a masked lead first)
+ *   V_KEEP(v)           optional: keeps a loaded B vector in a register, so
+ *                       the compiler does not fold the load into each FMA
+ *                       that uses it (one load per row of A instead of one)
  *   CV_TARGET           the target attribute of every function here
  *   MR, NV              packed kernel: MR rows x NV vectors of accumulators
  *   RMAX, RV            rows kernel: up to RMAX (= 4) rows x RV (<= 4) vectors
@@ -25,18 +32,38 @@
 #define packed_kernel CV_GLUE3(packed_kernel, TSFX, ISA)
 #define rows_update CV_GLUE3(rows_update, TSFX, ISA)
 #define rows_pass CV_GLUE3(rows_pass, TSFX, ISA)
+#define rows_blocks CV_GLUE3(rows_blocks, TSFX, ISA)
+#define rows_wide CV_GLUE3(rows_wide, TSFX, ISA)
+#define rows_lead CV_GLUE3(rows_lead, TSFX, ISA)
 #define rows_kernel CV_GLUE3(rows_kernel, TSFX, ISA)
 #define pack_b_full CV_GLUE3(pack_b_full, TSFX, ISA)
 #define dots_step CV_GLUE3(dots_step, TSFX, ISA)
 #define dots_block CV_GLUE3(dots_block, TSFX, ISA)
 #define dots_kernel CV_GLUE3(dots_kernel, TSFX, ISA)
 
+#ifndef V_KEEP
+#define V_KEEP(v) ((void)0)
+#endif
 #define NR (NV * VL)
 #define RW (RV * VL)
 /* Rows of B per block of the rows kernel, and how many rows ahead it
- * prefetches (measured on Zen 5, m = 1..4: 8 and 2 beat 4/16/32 and 3..8). */
+ * prefetches (measured on Zen 5, m = 1..4: 8 and 2 beat 4/16/32 and 3..8
+ * for B streamed from L3 in long rows). Not for 1 or 2 rows of A in 8-row
+ * blocks: there the hardware prefetchers alone stream faster (in-process
+ * A/B, 2 threads: 1x768x3072, 1x1024x2048, 1x512x2048, 1x256x4096,
+ * 2x768x3072 0.84-0.97x the time), with more rows they do not (4x, 8x,
+ * 16x768x3072 1.01-1.10x). */
 #define RG 8
 #define PF_ROWS 2
+/* Rows per block when B comes from cache (at most RG_CACHED bytes) or, for
+ * up to RMAX rows of A, in short runs (at most RG_SHORT bytes per row): the
+ * sums' loads and stores and the loop setup once per RG rows then cost more
+ * than the extra row streams (Zen 5, in-process A/B: 32x128x64 0.74-0.77x
+ * the time, 16x2048x128 0.75x, 1x512x1000 0.76-0.80x, 1x3072x768 on 2
+ * threads 0.82-0.89x; 1x768x3072 with 6 KB runs 1.2-1.3x, so not there). */
+#define RG_WIDE 64
+#define RG_CACHED ((int64_t)1 << 20)
+#define RG_SHORT ((int64_t)3 << 10)
 
 CV_TARGET static void packed_kernel(int64_t kc, const T *restrict a, const T *restrict b,
                                     T *restrict c, int64_t ldc, int accumulate) {
@@ -79,76 +106,84 @@ CV_TARGET static void pack_b_full(int64_t k, const T *b, int64_t rs, T *restrict
             V_STORE(dst + v * VL, V_LOADU(b + v * VL));
 }
 
-/* c[i][0, RW) += sum over g rows p of a[i, p] * b[p][0, RW) for i < r, with
- * r a constant after inlining; `full` says all RW columns of b are real,
- * else cnt[v] lanes of vector v are (the others load as zeros). The next
- * PF_ROWS rows of b at these columns are prefetched. */
+/* c[i][0, nv * VL) += sum over g rows p of a[i, p] * b[p][0, nv * VL) for
+ * i < r, with r, nv (1 or RV) and pf constants after inlining; `full` says
+ * all those columns are real, else only cnt[v] lanes of vector v are (the
+ * others load as zeros and are not stored). With pf, the next PF_ROWS rows
+ * of b at these columns are prefetched. */
 CV_TARGET static inline __attribute__((always_inline)) void
-rows_update(int r, int full, const int *cnt, int64_t g, int64_t k_left, const T *a, int64_t a_rs,
-            int64_t a_cs, const T *b, int64_t b_rs, T *c, int64_t ldc) {
+rows_update(int r, int nv, int pf, int full, const int *cnt, int64_t g, int64_t k_left,
+            const T *a, int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs, T *c,
+            int64_t ldc) {
     V acc[RMAX][RV];
 #pragma GCC unroll 16
     for (int i = 0; i < r; i++)
 #pragma GCC unroll 4
-        for (int v = 0; v < RV; v++)
-            acc[i][v] = V_LOAD(c + i * ldc + v * VL);
+        for (int v = 0; v < nv; v++)
+            acc[i][v] = full ? V_LOADU(c + i * ldc + v * VL)
+                             : V_LOADU_PART(c + i * ldc + v * VL, cnt[v]);
     for (int64_t p = 0; p < g; p++, b += b_rs, a += a_cs) {
-        if (p + PF_ROWS < k_left)
-            for (size_t line = 0; line < RW * sizeof(T); line += 64)
+        if (pf && p + PF_ROWS < k_left)
+            for (size_t line = 0; line < nv * VL * sizeof(T); line += 64)
                 __builtin_prefetch((const char *)(b + PF_ROWS * b_rs) + line);
         V bv[RV];
 #pragma GCC unroll 4
-        for (int v = 0; v < RV; v++)
+        for (int v = 0; v < nv; v++) {
             bv[v] = full ? V_LOADU(b + v * VL) : V_LOADU_PART(b + v * VL, cnt[v]);
+            V_KEEP(bv[v]);
+        }
 #pragma GCC unroll 16
         for (int i = 0; i < r; i++) {
             V ai = V_SET1(a[i * a_rs]);
 #pragma GCC unroll 4
-            for (int v = 0; v < RV; v++)
+            for (int v = 0; v < nv; v++)
                 acc[i][v] = V_FMA(ai, bv[v], acc[i][v]);
         }
     }
 #pragma GCC unroll 16
     for (int i = 0; i < r; i++)
 #pragma GCC unroll 4
-        for (int v = 0; v < RV; v++)
-            V_STORE(c + i * ldc + v * VL, acc[i][v]);
+        for (int v = 0; v < nv; v++) {
+            if (full)
+                V_STOREU(c + i * ldc + v * VL, acc[i][v]);
+            else
+                V_STOREU_PART(c + i * ldc + v * VL, acc[i][v], cnt[v]);
+        }
 }
 
-/* r rows x all columns for g rows of B (column groups of RW, the last one
- * masked). */
+/* r rows x all columns for g rows of B: the first `lead` (< VL) columns
+ * masked, then column groups of RW from there, the last one masked. */
 CV_TARGET static inline __attribute__((always_inline)) void
-rows_pass(int r, int64_t g, int64_t k_left, int64_t ncols, const T *a, int64_t a_rs,
-          int64_t a_cs, const T *b, int64_t b_rs, T *c, int64_t ldc) {
-    int64_t j = 0;
+rows_pass(int r, int pf, int64_t g, int64_t k_left, int lead, int64_t ncols, const T *a,
+          int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs, T *c, int64_t ldc) {
+    if (lead)
+        rows_update(r, 1, pf, 0, &lead, g, k_left, a, a_rs, a_cs, b, b_rs, c, ldc);
+    int64_t j = lead;
     for (; j + RW <= ncols; j += RW)
-        rows_update(r, 1, NULL, g, k_left, a, a_rs, a_cs, b + j, b_rs, c + j, ldc);
+        rows_update(r, RV, pf, 1, NULL, g, k_left, a, a_rs, a_cs, b + j, b_rs, c + j, ldc);
     if (j < ncols) {
         int cnt[RV];
         for (int v = 0; v < RV; v++) {
             int64_t left = ncols - j - v * VL;
             cnt[v] = left <= 0 ? 0 : left >= VL ? VL : (int)left;
         }
-        rows_update(r, 0, cnt, g, k_left, a, a_rs, a_cs, b + j, b_rs, c + j, ldc);
+        rows_update(r, RV, pf, 0, cnt, g, k_left, a, a_rs, a_cs, b + j, b_rs, c + j, ldc);
     }
 }
 
 #define ROWS_CASE(R)                                                                     \
     case R:                                                                              \
-        rows_pass(R, g, k - p0, ncols, ai, a_rs, a_cs, bp, b_rs, c + i0 * ldc, ldc);     \
+        rows_pass(R, R > 2 || rg > RG, g, k - p0, lead, ncols, ai, a_rs, a_cs, bp, b_rs,  \
+                  c + i0 * ldc, ldc);                                                    \
         break;
 
-/* The rows kernel: B is read in blocks of RG rows, each as RG sequential
- * streams across the columns, so hardware prefetchers see plain streams;
- * the m x ncols sums stay in c (L1/L2) between blocks. */
-CV_TARGET static void rows_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs,
-                                  const T *b, int64_t b_rs, int64_t ncols, T *c, int64_t ldc,
-                                  int accumulate) {
-    int64_t width = (ncols + RW - 1) / RW * RW;
-    for (int64_t i = 0; i < m && !accumulate; i++)
-        memset(c + i * ldc, 0, (size_t)width * sizeof(T));
-    for (int64_t p0 = 0; p0 < k; p0 += RG) {
-        int64_t g = k - p0 < RG ? k - p0 : RG;
+/* Blocks of rg rows of B over all of k (rg a constant after inlining, so
+ * the block loops unroll; streaming B from L3 needs that). */
+CV_TARGET static inline __attribute__((always_inline)) void
+rows_blocks(int64_t rg, int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs,
+            const T *b, int64_t b_rs, int lead, int64_t ncols, T *c, int64_t ldc) {
+    for (int64_t p0 = 0; p0 < k; p0 += rg) {
+        int64_t g = k - p0 < rg ? k - p0 : rg;
         const T *bp = b + p0 * b_rs;
         for (int64_t i0 = 0; i0 < m; i0 += RMAX) {
             const T *ai = a + i0 * a_rs + p0 * a_cs;
@@ -165,6 +200,45 @@ CV_TARGET static void rows_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs
     }
 }
 
+/* rows_blocks in blocks of RG_WIDE rows. */
+CV_TARGET static __attribute__((noinline)) void
+rows_wide(int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,
+          int lead, int64_t ncols, T *c, int64_t ldc) {
+    rows_blocks(RG_WIDE, m, k, a, a_rs, a_cs, b, b_rs, lead, ncols, c, ldc);
+}
+
+/* Columns before the first V_ALIGN-aligned one when every row of B starts
+ * equally misaligned (NumPy puts large arrays 16 bytes past a page start)
+ * and the rows are long enough to pay for the extra masked group, else 0. */
+static inline int rows_lead(const T *b, int64_t b_rs, int64_t ncols) {
+    int lead = 0;
+#ifdef V_ALIGN
+    uintptr_t mis = (uintptr_t)b % V_ALIGN;
+    if (ncols >= 4 * RW && mis % sizeof(T) == 0 && b_rs * (int64_t)sizeof(T) % V_ALIGN == 0)
+        lead = (int)((V_ALIGN - mis) % V_ALIGN / sizeof(T));
+#endif
+    (void)b, (void)b_rs;
+    return lead < ncols ? lead : (int)ncols;
+}
+
+/* The rows kernel: B is read in blocks of RG (or RG_WIDE) rows, each as
+ * that many sequential streams across the columns, so hardware
+ * prefetchers see plain streams; the m x ncols sums stay in c (L1/L2)
+ * between blocks. */
+CV_TARGET static void rows_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs,
+                                  const T *b, int64_t b_rs, int64_t ncols, T *c, int64_t ldc,
+                                  int accumulate) {
+    int64_t width = (ncols + RW - 1) / RW * RW;
+    for (int64_t i = 0; i < m && !accumulate; i++)
+        memset(c + i * ldc, 0, (size_t)width * sizeof(T));
+    int64_t run = ncols * (int64_t)sizeof(T);
+    int lead = rows_lead(b, b_rs, ncols);
+    if (k * run <= RG_CACHED || (m <= RMAX && run <= RG_SHORT))
+        rows_wide(m, k, a, a_rs, a_cs, b, b_rs, lead, ncols, c, ldc);
+    else
+        rows_blocks(RG, m, k, a, a_rs, a_cs, b, b_rs, lead, ncols, c, ldc);
+}
+
 /* One step of VL (or, when part, n < VL) k indices of the dots kernel: r
  * rows of A against DJ columns of B. */
 CV_TARGET static inline __attribute__((always_inline)) void
@@ -172,8 +246,10 @@ dots_step(int r, int part, int n, V acc[4][DJ], const T *const *arow, const T *c
           int64_t p) {
     V bv[DJ];
 #pragma GCC unroll 4
-    for (int j = 0; j < DJ; j++)
+    for (int j = 0; j < DJ; j++) {
         bv[j] = part ? V_LOADU_PART(bcol[j] + p, n) : V_LOADU(bcol[j] + p);
+        V_KEEP(bv[j]);
+    }
 #pragma GCC unroll 4
     for (int i = 0; i < r; i++) {
         V av = part ? V_LOADU_PART(arow[i] + p, n) : V_LOADU(arow[i] + p);
@@ -247,13 +323,20 @@ const CV_GLUE2(cv_kernels, TSFX) CV_GLUE3(cv_kernels, TSFX, ISA) = {
 #undef packed_kernel
 #undef rows_update
 #undef rows_pass
+#undef rows_blocks
+#undef rows_wide
+#undef rows_lead
 #undef rows_kernel
 #undef pack_b_full
 #undef dots_step
 #undef dots_block
 #undef dots_kernel
+#undef V_KEEP
 #undef NR
 #undef RW
 #undef PF_ROWS
 #undef RG
+#undef RG_WIDE
+#undef RG_CACHED
+#undef RG_SHORT
 #undef ROWS_CASE
