@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from conftest import assert_close, compile_source
 
+import cuvil_aot
 from cuvil_aot import _runtime as rt
 from cuvil_aot import knobs
 
@@ -167,9 +168,10 @@ print("ok")
 
 def test_arrays_outlive_module_and_survive_fork(tmp_path: Path):
     script = SCRIPT.format(path=str(Path(__file__).parent), tmp=str(tmp_path), source=SOURCE)
-    env = {**os.environ, "CUVIL_AOT_OUTPUT_CACHE_BYTES": str(8 << 20)}
+    root = str(Path(cuvil_aot.__file__).resolve().parents[1])  # the cuvil_aot under test
+    env = {**os.environ, "CUVIL_AOT_OUTPUT_CACHE_BYTES": str(8 << 20), "PYTHONPATH": root}
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=env, timeout=300)
+                          cwd=tmp_path, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
 
