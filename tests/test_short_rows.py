@@ -53,6 +53,13 @@ def test_row_means(compiled, data, a, n):
     check(getattr(compiled, f"mean{n}"), data.draw(view_of((a, n), "float32")), scale=4)
 
 
+@pytest.mark.parametrize("n", LENGTHS)
+def test_row_means_in_full_blocks(compiled, n):
+    """Contiguous rows, so the blocked path runs: two full blocks and a tail."""
+    x = np.random.default_rng(n).standard_normal((37, n)).astype(np.float32) + 2
+    check(getattr(compiled, f"mean{n}"), x, scale=4)
+
+
 def fmap(data: st.DataObject, a: int) -> np.ndarray:
     """(a, 8, 7, 7), too large to draw element by element: random values from a drawn
     seed and scale (>= 0, as after a ReLU: the check's error is relative to the result, so
