@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from conftest import check
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,6 +11,7 @@ from test_elementwise import view_of
 
 SOURCE = '''
 import numpy as np
+import pytest
 import cuvil_aot as cv
 
 def gelu(x):
@@ -103,3 +105,18 @@ def test_large_gemm_against_float64(compiled):
     b = rng.standard_normal((517, 260), np.float32)
     c = rng.standard_normal(260, np.float32)
     check(compiled.mm_bias_relu, a, b, c, scale=200)
+
+
+@pytest.mark.parametrize("m", [17, 25, 26, 27, 28, 29, 100, 256, 259])
+def test_packed_gemm_last_panel_rows(compiled, m):
+    """Past the small-m path, a last row panel of few real rows runs a short kernel
+    (gemm_kern_body.h packed_short): every remainder of m by the panel height."""
+    rng = np.random.default_rng(m)
+    a, b = rng.standard_normal((m, 70)), rng.standard_normal((70, 1000))
+    c = rng.standard_normal(1000)
+    check(compiled.mm_bias_relu, a.astype(np.float32), b.astype(np.float32),
+          c.astype(np.float32), scale=100)
+    check(compiled.mm_bias_relu, a, b, c, scale=100)
+    x, h = rng.standard_normal((m, 600), np.float32), rng.standard_normal((m, 3), np.float32)
+    wx, wh = rng.standard_normal((600, 40), np.float32), rng.standard_normal((3, 40), np.float32)
+    check(compiled.two_terms, x, h, wx, wh, c[:40].astype(np.float32), scale=400)

@@ -9,6 +9,7 @@ reciprocal where that is within ~1 ulp (reciprocals).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from contextlib import nullcontext
 
@@ -43,7 +44,12 @@ def row_body(em: KernelEmitter, w: Writer) -> None:
     per_row = [(r, d) for r, d in zip(em.group.roots, em.group.dests) if r.shape != space.shape]
     full = [(r, d) for r, d in zip(em.group.roots, em.group.dests) if r.shape == space.shape]
     stash = _stash_plan(em, full)
-    with w.block("for (int64_t t = t0; t < t1; t++)"):
+    short = None if full else _short_rows(em, reduced)
+    if short:
+        with w.block(f"if ({short[0]})"):
+            _short_row_blocks(em, w, kept, short[1], per_row)
+    with w.block("else") if short else nullcontext(), \
+            w.block("for (int64_t t = t0; t < t1; t++)"):
         _decompose(em, w, kept, "t")
         for k, stage in enumerate(em.group.stages):
             _stage(em, w, k, stage, reduced, stash[1:] if stash and stash[0] is stage else None)
@@ -54,6 +60,51 @@ def row_body(em: KernelEmitter, w: Writer) -> None:
             _nest(em, w, reduced, lambda body: _store_roots(em, body, full))
         em.stashed.clear()
         em.recips.clear()
+
+
+SHORT_ROW = 64  # longer rows amortize their horizontal sum (see rowsum.h)
+
+
+def _short_rows(em: KernelEmitter, reduced: list[int]) -> tuple[str, str] | None:
+    """(condition, row start) when the kernel is one float32 sum of loaded values over one
+    short static axis (a global average pool): rows then go CV_SUM_ROWS at a time
+    through cv_sum_rows_f32 (rowsum.h), while that axis has unit stride."""
+    stages = em.group.stages
+    if len(stages) != 1 or stages[0].op is not Op.SUM or len(reduced) != 1:
+        return None
+    v, src = reduced[0], stages[0].srcs[0]
+    shape = em.group.space.shape
+    if src.dtype != "float32" or not shape[v].is_static or not 0 < shape[v].value <= SHORT_ROW:
+        return None
+    body = _Body(Writer(), True, v)
+    value = em.expr(src, identity(em.nloops), body)
+    load = re.fullmatch(rf"const float {value} = (p(\d+))\[(.*)\];", body.w.text().strip())
+    if body.count != 1 or load is None:
+        return None
+    j = int(load[2])
+    start = [term for term in load[3].split(" + ") if term != f"i{v}"]
+    return f"s{j}_{v} == 1", " + ".join([load[1], *start])
+
+
+def _short_row_blocks(em: KernelEmitter, w: Writer, kept: list[int], start: str,
+                      per_row: list[tuple[Node, Dest]]) -> None:
+    """Blocks of CV_SUM_ROWS rows: their start pointers, the sums, then each row's roots."""
+    stage = em.group.stages[0]
+    length = _extent(em, em.group.space.reduce_axes[0])
+    rows = "for (int64_t t = tb; t < tb + nr; t++)"
+    with w.block("for (int64_t tb = t0; tb < t1; tb += CV_SUM_ROWS)"):
+        w.line("const int64_t nr = cv_min64(CV_SUM_ROWS, t1 - tb);")
+        w.line("const float *rows[CV_SUM_ROWS];")
+        w.line("float sums[CV_SUM_ROWS];")
+        with w.block(rows):
+            _decompose(em, w, kept, "t")
+            w.line(f"rows[t - tb] = {start};")
+        w.line(f"cv_sum_rows_f32(rows, nr, {length}, sums);")
+        with w.block(rows):
+            _decompose(em, w, kept, "t")
+            w.line("const float sum0 = sums[t - tb];")
+            em.stage_vars[id(stage)] = "sum0"
+            _store_roots(em, _Body(w, False, None), per_row)
 
 
 def _stash_plan(em: KernelEmitter, full: list[tuple[Node, Dest]]) -> tuple[Node, Node, Dest] | None:

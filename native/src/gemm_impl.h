@@ -111,7 +111,7 @@ static void FN(pack_range)(void *ctx, int64_t begin, int64_t end) {
 
 /* One term's k blocks over the unit's panels; returns 0 once acc is live. */
 static int FN(unit_term)(const FN(plan) *pl, int t, const T *a, const T *b, int64_t npr,
-                         int64_t npc, T *acc, int64_t ldc, int first) {
+                         int64_t npc, int64_t last_rows, T *acc, int64_t ldc, int first) {
     const FN(cv_kernels) *kt = pl->kt;
     int64_t k = FN(term_k)(&pl->g->terms[t]), nblk = (k + kt->kc - 1) / kt->kc;
     int64_t kcb = nblk ? (k + nblk - 1) / nblk : 0; /* even blocks */
@@ -121,8 +121,9 @@ static int FN(unit_term)(const FN(plan) *pl, int t, const T *a, const T *b, int6
         for (int64_t jr = 0; jr < npc; jr++) {
             const T *bpan = b + jr * b_step + off * kt->nr;
             for (int64_t ir = 0; ir < npr; ir++)
-                kt->kern(kc, a + ir * a_step + off * kt->mr, bpan,
-                         acc + ir * kt->mr * ldc + jr * kt->nr, ldc, !first);
+                (ir == npr - 1 && last_rows <= kt->mr_short ? kt->kern_short : kt->kern)(
+                    kc, a + ir * a_step + off * kt->mr, bpan,
+                    acc + ir * kt->mr * ldc + jr * kt->nr, ldc, !first);
         }
     }
     return first;
@@ -142,9 +143,10 @@ static void FN(unit)(const FN(plan) *pl, int64_t u, T *acc) {
     int64_t ldc = pl->npu * kt->nr;
     const T *a = pl->ap + (ru - pl->ru0) * pl->upanels * pl->ksum * kt->mr;
     const T *b = pl->bp + (cu - pl->cu0) * pl->npu * pl->ksum * kt->nr;
+    int64_t last_rows = i1 - i0 - (npr - 1) * kt->mr; /* real rows of the last panel */
     int first = 1;
     for (int t = 0; t < g->nterms; t++)
-        first = FN(unit_term)(pl, t, a, b, npr, npc, acc, ldc, first);
+        first = FN(unit_term)(pl, t, a, b, npr, npc, last_rows, acc, ldc, first);
     for (int64_t i = 0; first && i < i1 - i0; i++) /* k == 0: the tile is zeros */
         memset(acc + i * ldc, 0, (size_t)(j1 - j0) * sizeof(T));
     g->epilogue(g->ctx, bt, i0, i1, j0, j1, acc, ldc);

@@ -30,6 +30,8 @@
 #define CV_GLUE2_(a, b) a##_##b
 #define CV_GLUE2(a, b) CV_GLUE2_(a, b)
 #define packed_kernel CV_GLUE3(packed_kernel, TSFX, ISA)
+#define packed_rows CV_GLUE3(packed_rows, TSFX, ISA)
+#define packed_short CV_GLUE3(packed_short, TSFX, ISA)
 #define rows_update CV_GLUE3(rows_update, TSFX, ISA)
 #define rows_pass CV_GLUE3(rows_pass, TSFX, ISA)
 #define rows_blocks CV_GLUE3(rows_blocks, TSFX, ISA)
@@ -45,6 +47,9 @@
 #define V_KEEP(v) ((void)0)
 #endif
 #define NR (NV * VL)
+#ifndef MR_SHORT
+#define MR_SHORT (MR / 3 > 0 ? MR / 3 : 1)
+#endif
 #define RW (RV * VL)
 /* Rows of B per block of the rows kernel, and how many rows ahead it
  * prefetches (measured on Zen 5, m = 1..4: 8 and 2 beat 4/16/32 and 3..8
@@ -65,11 +70,13 @@
 #define RG_CACHED ((int64_t)1 << 20)
 #define RG_SHORT ((int64_t)3 << 10)
 
-CV_TARGET static void packed_kernel(int64_t kc, const T *restrict a, const T *restrict b,
-                                    T *restrict c, int64_t ldc, int accumulate) {
+/* The first `rows` rows of the MR x NR tile (rows a constant after inlining). */
+CV_TARGET static inline __attribute__((always_inline)) void
+packed_rows(int64_t kc, const T *restrict a, const T *restrict b, T *restrict c, int64_t ldc,
+            int accumulate, const int rows) {
     V acc[MR][NV];
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < rows; i++)
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++)
             acc[i][v] = V_ZERO();
@@ -79,7 +86,7 @@ CV_TARGET static void packed_kernel(int64_t kc, const T *restrict a, const T *re
         for (int v = 0; v < NV; v++)
             bv[v] = V_LOAD(b + v * VL);
 #pragma GCC unroll 16
-        for (int i = 0; i < MR; i++) {
+        for (int i = 0; i < rows; i++) {
             V ai = V_SET1(a[i]);
 #pragma GCC unroll 4
             for (int v = 0; v < NV; v++)
@@ -89,12 +96,24 @@ CV_TARGET static void packed_kernel(int64_t kc, const T *restrict a, const T *re
         b += NR;
     }
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < rows; i++)
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) {
             T *dst = c + i * ldc + v * VL;
             V_STOREU(dst, accumulate ? V_ADD(acc[i][v], V_LOAD(dst)) : acc[i][v]);
         }
+}
+
+CV_TARGET static void packed_kernel(int64_t kc, const T *restrict a, const T *restrict b,
+                                    T *restrict c, int64_t ldc, int accumulate) {
+    packed_rows(kc, a, b, c, ldc, accumulate, MR);
+}
+
+/* A last panel of at most MR_SHORT real rows (m = 256 with MR = 12 leaves 4): the
+ * full kernel would spend two thirds of its FMAs on padding. */
+CV_TARGET static void packed_short(int64_t kc, const T *restrict a, const T *restrict b,
+                                   T *restrict c, int64_t ldc, int accumulate) {
+    packed_rows(kc, a, b, c, ldc, accumulate, MR_SHORT);
 }
 
 /* A full B panel from unit-column-stride B: k rows of NR elements, row
@@ -317,10 +336,13 @@ CV_TARGET static void dots_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs
 }
 
 const CV_GLUE2(cv_kernels, TSFX) CV_GLUE3(cv_kernels, TSFX, ISA) = {
-    MR, NR, MC, NC, KC, RW, packed_kernel, pack_b_full, rows_kernel, dots_kernel,
+    MR, NR, MC, NC, KC, RW, MR_SHORT, packed_kernel, packed_short, pack_b_full, rows_kernel, dots_kernel,
 };
 
 #undef packed_kernel
+#undef packed_rows
+#undef packed_short
+#undef MR_SHORT
 #undef rows_update
 #undef rows_pass
 #undef rows_blocks

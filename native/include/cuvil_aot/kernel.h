@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cuvil_aot/rowsum.h"
 #include "cuvil_aot/runtime.h"
 #include "cuvil_aot/vmath.h"
 
