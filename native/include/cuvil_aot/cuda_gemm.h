@@ -230,7 +230,9 @@ CV_DEV void cv_gemv_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_
 template <class T, int MR, class Epi>
 CV_DEV void cv_gemv(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n, int64_t nbatch,
                     int cols, const Epi &epi) {
-    const int64_t tiles_n = (n + cols - 1) / cols, tiles = tiles_n * ((m + MR - 1) / MR);
+    /* cols is 0 in a one-kernel's arguments when the host skipped an empty GEMM */
+    const int64_t tiles_n = cols > 0 ? (n + cols - 1) / cols : 0;
+    const int64_t tiles = tiles_n * ((m + MR - 1) / MR);
     for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x)
         cv_gemv_tile<T, MR>(terms, nterms, m, n, nbatch, cols, (tile % tiles_n) * cols,
                             (tile / tiles_n) * MR, epi);
