@@ -400,8 +400,9 @@ def _row_prologue(em: CudaEmitter, w: Writer) -> None:
 
 def _row_passes(em: CudaEmitter, cache: bool) -> Writer:
     """The stages, then the roots, of one row. With ``cache``, each thread owns elements
-    j = tid + r * team (r < R) and the first pass that loads an operand keeps its values in
-    registers for the later passes: the row is read from memory once."""
+    j = tid + r * team (r < R), and every value of an element that a pass loads or computes
+    stays in registers for the later passes (CudaEmitter.expr): the row is read from
+    memory once and exp(x - max) computed once."""
     space = em.group.space
     reduced = list(space.reduce_axes)
     pairs = list(zip(em.group.roots, em.group.dests))
