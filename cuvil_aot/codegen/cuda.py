@@ -51,8 +51,8 @@ from cuvil_aot.ir.types import Shape
 BLOCK = 256  # elementwise, warp-per-row and tiled GEMM blocks
 # Block-per-row teams. Measured on the H200 (softmax 4096 x 4096; bench/gpu/gpu_rows.md):
 # re-reading the row from L1 takes 61-68 us with 256 threads (67 with 512, 115 with 1024);
-# the cached kernel (row and exp in registers, loads as selects so a pass's loads overlap)
-# 49 us, against 35.7 for a hand-written kernel of the same plan.
+# the cached kernel (row and exp in registers, loads as selects so a pass's loads overlap,
+# x * (1/sum)) 42 us, against 35.7 for a hand-written kernel of the same plan.
 ROW_BLOCK = 256
 GEMV_BLOCK = 1024
 VEC = 4  # elements per step of a _flat kernel
@@ -239,13 +239,15 @@ def _one_call(k: CudaKernel, v: str) -> str:
                              f"{name}_rows<{'int64_t' if wide else 'int32_t'}, "
                              f"{0 if block else 32}>(a);"
                              for wide in (False, True) for block in (False, True))
+    return f"if ({v} == 1) {_gemv_call(k, 1)} else {_gemv_call(k, 4)}"
+
+
+def _gemv_call(k: CudaKernel, mr: int) -> str:
+    """The GEMV main loop of GEMM kernel ``k`` on its argument struct ``a``."""
     nloops = k.nloops
-    m, n = f"a->n[{nloops - 2}]", f"a->n[{nloops - 1}]"
     batch = "a->n[0]" if nloops == 3 else "1"
-    nterms = len(k.group.terms)
-    gemv = [f"cv_gemv<{k.acc_type}, {mr}>(a->t, {nterms}, {m}, {n}, {batch}, (int)a->cols, "
-            f"{name}_epi{{a}});" for mr in (1, 4)]
-    return f"if ({v} == 1) {gemv[0]} else {gemv[1]}"
+    return (f"cv_gemv<{k.acc_type}, {mr}>(a->t, {len(k.group.terms)}, a->n[{nloops - 2}], "
+            f"a->n[{nloops - 1}], {batch}, (int)a->cols, {k.name}_epi{{a}});")
 
 
 # Pieces ------------------------------------------------------------------------------
@@ -433,20 +435,22 @@ def _full_pass(em: CudaEmitter, w: Writer, reduced: list[int],
     (softmax 4096 x 4096 on the H200: 49 -> 42.7 us, bench/gpu/gpu_rows.md)."""
     if em.row_cache is not None:
         reciprocals(em, w, full)
+    def roots() -> _GpuBody:
+        body = _GpuBody(Writer(), in_row=True)
+        _store_roots(em, body, full)
+        return body
+
     oks = [ok for _, ok in em.recips.values()]
-    fast = _GpuBody(Writer(), in_row=True)
-    if oks:
-        _store_roots(em, fast, full)
-        em.recips.clear()
-    body = _GpuBody(Writer(), in_row=True)
-    _store_roots(em, body, full)
     if not oks:
-        _row_loop(em, w, reduced, body)
+        _row_loop(em, w, reduced, roots())
         return
+    fast = roots()
+    em.recips.clear()
+    divide = roots()
     with w.block(f"if ({' && '.join(oks)})"):
         _row_loop(em, w, reduced, fast)
     with w.block("else"):
-        _row_loop(em, w, reduced, body)
+        _row_loop(em, w, reduced, divide)
 
 
 def _row_loop(em: CudaEmitter, w: Writer, reduced: list[int], body: _GpuBody) -> None:
@@ -514,8 +518,7 @@ def _gemm(em: CudaEmitter, w: Writer) -> None:
         _entry(w, k, suffix, f"{BLOCK}", f"cv_gemm_tiled<{acc}, {tile}>(a->t, {nterms}, {m}, "
                f"{n}, {batch}, {k.name}_epi{{a}});")
     for mr in (1, 4):
-        _entry(w, k, f"gemv{mr}", f"{GEMV_BLOCK}", f"cv_gemv<{acc}, {mr}>(a->t, {nterms}, {m}, "
-               f"{n}, {batch}, (int)a->cols, {k.name}_epi{{a}});")
+        _entry(w, k, f"gemv{mr}", f"{GEMV_BLOCK}", _gemv_call(k, mr))
     if acc == "float":  # two blocks per SM: cp.async stages of one overlap the other's math
         for suffix, bt in zip(GEMM_TC, ("false", "true")):
             _entry(w, k, suffix, f"{BLOCK}, 2", f"cv_gemm_tc<{bt}>(a->t, {nterms}, {m}, {n}, "
