@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from cuvil_aot import prebuilt, prekey, shortcuts, toolstamp
+from cuvil_aot import prebuilt, prekey, pyconfig, shortcuts, toolstamp
 from cuvil_aot.api import Dispatcher
 from cuvil_aot.cache import DEFAULT_MAX_BYTES, CacheError, CacheKey, Entry, Store
 from cuvil_aot.cache.key import digest_of
@@ -159,7 +159,7 @@ def _try_prebuilt(module: types.ModuleType, cheap: Mapping[str, str]) -> types.M
     source = prekey.source_file(module)
     if source is None:
         return None
-    manifest_path, _ = prebuilt.paths(source, prekey.ext_suffix())
+    manifest_path, _ = prebuilt.paths(source, pyconfig.ext_suffix())
     try:
         found = prebuilt.read(manifest_path)
         if found is None:

@@ -6,14 +6,13 @@ import argparse
 import os
 import shutil
 import sys
-import sysconfig
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import TextIO
 
-from cuvil_aot import artifacts, importer, knobs, prebuilt, prekey, targets
+from cuvil_aot import artifacts, importer, knobs, prebuilt, prekey, pyconfig, targets
 from cuvil_aot.cache import CacheError
 from cuvil_aot.errors import BuildError, CompileError
 
@@ -172,7 +171,7 @@ def _site_dir(user: bool) -> Path:
         import site
 
         return Path(site.getusersitepackages())
-    return Path(sysconfig.get_paths()["purelib"])
+    return Path(pyconfig.paths()["purelib"])
 
 
 def cmd_hook(args: argparse.Namespace) -> int:

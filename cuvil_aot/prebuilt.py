@@ -232,7 +232,7 @@ def build_next_to(module: ModuleType, settings: Settings) -> tuple[Path, Outcome
     manifest next to the module's source: what ``build --inplace`` and the PEP 517
     backend ship. Raises CacheError if the module has no cheap key (no .py file, or a
     dependency without one)."""
-    from cuvil_aot import artifacts, prekey
+    from cuvil_aot import artifacts, prekey, pyconfig
 
     outcome = artifacts.get_extension(module, settings._replace(use_prebuilt=False))[1]
     source = prekey.source_file(module)
@@ -246,5 +246,5 @@ def build_next_to(module: ModuleType, settings: Settings) -> tuple[Path, Outcome
     ext_file = str(entry.manifest.metadata["ext_file"])
     path = write(source, module.__name__, str(entry.manifest.metadata["ext_name"]),
                  entry.file(ext_file).read_bytes(), cheap, outcome.key.components,
-                 prekey.ext_suffix())
+                 pyconfig.ext_suffix())
     return path, outcome

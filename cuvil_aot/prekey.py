@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cuvil_aot import pyconfig
 from cuvil_aot.api import Dispatcher
 
 _CONSTANTS = (bool, int, float, complex, str, bytes, type(None))
@@ -247,14 +248,8 @@ def package_hash() -> str:
     return _PACKAGE_HASH[0]
 
 
-def ext_suffix() -> str:
-    import sysconfig
-
-    return str(sysconfig.get_config_var("EXT_SUFFIX") or ".so")
-
-
 def python_abi() -> str:
-    return f"{sys.implementation.cache_tag}{ext_suffix()}"
+    return f"{sys.implementation.cache_tag}{pyconfig.ext_suffix()}"
 
 
 def host_level() -> int:

@@ -43,10 +43,10 @@ def compiler_stamp(
 ) -> dict[str, str] | None:
     """The C compiler (and nvcc, when GPU code is asked for) a build would use; None when
     there is no C compiler at all."""
-    import sysconfig
+    from cuvil_aot import pyconfig
 
     candidates = [override] if override else []
-    candidates += [sysconfig.get_config_var("CC") or "", "cc", "gcc", "clang"]
+    candidates += [str(pyconfig.config_var("CC") or ""), "cc", "gcc", "clang"]
     for cand in candidates:
         parts = shlex.split(cand)
         found = shutil.which(parts[0]) if parts else None

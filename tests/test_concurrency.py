@@ -315,3 +315,30 @@ def test_entry_evicted_and_republished_under_a_running_process(tmp_path: Path) -
     # It maps the old file, unlinked (moved to the trash, then deleted), never overwritten.
     (so,) = [p.name for p in entry.iterdir() if p.name.endswith(".so")]
     assert result["deleted"] and {Path(p).name for p in result["deleted"]} == {so}
+
+
+FIRST_READS = """
+import _imp, json, sys, threading
+from cuvil_aot import prekey, pyconfig, toolstamp
+barrier = threading.Barrier(8)
+seen = []
+def first_read():
+    barrier.wait()  # all at once: the first read of sysconfig races with the others
+    stamp = toolstamp.compiler_stamp("", "", False)
+    seen.append((prekey.python_abi(), pyconfig.paths()["include"], stamp))
+threads = [threading.Thread(target=first_read) for _ in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps({"distinct": len(set(map(repr, seen))), "abi": seen[0][0],
+                  "want": sys.implementation.cache_tag + _imp.extension_suffixes()[0]}))
+"""
+
+
+def test_first_sysconfig_reads_from_threads_agree(tmp_path: Path) -> None:
+    """CPython before 3.12 hands a partial sysconfig to a thread that reads it while
+    another fills it: `build -j 2` once recorded a cheap key ending in `.so`, which a
+    later import could never find. Each fresh process has one first read to race on."""
+    ws = Workspace.create(tmp_path)
+    for _ in range(5):
+        result = last_json(ws.run(FIRST_READS))
+        assert result["distinct"] == 1 and result["abi"] == result["want"], result

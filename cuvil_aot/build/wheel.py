@@ -14,12 +14,13 @@ import hashlib
 import io
 import os
 import sys
-import sysconfig
 import time
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from cuvil_aot import pyconfig
 
 _EPOCH_MIN = 315532800  # 1980-01-01: the oldest time a zip entry can hold
 
@@ -33,13 +34,13 @@ def interpreter_tags() -> tuple[str, str]:
     version = f"{sys.version_info.major}{sys.version_info.minor}"
     if sys.implementation.name == "cpython":
         return f"cp{version}", f"cp{version}{sys.abiflags}"
-    soabi = str(sysconfig.get_config_var("SOABI") or "none")
+    soabi = str(pyconfig.config_var("SOABI") or "none")
     abi = "_".join(soabi.split("-")[:2]).replace(".", "_")
     return f"{sys.implementation.name[:2]}{version}", abi
 
 
 def platform_tag() -> str:
-    return sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    return pyconfig.platform().replace("-", "_").replace(".", "_")
 
 
 def native_tag() -> str:

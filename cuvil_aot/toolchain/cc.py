@@ -12,13 +12,13 @@ import platform
 import shlex
 import shutil
 import subprocess
-import sysconfig
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from cuvil_aot import pyconfig
 from cuvil_aot.errors import BuildError
 
 CFLAGS = ("-O3", "-fPIC", "-std=gnu11", "-fno-math-errno", "-fno-trapping-math",
@@ -40,9 +40,9 @@ class Compiler:
 def find_compiler(override: str = "") -> Compiler:
     """CUVIL_AOT_CC, else the compiler Python was built with, else cc/gcc/clang on PATH."""
     candidates = [override] if override else []
-    cc = sysconfig.get_config_var("CC")
+    cc = pyconfig.config_var("CC")
     if cc:
-        candidates.append(cc)
+        candidates.append(str(cc))
     candidates += ["cc", "gcc", "clang"]
     for cand in candidates:
         parts = shlex.split(cand)
@@ -68,7 +68,7 @@ def include_dirs() -> list[str]:
     ours = pkg / "include"
     if not (ours / "cuvil_aot" / "kernel.h").exists():
         ours = pkg.parent / "native" / "include"
-    return [sysconfig.get_paths()["include"], np.get_include(), str(ours)]
+    return [pyconfig.paths()["include"], np.get_include(), str(ours)]
 
 
 def header_hash() -> str:
@@ -78,10 +78,6 @@ def header_hash() -> str:
     for header in sorted(root.glob("*.h")):
         digest.update(header.name.encode() + b"\0" + header.read_bytes())
     return digest.hexdigest()
-
-
-def ext_suffix() -> str:
-    return sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 
 
 def build_extension(cc: Compiler, sources: dict[str, str], ext_name: str, workdir: Path,
@@ -105,7 +101,7 @@ def build_extension(cc: Compiler, sources: dict[str, str], ext_name: str, workdi
                   str(module_obj)], module_obj))
     _run_parallel(jobs)
     objects = [obj for _, obj in jobs] + (late_objects() if late_objects else [])
-    out = workdir / (ext_name + ext_suffix())
+    out = workdir / (ext_name + pyconfig.ext_suffix())
     _run([*cc.command, "-shared", "-o", str(out), *(str(obj) for obj in objects), "-lm"])
     return out
 
