@@ -6,6 +6,8 @@ Run on a machine with an NVIDIA GPU (tools/gpu_check.sh); skipped elsewhere."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -335,3 +337,36 @@ def test_pycuda_arrays(models):
     got = models.softmax(fw.lib.to_gpu(x))
     e = np.exp(x - x.max(1, keepdims=True))
     assert_close(got.get(), e / e.sum(1, keepdims=True), np.float32, 4)
+
+
+def test_calls_stay_right_when_the_one_kernel_is_off(tmp_path):
+    """Where a call's one-kernel cannot run (CUVIL_AOT_CUDA_ONE=0 says so, as a device
+    without cooperative launches would), every call launches its kernels one by one: the
+    first and the later ones (in a child process: the knob is read once)."""
+    script = tmp_path / "one_off.py"
+    script.write_text(f'''
+import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})
+import json
+import numpy as np, torch
+from conftest import compile_source
+from pathlib import Path
+m = compile_source(Path({str(tmp_path)!r}), open({str(EXAMPLES / "models.py")!r}).read(),
+                   cuda_archs=({device_arch()!r},))
+rng = np.random.default_rng(5)
+shapes = [(1, 48), (1, 40), (1, 40), (48, 160), (40, 160), (160,)]
+errs = []
+for call in range(3):
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    outs = (torch.full((1, 40), float("nan"), device="cuda"),
+            torch.full((1, 40), float("nan"), device="cuda"))
+    m.lstm_step(*[torch.from_numpy(a).cuda() for a in args], out=outs)
+    ref = m.lstm_step.py_func(*[a.astype(np.float64) for a in args])
+    errs.append(max(float(np.abs(o.cpu().numpy() - r).max()) for o, r in zip(outs, ref)))
+print(json.dumps(errs))
+''')
+    env = {**os.environ, "CUVIL_AOT_CUDA_ONE": "0"}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=180, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    errs = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(errs) == 3 and all(e < 1e-5 for e in errs), errs

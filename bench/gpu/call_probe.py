@@ -1,6 +1,8 @@
 """Where the host time of a small GPU call goes (issue 6, batch 1): wall time of call +
 synchronize for compiled functions of 1, 2 and 3 kernels, with and without out=, next to
-torch.empty and an empty torch kernel. Run on the device machine after installing:
+torch.empty and an empty torch kernel, then the device time of each kernel of an LSTM
+step and a ResNet head call (CUPTI, through torch.profiler). Run on the device machine
+after installing; CUVIL_AOT_CUDA_ONE=0 splits a one-kernel call into its kernels:
 
     python bench/gpu/call_probe.py
 """
@@ -77,6 +79,27 @@ def main() -> None:
             print(f"{name:40s} {wall(fn):7.2f} us", flush=True)
         except Exception as exc:  # noqa: BLE001 - a probe: report and go on
             print(f"{name:40s} {type(exc).__name__}: {exc}"[:300], flush=True)
+    feat = torch.randn(1, 512, 7, 7, device="cuda")
+    fc_w = torch.randn(512, 1000, device="cuda") * 0.04
+    fc_b = torch.randn(1000, device="cuda") * 0.1
+    for name, fn in [("lstm b1 out=", lambda: models.lstm_step(*lstm, out=(h2, c2))),
+                     ("resnet head b1", lambda: models.resnet_head(feat, fc_w, fc_b))]:
+        print(f"kernels of one {name} call (device us, CUPTI):", kernel_times(fn), flush=True)
+
+
+def kernel_times(fn, calls=200):
+    """Mean device time of each kernel a call launches, from the profiler's CUPTI trace."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    return {e.key: round(e.device_time_total / calls, 2) for e in prof.key_averages()
+            if e.device_time_total > 0}
 
 
 if __name__ == "__main__":

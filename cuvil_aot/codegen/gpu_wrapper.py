@@ -336,6 +336,7 @@ def _launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
             w.line("if (r < 0) goto done;")
             w.line("one_off = r == 1;")
             w.line("small = r == 0;")
+        w.line("else small = 0;  /* launched one by one below */")
     for g in range(len(kernels)):
         w.line(f"if (!small && L[{g}].run && api->gpu->launch(&cv_gpu_module, dev, L[{g}].kid, "
                f"L[{g}].grid, L[{g}].gy, L[{g}].block, 0, stream, &one.a{g}) < 0) goto done;")
