@@ -1,5 +1,6 @@
 // The generated softmax kernels (gen_softmax_*.cuh: a = as generated, b = multiply by the
-// reciprocal of the sum, c = b with fmaxf) timed at 4096 x 4096 on the device machine:
+// reciprocal of the sum, c = b with fmaxf; r adds _bcu32, -DHAS_BCU) timed at 4096 x 4096
+// on the device machine:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I../../native/include -DVARIANT='"gen_softmax_a.cuh"' gen_probe.cu
 #include <algorithm>
 #include <cmath>
@@ -54,6 +55,10 @@ int main() {
         printf("%s %-22s %7.1f us  max rel err %.2e\n", VARIANT, name, ts[2], worst);
     };
     run("bc32, a block per row", f0_s0_g0_bc32, rows);
+#ifdef HAS_BCU
+    run("bcu32, a block per row", f0_s0_g0_bcu32, rows);
+    run("bcu32, grid sm*8", f0_s0_g0_bcu32, sms * 8);
+#endif
     run("b32, grid sm*8", f0_s0_g0_b32, sms * 8);
     return 0;
 }

@@ -342,6 +342,15 @@ def _launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
                f"L[{g}].grid, L[{g}].gy, L[{g}].block, 0, stream, &one.a{g}) < 0) goto done;")
 
 
+def _unit_rows(k: CudaKernel) -> str:
+    """C condition: every operand that runs along the row does so with stride 1."""
+    axis = cuda.unit_axis(k)
+    if axis is None:
+        return "0"
+    tests = [f"a.s[{j}][{axis}] == 1" for j, op in enumerate(k.operands) if axis in op.support()]
+    return " && ".join(tests) or "1"
+
+
 def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> None:
     """Kernel g's launch shape into L[g], its one-kernel variant into one.v[g], and
     whether its work is small enough for the one-kernel into `small`."""
@@ -354,8 +363,9 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
             _flat_condition(w, k)
             w.line(f"const int fits = cv_gpu_fits32(a.n, {nloops}, {strides}, {nops}, total);")
             w.line(f"const int kid = {first} + (flat ? 2 : fits ? 0 : 1);")
-            w.line(f"const uint32_t grid = cv_gpu_grid(flat ? (total + {cuda.VEC - 1}) / "
-                   f"{cuda.VEC} : total, {cuda.BLOCK}, sm, 8), gy = 1, block = {cuda.BLOCK};")
+            w.line(f"const uint32_t grid = flat ? cv_gpu_grid_all((total + {cuda.VEC - 1}) / "
+                   f"{cuda.VEC}, {cuda.BLOCK}) : cv_gpu_grid(total, {cuda.BLOCK}, sm, 8), gy = 1, "
+                   f"block = {cuda.BLOCK};")
             w.line(launch)
             w.line(f"one.v[{g}] = fits; small = small && total <= {ONE_WORK};")
     elif k.group.kind is Kind.ROW:
@@ -367,10 +377,12 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
             w.line("const int few = len >= 64 && rows < 16 * (int64_t)sm, big = len > 1024 || few;")
             w.line(f"const int fits = cv_gpu_fits32(a.n, {nloops}, {strides}, {nops}, rows * len);")
             w.line(f"const int cached = big && fits && len <= {cuda.ROW_CACHE * cuda.ROW_BLOCK};")
-            w.line(f"const int kid = {first} + (cached ? 4 : (big ? 2 : 0) + (fits ? 0 : 1));")
+            w.line(f"const int unit = {_unit_rows(k)};")
+            w.line(f"const int kid = {first} + (cached ? 4 + unit : (big ? 2 : 0) + (fits ? 0 : 1));")
             w.line(f"const uint32_t block = big ? {cuda.ROW_BLOCK} : {cuda.BLOCK}, gy = 1;")
-            w.line(f"const uint32_t grid = big ? cv_gpu_grid(rows, 1, sm, {2048 // cuda.ROW_BLOCK})"
-                   f" : cv_gpu_grid(rows, {cuda.BLOCK // 32}, sm, 8);")
+            w.line(f"const uint32_t grid = cached ? cv_gpu_grid_all(rows, 1) : big ? "
+                   f"cv_gpu_grid(rows, 1, sm, {2048 // cuda.ROW_BLOCK}) : "
+                   f"cv_gpu_grid(rows, {cuda.BLOCK // 32}, sm, 8);")
             w.line(launch)
             w.line(f"one.v[{g}] = (fits ? 0 : 2) + big; small = small && rows * len <= {ONE_WORK};")
     else:

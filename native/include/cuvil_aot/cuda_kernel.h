@@ -168,7 +168,7 @@ CV_DEV T cv_block_reduce(T v, Op op) {
     return v;
 }
 
-/* A team works on one row: a warp (TEAM == 32) or the whole block (TEAM == 0). */
+/* A team works on one row: a warp (TEAM == 32) or the whole block (any other TEAM). */
 template <int TEAM, class T, class Op>
 CV_DEV T cv_team_reduce(T v, Op op) {
     if constexpr (TEAM == 32) return cv_warp_reduce(v, op);
