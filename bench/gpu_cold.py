@@ -22,17 +22,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 OURS = r'''
-import ctypes, importlib.machinery, importlib.util, sys
+import time; marks = [("start", time.perf_counter())]
+import ctypes, importlib.machinery, importlib.util, os, sys
 import numpy as np
+marks.append(("import numpy", time.perf_counter()))
 name, path = sys.argv[1], sys.argv[2]
 loader = importlib.machinery.ExtensionFileLoader(name, path)
 mod = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path,
                                                                              loader=loader))
 loader.exec_module(mod)
+marks.append(("load the extension", time.perf_counter()))
 cu = ctypes.CDLL("libcuda.so.1")
 dev, ctx = ctypes.c_int(), ctypes.c_void_p()
 assert cu.cuInit(0) == 0 and cu.cuDeviceGet(ctypes.byref(dev), 0) == 0
 assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and cu.cuCtxSetCurrent(ctx) == 0
+marks.append(("cuInit + primary context", time.perf_counter()))
 
 class DevArray:
     def __init__(self, host):
@@ -48,11 +52,18 @@ class DevArray:
 x = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
 out = np.empty_like(x)
 dx, dout = DevArray(x), DevArray(out)
+marks.append(("input to the device", time.perf_counter()))
 mod.softmax(dx, out=dout)
+marks.append(("first call (module load, launch)", time.perf_counter()))
 assert cu.cuMemcpyDtoH_v2(out.ctypes.data_as(ctypes.c_void_p), dout.ptr,
                           ctypes.c_size_t(out.nbytes)) == 0
+marks.append(("result to the host", time.perf_counter()))
 e = np.exp(x - x.max(1, keepdims=True))
 assert np.allclose(out, e / e.sum(1, keepdims=True), rtol=1e-5)
+marks.append(("check against NumPy", time.perf_counter()))
+if os.environ.get("CV_COLD_STEPS"):
+    print(" ".join(f"{n}: {1e3 * (t - p):.1f} ms;" for (n, t), (_, p) in zip(marks[1:], marks)),
+          file=sys.stderr)
 '''
 
 CUPY = r'''
@@ -101,8 +112,10 @@ def main() -> None:
     source = (ROOT / "examples" / "models.py").read_text()
     module = compile_source(Path(tempfile.mkdtemp()), source, cuda_archs=(device_arch(),))
     artifact = module.__artifact__
-    res = {"import numpy": run("import numpy"),
+    res = {"python alone": run("pass"), "import numpy": run("import numpy"),
            "cuvil_aot (prebuilt)": run(OURS, artifact.ext_name, str(artifact.path))}
+    run(OURS, artifact.ext_name, str(artifact.path), repeat=1,
+        env={**os.environ, "CV_COLD_STEPS": "1"})  # where the time goes, on stderr
     cache = {**os.environ, "CUPY_CACHE_DIR": tempfile.mkdtemp()}
     res["cupy (first)"] = run(CUPY, env=cache, repeat=1)
     res["cupy (cached)"] = run(CUPY, env=cache)

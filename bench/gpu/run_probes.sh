@@ -21,3 +21,4 @@ wait $INSTALL
 cd "$(mktemp -d)"
 python3 "$HERE/call_probe.py" 2>&1 | tee "$OUT/call_probe.txt"
 CUVIL_AOT_CUDA_ONE=0 python3 "$HERE/call_probe.py" 2>&1 | tee "$OUT/call_probe_one_off.txt"
+python3 "$HERE/../gpu_cold.py" "$OUT" 2>&1 | tee "$OUT/gpu_cold.txt"

@@ -394,8 +394,11 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
             w.line("int kid; uint32_t grid, block;")
             with w.block("if (m <= 32)"):  # GEMV: each weight read once per 4 rows
                 w.line("const int64_t mr = m == 1 ? 1 : 4, groups = (m + mr - 1) / mr;")
+                # narrower tiles while twice as many still fit one per SM: a call's
+                # one-kernel has a block per SM, and a second pass over tiles costs a
+                # memory round trip more
                 w.line("int cols = 32;")
-                w.line("while (cols > 8 && (n + cols - 1) / cols * groups * nb < 2 * sm) "
+                w.line("while (cols > 8 && (n + cols / 2 - 1) / (cols / 2) * groups * nb <= sm) "
                        "cols /= 2;")
                 w.line(f"a.cols = cols; kid = {first} + (mr == 1 ? 2 : 3);")
                 w.line(f"grid = (uint32_t)((n + cols - 1) / cols * groups); "

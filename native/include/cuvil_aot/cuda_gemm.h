@@ -156,30 +156,30 @@ CV_DEV void cv_gemm_tiled(const cv_gpu_term *terms, int nterms, int64_t m, int64
 }
 
 /* One thread's share of one term: rows k = first, first + step, ... of B
- * against MR rows of A. Four loads in flight per step keep the memory busy. */
+ * against MR rows of A, LOADS loads of B in flight per step (the last step's loads
+ * predicated, not one at a time). At batch 1 (MR = 1) a thread's share of a 512-row
+ * term is one step of 8: one memory round trip per term. With MR = 4 each B load
+ * brings 4 loads of A, and 8 of them spill in a one-kernel's 64 registers. */
 template <class T, int MR>
 CV_DEV void cv_gemv_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t row0, int64_t col,
                          int64_t first, int64_t step, T acc[MR]) {
+    constexpr int LOADS = MR == 1 ? 8 : 4;
     const T *a = reinterpret_cast<const T *>(t.a) + bat * t.a_bs;
     const T *b = reinterpret_cast<const T *>(t.b) + bat * t.b_bs + col * t.b_cs;
     int64_t arow[MR];
 #pragma unroll
     for (int r = 0; r < MR; r++) arow[r] = (row0 + r < m ? row0 + r : m - 1) * t.a_rs;
-    int64_t k = first;
-    for (; k + 3 * step < t.k; k += 4 * step) {
-        T w[4];
+    for (int64_t k = first; k < t.k; k += LOADS * step) {
+        T w[LOADS];
 #pragma unroll
-        for (int u = 0; u < 4; u++) w[u] = __ldg(b + (k + u * step) * t.b_rs);
+        for (int u = 0; u < LOADS; u++)
+            w[u] = k + u * step < t.k ? __ldg(b + (k + u * step) * t.b_rs) : T(0);
 #pragma unroll
-        for (int u = 0; u < 4; u++)
+        for (int u = 0; u < LOADS; u++)
+            if (k + u * step < t.k)
 #pragma unroll
-            for (int r = 0; r < MR; r++)
-                acc[r] = fma(__ldg(a + arow[r] + (k + u * step) * t.a_cs), w[u], acc[r]);
-    }
-    for (; k < t.k; k += step) {
-        const T w = __ldg(b + k * t.b_rs);
-#pragma unroll
-        for (int r = 0; r < MR; r++) acc[r] = fma(__ldg(a + arow[r] + k * t.a_cs), w, acc[r]);
+                for (int r = 0; r < MR; r++)
+                    acc[r] = fma(__ldg(a + arow[r] + (k + u * step) * t.a_cs), w[u], acc[r]);
     }
 }
 
