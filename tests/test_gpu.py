@@ -370,3 +370,32 @@ print(json.dumps(errs))
     assert out.returncode == 0, out.stdout + out.stderr
     errs = json.loads(out.stdout.strip().splitlines()[-1])
     assert len(errs) == 3 and all(e < 1e-5 for e in errs), errs
+
+
+def test_second_device(models):
+    """On a machine with two GPUs: a call runs on the device holding its arrays, with the
+    module loaded there too, on that device's current stream; arrays on two devices in one
+    call are an error naming both."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.device_count() < 2:
+        pytest.skip("one GPU")
+    rng = np.random.default_rng(11)
+    host = [rng.standard_normal(s).astype(np.float32) for s in ((64, 128), (128, 64), (64,))]
+    ref = models.matmul_relu.py_func(*[a.astype(np.float64) for a in host])
+    for device in ("cuda:1", "cuda:0", "cuda:1"):
+        args = [torch.from_numpy(a).to(device) for a in host]
+        with torch.cuda.device(0):  # the current device is not the arrays' device
+            got = models.matmul_relu(*args)
+            assert torch.cuda.current_device() == 0  # and stays the caller's
+        assert got.device == torch.device(device)
+        assert_close(got.cpu().numpy(), ref, np.float32, 200)
+        side = torch.cuda.Stream(device=device)
+        with torch.cuda.stream(side):
+            out = torch.full((64, 64), float("nan"), device=device)
+            models.matmul_relu(*args, out=out)  # queued on `side` after the fill
+        side.synchronize()
+        assert_close(out.cpu().numpy(), ref, np.float32, 200)
+    mixed = [torch.from_numpy(host[0]).to("cuda:0"), torch.from_numpy(host[1]).to("cuda:1"),
+             torch.from_numpy(host[2]).to("cuda:0")]
+    with pytest.raises(ValueError, match=r"'x' on cuda:0, 'w' on cuda:1"):
+        models.matmul_relu(*mixed)

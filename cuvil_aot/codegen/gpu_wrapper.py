@@ -227,10 +227,13 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
                f"*copies[{nparams}] = {{0}};")
         w.line(f"cv_gpu_array gb[{nbuf}]; int scratch[{nbuf}] = {{0}};")
         w.line("uintptr_t stream = 0; const int dev = ga[first].device; int sm = 0;")
+        w.line("void *caller_ctx = NULL; int saved = 0;  /* the caller's CUDA context */")
         w.line("(void)argv; (void)stream; (void)sm; (void)gb; (void)copies; (void)scratch;")
         for s, sym in enumerate(comp.symbols):
             w.line(f"const int64_t S_{sym} = c->sym[{s}]; (void)S_{sym};")
         _empty_reduction_checks(w, comp)
+        w.line("if (api->gpu->save_context(&caller_ctx) < 0) goto done;")
+        w.line("saved = 1;")
         w.line("if (api->gpu->stream(&ga[first], stream_kw, &stream) < 0) goto done;")
         for i, p in enumerate(fn.params):
             if not p.is_scalar:
@@ -253,6 +256,7 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
             w.line("if (obj[b]) { api->gpu->release(&gb[b]); Py_DECREF(obj[b]); }")
             w.line("if (scratch[b]) api->gpu->scratch_free(&gb[b], stream);")
         w.line(f"for (int i = 0; i < {nparams}; i++) Py_XDECREF(copies[i]);")
+        w.line("if (saved) api->gpu->restore_context(caller_ctx);")
         w.line("return result;")
 
 

@@ -222,6 +222,20 @@ int cv_cuda_enter(int device) {
     return cur == d->ctx ? 0 : check(cu.CtxSetCurrent(d->ctx), "cuCtxSetCurrent", NULL);
 }
 
+int cv_cuda_save_context(void **out) {
+    CUcontext cur = NULL;
+    *out = NULL;
+    if (driver() < 0 || check(cu.CtxGetCurrent(&cur), "cuCtxGetCurrent", NULL) < 0) return -1;
+    *out = cur;
+    return 0;
+}
+
+void cv_cuda_restore_context(void *ctx) {
+    CUcontext cur = NULL;
+    /* A failure here is not the call's: its result stands, the context stays. */
+    if (cu.CtxGetCurrent(&cur) == 0 && cur != (CUcontext)ctx) cu.CtxSetCurrent((CUcontext)ctx);
+}
+
 int cv_cuda_device_of(uintptr_t ptr, int *device) {
     if (driver() < 0) return -1;
     return check(cu.PointerGetAttribute(device, POINTER_DEVICE_ORDINAL, (CUdeviceptr)ptr),

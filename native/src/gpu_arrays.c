@@ -383,5 +383,5 @@ static void gpu_scratch_free(cv_gpu_array *a, uintptr_t stream) {
 const cv_gpu_api cv_gpu_api_table = {
     gpu_array,     gpu_release,      gpu_empty,        gpu_contiguous, gpu_stream,
     gpu_order_after, cv_cuda_sm_count, cv_cuda_launch, gpu_scratch, gpu_scratch_free,
-    cv_cuda_launch_one,
+    cv_cuda_launch_one, cv_cuda_save_context, cv_cuda_restore_context,
 };

@@ -21,6 +21,8 @@ int cv_cuda_launch(cv_cuda_module *m, int device, int kernel, uint32_t grid_x, u
                    uint32_t block, uint32_t smem, uintptr_t stream, void *args);
 int cv_cuda_launch_one(cv_cuda_module *m, int device, int kernel, uint32_t grid, uint32_t block,
                        uintptr_t stream, void *args);
+int cv_cuda_save_context(void **out);
+void cv_cuda_restore_context(void *ctx);
 /* Device memory ordered on `stream` from the runtime's pool: 0 and *out set,
  * 1 when the driver or device has no memory pools, -1 on error. */
 int cv_cuda_scratch(int device, size_t bytes, uintptr_t stream, void **out);

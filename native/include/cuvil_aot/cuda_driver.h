@@ -109,6 +109,12 @@ typedef struct cv_gpu_api {
      * launch the kernels one by one instead), -1 on error. */
     int (*launch_one)(cv_cuda_module *m, int device, int kernel, uint32_t grid, uint32_t block,
                       uintptr_t stream, void *args);
+    /* The calling thread's current CUDA context (NULL: none), for restore_context at the
+     * end of a call: a call makes its device's primary context current, and leaving it
+     * current would move the caller's framework to that device (the CUDA runtime takes
+     * the current context's device as the current device). */
+    int (*save_context)(void **out);
+    void (*restore_context)(void *ctx);
 } cv_gpu_api;
 
 #endif
