@@ -263,8 +263,9 @@ def _prologue(k: CudaKernel, w: Writer, index: str, strides: bool = True,
         w.line(f"{const}{storage} *__restrict__ p{j} = ({const}{storage} *)a->p[{j}];")
         for v in op.support() if strides else ():
             value = f"({index})a->s[{j}][{v}]"
-            w.line(f"const {index} s{j}_{v} = {f'UNIT ? ({index})1 : ' if v == unit else ''}"
-                   f"{value};")
+            if v == unit:
+                value = f"UNIT ? ({index})1 : {value}"
+            w.line(f"const {index} s{j}_{v} = {value};")
 
 
 def _sizes(k: CudaKernel, w: Writer, index: str) -> None:

@@ -382,7 +382,8 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
             w.line(f"const int fits = cv_gpu_fits32(a.n, {nloops}, {strides}, {nops}, rows * len);")
             w.line(f"const int cached = big && fits && len <= {cuda.ROW_CACHE * cuda.ROW_BLOCK};")
             w.line(f"const int unit = {_unit_rows(k)};")
-            w.line(f"const int kid = {first} + (cached ? 4 + unit : (big ? 2 : 0) + (fits ? 0 : 1));")
+            w.line(f"const int kid = {first} + "
+                   "(cached ? 4 + unit : (big ? 2 : 0) + (fits ? 0 : 1));")
             w.line(f"const uint32_t block = big ? {cuda.ROW_BLOCK} : {cuda.BLOCK}, gy = 1;")
             w.line(f"const uint32_t grid = cached ? cv_gpu_grid_all(rows, 1) : big ? "
                    f"cv_gpu_grid(rows, 1, sm, {2048 // cuda.ROW_BLOCK}) : "
