@@ -153,8 +153,8 @@ def test_the_bytes_verified_are_the_bytes_loaded(
 
 PACKAGE = Path(cuvil_aot.__file__).resolve().parent
 CACHE_PATH = ["__init__.py", "api.py", "errors.py", "knobs.py", "artifacts.py", "prebuilt.py",
-              "prekey.py", "importer.py", "shortcuts.py", "stores.py", "toolstamp.py",
-              "wheelcheck.py"]
+              "prekey.py", "pyconfig.py", "importer.py", "shortcuts.py", "stores.py",
+              "toolstamp.py", "wheelcheck.py"]
 """Modules outside cuvil_aot/cache/ that a lookup, a load or ``verify`` runs (cache/ itself:
 test_cache_store.py::test_cache_code_never_uses_pickle_marshal_eval_or_exec)."""
 BANNED_MODULES = {"pickle", "_pickle", "cPickle", "marshal", "shelve", "dill", "cloudpickle"}
