@@ -73,7 +73,9 @@
 /* The first `rows` rows of the MR x NR tile (rows a constant after inlining). */
 CV_TARGET static inline __attribute__((always_inline)) void
 packed_rows(int64_t kc, const T *restrict a, const T *restrict b, T *restrict c, int64_t ldc,
-            int accumulate, const int rows) {
+            int accumulate, const cv_gemm_pf *pf, const int rows) {
+    const char *pf0 = pf[0].p, *pf1 = pf[1].p;
+    int64_t n0 = pf[0].lines, n1 = pf[1].lines;
     V acc[MR][NV];
 #pragma GCC unroll 16
     for (int i = 0; i < rows; i++)
@@ -81,6 +83,10 @@ packed_rows(int64_t kc, const T *restrict a, const T *restrict b, T *restrict c,
         for (int v = 0; v < NV; v++)
             acc[i][v] = V_ZERO();
     for (int64_t p = 0; p < kc; p++) {
+        if (p < n0)
+            __builtin_prefetch(pf0 + 64 * p, 0, 3);
+        if (p < n1)
+            __builtin_prefetch(pf1 + 64 * p, 0, 3);
         V bv[NV];
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++)
@@ -105,15 +111,17 @@ packed_rows(int64_t kc, const T *restrict a, const T *restrict b, T *restrict c,
 }
 
 CV_TARGET static void packed_kernel(int64_t kc, const T *restrict a, const T *restrict b,
-                                    T *restrict c, int64_t ldc, int accumulate) {
-    packed_rows(kc, a, b, c, ldc, accumulate, MR);
+                                    T *restrict c, int64_t ldc, int accumulate,
+                                    const cv_gemm_pf *pf) {
+    packed_rows(kc, a, b, c, ldc, accumulate, pf, MR);
 }
 
 /* A last panel of at most MR_SHORT real rows (m = 256 with MR = 12 leaves 4): the
  * full kernel would spend two thirds of its FMAs on padding. */
 CV_TARGET static void packed_short(int64_t kc, const T *restrict a, const T *restrict b,
-                                   T *restrict c, int64_t ldc, int accumulate) {
-    packed_rows(kc, a, b, c, ldc, accumulate, MR_SHORT);
+                                   T *restrict c, int64_t ldc, int accumulate,
+                                   const cv_gemm_pf *pf) {
+    packed_rows(kc, a, b, c, ldc, accumulate, pf, MR_SHORT);
 }
 
 /* A full B panel from unit-column-stride B: k rows of NR elements, row
