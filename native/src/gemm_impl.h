@@ -46,7 +46,10 @@ typedef struct {
     int nslots;
 } FN(plan);
 
-/* Pack tasks of the step: one per A panel, one per B column unit. */
+/* Pack tasks of the step: one per B column unit, then one per A panel. The
+ * large B tasks go first so the pool's chunks end on small A panels and
+ * even out (4096x1024x4096: 11 of the 16 1 MB B units had landed in the
+ * last chunk; pack phase 2.3-3.3 -> 2.1-2.6 ms). */
 static int64_t FN(pack_tasks)(const FN(plan) *pl) {
     return (pl->ru1 - pl->ru0) * pl->upanels + (pl->pack_b ? pl->cu1 - pl->cu0 : 0);
 }
@@ -101,12 +104,12 @@ static void FN(pack_b_task)(const FN(plan) *pl, int64_t y) {
 
 static void FN(pack_range)(void *ctx, int64_t begin, int64_t end) {
     const FN(plan) *pl = ctx;
-    int64_t na = (pl->ru1 - pl->ru0) * pl->upanels;
+    int64_t nb = pl->pack_b ? pl->cu1 - pl->cu0 : 0;
     for (int64_t x = begin; x < end; x++) {
-        if (x < na)
-            FN(pack_a_task)(pl, x);
+        if (x < nb)
+            FN(pack_b_task)(pl, x);
         else
-            FN(pack_b_task)(pl, x - na);
+            FN(pack_a_task)(pl, x - nb);
     }
 }
 
