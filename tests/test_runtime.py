@@ -225,6 +225,7 @@ def test_gemm_matches_numpy(case, level):
         (3, 300, 1000),
         (16, 700, 129),
         (9, 1100, 300),  # rows kernel: B past RG_CACHED, so 8-row blocks, m > RMAX
+        (1, 3001, 300),  # one row, B past RG_CACHED in short runs: rows_stream, k % 8 rows left
         (32, 128, 64),  # tiny: small-m path in two row groups
         (27, 200, 150),  # tiny: row groups of 16 and 11
         (200, 1100, 300),
@@ -241,6 +242,22 @@ def test_gemm_crosses_blocks(dtype, level, m, k, n):
         out = poisoned((m, n), "c", dtype)
         run([(a, b)], out)
         check(out, [(a, b)], dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("level", LEVELS)
+def test_gemm_one_row_streamed_in_two_terms(dtype, level):
+    """x @ wx + h @ wh at one row with B in short runs past RG_CACHED: the
+    second term adds to the first's sums (rows_stream accumulating)."""
+    rng = np.random.default_rng(7)
+    rt.configure(cpu_level=level)
+    pairs = [
+        (make(rng, (1, k), la, dtype), make(rng, (k, 333), "c", dtype))
+        for k, la in [(2100, "c"), (1703, "t")]
+    ]
+    out = poisoned((1, 333), "c", dtype)
+    run(pairs, out)
+    check(out, pairs, dtype)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -36,6 +36,8 @@
 #define rows_pass CV_GLUE3(rows_pass, TSFX, ISA)
 #define rows_blocks CV_GLUE3(rows_blocks, TSFX, ISA)
 #define rows_wide CV_GLUE3(rows_wide, TSFX, ISA)
+#define stream_step CV_GLUE3(stream_step, TSFX, ISA)
+#define rows_stream CV_GLUE3(rows_stream, TSFX, ISA)
 #define rows_lead CV_GLUE3(rows_lead, TSFX, ISA)
 #define rows_kernel CV_GLUE3(rows_kernel, TSFX, ISA)
 #define pack_b_full CV_GLUE3(pack_b_full, TSFX, ISA)
@@ -69,11 +71,15 @@
 #define RG_WIDE 64
 #define RG_CACHED ((int64_t)1 << 20)
 #define RG_SHORT ((int64_t)3 << 10)
+/* Rows of B per step of rows_stream, and how far ahead it prefetches. */
+#define SR 8
 
 /* The first `rows` rows of the MR x NR tile (rows a constant after inlining). */
 CV_TARGET static inline __attribute__((always_inline)) void
 packed_rows(int64_t kc, const T *restrict a, const T *restrict b, T *restrict c, int64_t ldc,
-            int accumulate, const int rows) {
+            int accumulate, const cv_gemm_pf *pf, const int rows) {
+    const char *pf0 = pf[0].p, *pf1 = pf[1].p;
+    int64_t n0 = pf[0].lines, n1 = pf[1].lines;
     V acc[MR][NV];
 #pragma GCC unroll 16
     for (int i = 0; i < rows; i++)
@@ -81,6 +87,10 @@ packed_rows(int64_t kc, const T *restrict a, const T *restrict b, T *restrict c,
         for (int v = 0; v < NV; v++)
             acc[i][v] = V_ZERO();
     for (int64_t p = 0; p < kc; p++) {
+        if (p < n0)
+            __builtin_prefetch(pf0 + 64 * p, 0, 3);
+        if (p < n1)
+            __builtin_prefetch(pf1 + 64 * p, 0, 3);
         V bv[NV];
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++)
@@ -105,15 +115,17 @@ packed_rows(int64_t kc, const T *restrict a, const T *restrict b, T *restrict c,
 }
 
 CV_TARGET static void packed_kernel(int64_t kc, const T *restrict a, const T *restrict b,
-                                    T *restrict c, int64_t ldc, int accumulate) {
-    packed_rows(kc, a, b, c, ldc, accumulate, MR);
+                                    T *restrict c, int64_t ldc, int accumulate,
+                                    const cv_gemm_pf *pf) {
+    packed_rows(kc, a, b, c, ldc, accumulate, pf, MR);
 }
 
 /* A last panel of at most MR_SHORT real rows (m = 256 with MR = 12 leaves 4): the
  * full kernel would spend two thirds of its FMAs on padding. */
 CV_TARGET static void packed_short(int64_t kc, const T *restrict a, const T *restrict b,
-                                   T *restrict c, int64_t ldc, int accumulate) {
-    packed_rows(kc, a, b, c, ldc, accumulate, MR_SHORT);
+                                   T *restrict c, int64_t ldc, int accumulate,
+                                   const cv_gemm_pf *pf) {
+    packed_rows(kc, a, b, c, ldc, accumulate, pf, MR_SHORT);
 }
 
 /* A full B panel from unit-column-stride B: k rows of NR elements, row
@@ -226,6 +238,60 @@ rows_wide(int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs, const T 
     rows_blocks(RG_WIDE, m, k, a, a_rs, a_cs, b, b_rs, lead, ncols, c, ldc);
 }
 
+/* c[0, ncols) += sum over g (a constant) rows p of a[p * a_cs] * b[p][..]:
+ * per vector of columns (the last `tail` lanes masked), the sum is loaded
+ * from c, the g rows added, and stored back, so each row's run of B is
+ * read from start to end. With pf, the same columns SR rows further down
+ * are prefetched. c stays aligned and B does not: aligning B's loads
+ * instead (rows_lead) splits every store to c over two lines: about 1.4x
+ * the time for 1x3072x768. */
+CV_TARGET static inline __attribute__((always_inline)) void
+stream_step(int g, int pf, const T *a, int64_t a_cs, const T *b, int64_t b_rs, int64_t nfull,
+            int tail, T *c) {
+    V av[SR];
+#pragma GCC unroll 8
+    for (int i = 0; i < g; i++)
+        av[i] = V_SET1(a[i * a_cs]);
+    for (int64_t j = 0; j < nfull * VL; j += VL) {
+#pragma GCC unroll 8
+        for (int i = 0; pf && i < g; i++)
+            __builtin_prefetch(b + (i + SR) * b_rs + j);
+        V sum = V_LOAD(c + j);
+#pragma GCC unroll 8
+        for (int i = 0; i < g; i++)
+            sum = V_FMA(av[i], V_LOADU(b + i * b_rs + j), sum);
+        V_STORE(c + j, sum);
+    }
+    if (tail) {
+        int64_t j = nfull * VL;
+        V sum = V_LOAD(c + j);
+#pragma GCC unroll 8
+        for (int i = 0; i < g; i++)
+            sum = V_FMA(av[i], V_LOADU_PART(b + i * b_rs + j, tail), sum);
+        V_STORE(c + j, sum); /* lanes past ncols are scratch */
+    }
+}
+
+/* The rows kernel for one row of A and B streamed from L3 in short runs:
+ * SR rows of B at a time, each row's run read whole (SR streams), and
+ * every line prefetched SR rows ahead. rows_wide's RG_WIDE interleaved
+ * streams fall behind there (Zen 5, 2 threads, in-process A/B, median):
+ * 1x3072x768 71 -> 58 us, 1x2048x1024 71 -> 54, 1x4096x512 57 -> 50, and
+ * the FFN's 1x768x3072 then 1x3072x768 149 -> 135 us. For longer runs
+ * rows_blocks stays faster (1x768x3072: 57 vs 64 us). */
+CV_TARGET static __attribute__((noinline)) void
+rows_stream(int64_t k, const T *a, int64_t a_cs, const T *b, int64_t b_rs, int64_t ncols, T *c) {
+    int64_t nfull = ncols / VL;
+    int tail = (int)(ncols - nfull * VL);
+    int64_t p = 0;
+    for (; p + 2 * SR <= k; p += SR)
+        stream_step(SR, 1, a + p * a_cs, a_cs, b + p * b_rs, b_rs, nfull, tail, c);
+    for (; p + SR <= k; p += SR)
+        stream_step(SR, 0, a + p * a_cs, a_cs, b + p * b_rs, b_rs, nfull, tail, c);
+    for (; p < k; p++)
+        stream_step(1, 0, a + p * a_cs, a_cs, b + p * b_rs, b_rs, nfull, tail, c);
+}
+
 /* Columns before the first V_ALIGN-aligned one when every row of B starts
  * equally misaligned (NumPy puts large arrays 16 bytes past a page start)
  * and the rows are long enough to pay for the extra masked group, else 0. */
@@ -243,7 +309,7 @@ static inline int rows_lead(const T *b, int64_t b_rs, int64_t ncols) {
 /* The rows kernel: B is read in blocks of RG (or RG_WIDE) rows, each as
  * that many sequential streams across the columns, so hardware
  * prefetchers see plain streams; the m x ncols sums stay in c (L1/L2)
- * between blocks. */
+ * between blocks. One row of A over short runs takes rows_stream. */
 CV_TARGET static void rows_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs,
                                   const T *b, int64_t b_rs, int64_t ncols, T *c, int64_t ldc,
                                   int accumulate) {
@@ -252,7 +318,9 @@ CV_TARGET static void rows_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs
         memset(c + i * ldc, 0, (size_t)width * sizeof(T));
     int64_t run = ncols * (int64_t)sizeof(T);
     int lead = rows_lead(b, b_rs, ncols);
-    if (k * run <= RG_CACHED || (m <= RMAX && run <= RG_SHORT))
+    if (m == 1 && run <= RG_SHORT && k * run > RG_CACHED)
+        rows_stream(k, a, a_cs, b, b_rs, ncols, c);
+    else if (k * run <= RG_CACHED || (m <= RMAX && run <= RG_SHORT))
         rows_wide(m, k, a, a_rs, a_cs, b, b_rs, lead, ncols, c, ldc);
     else
         rows_blocks(RG, m, k, a, a_rs, a_cs, b, b_rs, lead, ncols, c, ldc);
@@ -347,6 +415,9 @@ const CV_GLUE2(cv_kernels, TSFX) CV_GLUE3(cv_kernels, TSFX, ISA) = {
 #undef rows_pass
 #undef rows_blocks
 #undef rows_wide
+#undef stream_step
+#undef rows_stream
+#undef SR
 #undef rows_lead
 #undef rows_kernel
 #undef pack_b_full

@@ -5,6 +5,9 @@
  *   c[i * ldc + j] (+)= sum_p a[p * mr + i] * b[p * nr + j]   i < mr, j < nr
  *   over packed panels (A p-major mr wide, B p-major nr wide, both zero
  *   padded); c is a 64-byte aligned accumulator tile, ldc a multiple of nr.
+ *   pf[0] and pf[1] name memory that later calls read: kern prefetches one
+ *   64-byte line of each per k step (lines <= kc), so panels arrive from L3
+ *   while this call computes.
  * kern_short: kern for the first mr_short rows of the tile only (a last panel
  *   with few real rows); the other rows of c are left as they are.
  * pack_b: a full-width B panel (nr columns, k rows) from B with unit column
@@ -25,15 +28,22 @@
 
 #include <stdint.h>
 
+/* A run of memory to prefetch: `lines` 64-byte lines from p. */
+typedef struct {
+    const char *p;
+    int64_t lines;
+} cv_gemm_pf;
+
 #define CV_DECLARE_KERNELS(T, SFX)                                                        \
     typedef struct {                                                                      \
         int mr, nr;     /* register tile of kern */                                       \
         int mc, nc, kc; /* unit rows, unit columns (the epilogue tile), k block */        \
         int rw;         /* column granularity of rows() */                                \
         int mr_short;   /* rows of kern_short */                                          \
-        void (*kern)(int64_t kc, const T *a, const T *b, T *c, int64_t ldc, int accumulate); \
+        void (*kern)(int64_t kc, const T *a, const T *b, T *c, int64_t ldc, int accumulate, \
+                     const cv_gemm_pf *pf);                                               \
         void (*kern_short)(int64_t kc, const T *a, const T *b, T *c, int64_t ldc,         \
-                           int accumulate);                                               \
+                           int accumulate, const cv_gemm_pf *pf);                         \
         void (*pack_b)(int64_t k, const T *b, int64_t rs, T *dst);                        \
         void (*rows)(int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs,       \
                      const T *b, int64_t b_rs, int64_t ncols, T *c, int64_t ldc,         \
