@@ -11,7 +11,7 @@ stride, that the C compiler vectorizes, and a general strided copy.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from cuvil_aot.codegen import ops_c
@@ -21,6 +21,8 @@ from cuvil_aot.ir.indexing import IndexMap, identity, through
 from cuvil_aot.ir.node import Node
 from cuvil_aot.ir.ops import ELEMENTWISE, MOVEMENT, Op
 from cuvil_aot.ir.types import Dim, Shape
+
+AHEAD_STEP = 16  # elements per prefetch of a loop that prefetches ahead (64 bytes of float32)
 
 
 @dataclass(frozen=True)
@@ -276,8 +278,11 @@ def _fast_condition(em: KernelEmitter, used: set[int], inner: int) -> str:
 
 
 def _split_loop(em: KernelEmitter, w: Writer, var: int, lo: str, hi: str,
-                fill: Callable[[_Body], None], pragma: str = "#pragma omp simd") -> None:
-    """The innermost loop over ``var``, once vectorizable (unit strides) and once strided."""
+                fill: Callable[[_Body], None], pragma: str = "#pragma omp simd",
+                ahead: Sequence[str] = ()) -> None:
+    """The innermost loop over ``var``, once vectorizable (unit strides) and once strided.
+    ``ahead``: prefetch statements (of column ``q``) the vectorizable copy issues once per
+    AHEAD_STEP elements, in blocks of that many (see c_row._next_row)."""
     bodies = []
     for fast in (False, True):
         body = _Body(Writer(), fast, var)
@@ -286,9 +291,20 @@ def _split_loop(em: KernelEmitter, w: Writer, var: int, lo: str, hi: str,
     cond = " && ".join([_fast_condition(em, bodies[0].used, var), *sorted(bodies[1].conds)])
     loop = f"for (int64_t i{var} = {lo}; i{var} < {hi}; i{var}++)"
     with w.block(f"if ({cond})"):
+        start = lo
+        if ahead:
+            w.line(f"int64_t q = {lo};")
+            with w.block(f"for (; q + {AHEAD_STEP} <= {hi}; q += {AHEAD_STEP})"):
+                for line in ahead:
+                    w.line(line)
+                if pragma:
+                    w.line(pragma)
+                with w.block(f"for (int64_t i{var} = q; i{var} < q + {AHEAD_STEP}; i{var}++)"):
+                    w.extend(bodies[1].w)
+            start = "q"
         if pragma:
             w.line(pragma)
-        with w.block(loop):
+        with w.block(f"for (int64_t i{var} = {start}; i{var} < {hi}; i{var}++)"):
             w.extend(bodies[1].w)
     with w.block("else"), w.block(loop):
         w.extend(bodies[0].w)

@@ -10,11 +10,12 @@ reciprocal where that is within ~1 ulp (reciprocals).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 
 from cuvil_aot.codegen import ops_c
 from cuvil_aot.codegen.c import (
+    AHEAD_STEP,
     COSTLY,
     REDUCE_INIT,
     REDUCE_PRAGMA,
@@ -166,17 +167,18 @@ def reciprocals(em: KernelEmitter, w: Writer, full: list[tuple[Node, Dest]]) -> 
 
 def _nest(em: KernelEmitter, w: Writer, axes: list[int], fill: Callable[[_Body], None],
           pragma: str = "#pragma omp simd", block: tuple[str, str, str] | None = None,
-          pre: Callable[[_Body], None] | None = None) -> None:
+          pre: Callable[[_Body], None] | None = None, ahead: Sequence[str] = ()) -> None:
     """Loops over ``axes``, the innermost split in two (see _split_loop).
 
     ``block`` = (partial, its C type, total): the innermost loop runs in blocks of
     SUM_BLOCK, each summed into a fresh ``partial`` then added to ``total``, so a float
     sum of any length keeps its precision (a lone float stops growing at 2^24).
-    ``pre``: a loop of its own over the same innermost range, before ``fill``'s."""
+    ``pre``: a loop of its own over the same innermost range, before ``fill``'s, issuing
+    the prefetches ``ahead`` (see _next_row)."""
     if len(axes) > 1:
         v = axes[0]
         with w.block(f"for (int64_t i{v} = 0; i{v} < {_extent(em, v)}; i{v}++)"):
-            _nest(em, w, axes[1:], fill, pragma, block, pre)
+            _nest(em, w, axes[1:], fill, pragma, block, pre, ahead)
         return
     v = axes[0]
     lo, hi = ("0", _extent(em, v)) if block is None else (f"b{v}", f"e{v}")
@@ -186,10 +188,29 @@ def _nest(em: KernelEmitter, w: Writer, axes: list[int], fill: Callable[[_Body],
             w.line(f"{block[1]} {block[0]} = 0;")
             w.line(f"const int64_t e{v} = cv_min64(b{v} + {SUM_BLOCK}, {_extent(em, v)});")
         if pre:
-            _split_loop(em, w, v, lo, hi, pre)
+            _split_loop(em, w, v, lo, hi, pre, ahead=ahead)
         _split_loop(em, w, v, lo, hi, fill, pragma)
         if block:
             w.line(f"{block[2]} += {block[0]};")
+
+
+def _next_row(em: KernelEmitter) -> list[str]:
+    """Prefetches of column q of the next row of every input that runs along the rows, for
+    the stash pass (softmax's exp): it computes from L1 while the memory would idle until
+    the next row's first pass misses. One kept and one reduced axis only. Softmax
+    4096 x 4096, 2 threads, in a C harness: 3.2 -> 2.9-3.1 ms."""
+    kept, reduced = list(em.group.space.kept_axes), list(em.group.space.reduce_axes)
+    if len(kept) != 1 or len(reduced) != 1:
+        return []
+    row, col = kept[0], reduced[0]
+    lines = []
+    for j, op in enumerate(em.k.operands):
+        if op.dest is not None or set(op.support()) != {row, col}:
+            continue
+        per_line = max(1, 64 // ops_c.ITEMSIZE[op.dtype])
+        lines += [f"cv_prefetch_at(p{j}, (i{row} + 1) * s{j}_{row} + (q + {d}) * s{j}_{col});"
+                  for d in range(0, AHEAD_STEP, per_line)]
+    return lines
 
 
 def _stage(em: KernelEmitter, w: Writer, k: int, stage: Node, reduced: list[int],
@@ -201,12 +222,13 @@ def _stage(em: KernelEmitter, w: Writer, k: int, stage: Node, reduced: list[int]
     m = identity(em.nloops)
     op = stage.op
 
-    pre = None
+    pre, ahead = None, []
     if stash:  # the summed value goes to the output row first, in a loop of its own: GCC
         # does not vectorize a loop that has both stores and an omp simd reduction
         root, dest = stash
         j = em.operand(dest.buffer, None, _dest_map(root, dest, m), dest)
         pre = lambda body: em.store(root, dest, m, em.expr(src, m, body), body)  # noqa: E731
+        ahead = _next_row(em)
 
     def summed(body: _Body) -> str:  # from the output row when stashed (see _expr)
         if stash:
@@ -217,7 +239,7 @@ def _stage(em: KernelEmitter, w: Writer, k: int, stage: Node, reduced: list[int]
         w.line(f"double total{k} = 0;")
         fill = lambda body: body.w.line(f"acc{k} += {summed(body)};")  # noqa: E731
         _nest(em, w, reduced, fill, f"#pragma omp simd reduction(+:acc{k})",
-              (f"acc{k}", "float", f"total{k}"), pre)
+              (f"acc{k}", "float", f"total{k}"), pre, ahead)
         w.line(f"const {ctype} sum{k} = ({ctype})total{k};")
         em.stage_vars[id(stage)] = f"sum{k}"
         return
@@ -225,7 +247,8 @@ def _stage(em: KernelEmitter, w: Writer, k: int, stage: Node, reduced: list[int]
         w.line(f"{ctype} acc{k} = {REDUCE_INIT[op]};")
         sym = REDUCE_PRAGMA[op]
         fill = lambda body: body.w.line(f"acc{k} {sym}= {summed(body)};")  # noqa: E731
-        _nest(em, w, reduced, fill, f"#pragma omp simd reduction({sym}:acc{k})", pre=pre)
+        _nest(em, w, reduced, fill, f"#pragma omp simd reduction({sym}:acc{k})", pre=pre,
+              ahead=ahead)
         em.stage_vars[id(stage)] = f"acc{k}"
         return
     if op in (Op.MAX, Op.MIN):

@@ -16,6 +16,11 @@ typedef _Float16 cv_f16;  /* storage only; kernels compute float16 in float */
 
 static inline int64_t cv_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* Prefetch element i of p into L1 for a later pass. i may lie past the array (the last
+ * row's "next row"): integer arithmetic, and a prefetch never faults. */
+#define cv_prefetch_at(p, i) \
+    __builtin_prefetch((const void *)((uintptr_t)(p) + (uintptr_t)((i) * (int64_t)sizeof(*(p)))))
+
 /* Outputs too large to stay in cache are computed a tile at a time into a buffer on the
  * stack and copied out with non-temporal stores: a plain store first reads each line
  * it writes (read-for-ownership), a third more memory traffic for x -> f(x). */
