@@ -9,22 +9,17 @@ on the machine hits every variant alike. "over numpy" subtracts the numpy baseli
 (DESIGN.md target: within 50 ms on a cache hit). Numba and torch anchors run only
 where those packages are installed.
 
-Measured on the 2-core development container (Python 3.11, NumPy 2.4, gcc 12, CPU-only
-builds), shared with other engineers' builds: load average 10-12, so every wall time
-below is ~3x what a quiet machine gives (import numpy alone is ~75 ms when quiet). The
-CPU-time deltas (user + system of the child) hardly depend on load. --runs 21:
+Measured 2026-11-30 09:30 UTC on the 2-core Zen 5 VM (Python 3.11, NumPy 2.4, gcc 12,
+CPU-only builds), quiet, --runs 11:
 
-    python -c "import numpy"                   235 ms wall
-    hook + cached module + first call          +55 ms wall, +17 ms CPU over numpy
-    prebuilt next to the module (no cc)        +35 ms wall, +17 ms CPU over numpy
-    lazy first call, no hook                   +89 ms wall, +47 ms CPU (imports the compiler)
-    first compile, one-function module         1.2 s for the whole process (0.46 s at load 4)
-    hook overhead, import numpy + stdlib       +2.0 % wall (noise); the hook's own reading
-                                               and scanning of sources: 3.5 % of the import
-                                               time; +44 us per find_spec of a numpy module
-    numba cache=True: first 3.0 s, cached 2.1 s; torch.compile: first 26 s, second 12 s
-
-At load ~4 (numpy ~130 ms) the hook path was +20 to +41 ms wall over numpy.
+    python -c "import numpy"                   69.6 ms wall
+    hook + cached module + first call          +19.9 ms wall, +40.5 ms CPU over numpy
+    prebuilt next to the module (no cc)        +20.6 ms wall, +37.9 ms CPU over numpy
+    lazy first call, no hook                   +19.5 ms wall, +37.5 ms CPU
+    first compile, one-function module         0.55 s for the whole process
+    hook overhead, import numpy + stdlib       -5.4 % wall (noise); the hook's own reading
+                                               and scanning of sources: 3.0 % of the import
+                                               time; +18.5 us per find_spec of a numpy module
 """
 
 from __future__ import annotations
@@ -45,7 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from helpers.proc import base_env, vmath_stub  # noqa: E402
+from helpers.proc import base_env  # noqa: E402
 
 MODULE = """
 import numpy as np
@@ -267,7 +262,7 @@ def main() -> None:
         root = Path(tmp) / "src"
         root.mkdir()
         (root / "cold_mod.py").write_text(textwrap.dedent(MODULE))
-        env = base_env(Path(tmp) / "cache", vmath_stub(Path(tmp) / "vstub"))
+        env = base_env(Path(tmp) / "cache")
         env["PYTHONPATH"] = str(snapshot(Path(tmp) / "snap"))
         del env["PYTHONDONTWRITEBYTECODE"]  # an installed package has its .pyc files
         hook = CALL.format(setup="import cuvil_aot; cuvil_aot.install()")
