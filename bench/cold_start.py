@@ -9,7 +9,7 @@ on the machine hits every variant alike. "over numpy" subtracts the numpy baseli
 (DESIGN.md target: within 50 ms on a cache hit). Numba and torch anchors run only
 where those packages are installed.
 
-Measured 2026-11-30 09:30 UTC on the 2-core Zen 5 VM (Python 3.11, NumPy 2.4, gcc 12,
+Measured 2026-11-30 09:15 UTC on the 2-core Zen 5 VM (Python 3.11, NumPy 2.4, gcc 12,
 CPU-only builds), quiet, --runs 11:
 
     python -c "import numpy"                   69.6 ms wall
