@@ -1,7 +1,8 @@
 // The generated softmax kernels (gen_softmax_*.cuh: a = as generated, b = multiply by the
 // reciprocal of the sum, c = b with fmaxf; r adds _bcu32, -DHAS_BCU) timed at 4096 x 4096
 // on the device machine:
-//   nvcc -O3 -std=c++17 -arch=sm_90 -I../../native/include -DVARIANT='"gen_softmax_a.cuh"' gen_probe.cu
+//   nvcc -O3 -std=c++17 -arch=sm_90 -I../../native/include -DHAS_BCU -DVARIANT='"gen_softmax_r.cuh"' gen_probe.cu
+// (variants a, p and q of gpu_rows.md: `git show 945d4e4:bench/gpu/gen_softmax_a.cuh`)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

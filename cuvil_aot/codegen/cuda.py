@@ -377,8 +377,8 @@ class _RowCache:
 
 
 def unit_axis(k: CudaKernel) -> int | None:
-    """The loop variable along a row when the row is one axis (``_bcu32`` is then worth
-    having), else None."""
+    """The loop variable along a row when the row is one axis, else None (``_bcu32`` is
+    then never launched)."""
     reduced = list(k.group.space.reduce_axes)
     return reduced[0] if len(reduced) == 1 else None
 
@@ -391,15 +391,14 @@ def _rows(em: CudaEmitter, w: Writer) -> None:
     ``_bc32`` keeps a run-time team: with a constant one ptxas precomputes the R strided
     addresses into 96 registers (64 otherwise), halving the blocks an SM holds."""
     k = em.k
+    unit = unit_axis(k)
     plain, cached = _row_passes(em, cache=False), _row_passes(em, cache=True)
-    for name, params, inner in ((f"{k.name}_rows", "class I, int TEAM", plain),
-                                (f"{k.name}_rows_c", "class I, int TEAM, int R, bool UNIT",
-                                 cached)):
+    for name, params, inner, row_unit in (
+            (f"{k.name}_rows", "class I, int TEAM", plain, None),
+            (f"{k.name}_rows_c", "class I, int TEAM, int R, bool UNIT", cached, unit)):
         with w.block(f"template <{params}> static __device__ __forceinline__ void "
                      f"{name}(const {k.name}_args *a)"):
-            if inner is plain:
-                w.line("constexpr bool UNIT = false;")
-            _row_prologue(em, w)
+            _row_prologue(em, w, row_unit)
             with w.block("for (I row = first; row < rows; row += (I)gridDim.x * teams)"):
                 _decompose(w, list(em.group.space.kept_axes), "row", "I")
                 w.extend(inner)
@@ -408,14 +407,15 @@ def _rows(em: CudaEmitter, w: Writer) -> None:
                                          ("b32", "int32_t", 0, ROW_BLOCK),
                                          ("b64", "int64_t", 0, ROW_BLOCK)):
         _entry(w, k, suffix, f"{threads}", f"{k.name}_rows<{index}, {team}>(a);")
-    for suffix, team, unit in (("bc32", 0, "false"), ("bcu32", ROW_BLOCK, "true")):
-        _entry(w, k, suffix, f"{ROW_BLOCK}",
-               f"{k.name}_rows_c<int32_t, {team}, {ROW_CACHE}, {unit}>(a);")
+    _entry(w, k, "bc32", f"{ROW_BLOCK}", f"{k.name}_rows_c<int32_t, 0, {ROW_CACHE}, false>(a);")
+    unit_call = f"{k.name}_rows_c<int32_t, {ROW_BLOCK}, {ROW_CACHE}, true>(a);"
+    _entry(w, k, "bcu32", f"{ROW_BLOCK}",  # the host never picks it for a row of several axes
+           unit_call if unit is not None else "__trap();")
 
 
-def _row_prologue(em: CudaEmitter, w: Writer) -> None:
+def _row_prologue(em: CudaEmitter, w: Writer, unit: int | None) -> None:
     space = em.group.space
-    _prologue(em.k, w, "I", unit=unit_axis(em.k))
+    _prologue(em.k, w, "I", unit=unit)
     _sizes(em.k, w, "I")
     w.line(f"const I rows = {_product(list(space.kept_axes))}, "
            f"len = {_product(list(space.reduce_axes))}; (void)len;")
