@@ -42,12 +42,15 @@ class Framework:
         self.lib = pytest.importorskip(name if name != "numba" else "numba.cuda")
 
     def put(self, a: np.ndarray, view: str = "contiguous") -> Any:
-        """A device copy of ``a``; a transposed or strided view of one where asked (Numba's
-        device arrays take neither: they stay contiguous)."""
+        """A device copy of ``a``; a transposed, strided or misaligned (contiguous, one
+        element past an allocation's start) view of one where asked (Numba's device arrays
+        take none: they stay contiguous)."""
         if self.name != "numba" and view == "transposed" and a.ndim == 2:
             return self._put(np.array(a.T, order="C")).T
         if self.name != "numba" and view == "strided" and a.ndim >= 1:
             return self._put(np.repeat(a, 2, axis=-1))[..., ::2]
+        if self.name != "numba" and view == "misaligned" and a.ndim >= 1:  # 4 bytes past 16
+            return self._put(np.concatenate([a.ravel()[:1], a.ravel()]))[1:].reshape(a.shape)
         return self._put(np.array(a, order="C"))  # (ascontiguousarray would make 0-d 1-d)
 
     def _put(self, a: np.ndarray) -> Any:
@@ -157,14 +160,16 @@ def run_check(fn: Callable[..., Any], fw: Framework, args: list[Any], view: str,
 
 def check_module(module: Any, fw: Framework, seed: int, scale: Callable[[str, dict], float],
                  special: bool,
-                 sizes_of: Callable[[np.random.Generator], dict[str, int]]) -> list[str]:
-    """Every signature of every compiled function of ``module``; the failures, described."""
+                 sizes_of: Callable[[np.random.Generator], dict[str, int]],
+                 views: tuple[str, ...] = ("contiguous", "strided", "transposed")) -> list[str]:
+    """Every signature of every compiled function of ``module`` with its inputs in each of
+    ``views`` (see Framework.put); the failures, described."""
     failures = []
     rng = np.random.default_rng(seed)
     for name, sigs in sorted(module.__artifact__.manifest["functions"].items()):
         fn = getattr(module, name)
         for sig in sigs:
-            for view in ("contiguous", "strided", "transposed"):
+            for view in views:
                 sizes = sizes_of(rng)
                 try:  # float -> int casts of NaN/Inf/huge values are undefined: no specials
                     args = draw_args(rng, sig, sizes, special and name != "casts")

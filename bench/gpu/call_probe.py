@@ -1,8 +1,9 @@
 """Where the host time of a small GPU call goes (issue 6, batch 1): wall time of call +
 synchronize for compiled functions of 1, 2 and 3 kernels, with and without out=, next to
 torch.empty and an empty torch kernel, then the device time of each kernel of an LSTM
-step and a ResNet head call (CUPTI, through torch.profiler). Run on the device machine
-after installing; CUVIL_AOT_CUDA_ONE=0 splits a one-kernel call into its kernels:
+step and a ResNet head call at batch 1 and 256 (CUPTI, through torch.profiler). Run on the
+device machine after installing; CUVIL_AOT_CUDA_ONE=0 splits a one-kernel call into its
+kernels:
 
     python bench/gpu/call_probe.py
 """
@@ -82,8 +83,10 @@ def main() -> None:
     feat = torch.randn(1, 512, 7, 7, device="cuda")
     fc_w = torch.randn(512, 1000, device="cuda") * 0.04
     fc_b = torch.randn(1000, device="cuda") * 0.1
+    feat256 = torch.randn(256, 512, 7, 7, device="cuda")
     for name, fn in [("lstm b1 out=", lambda: models.lstm_step(*lstm, out=(h2, c2))),
-                     ("resnet head b1", lambda: models.resnet_head(feat, fc_w, fc_b))]:
+                     ("resnet head b1", lambda: models.resnet_head(feat, fc_w, fc_b)),
+                     ("resnet head b256", lambda: models.resnet_head(feat256, fc_w, fc_b))]:
         print(f"kernels of one {name} call (device us, CUPTI):", kernel_times(fn), flush=True)
 
 

@@ -67,6 +67,49 @@ __global__ void __launch_bounds__(256) splitk(const float *x, const float4 *w, f
     }
 }
 
+// cv_gemv's plan with float4 loads of W: a block owns `cols` columns (a multiple of 4),
+// cols / 4 lanes cover a k-row of the tile, the block's warps split k; LOADS float4 in
+// flight per thread; partial sums meet in shared memory. n a multiple of 4.
+template <int LOADS>
+__global__ void __launch_bounds__(1024) vec(const float *x, const float4 *w, float *y, int k, int n, int cols) {
+    __shared__ float4 part[32][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    const int lpr = cols / 4, rpw = 32 / lpr, n4 = n / 4;
+    const int col4 = blockIdx.x * lpr + lane % lpr;
+    const int first = warp * rpw + lane / lpr, step = nwarps * rpw;
+    float4 acc = {0, 0, 0, 0};
+    if (col4 < n4)
+        for (int k0 = first; k0 < k; k0 += LOADS * step) {
+            float4 v[LOADS];
+            float a[LOADS];
+#pragma unroll
+            for (int u = 0; u < LOADS; u++) {
+                const int r = k0 + u * step;
+                v[u] = r < k ? __ldg(w + (size_t)r * n4 + col4) : float4{0, 0, 0, 0};
+                a[u] = r < k ? __ldg(x + r) : 0.f;
+            }
+#pragma unroll
+            for (int u = 0; u < LOADS; u++) {
+                acc.x = fmaf(a[u], v[u].x, acc.x); acc.y = fmaf(a[u], v[u].y, acc.y);
+                acc.z = fmaf(a[u], v[u].z, acc.z); acc.w = fmaf(a[u], v[u].w, acc.w);
+            }
+        }
+    for (int off = 16; off >= lpr; off >>= 1) {
+        acc.x += __shfl_xor_sync(~0u, acc.x, off); acc.y += __shfl_xor_sync(~0u, acc.y, off);
+        acc.z += __shfl_xor_sync(~0u, acc.z, off); acc.w += __shfl_xor_sync(~0u, acc.w, off);
+    }
+    if (lane < lpr) part[warp][lane] = acc;
+    __syncthreads();
+    if (threadIdx.x < lpr && col4 < n4) {
+        float4 s = part[0][threadIdx.x];
+        for (int i = 1; i < nwarps; i++) {
+            const float4 p = part[i][threadIdx.x];
+            s.x += p.x; s.y += p.y; s.z += p.z; s.w += p.w;
+        }
+        reinterpret_cast<float4 *>(y)[col4] = s;
+    }
+}
+
 int main() {
     int sms; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
@@ -112,6 +155,11 @@ int main() {
                     current<<<(n + cols - 1) / cols, 1024>>>(t, n, cols, Store{y});
                 }, cold);
                 printf("  %s cv_gemv cols=%-2d        %6.2f us  %5.2f TB/s  max err %.1e\n", cold ? "cold" : "hot ", cols, r.first, wbytes / r.first / 1e6, r.second);
+            }
+            for (int cols : {8, 16, 32, 64}) {
+                CK(cudaMemset(y, 0xff, n * 4));
+                auto r = time([&](int i) { vec<4><<<(n + cols - 1) / cols, 1024>>>(x, (const float4 *)w[i], y, k, n, cols); }, cold);
+                printf("  %s float4 cols=%-2d         %6.2f us  %5.2f TB/s  max err %.1e\n", cold ? "cold" : "hot ", cols, r.first, wbytes / r.first / 1e6, r.second);
             }
             auto run = [&](auto kern, int R, const char *name) {
                 const int tiles = (n / 4 + 31) / 32, slices = (k + 8 * R - 1) / (8 * R);

@@ -183,6 +183,7 @@ def args_struct(k: CudaKernel, w: Writer) -> None:
         if k.group.kind is Kind.GEMM:
             w.line(f"cv_gpu_term t[{len(k.group.terms)}];")
             w.line("int64_t cols;  /* columns per block of the GEMV main loop */")
+            w.line("int64_t vec;  /* 1: the GEMV reads B as float4 */")
         for pname, node in sorted(k.scalars.items()):
             w.line(f"{ops_c.CTYPE[_scalar_dtype(node)]} arg_{pname};")
         for sym in sorted(k.symbols):
@@ -248,7 +249,7 @@ def _gemv_call(k: CudaKernel, mr: int) -> str:
     nloops = k.nloops
     batch = "a->n[0]" if nloops == 3 else "1"
     return (f"cv_gemv<{k.acc_type}, {mr}>(a->t, {len(k.group.terms)}, a->n[{nloops - 2}], "
-            f"a->n[{nloops - 1}], {batch}, (int)a->cols, {k.name}_epi{{a}});")
+            f"a->n[{nloops - 1}], {batch}, (int)a->cols, (int)a->vec, {k.name}_epi{{a}});")
 
 
 # Pieces ------------------------------------------------------------------------------

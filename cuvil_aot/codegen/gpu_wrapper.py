@@ -402,10 +402,13 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
                 # narrower tiles while twice as many still fit one per SM: a call's
                 # one-kernel has a block per SM, and a second pass over tiles costs a
                 # memory round trip more
-                w.line("int cols = 32;")
-                w.line("while (cols > 8 && (n + cols / 2 - 1) / (cols / 2) * groups * nb <= sm) "
-                       "cols /= 2;")
-                w.line(f"a.cols = cols; kid = {first} + (mr == 1 ? 2 : 3);")
+                w.line(f"const int vec = {_vec_condition(k)};")
+                # float4 tiles: 16 columns, 32 where 16 would need a second block per SM
+                # (bench/gpu/gemv_probe.cu)
+                w.line("int cols = vec ? ((n + 15) / 16 * groups * nb > sm ? 32 : 16) : 32;")
+                w.line("while (!vec && cols > 8 && (n + cols / 2 - 1) / (cols / 2) * groups * nb "
+                       "<= sm) cols /= 2;")
+                w.line(f"a.cols = cols; a.vec = vec; kid = {first} + (mr == 1 ? 2 : 3);")
                 w.line(f"grid = (uint32_t)((n + cols - 1) / cols * groups); "
                        f"block = {cuda.GEMV_BLOCK};")
                 w.line(f"one.v[{g}] = (int)mr;")
@@ -424,16 +427,28 @@ def _product(items: list[str]) -> str:
     return " * ".join(items) or "1"
 
 
+def _aligned(k: CudaKernel, side: str, inner: str, outer: str) -> str:
+    """Every term's operand ``side`` has unit stride along ``inner``, and its rows along
+    ``outer`` and its batches start on 16 bytes (float32): what float4 loads need."""
+    return " && ".join(c for t in range(len(k.group.terms)) for c in (
+        f"(uintptr_t)a.t[{t}].{side} % 16 == 0", f"a.t[{t}].{side}_{inner} == 1",
+        f"a.t[{t}].{side}_{outer} % 4 == 0", f"a.t[{t}].{side}_bs % 4 == 0"))
+
+
+def _vec_condition(k: CudaKernel) -> str:
+    """float4 loads of B in the GEMV: float32, one row per tile (mr == 1), whole float4s
+    per row of B (n % 4 == 0)."""
+    if k.acc_type != "float":
+        return "0"
+    return f"mr == 1 && n % 4 == 0 && {_aligned(k, 'b', 'cs', 'rs')}"
+
+
 def _tc_choice(w: Writer, k: CudaKernel, first: int) -> None:
     """The tensor-core main loop (128x128 tiles) where the operands suit cp.async: A with k
     contiguous, B with n (_tc) or k (_tct) contiguous, rows and batches 16-byte aligned."""
-    def al(t: int, side: str, inner: str, outer: str) -> list[str]:
-        return [f"(uintptr_t)a.t[{t}].{side} % 16 == 0", f"a.t[{t}].{side}_{inner} == 1",
-                f"a.t[{t}].{side}_{outer} % 4 == 0", f"a.t[{t}].{side}_bs % 4 == 0"]
-    terms = range(len(k.group.terms))
-    a_ok = " && ".join(c for t in terms for c in al(t, "a", "cs", "rs"))
-    bn = " && ".join(c for t in terms for c in al(t, "b", "cs", "rs"))
-    bk = " && ".join(c for t in terms for c in al(t, "b", "rs", "cs"))
+    a_ok = _aligned(k, "a", "cs", "rs")
+    bn = _aligned(k, "b", "cs", "rs")
+    bk = _aligned(k, "b", "rs", "cs")
     w.line(f"const int tc = few_tiles || !({a_ok}) ? 0 : ({bn}) ? 1 : ({bk}) ? 2 : 0;")
     w.line(f"if (tc) kid = {first} + 3 + tc;")
 

@@ -8,7 +8,7 @@
  *    double-buffered shared memory. Any strides (scalar global loads).
  *  - cv_gemv: small m (up to 32). Reads each weight once per 4 rows: a block
  *    owns `cols` columns, its 32 warps split k, partial sums meet in shared
- *    memory.
+ *    memory. float4 loads of the weights where they are contiguous and aligned.
  *  - cv_gemm_tc: float32 on tensor cores (sm_80+), 3xTF32 for float32
  *    accuracy; A with k contiguous, B with n (or k) contiguous, 16-byte
  *    aligned rows. The host checks the layout; on older GPUs it is
@@ -155,38 +155,64 @@ CV_DEV void cv_gemm_tiled(const cv_gpu_term *terms, int nterms, int64_t m, int64
     }
 }
 
+/* W consecutive elements from p (float, W = 4: one float4, p 16-byte aligned). */
+template <class T>
+struct cv_is_float {
+    static constexpr bool value = false;
+};
+template <>
+struct cv_is_float<float> {
+    static constexpr bool value = true;
+};
+template <class T, int W>
+CV_DEV void cv_ldg_w(const T *p, T out[W]) {
+    if constexpr (W == 4 && cv_is_float<T>::value) {
+        const float4 v = __ldg(reinterpret_cast<const float4 *>(p));
+        out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+    } else {
+#pragma unroll
+        for (int e = 0; e < W; e++) out[e] = __ldg(p + e);
+    }
+}
+
 /* One thread's share of one term: rows k = first, first + step, ... of B
- * against MR rows of A, LOADS loads of B in flight per step (the last step's loads
- * predicated, not one at a time). At batch 1 (MR = 1) a thread's share of a 512-row
- * term is one step of 8: one memory round trip per term. With MR = 4 each B load
- * brings 4 loads of A, and 8 of them spill in a one-kernel's 64 registers. */
-template <class T, int MR>
+ * (W consecutive columns from `col`) against MR rows of A, LOADS loads of B in
+ * flight per step (the last step's loads predicated, not one at a time). At
+ * batch 1 (MR = 1) a thread's share of a 512-row term is one step: one memory
+ * round trip per term. With MR = 4 each B load brings 4 loads of A; more of them
+ * spill in a one-kernel's 64 registers. */
+template <class T, int MR, int W>
 CV_DEV void cv_gemv_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t row0, int64_t col,
-                         int64_t first, int64_t step, T acc[MR]) {
-    constexpr int LOADS = MR == 1 ? 8 : 4;
+                         int64_t first, int64_t step, T acc[MR][W]) {
+    constexpr int LOADS = W == 4 ? 4 : MR == 1 ? 8 : 4;
     const T *a = reinterpret_cast<const T *>(t.a) + bat * t.a_bs;
     const T *b = reinterpret_cast<const T *>(t.b) + bat * t.b_bs + col * t.b_cs;
     int64_t arow[MR];
 #pragma unroll
     for (int r = 0; r < MR; r++) arow[r] = (row0 + r < m ? row0 + r : m - 1) * t.a_rs;
     for (int64_t k = first; k < t.k; k += LOADS * step) {
-        T w[LOADS];
+        T w[LOADS][W];
 #pragma unroll
-        for (int u = 0; u < LOADS; u++)
-            w[u] = k + u * step < t.k ? __ldg(b + (k + u * step) * t.b_rs) : T(0);
+        for (int u = 0; u < LOADS; u++) {
+            if (k + u * step < t.k) {
+                cv_ldg_w<T, W>(b + (k + u * step) * t.b_rs, w[u]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < W; e++) w[u][e] = T(0);
+            }
+        }
 #pragma unroll
         for (int u = 0; u < LOADS; u++)
             if (k + u * step < t.k)
 #pragma unroll
-                for (int r = 0; r < MR; r++)
-                    acc[r] = fma(__ldg(a + arow[r] + (k + u * step) * t.a_cs), w[u], acc[r]);
+                for (int r = 0; r < MR; r++) {
+                    const T x = __ldg(a + arow[r] + (k + u * step) * t.a_cs);
+#pragma unroll
+                    for (int e = 0; e < W; e++) acc[r][e] = fma(x, w[u][e], acc[r][e]);
+                }
     }
 }
 
-/* Tiles of MR rows x `cols` columns (8, 16 or 32), block-stride over grid.x (one
- * tile per block when grid.x is their number), batches over grid.y; block: up to
- * CV_GEMV_THREADS. Lane l of a warp owns column l % cols and every
- * (32 / cols)-th k of its warp's share. */
 /* The GEMV's partial sums: one array per (T, MR), not per epilogue type, so that the
  * GEMVs of a one-kernel (cuda.py) share it within the 48 KB of static shared memory. */
 template <class T, int MR>
@@ -195,27 +221,36 @@ CV_DEV T (*cv_gemv_parts())[MR][32] {
     return part;
 }
 
-template <class T, int MR, class Epi>
+/* Tiles of MR rows x `cols` columns (8, 16 or 32), block-stride over grid.x (one
+ * tile per block when grid.x is their number), batches over grid.y; block: up to
+ * CV_GEMV_THREADS. A lane owns W consecutive columns (W = 4: float4 loads of B),
+ * cols / W lanes cover a row of B, and each warp's lanes step through its share
+ * of k; partial sums meet in shared memory. */
+template <class T, int MR, int W, class Epi>
 CV_DEV void cv_gemv_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
                          int64_t nbatch, int cols, int64_t col0, int64_t row0, const Epi &epi) {
     T (*part)[MR][32] = cv_gemv_parts<T, MR>();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-    const int per_warp = 32 / cols;
-    const int64_t col = col0 + lane % cols;
-    const int64_t first = (int64_t)warp * per_warp + lane / cols, step = (int64_t)nwarps * per_warp;
+    const int lanes = cols / W, per_warp = 32 / lanes;
+    const int64_t col = col0 + (lane % lanes) * W;
+    const int64_t first = (int64_t)warp * per_warp + lane / lanes, step = (int64_t)nwarps * per_warp;
     for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
-        T acc[MR];
-#pragma unroll
-        for (int r = 0; r < MR; r++) acc[r] = 0;
-        if (col < n)
-            for (int t = 0; t < nterms; t++)
-                cv_gemv_term<T, MR>(terms[t], bat, m, row0, col, first, step, acc);
+        T acc[MR][W];
 #pragma unroll
         for (int r = 0; r < MR; r++)
-            for (int off = 16; off >= cols; off >>= 1) acc[r] += cv_shfl_xor(acc[r], off);
-        if (lane < cols)
 #pragma unroll
-            for (int r = 0; r < MR; r++) part[warp][r][lane] = acc[r];
+            for (int e = 0; e < W; e++) acc[r][e] = 0;
+        if (col < n)
+            for (int t = 0; t < nterms; t++)
+                cv_gemv_term<T, MR, W>(terms[t], bat, m, row0, col, first, step, acc);
+#pragma unroll
+        for (int r = 0; r < MR; r++)
+#pragma unroll
+            for (int e = 0; e < W; e++) {
+                for (int off = 16; off >= lanes; off >>= 1)
+                    acc[r][e] += cv_shfl_xor(acc[r][e], off);
+                if (lane < lanes) part[warp][r][lane * W + e] = acc[r][e];
+            }
         __syncthreads();
         if (threadIdx.x < MR * cols) {
             const int r = threadIdx.x / cols, c = threadIdx.x % cols;
@@ -227,15 +262,25 @@ CV_DEV void cv_gemv_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_
     }
 }
 
+/* vec: B read as float4 (the host checked: float32, one row per tile, n % 4 == 0,
+ * B's columns contiguous and its rows 16-byte aligned). Not with MR = 4, whose 16
+ * accumulators would spill in 64 registers. */
 template <class T, int MR, class Epi>
 CV_DEV void cv_gemv(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n, int64_t nbatch,
-                    int cols, const Epi &epi) {
+                    int cols, int vec, const Epi &epi) {
     /* cols is 0 in a one-kernel's arguments when the host skipped an empty GEMM */
     const int64_t tiles_n = cols > 0 ? (n + cols - 1) / cols : 0;
     const int64_t tiles = tiles_n * ((m + MR - 1) / MR);
-    for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x)
-        cv_gemv_tile<T, MR>(terms, nterms, m, n, nbatch, cols, (tile % tiles_n) * cols,
-                            (tile / tiles_n) * MR, epi);
+    for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const int64_t col0 = (tile % tiles_n) * cols, row0 = (tile / tiles_n) * MR;
+        if constexpr (cv_is_float<T>::value && MR == 1) {
+            if (vec) {
+                cv_gemv_tile<T, MR, 4>(terms, nterms, m, n, nbatch, cols, col0, row0, epi);
+                continue;
+            }
+        }
+        cv_gemv_tile<T, MR, 1>(terms, nterms, m, n, nbatch, cols, col0, row0, epi);
+    }
 }
 
 /* Tensor-core main loop, float32 in and out (sm_80+).
