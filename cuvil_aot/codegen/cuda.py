@@ -57,8 +57,12 @@ BLOCK = 256  # elementwise, warp-per-row and tiled GEMM blocks
 ROW_BLOCK = 256
 GEMV_BLOCK = 1024
 VEC = 4  # elements per step of a _flat kernel
+# Rows of up to 64 (a pooling's 7 x 7): 8 lanes per row. A warp per row had one row's
+# loads in flight per warp (ResNet head, batch 256: 21 us for 26 MB).
+QUARTER = 8
+SHORT_ROW = 64
 ENTRIES = {Kind.ELEMENTWISE: ("s32", "s64", "flat"),
-           Kind.ROW: ("w32", "w64", "b32", "b64", "bc32", "bcu32"),
+           Kind.ROW: ("w32", "w64", "b32", "b64", "bc32", "bcu32", "q32"),
            Kind.GEMM: ("tiled", "tiled64", "gemv1", "gemv4")}
 GEMM_TC = ("tc", "tct")  # float32 only: tensor cores, B with n (tc) or k (tct) contiguous
 HEADER = '#include <cooperative_groups.h>\n#include "cuvil_aot/cuda_gemm.h"\n'
@@ -219,7 +223,7 @@ def one_kernel(prefix: str, kernels: list[CudaKernel]) -> str:
     synchronize 11.4 us, one cooperative launch with one barrier 8.8 us;
     bench/gpu/gpu_rows.md). Each kernel's code runs block-stride over any grid; v[g]
     picks its variant: elementwise 1 = 32-bit offsets; rows (64-bit ? 2 : 0) + (a block
-    per row ? 1 : 0); GEMV its rows per tile (1 or 4)."""
+    per row ? 1 : 0), or 4 for a quarter warp per row; GEMV its rows per tile (1 or 4)."""
     w = Writer()
     with w.block(f'extern "C" __global__ void __launch_bounds__({ONE_BLOCK}, 1) '
                  f"{prefix}_one(const __grid_constant__ {prefix}_one_args o)"):
@@ -237,10 +241,11 @@ def _one_call(k: CudaKernel, v: str) -> str:
     if k.group.kind is Kind.ELEMENTWISE:
         return f"if ({v}) {name}_strided<int32_t>(a); else {name}_strided<int64_t>(a);"
     if k.group.kind is Kind.ROW:
-        return " else ".join(f"if ({v} == {(2 if wide else 0) + (1 if block else 0)}) "
-                             f"{name}_rows<{'int64_t' if wide else 'int32_t'}, "
-                             f"{0 if block else 32}>(a);"
-                             for wide in (False, True) for block in (False, True))
+        return " else ".join([f"if ({v} == {(2 if wide else 0) + (1 if block else 0)}) "
+                              f"{name}_rows<{'int64_t' if wide else 'int32_t'}, "
+                              f"{0 if block else 32}>(a);"
+                              for wide in (False, True) for block in (False, True)] +
+                             [f"{name}_rows<int32_t, {QUARTER}>(a);"])
     return f"if ({v} == 1) {_gemv_call(k, 1)} else {_gemv_call(k, 4)}"
 
 
@@ -385,7 +390,8 @@ def unit_axis(k: CudaKernel) -> int | None:
 
 
 def _rows(em: CudaEmitter, w: Writer) -> None:
-    """TEAM: 32 (a warp per row), 0 (a block of any size per row) or the block size.
+    """TEAM: 32 (a warp per row), 8 (a quarter warp per row: four short rows' loads in
+    flight per warp), 0 (a block of any size per row) or the block size.
     ``_bcu32`` has both the block size and the row's stride as constants, so a thread's R
     loads are one address plus immediates: the generated softmax then issues as few
     instructions as a hand-written one (PTX: 719 against 890 for ``_bc32``, 671 by hand).
@@ -408,6 +414,7 @@ def _rows(em: CudaEmitter, w: Writer) -> None:
                                          ("b32", "int32_t", 0, ROW_BLOCK),
                                          ("b64", "int64_t", 0, ROW_BLOCK)):
         _entry(w, k, suffix, f"{threads}", f"{k.name}_rows<{index}, {team}>(a);")
+    _entry(w, k, "q32", f"{BLOCK}", f"{k.name}_rows<int32_t, {QUARTER}>(a);")
     _entry(w, k, "bc32", f"{ROW_BLOCK}", f"{k.name}_rows_c<int32_t, 0, {ROW_CACHE}, false>(a);")
     unit_call = f"{k.name}_rows_c<int32_t, {ROW_BLOCK}, {ROW_CACHE}, true>(a);"
     _entry(w, k, "bcu32", f"{ROW_BLOCK}",  # the host never picks it for a row of several axes
@@ -420,10 +427,11 @@ def _row_prologue(em: CudaEmitter, w: Writer, unit: int | None) -> None:
     _sizes(em.k, w, "I")
     w.line(f"const I rows = {_product(list(space.kept_axes))}, "
            f"len = {_product(list(space.reduce_axes))}; (void)len;")
+    w.line("constexpr int LANES = cv_team_in_warp<TEAM> ? TEAM : 0;  /* a team in a warp */")
     w.line("const I team = TEAM ? (I)TEAM : (I)blockDim.x;")
-    w.line("const I tid = (I)(TEAM == 32 ? (threadIdx.x & 31) : threadIdx.x);")
-    w.line("const I teams = (I)(TEAM == 32 ? (blockDim.x >> 5) : 1); (void)team;")
-    w.line("const I first = (I)blockIdx.x * teams + (I)(TEAM == 32 ? (threadIdx.x >> 5) : 0);")
+    w.line("const I tid = (I)(LANES ? threadIdx.x % LANES : threadIdx.x);")
+    w.line("const I teams = (I)(LANES ? blockDim.x / LANES : 1); (void)team;")
+    w.line("const I first = (I)blockIdx.x * teams + (I)(LANES ? threadIdx.x / LANES : 0);")
 
 
 def _row_passes(em: CudaEmitter, cache: bool) -> Writer:

@@ -382,14 +382,18 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
             w.line(f"const int fits = cv_gpu_fits32(a.n, {nloops}, {strides}, {nops}, rows * len);")
             w.line(f"const int cached = big && fits && len <= {cuda.ROW_CACHE * cuda.ROW_BLOCK};")
             w.line(f"const int unit = {_unit_rows(k)};")
-            w.line(f"const int kid = {first} + "
-                   "(cached ? 4 + unit : (big ? 2 : 0) + (fits ? 0 : 1));")
+            # 8 lanes per short row; every lane of a warp then has a row or none
+            w.line(f"const int quarter = !big && fits && len <= {cuda.SHORT_ROW} && "
+                   f"rows % {32 // cuda.QUARTER} == 0;")
+            w.line(f"const int kid = {first} + (quarter ? 6 : "
+                   "cached ? 4 + unit : (big ? 2 : 0) + (fits ? 0 : 1));")
             w.line(f"const uint32_t block = big ? {cuda.ROW_BLOCK} : {cuda.BLOCK}, gy = 1;")
             w.line(f"const uint32_t grid = cached ? cv_gpu_grid_all(rows, 1) : big ? "
                    f"cv_gpu_grid(rows, 1, sm, {2048 // cuda.ROW_BLOCK}) : "
-                   f"cv_gpu_grid(rows, {cuda.BLOCK // 32}, sm, 8);")
+                   f"cv_gpu_grid(rows, {cuda.BLOCK} / (quarter ? {cuda.QUARTER} : 32), sm, 8);")
             w.line(launch)
-            w.line(f"one.v[{g}] = (fits ? 0 : 2) + big; small = small && rows * len <= {ONE_WORK};")
+            w.line(f"one.v[{g}] = quarter ? 4 : (fits ? 0 : 2) + big; "
+                   f"small = small && rows * len <= {ONE_WORK};")
     else:
         _gemm_terms(w, k, st)
         batch = "a.n[0]" if nloops == 3 else "1"

@@ -145,10 +145,10 @@ CV_DEV cv_bool cv_shfl_xor(cv_bool v, int lane_mask) {
     return (cv_bool)__shfl_xor_sync(0xffffffffu, (int)v, lane_mask);
 }
 
-/* Every lane of the warp gets the reduction over the warp. */
-template <class T, class Op>
+/* Every lane gets the reduction over its aligned group of WIDTH lanes (the warp). */
+template <int WIDTH = 32, class T, class Op>
 CV_DEV T cv_warp_reduce(T v, Op op) {
-    for (int off = 16; off > 0; off >>= 1) v = op(v, cv_shfl_xor(v, off));
+    for (int off = WIDTH / 2; off > 0; off >>= 1) v = op(v, cv_shfl_xor(v, off));
     return v;
 }
 
@@ -168,10 +168,14 @@ CV_DEV T cv_block_reduce(T v, Op op) {
     return v;
 }
 
-/* A team works on one row: a warp (TEAM == 32) or the whole block (any other TEAM). */
+/* A team works on one row: TEAM aligned lanes of a warp (TEAM 8 or 32) or the whole
+ * block (TEAM 0 or the block size). */
+template <int TEAM>
+constexpr bool cv_team_in_warp = TEAM != 0 && TEAM <= 32;
+
 template <int TEAM, class T, class Op>
 CV_DEV T cv_team_reduce(T v, Op op) {
-    if constexpr (TEAM == 32) return cv_warp_reduce(v, op);
+    if constexpr (cv_team_in_warp<TEAM>) return cv_warp_reduce<TEAM>(v, op);
     else return cv_block_reduce(v, op);
 }
 
@@ -185,9 +189,9 @@ CV_DEV bool cv_arg_better(T v, int64_t i, T best, int64_t at) {
     return v == best && i < at;
 }
 
-template <bool MAX, class T>
+template <bool MAX, int WIDTH, class T>
 CV_DEV void cv_arg_warp(T &best, int64_t &at) {
-    for (int off = 16; off > 0; off >>= 1) {
+    for (int off = WIDTH / 2; off > 0; off >>= 1) {
         const T v = cv_shfl_xor(best, off);
         const int64_t i = cv_shfl_xor(at, off);
         if (cv_arg_better<MAX>(v, i, best, at)) {
@@ -199,8 +203,8 @@ CV_DEV void cv_arg_warp(T &best, int64_t &at) {
 
 template <int TEAM, bool MAX, class T>
 CV_DEV void cv_team_arg(T &best, int64_t &at) {
-    cv_arg_warp<MAX>(best, at);
-    if constexpr (TEAM != 32) {
+    cv_arg_warp<MAX, cv_team_in_warp<TEAM> ? TEAM : 32>(best, at);
+    if constexpr (!cv_team_in_warp<TEAM>) {
         __shared__ T vals[32];
         __shared__ int64_t idx[32];
         const int warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
