@@ -125,11 +125,11 @@ def test_large_gemm_is_fp32_exact(models):
     run_check(models.ffn_block, fw, big, "contiguous", 4000)
 
 
-@pytest.mark.parametrize("rows,length", [(3000, 7), (2998, 49), (3000, 64), (3000, 300),
+@pytest.mark.parametrize("rows,length", [(3000, 7), (9000, 7), (8998, 49), (9000, 64), (3000, 300),
                                          (2500, 700), (3000, 2000), (100, 4096), (2200, 4096),
                                          (5, 4097)])
 def test_row_kernels(models, rows, length):
-    """Every row kernel entry of softmax and layernorm: a quarter warp (short rows, a
+    """Every row kernel entry of softmax and layernorm: a quarter warp (many short rows, a
     multiple of 4 of them), a warp or a block per row, few or many rows, the row in
     registers (few contiguous rows up to 4096) or re-read; strided views; a NaN that must
     spread over its row."""

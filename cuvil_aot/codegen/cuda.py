@@ -57,8 +57,9 @@ BLOCK = 256  # elementwise, warp-per-row and tiled GEMM blocks
 ROW_BLOCK = 256
 GEMV_BLOCK = 1024
 VEC = 4  # elements per step of a _flat kernel
-# Rows of up to 64 (a pooling's 7 x 7): 8 lanes per row. A warp per row had one row's
-# loads in flight per warp (ResNet head, batch 256: 21 us for 26 MB).
+# Many rows of up to 64 (a pooling's 7 x 7): 8 lanes per row. A warp per row has one
+# row's loads in flight per warp: the ResNet head's pooling at batch 256 (26 MB) took
+# 21.1 us so, 8.5 with 8 lanes per row (CUPTI, bench/gpu/h200_2026-11-30c/).
 QUARTER = 8
 SHORT_ROW = 64
 ENTRIES = {Kind.ELEMENTWISE: ("s32", "s64", "flat"),

@@ -382,8 +382,11 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
             w.line(f"const int fits = cv_gpu_fits32(a.n, {nloops}, {strides}, {nops}, rows * len);")
             w.line(f"const int cached = big && fits && len <= {cuda.ROW_CACHE * cuda.ROW_BLOCK};")
             w.line(f"const int unit = {_unit_rows(k)};")
-            # 8 lanes per short row; every lane of a warp then has a row or none
+            # 8 lanes per short row where rows fill every SM that way (a ResNet head's
+            # pooling at batch 256; at batch 1 its 512 rows took 1.68 us so, 1.51 a warp
+            # each); every lane of a warp then has a row or none
             w.line(f"const int quarter = !big && fits && len <= {cuda.SHORT_ROW} && "
+                   f"rows >= {cuda.BLOCK // cuda.QUARTER} * (int64_t)sm && "
                    f"rows % {32 // cuda.QUARTER} == 0;")
             w.line(f"const int kid = {first} + (quarter ? 6 : "
                    "cached ? 4 + unit : (big ? 2 : 0) + (fits ? 0 : 1));")
