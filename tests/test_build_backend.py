@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from helpers import wheels as W
 
+from cuvil_aot.build import manylinux
+
 pytestmark = pytest.mark.skipif(platform.system() != "Linux", reason="builds Linux wheels")
 X86 = platform.machine() in ("x86_64", "AMD64")
 BACKENDS = ["setuptools", "hatchling", "flit_core", "scikit_build_core"]
@@ -33,7 +35,8 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _check_wheel(wheel: Path) -> dict[str, bytes]:
     files = W.wheel_files(wheel)
-    assert re.search(r"-cp3\d+-cp3\d+t?-linux_\w+\.whl$", wheel.name), wheel.name
+    assert re.search(r"-cp3\d+-cp3\d+t?-(manylinux_2_\d+_|linux_)\w+\.whl$", wheel.name), \
+        wheel.name
     dist_info = wheel.name.split("-")[0] + "-1.0.dist-info"
     assert "Root-Is-Purelib: false" in files[f"{dist_info}/WHEEL"].decode()
     manifest = json.loads(files[f"{dist_info}/cuvil_aot_build.json"])
@@ -140,6 +143,7 @@ def test_no_unexpected_libraries_and_never_libcuda(cache: Path, tmp_path: Path) 
     manifest = json.loads(files["cvsample-1.0.dist-info/cuvil_aot_build.json"])
     has_nvcc = nvcc.find_nvcc(os.environ.get("CUDA_HOME", "")) is not None
     assert manifest["gpu"].startswith("fatbin for sm_90, compute_90" if has_nvcc else "CPU-only")
+    everything_needed: set[str] = set()
     for name, data in files.items():
         if name.endswith(".so"):
             library = tmp_path / Path(name).name
@@ -147,6 +151,9 @@ def test_no_unexpected_libraries_and_never_libcuda(cache: Path, tmp_path: Path) 
             needed = _needed(library)
             assert needed <= ALLOWED_NEEDED, (name, needed)
             assert not any("cuda" in lib for lib in needed)
+            everything_needed |= needed
+    if everything_needed <= manylinux.GLIBC_LIBRARIES:  # installable beyond this machine
+        assert re.search(r"-manylinux_2_\d+_\w+\.whl$", wheel.name), wheel.name
     if shutil.which("auditwheel") is not None:
         proc = subprocess.run(["auditwheel", "show", str(wheel)], capture_output=True,
                               text=True)

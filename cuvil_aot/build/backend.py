@@ -1,10 +1,11 @@
 """The PEP 517 / PEP 660 hooks of ``cuvil_aot.build``, behind the tiny hook module.
 
 build_wheel: the inner backend builds the pure wheel; the AOT pass compiles its marked
-modules (aot.py); the wheel is retagged for this interpreter and platform and
-rewritten (wheel.py). build_editable: the inner backend's editable wheel plus a .pth
-file that turns on cuvil_aot's import hook, so an edited module recompiles at its
-next import. build_sdist: the inner backend's, untouched (pure source).
+modules (aot.py); the wheel is retagged for this interpreter and for the oldest glibc its
+shared objects allow, ``manylinux_2_N`` (manylinux.py), and rewritten (wheel.py).
+build_editable: the inner backend's editable wheel plus a .pth file that turns on
+cuvil_aot's import hook, so an edited module recompiles at its next import. build_sdist:
+the inner backend's, untouched (pure source).
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def build_wheel(wheel_directory: str, config: Config) -> str:
                 say(f"{len(records)} module(s) compiled; {note}")
             else:
                 say(f"warning: no marked module matched include={list(settings.include)}")
-            wheel.retag(wheelfile.native_tag())
+            wheel.retag(wheelfile.portable_tag(wheel))
             aot.build_manifest(wheel, settings, records, note)
             epoch = wheelfile.source_date_epoch(os.environ)
             return wheel.write(Path(wheel_directory), epoch).name
@@ -123,7 +124,9 @@ def build_editable(wheel_directory: str, config: Config) -> str:
 
 
 def prepare_metadata(metadata_directory: str, config: Config) -> str:
-    """The inner backend's metadata, with the WHEEL file of the wheel build_wheel makes."""
+    """The inner backend's metadata, its WHEEL file retagged as a platform wheel of this
+    machine (``linux_<arch>``: the manylinux tag of the wheel build_wheel makes depends on
+    the modules it compiles; frontends compare the name and version, not the tag)."""
     def run() -> str:
         backend = inner.load(_settings(config).backend)
         if inner.has(backend, "prepare_metadata_for_build_wheel"):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cuvil_aot import pyconfig
+from cuvil_aot.build import manylinux
 
 _EPOCH_MIN = 315532800  # 1980-01-01: the oldest time a zip entry can hold
 
@@ -46,6 +47,12 @@ def platform_tag() -> str:
 def native_tag() -> str:
     """The tag of a wheel holding extensions for this interpreter on this machine."""
     return "-".join([*interpreter_tags(), platform_tag()])
+
+
+def portable_tag(wheel: Wheel) -> str:
+    """native_tag with the manylinux platform that ``wheel``'s shared objects allow."""
+    objects = (data for name, data in wheel.files.items() if name.endswith(".so"))
+    return "-".join([*interpreter_tags(), manylinux.platform_tag(objects, platform_tag())])
 
 
 def source_date_epoch(env: Mapping[str, str]) -> int | None:
