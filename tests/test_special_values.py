@@ -37,6 +37,12 @@ SHAPES = {
                             (3072, 768), (768,)],
 }
 SCALE = {"matmul_relu": 20, "lstm_step": 20, "resnet_head": 50, "ffn_block": 200}
+# Arguments that get no infinities. ffn_block's w2 multiplies gelu(z), which is exactly
+# -0.0 in float32 once tanh(...) rounds to -1: for z = -5.177 tanh(-9.08) is -1.0
+# correctly rounded (ours) and -0.99999994 in NumPy (1 ulp off), so an inf in w2 gives
+# 0 * inf = NaN here and -inf in NumPy and in float64. One ulp of tanh decides; neither
+# answer is wrong. NaN and the other special values still go into w2.
+NO_INF = {("ffn_block", 5)}
 EXAMPLES = {"resnet_head": 6, "ffn_block": 6}
 """Fewer examples for the functions with large static weights (each call is ~10 ms)."""
 
@@ -51,6 +57,10 @@ def sprinkled(shape: tuple[int, ...], rng: np.random.Generator, kinds: list[floa
         x[picks] = rng.choice(np.array(kinds, np.float32), size=int(picks.sum()))
         x.flat[rng.integers(x.size)] = rng.choice(np.array(kinds, np.float32))  # at least one
     return x
+
+
+def _kinds(name: str, arg: int, kinds: list[float]) -> list[float]:
+    return [k for k in kinds if not np.isinf(k)] if (name, arg) in NO_INF else kinds
 
 
 def case(name: str) -> Any:
@@ -74,8 +84,9 @@ def test_special_values_match_numpy(compiled: Any, name: str) -> None:
         rng = np.random.default_rng(seed)
         shapes = SHAPES[name](sizes)
         # Special values in one argument, or (target 0 on odd seeds) in all of them.
-        args = [sprinkled(s, rng, kinds if i == target or (seed % 2 and target == 0) else [],
-                          fraction) for i, s in enumerate(shapes)]
+        args = [sprinkled(s, rng, _kinds(name, i, kinds)
+                          if i == target or (seed % 2 and target == 0) else [], fraction)
+                for i, s in enumerate(shapes)]
         check(fn, *args, scale=SCALE.get(name, 4))
 
     run()
