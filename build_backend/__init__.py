@@ -2,7 +2,8 @@
 
 scikit-build-core builds ``native/`` (the ``_runtime`` extension) and the wheel; then
 cuvil_aot's AOT pass compiles ``cuvil_aot/nn.py`` into it, so the installed wheel
-ships ``cuvil_aot.nn`` precompiled.
+ships ``cuvil_aot.nn`` precompiled, and the wheel is retagged manylinux like the wheels
+of user projects (cuvil_aot/build/manylinux.py).
 
 The compiler that runs is the one inside the wheel just built: its worker process
 imports ``cuvil_aot`` from the unpacked wheel (PYTHONPATH), with the fresh
@@ -72,6 +73,7 @@ def build_wheel(wheel_directory: str, config_settings: Config = None,
             if len(records) != len(AOT_MODULES):
                 raise aot.CompileFailed(f"expected {AOT_MODULES} compiled, got {records}")
             aot.build_manifest(wheel, settings, records, note)
+            wheel.retag(wheelfile.portable_tag(wheel))  # manylinux_2_N where glibc is all
             epoch = wheelfile.source_date_epoch(os.environ)
             return wheel.write(Path(wheel_directory), epoch).name
 

@@ -235,7 +235,8 @@ def test_cuda_required_without_nvcc_fails(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_cuvil_aot_wheel_ships_nn_precompiled(tmp_path: Path) -> None:
-    """cuvil_aot built by its own backend: cuvil_aot.nn comes compiled in the wheel."""
+    """cuvil_aot built by its own backend: cuvil_aot.nn comes compiled in the wheel, and
+    the wheel is a manylinux one (the runtime links glibc alone)."""
     if not (W.REPO / "build_backend").is_dir():
         pytest.skip("needs the source checkout")
     env = W.clean_env(tmp_path / "cache")
@@ -243,6 +244,7 @@ def test_cuvil_aot_wheel_ships_nn_precompiled(tmp_path: Path) -> None:
                   "-w", str(tmp_path / "dist"), str(W.REPO)], env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (wheel,) = (tmp_path / "dist").glob("cuvil_aot-*.whl")
+    assert re.search(r"-manylinux_2_\d+_\w+\.whl$", wheel.name), wheel.name  # glibc only
     files = W.wheel_files(wheel)
     assert "cuvil_aot/nn.cuvil_aot.json" in files
     python = W.fresh_venv(tmp_path / "venv", with_cuvil_aot=False)
