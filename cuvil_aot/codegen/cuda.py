@@ -224,7 +224,7 @@ def one_kernel(prefix: str, kernels: list[CudaKernel]) -> str:
     synchronize 11.4 us, one cooperative launch with one barrier 8.8 us;
     bench/gpu/gpu_rows.md). Each kernel's code runs block-stride over any grid; v[g]
     picks its variant: elementwise 1 = 32-bit offsets; rows (64-bit ? 2 : 0) + (a block
-    per row ? 1 : 0), or 4 for a quarter warp per row; GEMV its rows per tile (1 or 4)."""
+    per row ? 1 : 0); GEMV its rows per tile (1 or 4)."""
     w = Writer()
     with w.block(f'extern "C" __global__ void __launch_bounds__({ONE_BLOCK}, 1) '
                  f"{prefix}_one(const __grid_constant__ {prefix}_one_args o)"):
@@ -242,11 +242,10 @@ def _one_call(k: CudaKernel, v: str) -> str:
     if k.group.kind is Kind.ELEMENTWISE:
         return f"if ({v}) {name}_strided<int32_t>(a); else {name}_strided<int64_t>(a);"
     if k.group.kind is Kind.ROW:
-        return " else ".join([f"if ({v} == {(2 if wide else 0) + (1 if block else 0)}) "
-                              f"{name}_rows<{'int64_t' if wide else 'int32_t'}, "
-                              f"{0 if block else 32}>(a);"
-                              for wide in (False, True) for block in (False, True)] +
-                             [f"{name}_rows<int32_t, {QUARTER}>(a);"])
+        return " else ".join(f"if ({v} == {(2 if wide else 0) + (1 if block else 0)}) "
+                             f"{name}_rows<{'int64_t' if wide else 'int32_t'}, "
+                             f"{0 if block else 32}>(a);"
+                             for wide in (False, True) for block in (False, True))
     return f"if ({v} == 1) {_gemv_call(k, 1)} else {_gemv_call(k, 4)}"
 
 

@@ -395,8 +395,9 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
                    f"cv_gpu_grid(rows, 1, sm, {2048 // cuda.ROW_BLOCK}) : "
                    f"cv_gpu_grid(rows, {cuda.BLOCK} / (quarter ? {cuda.QUARTER} : 32), sm, 8);")
             w.line(launch)
-            w.line(f"one.v[{g}] = quarter ? 4 : (fits ? 0 : 2) + big; "
-                   f"small = small && rows * len <= {ONE_WORK};")
+            # the one-kernel keeps a warp per short row: a quarter warp there has not run
+            # on a GPU yet (a ResNet head at batch 9-32 would take it)
+            w.line(f"one.v[{g}] = (fits ? 0 : 2) + big; small = small && rows * len <= {ONE_WORK};")
     else:
         _gemm_terms(w, k, st)
         batch = "a.n[0]" if nloops == 3 else "1"
