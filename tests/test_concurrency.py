@@ -368,6 +368,9 @@ def test_pool_and_output_cache_are_race_free_under_tsan(tmp_path: Path) -> None:
     env = {**os.environ, "TSAN_OPTIONS": "halt_on_error=0 exitcode=66"}
     control = subprocess.run([str(exe), "control"], capture_output=True, text=True, env=env,
                              timeout=120)
+    if "data race" not in control.stderr and "ThreadSanitizer" in control.stderr:
+        # e.g. "unexpected memory mapping" on kernels with more ASLR bits than it knows
+        pytest.skip(f"ThreadSanitizer does not run here: {control.stderr.strip()[:300]}")
     assert control.returncode == 66 and "data race" in control.stderr, control.stderr[-2000:]
     for _ in range(3):
         run = subprocess.run([str(exe)], capture_output=True, text=True, env=env, timeout=300)
