@@ -224,7 +224,9 @@ def test_gemm_matches_numpy(case, level):
         (1, 512, 2048),
         (3, 300, 1000),
         (16, 700, 129),
-        (9, 1100, 300),  # rows kernel: B past RG_CACHED, so 8-row blocks, m > RMAX
+        (9, 1100, 300),  # rows kernel: B past RG_CACHED, m > RMAX: RG_MANY-row blocks
+        (14, 1037, 280),  # the same, row groups of 4, 4, 4, 2 and k % 32 rows left
+        (4, 1100, 300),  # B past RG_CACHED, m = RMAX: RG-row blocks
         (1, 3001, 300),  # one row, B past RG_CACHED in short runs: rows_stream, k % 8 rows left
         (32, 128, 64),  # tiny: small-m path in two row groups
         (27, 200, 150),  # tiny: row groups of 16 and 11
