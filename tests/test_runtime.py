@@ -230,6 +230,9 @@ def test_gemm_matches_numpy(case, level):
         (1, 3001, 300),  # one row, B past RG_CACHED in short runs: rows_stream, k % 8 rows left
         (32, 128, 64),  # tiny: small-m path in two row groups
         (27, 200, 150),  # tiny: row groups of 16 and 11
+        (24, 1100, 300),  # not tiny, up to 32 rows: small-m path in one row group
+        (32, 300, 1000),  # the same at 32 rows, B in several column chunks
+        (30, 100, 8),  # tiny and narrower than a column group: the packed path
         (200, 1100, 300),
         (600, 70, 90),
         (37, 9, 5000),

@@ -24,11 +24,15 @@
 /* The small-m path: at most this many rows; column chunks whose sums fit
  * in SMALL_TILE bytes (L1/L2), SMALL_SPLIT chunks per thread if they stay
  * SMALL_RUN bytes wide; at least SMALL_GRAIN bytes of B per task. */
-#define CV_GEMM_SMALL_M 16
-/* Also up to this many rows, in groups of SMALL_M, for a product below
- * TINY_FLOPS (its B sits in cache): packing A and B cost more than the
- * unpacked rows kernel costs (32x128x64: 3.9 -> 2.0 us, 2.7 on one thread). */
-#define CV_GEMM_SMALL_M_TINY 32
+#define CV_GEMM_SMALL_M 32
+/* A product below TINY_FLOPS (its B sits in cache) takes row groups of at
+ * most this many rows: wider column chunks (32x128x64 and 27x200x150 ran
+ * 1.08-1.12x slower in one group). Larger products take one group, so B is
+ * streamed once: packing A and B cost more there than the unpacked rows
+ * kernel (in-process A/B, 2 threads, against the packed path: 17x768x3072
+ * 0.77x the time, 24x3072x768 0.53x, 32x3072x768 0.52x, 20x512x1000 0.56x;
+ * 32x128x64: 3.9 -> 2.0 us). */
+#define CV_GEMM_SMALL_M_TINY 16
 #define CV_GEMM_SMALL_TILE ((int64_t)32 << 10)
 #define CV_GEMM_SMALL_SPLIT 1 /* one contiguous run of columns per thread: each streams
                                  its part of every row in one piece, which the prefetcher

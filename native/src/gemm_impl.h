@@ -358,21 +358,28 @@ static void FN(small_range)(void *ctx, int64_t begin, int64_t end) {
     atomic_store(&jb->busy[s], 0);
 }
 
-/* True when the small-m path applies: few rows (a few more for a tiny
- * product at least one column group wide: narrower ones waste most of each
- * vector, 32x128x32 ran 1.1x slower on one thread), and each term's B has
- * unit column stride (rows kernel) or unit row stride with A's unit column
- * stride (dots kernel). */
-static int FN(small_fits)(const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
+/* A product below CV_GEMM_TINY_FLOPS: its B sits in cache. */
+static int FN(small_tiny)(const FN(cv_gemm) *g) {
     int64_t ksum = 0;
+    for (int t = 0; t < g->nterms; t++)
+        ksum += FN(term_k)(&g->terms[t]);
+    return 2.0 * g->nbatch * g->m * g->n * ksum < CV_GEMM_TINY_FLOPS;
+}
+
+/* True when the small-m path applies: up to SMALL_M_TINY rows, up to SMALL_M
+ * unless the product is tiny and narrower than one column group (those waste
+ * most of each vector: 32x128x32 ran 1.1x slower on one thread), and each
+ * term's B has unit column stride (rows kernel) or unit row stride with A's
+ * unit column stride (dots kernel). */
+static int FN(small_fits)(const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
     for (int t = 0; t < g->nterms; t++) {
         const FN(cv_gemm_term) *tm = &g->terms[t];
         if (tm->k > 0 && tm->b_cs != 1 && (tm->b_rs != 1 || tm->a_cs != 1))
             return 0;
-        ksum += FN(term_k)(tm);
     }
-    int tiny = 2.0 * g->nbatch * g->m * g->n * ksum < CV_GEMM_TINY_FLOPS;
-    return g->m <= CV_GEMM_SMALL_M || (tiny && g->m <= CV_GEMM_SMALL_M_TINY && g->n >= kt->rw);
+    if (g->m <= CV_GEMM_SMALL_M_TINY)
+        return 1;
+    return g->m <= CV_GEMM_SMALL_M && (!FN(small_tiny)(g) || g->n >= kt->rw);
 }
 
 /* Column chunks whose rows x width sums fit CV_GEMM_SMALL_TILE, at least
@@ -398,7 +405,8 @@ static void FN(small_chunks)(FN(small_job) *jb, int nthreads) {
 static int FN(small)(const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
     int nthreads = cv_num_threads();
     FN(small_job) jb = {.g = g, .kt = kt};
-    jb.rows = g->m < CV_GEMM_SMALL_M ? g->m : CV_GEMM_SMALL_M;
+    int64_t group = FN(small_tiny)(g) ? CV_GEMM_SMALL_M_TINY : CV_GEMM_SMALL_M;
+    jb.rows = g->m < group ? g->m : group;
     jb.rgroups = (g->m + jb.rows - 1) / jb.rows;
     FN(small_chunks)(&jb, nthreads);
     int64_t ksum = 0;
