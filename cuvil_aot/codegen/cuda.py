@@ -20,8 +20,10 @@ Each group has a few entry points (``extern "C"``) that the host picks from:
   registers, and every value of an element a pass computes, so a row of up to 4096 is
   read once and exp(x - max) computed once; ``_bcu32`` is ``_bc32`` where every operand
   that runs along the row does so contiguously (the row's stride a constant 1);
+  ``_q32`` gives each of many short rows (up to 64) 8 lanes of a warp;
 - GEMM: ``_tiled`` (128x128 tiles), ``_tiled64``, ``_gemv1``, ``_gemv4`` (main
-  loops in cuda_gemm.h), and for float32 ``_tc``/``_tct`` (3xTF32 on tensor
+  loops in cuda_gemm.h; at one row per tile the GEMV reads float32 weights as float4
+  where they are contiguous and aligned), and for float32 ``_tc``/``_tct`` (3xTF32 on tensor
   cores, 128x128 tiles), all calling the group's epilogue functor on finished
   accumulators.
 """

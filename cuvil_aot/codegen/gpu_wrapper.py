@@ -395,8 +395,8 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
                    f"cv_gpu_grid(rows, 1, sm, {2048 // cuda.ROW_BLOCK}) : "
                    f"cv_gpu_grid(rows, {cuda.BLOCK} / (quarter ? {cuda.QUARTER} : 32), sm, 8);")
             w.line(launch)
-            # the one-kernel keeps a warp per short row: a quarter warp there has not run
-            # on a GPU yet (a ResNet head at batch 9-32 would take it)
+            # the one-kernel keeps a warp per short row: a quarter warp there made the
+            # ResNet head at batch 1 slower (10.58 us against 10.19-10.38, H200)
             w.line(f"one.v[{g}] = (fits ? 0 : 2) + big; small = small && rows * len <= {ONE_WORK};")
     else:
         _gemm_terms(w, k, st)
@@ -407,12 +407,11 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
             w.line("int kid; uint32_t grid, block;")
             with w.block("if (m <= 32)"):  # GEMV: each weight read once per 4 rows
                 w.line("const int64_t mr = m == 1 ? 1 : 4, groups = (m + mr - 1) / mr;")
-                # narrower tiles while twice as many still fit one per SM: a call's
-                # one-kernel has a block per SM, and a second pass over tiles costs a
-                # memory round trip more
                 w.line(f"const int vec = {_vec_condition(k)};")
                 # float4 tiles: 16 columns, 32 where 16 would need a second block per SM
-                # (bench/gpu/gemv_probe.cu)
+                # (bench/gpu/gemv_probe.cu); scalar tiles: narrower while twice as many
+                # still fit one per SM (a call's one-kernel has a block per SM, and a
+                # second pass over tiles costs a memory round trip more)
                 w.line("int cols = vec ? ((n + 15) / 16 * groups * nb > sm ? 32 : 16) : 32;")
                 w.line("while (!vec && cols > 8 && (n + cols / 2 - 1) / (cols / 2) * groups * nb "
                        "<= sm) cols /= 2;")
