@@ -224,7 +224,8 @@ def test_gemm_matches_numpy(case, level):
         (1, 512, 2048),
         (3, 300, 1000),
         (16, 700, 129),
-        (9, 1100, 300),  # rows kernel: B past RG_CACHED, m > RMAX: RG_MANY-row blocks
+        (9, 1100, 300),  # rows kernel: B past RG_CACHED, m >= 2 RMAX: RG_MANY-row blocks
+        (6, 1100, 300),  # the same with m < 2 RMAX: RG-row blocks
         (14, 1037, 280),  # the same, row groups of 4, 4, 4, 2 and k % 32 rows left
         (4, 1100, 300),  # B past RG_CACHED, m = RMAX: RG-row blocks
         (1, 3001, 300),  # one row, B past RG_CACHED in short runs: rows_stream, k % 8 rows left

@@ -62,10 +62,11 @@
  * 16x768x3072 1.01-1.10x). */
 #define RG 8
 #define PF_ROWS 2
-/* Rows of B per block with more than RMAX rows of A: the row groups share each
- * block of B from L1, and the sums are loaded and stored once per block and
- * group, so longer blocks pay (Zen 5, 2 threads, in-process A/B against 8:
- * 16x768x3072 0.81x, 8x3072x768 0.70x the time). */
+/* Rows of B per block with two or more full row groups of A (m >= 2 RMAX): the
+ * groups share each block of B from L1, and the sums are loaded and stored once
+ * per block and group, so longer blocks pay (Zen 5, 2 threads, in-process A/B
+ * against 8: 16x768x3072 0.80x, 8x3072x768 0.72x the time; 5 and 6 rows 1.10x,
+ * 7 rows 0.98x, so not there; bench/cpu_small_m_ab.txt). */
 #define RG_MANY 32
 /* Rows per block when B comes from cache (at most RG_CACHED bytes) or, for
  * up to RMAX rows of A, in short runs (at most RG_SHORT bytes per row): the
@@ -327,7 +328,7 @@ CV_TARGET static void rows_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs
         rows_stream(k, a, a_cs, b, b_rs, ncols, c);
     else if (k * run <= RG_CACHED || (m <= RMAX && run <= RG_SHORT))
         rows_wide(m, k, a, a_rs, a_cs, b, b_rs, lead, ncols, c, ldc);
-    else if (m > RMAX)
+    else if (m >= 2 * RMAX)
         rows_blocks(RG_MANY, m, k, a, a_rs, a_cs, b, b_rs, lead, ncols, c, ldc);
     else
         rows_blocks(RG, m, k, a, a_rs, a_cs, b, b_rs, lead, ncols, c, ldc);
