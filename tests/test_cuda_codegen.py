@@ -87,6 +87,17 @@ def test_cuda_source_is_deterministic_and_one_kernel_per_group(models):
     assert "__expf" not in cu
 
 
+def test_gemv_consumers_reading_aligned_column_runs_may_run_in_its_tiles(models):
+    """The LSTM step's gate math may run inside its GEMV's tiles (the host decides per
+    call: one.runs); the ResNet head's softmax needs every logit and keeps its barrier."""
+    targets = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), ("sm_90",)).targets
+    files = driver.generate_sources(models, driver.Options(cpu_levels=(1,)), targets)[3]
+    cu, host = files["kernels.cu"], files["module.c"]
+    assert "struct f1_s0_g1_after" in cu and "f1_s0_g1_after{&o.a1, o.v[1], o.runs[0] != 0}" in cu
+    assert host.count("one.runs[0] = ") == 1
+    assert "_after" not in cu.replace("f1_s0_g1_after", "").replace("cv_gemv_nothing_after", "")
+
+
 def test_archs_spec_and_targets():
     assert nvcc.parse_archs("sm_90, compute_120") == ("sm_90", "compute_120")
     assert nvcc.parse_archs("none") == ()

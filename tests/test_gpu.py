@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 from conftest import assert_close, compile_source, load_source
 from gpu_harness import Framework, check_module, device_arch, run_check
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from test_elementwise import SOURCE as ELEMENTWISE
 from test_matmul import SOURCE as MATMUL
 from test_reductions import SOURCE as REDUCTIONS
@@ -113,6 +115,65 @@ def test_models(models, framework):
     scale = lambda name, s: 4000.0 if name in ("ffn_block", "resnet_head", "lstm_step") else 50.0  # noqa
     failures = check_module(models, fw, 4, scale, False, sizes)
     assert not failures, "\n".join(failures)
+
+
+# GEMVs whose elementwise consumer reads their columns in runs n / runs apart (a GLU, as
+# the LSTM step's gates), and one whose consumer's columns line up only where N = 2.
+TILE_CONSUMERS = """
+import numpy as np
+import cuvil_aot as cv
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+@cv.optimize(signatures=["f32[B,I], f32[I,2H], f32[2H]"])
+def glu(x, w, b):
+    g = x @ w + b
+    n = g.shape[1] // 2
+    return g[:, :n] * sigmoid(g[:, n:])
+
+
+@cv.optimize(signatures=["f32[B,I], f32[I,N]"])
+def shifted(x, w):
+    g = x @ w
+    return g[:, 1:] - g[:, :-1]
+"""
+
+
+@pytest.fixture(scope="module")
+def consumers(tmp_path_factory, arch):
+    return _compiled(tmp_path_factory, TILE_CONSUMERS, arch)
+
+
+@group("models")
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(b=st.one_of(st.just(1), st.integers(1, 40)), i=st.integers(1, 300),
+       h=st.integers(1, 600), view=st.sampled_from(["contiguous", "misaligned", "strided"]),
+       seed=st.integers(0, 2**32 - 1))
+@example(b=1, i=512, h=512, view="contiguous", seed=0)
+@example(b=16, i=512, h=512, view="contiguous", seed=1)
+@example(b=1, i=7, h=1, view="contiguous", seed=2)
+def test_gemv_consumers_run_in_its_tiles(models, consumers, b, i, h, view, seed):
+    """A batch-1..32 call whose GEMV feeds an elementwise consumer reading its columns in
+    aligned runs (the LSTM step's gates, a GLU) computes that consumer in the GEMV's
+    tiles, with no grid barrier, where the widths split into whole runs (of float4s on
+    the float4 path); else, and for a consumer whose columns do not line up, after the
+    barrier. Batches of one and four rows per tile, widths that do and do not split,
+    aligned, misaligned and strided weights; B > 32 takes the separate kernels."""
+    fw = Framework("torch")
+    rng = np.random.default_rng(seed)
+    draw = lambda *shape, k=1.0: (rng.standard_normal(shape) * k).astype(np.float32)  # noqa
+    k = 1 / np.sqrt(i + h)
+    lstm = [draw(b, i), draw(b, h), draw(b, h), draw(i, 4 * h, k=k), draw(h, 4 * h, k=k),
+            draw(4 * h, k=0.1)]
+    run_check(models.lstm_step, fw, lstm, view, 4000)
+    run_check(consumers.glu, fw, [draw(b, i), draw(i, 2 * h, k=k), draw(2 * h, k=0.1)], view,
+              4000)
+    n = 1 + h % 3 if h % 2 else h  # lines up at N = 2 only
+    run_check(consumers.shifted, fw, [draw(b, i), draw(i, n, k=k)], view, 4000)
 
 
 def test_large_gemm_is_fp32_exact(models):

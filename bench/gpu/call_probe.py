@@ -33,22 +33,31 @@ def add1(x: cv.f32["N"]):
     return x + 1.0
 
 @cv.optimize
+def add6(a: cv.f32["N"], b: cv.f32["N"], c: cv.f32["N"], d: cv.f32["N"], e: cv.f32["N"],
+         f: cv.f32["N"]):
+    return a + b + c + d + e + f
+
+@cv.optimize
 def two(x: cv.f32["N"]):
     return np.exp(x) / np.exp(x).sum()
 '''
 
 
 def wall(fn, n=4000):
+    """Medians, in us, of call + synchronize and of the call alone (its host cost: the
+    launches are asynchronous and the queue is empty when it starts)."""
     for _ in range(200):
         fn()
-    ts = []
+    ts, host = [], []
     sync = torch.cuda.synchronize
     for _ in range(n):
         t0 = time.perf_counter()
         fn()
+        t1 = time.perf_counter()
         sync()
         ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e6
+        host.append(t1 - t0)
+    return statistics.median(ts) * 1e6, statistics.median(host) * 1e6
 
 
 def main() -> None:
@@ -64,6 +73,10 @@ def main() -> None:
             for s, k in zip([(1, 512), (1, 512), (1, 512), (512, 2048), (512, 2048), (2048,)],
                             [1, 1, 1, 0.044, 0.044, 0.1])]
     h2, c2 = torch.empty(1, 512, device="cuda"), torch.empty(1, 512, device="cuda")
+    feat = torch.randn(1, 512, 7, 7, device="cuda")
+    fc_w = torch.randn(512, 1000, device="cuda") * 0.04
+    fc_b = torch.randn(1000, device="cuda") * 0.1
+    probs = torch.empty(1, 1000, device="cuda")
     rows = [
         ("torch.cuda.synchronize alone", lambda: None),
         ("torch.empty(8)", lambda: torch.empty(8, device="cuda")),
@@ -71,18 +84,19 @@ def main() -> None:
         ("torch x + 1 (alloc + 1 launch)", lambda: x + 1),
         ("ours add1(x) (alloc + 1 launch)", lambda: m.add1(x)),
         ("ours add1(x, out=o) (1 launch)", lambda: m.add1(x, out=o)),
+        ("ours add6(x, ..., out=o) (1 launch)", lambda: m.add6(x, x, x, x, x, x, out=o)),
         ("ours two(x) (2-3 launches)", lambda: m.two(x)),
         ("ours lstm b1", lambda: models.lstm_step(*lstm)),
         ("ours lstm b1 out=", lambda: models.lstm_step(*lstm, out=(h2, c2))),
+        ("ours resnet head b1", lambda: models.resnet_head(feat, fc_w, fc_b)),
+        ("ours resnet head b1 out=", lambda: models.resnet_head(feat, fc_w, fc_b, out=probs)),
     ]
     for name, fn in rows:
         try:
-            print(f"{name:40s} {wall(fn):7.2f} us", flush=True)
+            w, h = wall(fn)
+            print(f"{name:40s} {w:7.2f} us   host {h:6.2f} us", flush=True)
         except Exception as exc:  # noqa: BLE001 - a probe: report and go on
             print(f"{name:40s} {type(exc).__name__}: {exc}"[:300], flush=True)
-    feat = torch.randn(1, 512, 7, 7, device="cuda")
-    fc_w = torch.randn(512, 1000, device="cuda") * 0.04
-    fc_b = torch.randn(1000, device="cuda") * 0.1
     feat256 = torch.randn(256, 512, 7, 7, device="cuda")
     for name, fn in [("lstm b1 out=", lambda: models.lstm_step(*lstm, out=(h2, c2))),
                      ("resnet head b1", lambda: models.resnet_head(feat, fc_w, fc_b)),

@@ -329,15 +329,17 @@ static CUfunction function(cv_cuda_module *m, int device, int kernel) {
 }
 
 int cv_cuda_launch_one(cv_cuda_module *m, int device, int kernel, uint32_t grid, uint32_t block,
-                       uintptr_t stream, void *args) {
+                       uintptr_t stream, void *args, int cooperative) {
     enum { NOT_SUPPORTED = 801, COOPERATIVE_LAUNCH_TOO_LARGE = 720 };
     static int off = -1; /* CUVIL_AOT_CUDA_ONE=0: separate launches (to compare) */
     if (off < 0) {
         const char *knob = getenv("CUVIL_AOT_CUDA_ONE");
         off = knob && strcmp(knob, "0") == 0;
     }
-    CUfunction f = off ? NULL : function(m, device, kernel);
-    if (off || !cu.LaunchCooperativeKernel) return 1;
+    if (off) return 1;
+    if (!cooperative) return cv_cuda_launch(m, device, kernel, grid, 1, block, 0, stream, args);
+    CUfunction f = cu.LaunchCooperativeKernel ? function(m, device, kernel) : NULL;
+    if (!cu.LaunchCooperativeKernel) return 1;
     if (!f) return -1;
     void *params[1] = {args};
     CUresult r = cu.LaunchCooperativeKernel(f, grid, 1, 1, block, 1, 1, 0, (CUstream)stream,

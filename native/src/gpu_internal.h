@@ -20,7 +20,7 @@ int cv_cuda_sm_count(int device);
 int cv_cuda_launch(cv_cuda_module *m, int device, int kernel, uint32_t grid_x, uint32_t grid_y,
                    uint32_t block, uint32_t smem, uintptr_t stream, void *args);
 int cv_cuda_launch_one(cv_cuda_module *m, int device, int kernel, uint32_t grid, uint32_t block,
-                       uintptr_t stream, void *args);
+                       uintptr_t stream, void *args, int cooperative);
 int cv_cuda_save_context(void **out);
 void cv_cuda_restore_context(void *ctx);
 /* Device memory ordered on `stream` from the runtime's pool: 0 and *out set,

@@ -104,11 +104,12 @@ typedef struct cv_gpu_api {
                    cv_gpu_array *out);
     /* Gives an intermediate back once the work queued on `stream` is done with it. */
     void (*scratch_free)(cv_gpu_array *a, uintptr_t stream);
-    /* Launches a cooperative kernel (all blocks resident at once, grid-wide barriers):
-     * 0 when launched, 1 when this device or driver cannot run it (nothing raised:
-     * launch the kernels one by one instead), -1 on error. */
+    /* Launches a call's one-kernel, cooperative (all blocks resident at once, for its
+     * grid-wide barriers) where `cooperative` says it has any: 0 when launched, 1 when
+     * this device or driver cannot run it (nothing raised: launch the kernels one by one
+     * instead), -1 on error. */
     int (*launch_one)(cv_cuda_module *m, int device, int kernel, uint32_t grid, uint32_t block,
-                      uintptr_t stream, void *args);
+                      uintptr_t stream, void *args, int cooperative);
     /* The calling thread's current CUDA context (NULL: none), for restore_context at the
      * end of a call: a call makes its device's primary context current, and leaving it
      * current would move the caller's framework to that device (the CUDA runtime takes

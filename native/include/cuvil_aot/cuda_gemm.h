@@ -221,18 +221,29 @@ CV_DEV T (*cv_gemv_parts())[MR][32] {
     return part;
 }
 
+/* Nothing runs after a GEMV tile (see cv_gemv's `after`). */
+struct cv_gemv_nothing_after {
+    CV_MEMBER void operator()(int64_t, int, int64_t, int64_t) const {}
+};
+
 /* Tiles of MR rows x `cols` columns (8, 16 or 32), block-stride over grid.x (one
  * tile per block when grid.x is their number), batches over grid.y; block: up to
- * CV_GEMV_THREADS. A lane owns W consecutive columns (W = 4: float4 loads of B),
- * cols / W lanes cover a row of B, and each warp's lanes step through its share
- * of k; partial sums meet in shared memory. */
-template <class T, int MR, int W, class Epi>
+ * CV_GEMV_THREADS. The tile's columns are `runs` runs of run = cols / runs
+ * consecutive columns, n / runs apart (runs = 1: cols consecutive columns). A lane
+ * owns W consecutive columns (W = 4: float4 loads of B), cols / W lanes cover a row
+ * of B, and each warp's lanes step through its share of k; partial sums meet in
+ * shared memory. after(row0, MR, col0, run) runs once the tile's epilogue is
+ * stored, on the whole block. */
+template <class T, int MR, int W, class Epi, class After>
 CV_DEV void cv_gemv_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
-                         int64_t nbatch, int cols, int64_t col0, int64_t row0, const Epi &epi) {
+                         int64_t nbatch, int cols, int runs, int64_t col0, int64_t row0,
+                         const Epi &epi, const After &after) {
     T (*part)[MR][32] = cv_gemv_parts<T, MR>();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-    const int lanes = cols / W, per_warp = 32 / lanes;
-    const int64_t col = col0 + (lane % lanes) * W;
+    const int lanes = cols / W, per_warp = 32 / lanes, run = cols / runs;
+    const int64_t apart = n / runs;
+    const int mine = (lane % lanes) * W;
+    const int64_t in_run = col0 + mine % run, col = in_run + (mine / run) * apart;
     const int64_t first = (int64_t)warp * per_warp + lane / lanes, step = (int64_t)nwarps * per_warp;
     for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
         T acc[MR][W];
@@ -240,7 +251,7 @@ CV_DEV void cv_gemv_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_
         for (int r = 0; r < MR; r++)
 #pragma unroll
             for (int e = 0; e < W; e++) acc[r][e] = 0;
-        if (col < n)
+        if (in_run < apart)
             for (int t = 0; t < nterms; t++)
                 cv_gemv_term<T, MR, W>(terms[t], bat, m, row0, col, first, step, acc);
 #pragma unroll
@@ -256,30 +267,37 @@ CV_DEV void cv_gemv_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_
             const int r = threadIdx.x / cols, c = threadIdx.x % cols;
             T sum = 0;
             for (int w = 0; w < nwarps; w++) sum += part[w][r][c];
-            if (row0 + r < m && col0 + c < n) epi(bat, row0 + r, col0 + c, sum);
+            if (row0 + r < m && col0 + c % run < apart)
+                epi(bat, row0 + r, col0 + c % run + (c / run) * apart, sum);
         }
-        __syncthreads(); /* part[] is reused by the next batch */
+        __syncthreads(); /* part[] is reused by the next batch; the stores are seen */
+        after(row0, MR, col0, run);
     }
 }
 
 /* vec: B read as float4 (the host checked: float32, one row per tile, n % 4 == 0,
- * B's columns contiguous and its rows 16-byte aligned). Not with MR = 4, whose 16
- * accumulators would spill in 64 registers. */
-template <class T, int MR, class Epi>
+ * B's columns contiguous and its rows 16-byte aligned; with runs > 1, whole float4s
+ * per run). Not with MR = 4, whose 16 accumulators would spill in 64 registers.
+ * runs > 1 (a one-kernel's GEMV with its consumer, cuda.py): the host checked that
+ * runs divides n and cols. */
+template <class T, int MR, class Epi, class After = cv_gemv_nothing_after>
 CV_DEV void cv_gemv(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n, int64_t nbatch,
-                    int cols, int vec, const Epi &epi) {
+                    int cols, int vec, const Epi &epi, int runs = 1,
+                    const After &after = After()) {
     /* cols is 0 in a one-kernel's arguments when the host skipped an empty GEMM */
-    const int64_t tiles_n = cols > 0 ? (n + cols - 1) / cols : 0;
+    const int64_t run = cols / runs, apart = n / runs;
+    const int64_t tiles_n = cols > 0 ? (apart + run - 1) / run : 0;
     const int64_t tiles = tiles_n * ((m + MR - 1) / MR);
     for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const int64_t col0 = (tile % tiles_n) * cols, row0 = (tile / tiles_n) * MR;
+        const int64_t col0 = (tile % tiles_n) * run, row0 = (tile / tiles_n) * MR;
         if constexpr (cv_is_float<T>::value && MR == 1) {
             if (vec) {
-                cv_gemv_tile<T, MR, 4>(terms, nterms, m, n, nbatch, cols, col0, row0, epi);
+                cv_gemv_tile<T, MR, 4>(terms, nterms, m, n, nbatch, cols, runs, col0, row0, epi,
+                                       after);
                 continue;
             }
         }
-        cv_gemv_tile<T, MR, 1>(terms, nterms, m, n, nbatch, cols, col0, row0, epi);
+        cv_gemv_tile<T, MR, 1>(terms, nterms, m, n, nbatch, cols, runs, col0, row0, epi, after);
     }
 }
 
