@@ -118,7 +118,8 @@ def test_models(models, framework):
 
 
 # GEMVs whose elementwise consumer reads their columns in runs n / runs apart (a GLU, as
-# the LSTM step's gates), and one whose consumer's columns line up only where N = 2.
+# the LSTM step's gates; three runs, which no tile of 8, 16 or 32 columns splits), and one
+# whose consumer's columns line up only where N = 2.
 TILE_CONSUMERS = """
 import numpy as np
 import cuvil_aot as cv
@@ -133,6 +134,13 @@ def glu(x, w, b):
     g = x @ w + b
     n = g.shape[1] // 2
     return g[:, :n] * sigmoid(g[:, n:])
+
+
+@cv.optimize(signatures=["f32[B,I], f32[I,3H]"])
+def three_runs(x, w):
+    g = x @ w
+    n = g.shape[1] // 3
+    return np.tanh(g[:, :n]) * g[:, n:2 * n] + g[:, 2 * n:]
 
 
 @cv.optimize(signatures=["f32[B,I], f32[I,N]"])
@@ -172,6 +180,7 @@ def test_gemv_consumers_run_in_its_tiles(models, consumers, b, i, h, view, seed)
     run_check(models.lstm_step, fw, lstm, view, 4000)
     run_check(consumers.glu, fw, [draw(b, i), draw(i, 2 * h, k=k), draw(2 * h, k=0.1)], view,
               4000)
+    run_check(consumers.three_runs, fw, [draw(b, i), draw(i, 3 * h, k=k)], view, 4000)
     n = 1 + h % 3 if h % 2 else h  # lines up at N = 2 only
     run_check(consumers.shifted, fw, [draw(b, i), draw(i, n, k=k)], view, 4000)
 

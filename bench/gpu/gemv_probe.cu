@@ -20,7 +20,7 @@ struct Store {
 };
 
 __global__ void __launch_bounds__(1024) current(cv_gpu_term t, int64_t n, int cols, Store epi) {
-    cv_gemv<float, 1>(&t, 1, 1, n, 1, cols, epi);
+    cv_gemv<float, 1>(&t, 1, 1, n, 1, cols, 0, epi);  // vec 0: the scalar loads
 }
 
 // grid (n / 128, S); block 256: warp w of slice s sums rows [k0 + w * R, k0 + (w + 1) * R).

@@ -47,14 +47,16 @@ extern "C" __global__ void __launch_bounds__(1024, 1) one_timed(const __grid_con
 
 struct Lstm {
     const float *x, *h, *c, *wx, *wh, *b;
-    float *h2, *c2;
+    float *h2, *c2, *gates;
 };
 
 __device__ __forceinline__ float sig(float v) { return 1.f / (1.f + expf(-v)); }
 
 // Gate-aligned: U units per block (U = 4: one float4 per gate per weight row; 8: two).
 // Lanes: 4 * U / 4 per weight row; each warp steps through its share of k as cv_gemv does.
-template <int U, int THREADS, bool PRELOAD>
+// GLOBAL: the gates go through global memory (stored, then loaded back after a barrier of the
+// block) as the generated kernel's consumer reads them, instead of shared memory.
+template <int U, int THREADS, bool PRELOAD, bool GLOBAL = false>
 __global__ void __launch_bounds__(THREADS) fused(Lstm p, unsigned long long *st) {
     unsigned long long t0 = gtime();
     constexpr int LANES = U;            // float4 groups per row: 4 gates x U/4
@@ -105,9 +107,13 @@ __global__ void __launch_bounds__(THREADS) fused(Lstm p, unsigned long long *st)
         float s = 0;
         for (int w = 0; w < NW; w++) s += part[w][threadIdx.x];
         const int gq = threadIdx.x / U, j = threadIdx.x % U;
-        gate[threadIdx.x] = s + p.b[gq * H + u0 + j];
+        if (GLOBAL) p.gates[gq * H + u0 + j] = s + p.b[gq * H + u0 + j];
+        else gate[threadIdx.x] = s + p.b[gq * H + u0 + j];
     }
     __syncthreads();
+    if (GLOBAL && threadIdx.x < 4 * U)
+        gate[threadIdx.x] = p.gates[(threadIdx.x / U) * H + u0 + threadIdx.x % U];
+    if (GLOBAL) __syncthreads();
     if (threadIdx.x < U) {
         const int j = threadIdx.x, u = u0 + j;
         const float i = sig(gate[j]), f = sig(gate[U + j]), gg = tanhf(gate[2 * U + j]),
@@ -123,6 +129,28 @@ __global__ void __launch_bounds__(THREADS) fused(Lstm p, unsigned long long *st)
 }
 
 __global__ void empty() {}
+
+// The generated one-kernel's GEMV with its consumer in the tiles (runs = 4), stamped:
+// [block][0..3] = start, tile's epilogue stored, consumer done, end.
+struct stamped_after {
+    f1_s0_g1_after inner;
+    unsigned long long *st;
+    __device__ void operator()(int64_t row0, int rows, int64_t col0, int64_t run) const {
+        const unsigned long long t = gtime();
+        inner(row0, rows, col0, run);
+        __syncthreads();
+        if (threadIdx.x == 0) st[4 * blockIdx.x + 1] = t, st[4 * blockIdx.x + 2] = gtime();
+    }
+};
+
+extern "C" __global__ void __launch_bounds__(1024, 1) pair_timed(const __grid_constant__ f1_s0_one_args o,
+                                                                 unsigned long long *st) {
+    const unsigned long long t0 = gtime();
+    const f1_s0_g0_args *a = &o.a0;
+    cv_gemv<float, 1>(a->t, 2, a->n[0], a->n[1], 1, (int)a->cols, (int)a->vec, f1_s0_g0_epi{a}, 4,
+                      stamped_after{f1_s0_g1_after{&o.a1, o.v[1], 1}, st});
+    if (threadIdx.x == 0) st[4 * blockIdx.x] = t0, st[4 * blockIdx.x + 3] = gtime();
+}
 
 static float med(std::vector<float> v) {
     std::sort(v.begin(), v.end());
@@ -257,6 +285,14 @@ int main() {
         auto done2 = check("generated one-kernel, runs = 4, plain launch");
         measure("  same, plain launch", 0, [&] { f1_s0_one<<<sm, 1024>>>(o4); }, st, false);
         done2();
+        auto done3 = check("generated one-kernel, runs = 4, a block per tile");
+        const int tiles = H / (cols / 4);
+        measure("  same, a block per tile", 0, [&] { f1_s0_one<<<tiles, 1024>>>(o4); }, st, false);
+        done3();
+        auto done4 = check("generated, stamped");
+        measure("  same, stamped (tile, consumer, rest)", tiles,
+                [&] { pair_timed<<<tiles, 1024>>>(o4, st); }, st, true);
+        done4();
     }
     {
         auto done = check("one-kernel, stamped");
@@ -268,7 +304,7 @@ int main() {
         f1_s0_g0_args g = a0;
         measure("generated GEMV alone (gemv1)", 0, [&] { f1_s0_g0_gemv1<<<128, 1024>>>(g); }, st, false);
     }
-    Lstm p = {dx, dh, dc, dwx, dwh, db, h2, c2};
+    Lstm p = {dx, dh, dc, dwx, dwh, db, h2, c2, gates};
     {
         auto done = check("fused U=4");
         measure("gate-aligned U=4, 1024 thr", H / 4, [&] { fused<4, 1024, false><<<H / 4, 1024>>>(p, st); }, st, false);
@@ -287,6 +323,17 @@ int main() {
     {
         auto done = check("fused U=8");
         measure("gate-aligned U=8, 1024 thr, preload", H / 8, [&] { fused<8, 1024, true><<<H / 8, 1024>>>(p, st); }, st, false);
+        done();
+    }
+    {
+        auto done = check("fused U=8 no preload");
+        measure("gate-aligned U=8, 1024 thr", H / 8, [&] { fused<8, 1024, false><<<H / 8, 1024>>>(p, st); }, st, false);
+        done();
+    }
+    {
+        auto done = check("fused U=8 global");
+        measure("gate-aligned U=8, preload, gates global", H / 8,
+                [&] { fused<8, 1024, true, true><<<H / 8, 1024>>>(p, st); }, st, false);
         done();
     }
     {

@@ -333,18 +333,19 @@ def _launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
             _launch(w, k, st, gp.first[k.name], g)
             w.line(f"one.a{g} = a;")
     if prefix in gp.one:
+        w.line("int64_t one_grid = sm;")
         paired = []
         for g in range(len(kernels) - 1):
             offsets = cuda.tile_consumer(kernels, g)
             if offsets is not None:
-                _tile_consumer_runs(w, g, offsets)
+                _tile_consumer_runs(w, g, offsets, alone=len(kernels) == 2)
                 paired.append(g)
         # a cooperative launch only while a grid barrier is left
         left = " - ".join([str(len(kernels) - 1)] + [f"(one.runs[{g}] > 0)" for g in paired])
         w.line(f"static int one_off;  /* the device cannot run {prefix}_one */")
         with w.block("if (small && !one_off)"):
             w.line(f"const int r = api->gpu->launch_one(&cv_gpu_module, dev, {gp.one[prefix]}, "
-                   f"(uint32_t)sm, {cuda.ONE_BLOCK}, stream, &one, {left} > 0);")
+                   f"(uint32_t)one_grid, {cuda.ONE_BLOCK}, stream, &one, {left} > 0);")
             w.line("if (r < 0) goto done;")
             w.line("one_off = r == 1;")
             w.line("small = r == 0;")
@@ -354,23 +355,31 @@ def _launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
                f"L[{g}].grid, L[{g}].gy, L[{g}].block, 0, stream, &one.a{g}) < 0) goto done;")
 
 
-def _tile_consumer_runs(w: Writer, g: int, offsets: list[Dim]) -> None:
+def _tile_consumer_runs(w: Writer, g: int, offsets: list[Dim], alone: bool) -> None:
     """one.runs[g]: kernel g + 1 runs inside kernel g's GEMV tiles (cuda.one_kernel) where
     a tile can hold every column its elements read: the GEMM's n is runs x the consumer's
     n', each offset a multiple of n' below n, and a tile's columns split into whole runs
     (of whole float4s where the GEMV reads float4). Runs of 8 columns where 32 fit a tile:
     each row of B then loads whole 32-byte sectors (runs of 4 read half sectors: the LSTM
-    step's GEMV took 5.2 us so against 3.7, H200, bench/gpu/lstm_probe.cu)."""
+    step's GEMV took 5.2 us so against 3.7, H200, bench/gpu/lstm_probe.cu). Where the
+    pair is the call (``alone``), a block per tile, no idle ones (8.5 us back to back
+    against 9.2 with a block per SM)."""
     a, c = f"one.a{g}", f"one.a{g + 1}"
     with w.block(""):
         w.line(f"const int64_t n = {a}.n[1], n1 = {c}.n[1];")
         w.line("const int64_t runs = n1 > 0 && n % n1 == 0 ? n / n1 : 0;")
-        w.line(f"const int64_t cols = runs > 0 && runs <= 4 ? runs * 8 : {a}.cols;")
+        # a tile's columns stay a power of two (8, 16 or 32): its lanes split a warp evenly
+        w.line(f"const int64_t cols = runs == 1 || runs == 2 || runs == 4 ? runs * 8 : {a}.cols;")
         conds = [f"one.v[{g}] > 0", f"{a}.cols > 0", "runs > 0", "cols % runs == 0",
                  f"{c}.n[0] == {a}.n[0]", f"(!{a}.vec || ((cols / runs) % 4 == 0 && n1 % 4 == 0))"]
         exprs = dict.fromkeys(dim(d) for d in offsets if d != Dim.of(0))
         conds += [f"({e}) >= 0 && ({e}) % n1 == 0 && ({e}) < n" for e in exprs]
-        w.line(f"if ({' && '.join(conds)}) {{ one.runs[{g}] = (int)runs; {a}.cols = cols; }}")
+        with w.block(f"if ({' && '.join(conds)})"):
+            w.line(f"one.runs[{g}] = (int)runs; {a}.cols = cols;")
+            if alone:
+                w.line(f"const int64_t run = cols / runs, mr = one.v[{g}], "
+                       f"tiles = (n1 + run - 1) / run * (({a}.n[0] + mr - 1) / mr);")
+                w.line("if (tiles < one_grid) one_grid = tiles;")
 
 
 def _unit_rows(k: CudaKernel) -> str:
