@@ -359,16 +359,17 @@ def _tile_consumer_runs(w: Writer, g: int, offsets: list[Dim], alone: bool) -> N
     """one.runs[g]: kernel g + 1 runs inside kernel g's GEMV tiles (cuda.one_kernel) where
     a tile can hold every column its elements read: the GEMM's n is runs x the consumer's
     n', each offset a multiple of n' below n, and a tile's columns split into whole runs
-    (of whole float4s where the GEMV reads float4). Runs of 8 columns where 32 fit a tile:
-    each row of B then loads whole 32-byte sectors (runs of 4 read half sectors: the LSTM
-    step's GEMV took 5.2 us so against 3.7, H200, bench/gpu/lstm_probe.cu). Where the
+    (of whole float4s where the GEMV reads float4). Runs of 8 columns where the tile stays
+    8, 16 or 32 wide (1, 2 or 4 runs): each row of B then loads whole 32-byte sectors
+    (runs of 4 read half sectors: a hand-written LSTM step took 5.2 us so against 3.7,
+    H200, bench/gpu/lstm_probe.cu). Where the
     pair is the call (``alone``), a block per tile, no idle ones (8.5 us back to back
     against 9.2 with a block per SM)."""
     a, c = f"one.a{g}", f"one.a{g + 1}"
     with w.block(""):
         w.line(f"const int64_t n = {a}.n[1], n1 = {c}.n[1];")
         w.line("const int64_t runs = n1 > 0 && n % n1 == 0 ? n / n1 : 0;")
-        # a tile's columns stay a power of two (8, 16 or 32): its lanes split a warp evenly
+        # a power of two of columns per tile: its lanes split a warp evenly
         w.line(f"const int64_t cols = runs == 1 || runs == 2 || runs == 4 ? runs * 8 : {a}.cols;")
         conds = [f"one.v[{g}] > 0", f"{a}.cols > 0", "runs > 0", "cols % runs == 0",
                  f"{c}.n[0] == {a}.n[0]", f"(!{a}.vec || ((cols / runs) % 4 == 0 && n1 % 4 == 0))"]
