@@ -235,6 +235,9 @@ def test_gemm_matches_numpy(case, level):
         (32, 300, 1000),  # the same at 32 rows, B in several column chunks
         (30, 100, 8),  # tiny and narrower than a column group: the packed path
         (200, 1100, 300),
+        (40, 300, 768),  # packed, 3 column units (float32) made 4: every thread two
+        (150, 64, 1280),  # the same, 5 made 6 (float64: 10 units)
+        (40, 300, 384),  # float64: 3 column units made 4
         (600, 70, 90),
         (37, 9, 5000),
     ],

@@ -243,6 +243,24 @@ static void FN(split_units)(int64_t panels, int64_t max_per_unit, int64_t *units
     *per_unit = (panels + *units - 1) / *units;
 }
 
+/* Few tasks: more column units where that makes every thread's share of the tasks
+ * equal, else one thread computes a whole unit while the others wait (n = 768 in units
+ * of 256 columns on 2 threads: 2 units against 1). */
+static void FN(balance_units)(FN(plan) *pl, int64_t nbatch, int nthreads) {
+    int64_t rows = nbatch * pl->m_units;
+    if (rows * pl->n_units >= 4 * nthreads)
+        return;
+    for (int64_t units = pl->n_units; units <= pl->n_panels; units++) {
+        int64_t per_unit = (pl->n_panels + units - 1) / units;
+        int64_t exact = (pl->n_panels + per_unit - 1) / per_unit;
+        if (rows * exact % nthreads == 0) {
+            pl->n_units = exact;
+            pl->npu = per_unit;
+            return;
+        }
+    }
+}
+
 static void FN(plan_init)(FN(plan) *pl, const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
     const FN(cv_gemm_term) *terms = g->terms;
     *pl = (FN(plan)){.g = g, .kt = kt, .b_shared = 1};
@@ -254,6 +272,7 @@ static void FN(plan_init)(FN(plan) *pl, const FN(cv_gemm) *g, const FN(cv_kernel
     pl->n_panels = (g->n + kt->nr - 1) / kt->nr;
     FN(split_units)(pl->m_panels, kt->mc / kt->mr, &pl->m_units, &pl->upanels);
     FN(split_units)(pl->n_panels, kt->nc / kt->nr, &pl->n_units, &pl->npu);
+    FN(balance_units)(pl, g->nbatch, cv_num_threads());
 }
 
 /* Carve the workspace: term offsets and slot flags, then the rest. */
