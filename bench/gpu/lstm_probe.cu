@@ -48,6 +48,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) one_timed(const __grid_con
 struct Lstm {
     const float *x, *h, *c, *wx, *wh, *b;
     float *h2, *c2, *gates;
+    cv_gpu_term terms[2];  // x @ wx and h @ wh as the host fills them (RUNTIME)
 };
 
 __device__ __forceinline__ float sig(float v) { return 1.f / (1.f + expf(-v)); }
@@ -55,8 +56,10 @@ __device__ __forceinline__ float sig(float v) { return 1.f / (1.f + expf(-v)); }
 // Gate-aligned: U units per block (U = 4: one float4 per gate per weight row; 8: two).
 // Lanes: 4 * U / 4 per weight row; each warp steps through its share of k as cv_gemv does.
 // GLOBAL: the gates go through global memory (stored, then loaded back after a barrier of the
-// block) as the generated kernel's consumer reads them, instead of shared memory.
-template <int U, int THREADS, bool PRELOAD, bool GLOBAL = false>
+// block) as the generated kernel's consumer reads them, instead of shared memory. RUNTIME:
+// the terms' sizes and strides come from the arguments, as in the generated kernel, not
+// from compile-time constants (is that what makes the generated tile slower?).
+template <int U, int THREADS, bool PRELOAD, bool GLOBAL = false, bool RUNTIME = false>
 __global__ void __launch_bounds__(THREADS) fused(Lstm p, unsigned long long *st) {
     unsigned long long t0 = gtime();
     constexpr int LANES = U;            // float4 groups per row: 4 gates x U/4
@@ -90,8 +93,10 @@ __global__ void __launch_bounds__(THREADS) fused(Lstm p, unsigned long long *st)
                 acc[2] = fmaf(xs[t][r], w[t][r].z, acc[2]); acc[3] = fmaf(xs[t][r], w[t][r].w, acc[3]);
             }
     } else {
-        cv_gpu_term tx = {(const char *)p.x, I, 1, 0, (const char *)p.wx, N4, 1, 0, I};
-        cv_gpu_term th = {(const char *)p.h, H, 1, 0, (const char *)p.wh, N4, 1, 0, H};
+        const cv_gpu_term tx = RUNTIME ? p.terms[0] : cv_gpu_term{(const char *)p.x, I, 1, 0,
+                                                                  (const char *)p.wx, N4, 1, 0, I};
+        const cv_gpu_term th = RUNTIME ? p.terms[1] : cv_gpu_term{(const char *)p.h, H, 1, 0,
+                                                                  (const char *)p.wh, N4, 1, 0, H};
         float a2[1][4] = {{0, 0, 0, 0}};
         cv_gemv_term<float, 1, 4>(tx, 0, 1, 0, col, first, step, a2);
         cv_gemv_term<float, 1, 4>(th, 0, 1, 0, col, first, step, a2);
@@ -304,7 +309,7 @@ int main() {
         f1_s0_g0_args g = a0;
         measure("generated GEMV alone (gemv1)", 0, [&] { f1_s0_g0_gemv1<<<128, 1024>>>(g); }, st, false);
     }
-    Lstm p = {dx, dh, dc, dwx, dwh, db, h2, c2, gates};
+    Lstm p = {dx, dh, dc, dwx, dwh, db, h2, c2, gates, {a0.t[0], a0.t[1]}};
     {
         auto done = check("fused U=4");
         measure("gate-aligned U=4, 1024 thr", H / 4, [&] { fused<4, 1024, false><<<H / 4, 1024>>>(p, st); }, st, false);
@@ -328,6 +333,12 @@ int main() {
     {
         auto done = check("fused U=8 no preload");
         measure("gate-aligned U=8, 1024 thr", H / 8, [&] { fused<8, 1024, false><<<H / 8, 1024>>>(p, st); }, st, false);
+        done();
+    }
+    {
+        auto done = check("fused U=8 runtime terms");
+        measure("gate-aligned U=8, terms from the arguments", H / 8,
+                [&] { fused<8, 1024, false, false, true><<<H / 8, 1024>>>(p, st); }, st, false);
         done();
     }
     {
