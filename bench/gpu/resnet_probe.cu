@@ -1,0 +1,168 @@
+// Where the ResNet-18 head's batch-1 device time goes (issue 6), on the device machine: the
+// generated one-kernel f4_s0_one (gen_models.cuh: examples/models.py's kernels.cu) with
+// %globaltimer stamps per block after each phase: 7x7 pooling of 512 channels, grid
+// barrier, GEMV 512 x 1000 + bias, grid barrier, softmax over the 1000 logits. Beside it,
+// the call's three kernels launched one by one (CUVIL_AOT_CUDA_ONE=0 does that in a call).
+// Prepared in the fifth session, not yet run.
+//   nvcc -O3 -std=c++17 -arch=sm_90 -I../../native/include resnet_probe.cu -o r && ./r
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#include "gen_models.cuh"
+
+#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
+    printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
+
+constexpr int C = 512, HW = 49, N = 1000, STAMPS = 6;
+
+__device__ __forceinline__ unsigned long long gtime() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ void stamp(unsigned long long *st, int i) {
+    __syncthreads();
+    if (threadIdx.x == 0) st[STAMPS * blockIdx.x + i] = gtime();
+}
+
+// f4_s0_one's body (warp-per-row pooling, GEMV, block-per-row softmax), stamped.
+extern "C" __global__ void __launch_bounds__(1024, 1) one_timed(const __grid_constant__ f4_s0_one_args o,
+                                                                unsigned long long *st) {
+    stamp(st, 0);
+    f4_s0_g0_rows<int32_t, 32>(&o.a0);
+    stamp(st, 1);
+    cooperative_groups::this_grid().sync();
+    stamp(st, 2);
+    {
+        const f4_s0_g1_args *a = &o.a1;
+        cv_gemv<float, 1>(a->t, 1, a->n[0], a->n[1], 1, (int)a->cols, (int)a->vec, f4_s0_g1_epi{a});
+    }
+    stamp(st, 3);
+    cooperative_groups::this_grid().sync();
+    stamp(st, 4);
+    f4_s0_g2_rows<int32_t, 0>(&o.a2);
+    stamp(st, 5);
+}
+
+static float med(std::vector<float> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+int main() {
+    int sm;
+    CK(cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, 0));
+    srand(2);
+    auto rnd = [](size_t n, float k) {
+        std::vector<float> v(n);
+        for (auto &e : v) e = k * ((rand() / (float)RAND_MAX) * 2 - 1);
+        return v;
+    };
+    auto fmap = rnd((size_t)C * HW, 2), w = rnd((size_t)C * N, 0.04f), b = rnd(N, 0.1f);
+    auto up = [](const std::vector<float> &v) {
+        float *d;
+        CK(cudaMalloc(&d, 4 * v.size()));
+        CK(cudaMemcpy(d, v.data(), 4 * v.size(), cudaMemcpyHostToDevice));
+        return d;
+    };
+    float *dmap = up(fmap), *dw = up(w), *db = up(b), *pooled, *logits, *probs;
+    unsigned long long *st;
+    CK(cudaMalloc(&pooled, 4 * C)); CK(cudaMalloc(&logits, 4 * N)); CK(cudaMalloc(&probs, 4 * N));
+    CK(cudaMalloc(&st, 8 * STAMPS * 1024));
+    std::vector<double> ref(N);
+    {
+        std::vector<double> p(C), z(N);
+        for (int c = 0; c < C; c++) {
+            double s = 0;
+            for (int i = 0; i < HW; i++) s += fmap[c * HW + i];
+            p[c] = s / HW;
+        }
+        double mx = -1e300, sum = 0;
+        for (int j = 0; j < N; j++) {
+            z[j] = b[j];
+            for (int c = 0; c < C; c++) z[j] += p[c] * w[(size_t)c * N + j];
+            mx = std::max(mx, z[j]);
+        }
+        for (int j = 0; j < N; j++) sum += ref[j] = exp(z[j] - mx);
+        for (int j = 0; j < N; j++) ref[j] /= sum;
+    }
+    // The arguments as the host wrapper fills them (module.c, f4_s0_grun) at batch 1.
+    f4_s0_one_args one;
+    memset(&one, 0, sizeof one);
+    one.a0.n[0] = 1, one.a0.n[1] = C, one.a0.n[2] = HW;
+    one.a0.p[0] = (char *)dmap, one.a0.s[0][0] = C * HW, one.a0.s[0][1] = HW, one.a0.s[0][2] = 1;
+    one.a0.p[1] = (char *)pooled, one.a0.s[1][0] = C, one.a0.s[1][1] = 1;
+    one.a1.n[0] = 1, one.a1.n[1] = N;
+    one.a1.p[0] = (char *)db, one.a1.s[0][1] = 1;
+    one.a1.p[1] = (char *)logits, one.a1.s[1][0] = N, one.a1.s[1][1] = 1;
+    one.a1.t[0] = {(const char *)pooled, C, 1, 0, (const char *)dw, N, 1, 0, C};
+    one.a1.cols = 16, one.a1.vec = 1;
+    one.a2.n[0] = 1, one.a2.n[1] = N;
+    one.a2.p[0] = (char *)logits, one.a2.s[0][0] = N, one.a2.s[0][1] = 1;
+    one.a2.p[1] = (char *)probs, one.a2.s[1][0] = N, one.a2.s[1][1] = 1;
+    one.v[0] = 0, one.v[1] = 1, one.v[2] = 1;  // a warp per pooled row; GEMV 1 row; a block per row
+    auto check = [&](const char *name) {
+        std::vector<float> got(N);
+        CK(cudaMemcpy(got.data(), probs, 4 * N, cudaMemcpyDeviceToHost));
+        double e = 0;
+        for (int j = 0; j < N; j++) e = std::max(e, std::fabs(got[j] - ref[j]));
+        if (!(e < 1e-5)) printf("  %s: WRONG, max err %.3g\n", name, e);
+        CK(cudaMemset(probs, 0xff, 4 * N));
+    };
+    auto timed = [&](const char *name, auto launch) {
+        cudaEvent_t e0, e1;
+        CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+        for (int i = 0; i < 50; i++) launch();
+        CK(cudaDeviceSynchronize());
+        check(name);
+        CK(cudaEventRecord(e0));
+        for (int i = 0; i < 200; i++) launch();
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        std::vector<float> wall;
+        for (int i = 0; i < 200; i++) {
+            auto w0 = std::chrono::steady_clock::now();
+            launch();
+            CK(cudaStreamSynchronize(0));
+            wall.push_back(std::chrono::duration<float, std::micro>(std::chrono::steady_clock::now() - w0).count());
+        }
+        printf("%-40s back-to-back %6.2f us  launch+sync %6.2f us\n", name, ms * 1e3f / 200, med(wall));
+    };
+    void *args[] = {&one};
+    timed("generated one-kernel (f4_s0_one)", [&] {
+        CK(cudaLaunchCooperativeKernel((const void *)f4_s0_one, sm, 1024, args, 0, 0));
+    });
+    timed("three kernels (w32, gemv1, b32)", [&] {
+        f4_s0_g0_w32<<<(C + 7) / 8, 256>>>(one.a0);
+        f4_s0_g1_gemv1<<<(N + 15) / 16, 1024>>>(one.a1);
+        f4_s0_g2_bcu32<<<1, 256>>>(one.a2);
+    });
+    // Phases: median over launches of (latest block at stamp i) - (latest block at stamp i-1).
+    void *sargs[] = {&one, &st};
+    const char *names[] = {"pool", "barrier", "GEMV", "barrier", "softmax"};
+    std::vector<std::vector<float>> ph(STAMPS);
+    std::vector<unsigned long long> h((size_t)STAMPS * sm);
+    for (int it = 0; it < 200; it++) {
+        CK(cudaLaunchCooperativeKernel((const void *)one_timed, sm, 1024, sargs, 0, 0));
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(h.data(), st, 8 * h.size(), cudaMemcpyDeviceToHost));
+        unsigned long long t0 = ~0ull, last[STAMPS] = {0};
+        for (int bk = 0; bk < sm; bk++) {
+            t0 = std::min(t0, h[STAMPS * bk]);
+            for (int i = 0; i < STAMPS; i++) last[i] = std::max(last[i], h[STAMPS * bk + i]);
+        }
+        ph[0].push_back((last[STAMPS - 1] - t0) * 1e-3f);
+        for (int i = 1; i < STAMPS; i++) ph[i].push_back((last[i] - last[i - 1]) * 1e-3f);
+    }
+    check("stamped");
+    printf("stamped one-kernel: span %.2f us:", med(ph[0]));
+    for (int i = 1; i < STAMPS; i++) printf(" %s %.2f", names[i - 1], med(ph[i]));
+    printf("\n");
+    return 0;
+}
