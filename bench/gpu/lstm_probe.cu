@@ -1,10 +1,11 @@
 // Where the LSTM step's batch-1 device time goes (issue 6), on the device machine: the
-// generated one-kernel (gen_models.cuh: examples/models.py's kernels.cu, as
-// driver.generate_sources wrote it) with %globaltimer stamps per block around its GEMV,
-// its grid barrier and its gate math, against a gate-aligned kernel: block b owns hidden
-// units [U*b, U*b + U) and reads their four gates' columns (q*H + U*b, q = 0..3) of each
-// weight row, so the gate math runs in the GEMV's epilogue with no barrier and no gates
-// buffer. H = 512, I = 512, weights hot in L2 (the same every call).
+// generated one-kernel (gen_models.cuh, the CUDA source of examples/models.py that
+// bench/gpu/gen_models.py writes) with %globaltimer stamps per block around its GEMV, its
+// grid barrier and its gate math, and with the gates computed in the GEMV's tiles; against a
+// gate-aligned hand-written kernel: block b owns hidden units [U*b, U*b + U) and reads their
+// four gates' columns (q*H + U*b, q = 0..3) of each weight row, so the gate math runs in the
+// GEMV's epilogue with no barrier and no gates buffer. H = 512, I = 512, weights hot in L2
+// (the same every call).
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I../../native/include lstm_probe.cu -o l && ./l
 #include <algorithm>
 #include <cmath>

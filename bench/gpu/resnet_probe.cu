@@ -1,5 +1,5 @@
 // Where the ResNet-18 head's batch-1 device time goes (issue 6), on the device machine: the
-// generated one-kernel f4_s0_one (gen_models.cuh: examples/models.py's kernels.cu) with
+// generated one-kernel f4_s0_one (gen_models.cuh, from bench/gpu/gen_models.py) with
 // %globaltimer stamps per block after each phase: 7x7 pooling of 512 channels, grid
 // barrier, GEMV 512 x 1000 + bias, grid barrier, softmax over the 1000 logits. Beside it,
 // the call's three kernels launched one by one (CUVIL_AOT_CUDA_ONE=0 does that in a call).
