@@ -1,5 +1,6 @@
 """The manylinux tag of a built wheel (cuvil_aot.build.manylinux): the libraries and
-glibc symbol versions read from real shared objects, checked against readelf."""
+glibc symbol versions read from real shared objects, checked against readelf; the
+musllinux tag of objects that link musl's libc alone, built on musl."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import platform
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -93,3 +95,44 @@ def test_glibc_version_of_needs(versions: set[str], expected: tuple[int, int] | 
     assert manylinux.glibc_version(needs) == expected
     musl = manylinux.Needs(frozenset({"libc.musl-x86_64.so.1"}), frozenset())
     assert manylinux.glibc_version(musl) is None
+
+
+def _musl_object(tmp: Path) -> bytes:
+    """A shared object that links musl's libc alone (a stub with its soname stands in)."""
+    libc = f"libc.musl-{platform.machine()}.so.1"
+    (tmp / "stub.c").write_text("int puts(const char *s) { return 0; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-nostdlib", str(tmp / "stub.c"), "-o",
+                    str(tmp / libc), f"-Wl,-soname,{libc}"], check=True)
+    (tmp / "ext.c").write_text('extern int puts(const char *);\nint f(void) { return puts(""); }\n')
+    subprocess.run(["cc", "-shared", "-fPIC", "-nostdlib", str(tmp / "ext.c"), "-o",
+                    str(tmp / "ext.so"), str(tmp / libc)], check=True)
+    return (tmp / "ext.so").read_bytes()
+
+
+def test_built_on_musl_objects_of_musl_alone_get_musllinux(tmp_path: Path) -> None:
+    elf = _musl_object(tmp_path)
+    assert manylinux.read_needs(elf).libraries == {f"libc.musl-{platform.machine()}.so.1"}
+    musllinux = f"musllinux_1_2_{platform.machine()}"
+    assert manylinux.platform_tag([elf], PLAIN, musl=(1, 2)) == musllinux
+    assert manylinux.platform_tag([], PLAIN, musl=(1, 2)) == musllinux
+    glibc_only = _shared(tmp_path, "glibc_only", USES_GLIBC, "-lm", "-lpthread").read_bytes()
+    assert manylinux.platform_tag([elf, glibc_only], PLAIN, musl=(1, 2)) == PLAIN
+    assert manylinux.platform_tag([elf], PLAIN) == PLAIN  # musl's libc on a glibc build
+
+
+def test_musl_version_is_read_from_the_interpreters_loader(tmp_path: Path) -> None:
+    """The executable's ELF interpreter (PT_INTERP) decides: musl's loader prints its version
+    when run alone (a script stands in for it); glibc's means no musl."""
+    loader = tmp_path / "ld-musl-test.so.1"
+    loader.write_text("#!/bin/sh\necho 'musl libc (x86_64)\nVersion 1.2.4\nDynamic Program "
+                      "Loader' >&2\nexit 1\n")
+    loader.chmod(0o755)
+    (tmp_path / "main.c").write_text("int main(void) { return 0; }\n")
+    exe = tmp_path / "python"
+    subprocess.run(["cc", str(tmp_path / "main.c"), "-o", str(exe),
+                    f"-Wl,--dynamic-linker={loader}"], check=True)
+    assert manylinux.interpreter(exe.read_bytes()) == str(loader)
+    assert manylinux.musl_version(str(exe)) == (1, 2)
+    if "musl" not in (manylinux.interpreter(Path(sys.executable).read_bytes()) or ""):
+        assert manylinux.musl_version() is None
+    assert manylinux.musl_version(str(tmp_path / "main.c")) is None  # not an ELF file

@@ -1,17 +1,23 @@
-"""The manylinux platform tag (PEP 600) that a wheel's extension modules allow.
+"""The manylinux (PEP 600) or musllinux (PEP 656) platform tag that a wheel's extension
+modules allow.
 
 An extension may go into a ``manylinux_2_N_<arch>`` wheel when every library it links
 is one that every glibc system has, and every versioned symbol it takes from them is
 from glibc 2.N or older (what ``auditwheel show`` checks). Both are read from the ELF
 file itself: its ``DT_NEEDED`` entries and its version needs (``.gnu.version_r``).
-Anything else (musl, libstdc++, another library) keeps the plain ``linux_<arch>`` tag:
-such a wheel installs only where it was built, and PyPI refuses it.
+Built on musl (the Python interpreter's ELF interpreter is musl's loader), an extension
+that links musl's libc alone goes into a ``musllinux_1_N_<arch>`` wheel, 1.N being this
+machine's musl (musl has no symbol versions: a newer one may have added what it uses).
+Anything else (libstdc++, another library) keeps the plain ``linux_<arch>`` tag: such a
+wheel installs only where it was built, and PyPI refuses it.
 """
 
 from __future__ import annotations
 
 import re
 import struct
+import subprocess
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -23,6 +29,7 @@ OLDEST = (2, 17)  # manylinux2014: no NumPy 2 wheel needs less
 
 _SHT_DYNAMIC, _SHT_GNU_VERNEED = 6, 0x6FFFFFFE
 _DT_NEEDED = 1
+_PT_INTERP = 3
 
 
 class ElfError(ValueError):
@@ -75,6 +82,40 @@ def read_needs(elf: bytes) -> Needs:
     return Needs(frozenset(libraries), frozenset(versions))
 
 
+def interpreter(elf: bytes) -> str | None:
+    """The program interpreter (``PT_INTERP``) of an ELF executable, None for none."""
+    if elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
+        raise ElfError("not a 64-bit little-endian ELF file")
+    phoff, = struct.unpack_from("<Q", elf, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", elf, 0x36)
+    for i in range(phnum):
+        kind, _, offset, _, _, size, _, _ = struct.unpack_from("<IIQQQQQQ", elf,
+                                                               phoff + i * phentsize)
+        if kind == _PT_INTERP:
+            return elf[offset:offset + size].split(b"\0", 1)[0].decode()
+    return None
+
+
+def musl_version(executable: str = sys.executable) -> tuple[int, int] | None:
+    """(1, N) where ``executable`` runs on musl 1.N (its loader prints the version when run
+    alone, as packaging reads it), None on glibc or where that cannot be read."""
+    try:
+        with open(executable, "rb") as f:
+            loader = interpreter(f.read())
+        if loader is None or "musl" not in loader:
+            return None
+        err = subprocess.run([loader], capture_output=True, text=True, timeout=10).stderr
+    except (OSError, ValueError, struct.error, subprocess.SubprocessError):
+        return None
+    match = re.search(r"^Version (\d+)\.(\d+)", err, re.MULTILINE)
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def musl_only(needs: Needs, arch: str) -> bool:
+    """Links musl's libc and nothing else (its soname on Alpine, or plain libc.so)."""
+    return needs.libraries <= {f"libc.musl-{arch}.so.1", "libc.so"} and not needs.versions
+
+
 def glibc_version(needs: Needs) -> tuple[int, int] | None:
     """The newest glibc that ``needs`` names, None where it needs more than glibc."""
     if not needs.libraries <= GLIBC_LIBRARIES:
@@ -88,18 +129,25 @@ def glibc_version(needs: Needs) -> tuple[int, int] | None:
     return newest
 
 
-def platform_tag(objects: Iterable[bytes], plain: str) -> str:
-    """``manylinux_2_N_<arch>`` for a wheel holding ``objects`` (its shared objects) where
-    they allow it, else ``plain`` (``linux_<arch>``, this machine's tag)."""
+def platform_tag(objects: Iterable[bytes], plain: str,
+                 musl: tuple[int, int] | None = None) -> str:
+    """``manylinux_2_N_<arch>`` (or, built on ``musl`` 1.N, ``musllinux_1_N_<arch>``) for a
+    wheel holding ``objects`` (its shared objects) where they allow it, else ``plain``
+    (``linux_<arch>``, this machine's tag)."""
     if not plain.startswith("linux_"):
         return plain
+    arch = plain[len("linux_"):]
+    try:
+        needs = [read_needs(elf) for elf in objects]
+    except (struct.error, IndexError, ValueError):  # ElfError is a ValueError
+        return plain
+    if musl is not None:
+        fits = all(musl_only(n, arch) for n in needs)
+        return f"musllinux_{musl[0]}_{musl[1]}_{arch}" if fits else plain
     newest = OLDEST
-    for elf in objects:
-        try:
-            version = glibc_version(read_needs(elf))
-        except (struct.error, IndexError, ValueError):  # ElfError is a ValueError
-            return plain
+    for n in needs:
+        version = glibc_version(n)
         if version is None:
             return plain
         newest = max(newest, version)
-    return f"manylinux_{newest[0]}_{newest[1]}_{plain[len('linux_'):]}"
+    return f"manylinux_{newest[0]}_{newest[1]}_{arch}"

@@ -50,9 +50,11 @@ def native_tag() -> str:
 
 
 def portable_tag(wheel: Wheel) -> str:
-    """native_tag with the manylinux platform that ``wheel``'s shared objects allow."""
+    """native_tag with the manylinux (musllinux on musl) platform that ``wheel``'s shared
+    objects allow."""
     objects = (data for name, data in wheel.files.items() if name.endswith(".so"))
-    return "-".join([*interpreter_tags(), manylinux.platform_tag(objects, platform_tag())])
+    tag = manylinux.platform_tag(objects, platform_tag(), manylinux.musl_version())
+    return "-".join([*interpreter_tags(), tag])
 
 
 def source_date_epoch(env: Mapping[str, str]) -> int | None:
