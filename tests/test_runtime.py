@@ -253,6 +253,23 @@ def test_gemm_crosses_blocks(dtype, level, m, k, n):
         check(out, [(a, b)], dtype)
 
 
+@pytest.mark.parametrize("threads", [1, 3, 4, 5])
+@pytest.mark.parametrize("m,k,n", [(40, 300, 768), (150, 64, 1280), (40, 70, 33), (33, 5, 3000)])
+def test_gemm_units_balanced_over_any_thread_count(threads, m, k, n):
+    """The packed path's column units, rebalanced over the thread count (few tasks), cover
+    every column once with 1, 3, 4 and 5 threads."""
+    rng = np.random.default_rng(m + k + n + threads)
+    rt.configure(num_threads=threads)
+    try:
+        for dtype in (np.float32, np.float64):
+            a, b = make(rng, (m, k), "c", dtype), make(rng, (k, n), "t", dtype)
+            out = poisoned((m, n), "c", dtype)
+            run([(a, b)], out)
+            check(out, [(a, b)], dtype)
+    finally:
+        rt.configure(num_threads=0)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("level", LEVELS)
 def test_gemm_one_row_streamed_in_two_terms(dtype, level):
