@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes.util
 import struct
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -21,7 +22,8 @@ from cuvil_aot.ir.ops import BINARY, ELEMENTWISE, REDUCE, UNARY, Op
 from cuvil_aot.ir.types import DTYPES
 from cuvil_aot.toolchain import nvcc
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
 NVCC = nvcc.find_nvcc()
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found")
 SOURCE = '''
@@ -128,6 +130,30 @@ def _fatbin_archs(data: bytes) -> set[str]:
         found.add(f"{'compute' if kind == 1 else 'sm'}_{arch}")
         pos += entry_header + padded
     return found
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_gpu_probes_compile_against_the_headers(tmp_path):
+    """bench/gpu's probes include cuvil_aot's CUDA headers and a copy of the generated
+    source: they must still compile when either changes (one was found broken a session
+    after cv_gemv gained an argument)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    probes = sorted((ROOT / "bench" / "gpu").glob("*.cu"))
+    assert len(probes) >= 6
+
+    def build(source: Path) -> str:
+        out = subprocess.run([NVCC.path, "-O3", "-std=c++17", "-arch=sm_90",
+                              f"-I{ROOT / 'native' / 'include'}", "-DHAS_BCU",
+                              '-DVARIANT="gen_softmax_r.cuh"', "-c", str(source), "-o",
+                              str(tmp_path / (source.stem + ".o"))],
+                             capture_output=True, text=True)
+        return "" if out.returncode == 0 else f"{source.name}:\n{out.stderr[-2000:]}"
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        failures = [f for f in pool.map(build, probes) if f]
+    assert not failures, "\n".join(failures)
 
 
 @needs_nvcc
