@@ -40,10 +40,13 @@ CASES = {
 }
 
 
-def best_time(fn: object, args: tuple[np.ndarray, ...], repeat: int = 30) -> float:
+def best_time(fn: object, args: tuple[np.ndarray, ...], repeat: int = 30,
+              seconds: float = 0.05) -> float:
+    """Median time of a call: at least ``repeat`` calls and ``seconds`` of them (a few
+    dozen microsecond calls alone are at the mercy of this machine's other work)."""
     fn(*args)  # type: ignore[operator]  # warm: first touch of outputs, caches
-    times = []
-    for _ in range(repeat):
+    times: list[float] = []
+    while len(times) < repeat or sum(times) < seconds:
         start = time.perf_counter()
         fn(*args)  # type: ignore[operator]
         times.append(time.perf_counter() - start)
