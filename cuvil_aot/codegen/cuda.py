@@ -237,7 +237,7 @@ def one_kernel(prefix: str, kernels: list[CudaKernel]) -> str:
     w = Writer()
     paired = {g for g in range(len(kernels) - 1) if tile_consumer(kernels, g) is not None}
     for g in paired:
-        _after_struct(w, kernels[g + 1], g + 1)
+        _after_struct(w, kernels[g + 1])
     with w.block(f'extern "C" __global__ void __launch_bounds__({ONE_BLOCK}, 1) '
                  f"{prefix}_one(const __grid_constant__ {prefix}_one_args o)"):
         for g, k in enumerate(kernels):
@@ -285,8 +285,8 @@ def tile_consumer(kernels: list[CudaKernel], g: int) -> list[Dim] | None:
     return offsets or None
 
 
-def _after_struct(w: Writer, k: CudaKernel, g: int) -> None:
-    """Kernel g's elements of rows [row0, row0 + rows) and columns [col0, col0 + run):
+def _after_struct(w: Writer, k: CudaKernel) -> None:
+    """Kernel k's elements of rows [row0, row0 + rows) and columns [col0, col0 + run):
     what a GEMV tile of the one-kernel leaves it to compute (see one_kernel)."""
     with w.block(f"struct {k.name}_after", "};"):
         w.line(f"const {k.name}_args *a;")
