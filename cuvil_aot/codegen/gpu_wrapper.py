@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cuvil_aot.codegen import cuda, ops_c
+from cuvil_aot.codegen import cuda, cuda_one, ops_c
 from cuvil_aot.codegen.c import Operand
 from cuvil_aot.codegen.cuda import CudaKernel
 from cuvil_aot.codegen.launch import Storage, dim, fill_args, matmul_operand, operand_setup
@@ -61,7 +61,7 @@ class GpuPlan:
 
     @property
     def source(self) -> str:
-        ones = [cuda.one_struct(p, ks) + cuda.one_kernel(p, ks)
+        ones = [cuda_one.one_struct(p, ks) + cuda_one.one_kernel(p, ks)
                 for p, ks in self.kernels.items() if p in self.one]
         return cuda.source([k for ks in self.kernels.values() for k in ks], ones)
 
@@ -106,7 +106,7 @@ def module_table(w: Writer, gp: GpuPlan, targets: GpuTargets | None) -> None:
     for prefix, kernels in gp.kernels.items():
         for k in kernels:
             w.line(k.struct)  # the layout the kernels read (the same text is in kernels.cu)
-        w.line(cuda.one_struct(prefix, kernels))
+        w.line(cuda_one.one_struct(prefix, kernels))
     w.line("extern const unsigned char cv_fatbin[];")
     names = ", ".join(_c_string(n) for n in gp.names) or "0"
     w.line(f"static const char *const cv_gpu_names[] = {{{names}}};")
@@ -336,7 +336,7 @@ def _launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
         w.line("int64_t one_grid = sm;")
         paired = []
         for g in range(len(kernels) - 1):
-            offsets = cuda.tile_consumer(kernels, g)
+            offsets = cuda_one.tile_consumer(kernels, g)
             if offsets is not None:
                 _tile_consumer_runs(w, g, offsets, alone=len(kernels) == 2)
                 paired.append(g)
@@ -345,7 +345,7 @@ def _launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
         w.line(f"static int one_off;  /* the device cannot run {prefix}_one */")
         with w.block("if (small && !one_off)"):
             w.line(f"const int r = api->gpu->launch_one(&cv_gpu_module, dev, {gp.one[prefix]}, "
-                   f"(uint32_t)one_grid, {cuda.ONE_BLOCK}, stream, &one, {left} > 0);")
+                   f"(uint32_t)one_grid, {cuda_one.ONE_BLOCK}, stream, &one, {left} > 0);")
             w.line("if (r < 0) goto done;")
             w.line("one_off = r == 1;")
             w.line("small = r == 0;")
@@ -356,7 +356,7 @@ def _launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
 
 
 def _tile_consumer_runs(w: Writer, g: int, offsets: list[Dim], alone: bool) -> None:
-    """one.runs[g]: kernel g + 1 runs inside kernel g's GEMV tiles (cuda.one_kernel) where
+    """one.runs[g]: kernel g + 1 runs inside kernel g's GEMV tiles (cuda_one.one_kernel) where
     a tile can hold every column its elements read: the GEMM's n is runs x the consumer's
     n', each offset a multiple of n' below n, and a tile's columns split into whole runs
     (of whole float4s where the GEMV reads float4). Runs of 8 columns where the tile stays
