@@ -7,24 +7,12 @@
 // GEMV's epilogue with no barrier and no gates buffer. H = 512, I = 512, weights hot in L2
 // (the same every call).
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I../../native/include lstm_probe.cu -o l && ./l
-#include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
 #include <chrono>
 #include "gen_models.cuh"
-
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-    printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
+#include "probe_util.cuh"
 
 constexpr int H = 512, I = 512, N4 = 4 * H;
-
-__device__ __forceinline__ unsigned long long gtime() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 
 // The generated one-kernel's body with a grid barrier (runs = 0), with stamps:
 // [block][0..3] = start, GEMV done, barrier passed, end.
@@ -279,11 +267,6 @@ extern "C" __global__ void __launch_bounds__(1024, 1) pair32_timed(const __grid_
     if (threadIdx.x == 0) st[4 * blockIdx.x] = t0, st[4 * blockIdx.x + 3] = gtime();
 }
 
-static float med(std::vector<float> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
 // Median over launches of: the events' rate of back-to-back launches, the globaltimer span
 // (first block start to last block end) and its phases, and launch + synchronize on the host.
 template <class L>
@@ -327,20 +310,11 @@ int main() {
     int sm;
     CK(cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, 0));
     srand(1);
-    auto rnd = [](size_t n, float k) {
-        std::vector<float> v(n);
-        for (auto &e : v) e = k * ((rand() / (float)RAND_MAX) * 2 - 1);
-        return v;
-    };
-    auto x = rnd(I, 1), h = rnd(H, 1), c = rnd(H, 1), wx = rnd((size_t)I * N4, 0.08f),
-         wh = rnd((size_t)H * N4, 0.08f), b = rnd(N4, 0.1f);
-    auto up = [](const std::vector<float> &v) {
-        float *d;
-        CK(cudaMalloc(&d, 4 * v.size()));
-        CK(cudaMemcpy(d, v.data(), 4 * v.size(), cudaMemcpyHostToDevice));
-        return d;
-    };
-    float *dx = up(x), *dh = up(h), *dc = up(c), *dwx = up(wx), *dwh = up(wh), *db = up(b);
+    auto x = random_floats(I, 1), h = random_floats(H, 1), c = random_floats(H, 1);
+    auto wx = random_floats((size_t)I * N4, 0.08f), wh = random_floats((size_t)H * N4, 0.08f);
+    auto b = random_floats(N4, 0.1f);
+    float *dx = upload(x), *dh = upload(h), *dc = upload(c);
+    float *dwx = upload(wx), *dwh = upload(wh), *db = upload(b);
     float *gates, *h2, *c2;
     unsigned long long *st;
     CK(cudaMalloc(&gates, 4 * N4)); CK(cudaMalloc(&h2, 4 * H)); CK(cudaMalloc(&c2, 4 * H));

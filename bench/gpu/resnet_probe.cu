@@ -5,24 +5,12 @@
 // the call's three kernels launched one by one (CUVIL_AOT_CUDA_ONE=0 does that in a call).
 // Prepared in the fifth session, not yet run.
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I../../native/include resnet_probe.cu -o r && ./r
-#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
 #include "gen_models.cuh"
-
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-    printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
+#include "probe_util.cuh"
 
 constexpr int C = 512, HW = 49, N = 1000, STAMPS = 6;
-
-__device__ __forceinline__ unsigned long long gtime() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 
 __device__ __forceinline__ void stamp(unsigned long long *st, int i) {
     __syncthreads();
@@ -48,28 +36,13 @@ extern "C" __global__ void __launch_bounds__(1024, 1) one_timed(const __grid_con
     stamp(st, 5);
 }
 
-static float med(std::vector<float> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
 int main() {
     int sm;
     CK(cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, 0));
     srand(2);
-    auto rnd = [](size_t n, float k) {
-        std::vector<float> v(n);
-        for (auto &e : v) e = k * ((rand() / (float)RAND_MAX) * 2 - 1);
-        return v;
-    };
-    auto fmap = rnd((size_t)C * HW, 2), w = rnd((size_t)C * N, 0.04f), b = rnd(N, 0.1f);
-    auto up = [](const std::vector<float> &v) {
-        float *d;
-        CK(cudaMalloc(&d, 4 * v.size()));
-        CK(cudaMemcpy(d, v.data(), 4 * v.size(), cudaMemcpyHostToDevice));
-        return d;
-    };
-    float *dmap = up(fmap), *dw = up(w), *db = up(b), *pooled, *logits, *probs;
+    auto fmap = random_floats((size_t)C * HW, 2), w = random_floats((size_t)C * N, 0.04f);
+    auto b = random_floats(N, 0.1f);
+    float *dmap = upload(fmap), *dw = upload(w), *db = upload(b), *pooled, *logits, *probs;
     unsigned long long *st;
     CK(cudaMalloc(&pooled, 4 * C)); CK(cudaMalloc(&logits, 4 * N)); CK(cudaMalloc(&probs, 4 * N));
     CK(cudaMalloc(&st, 8 * STAMPS * 1024));
