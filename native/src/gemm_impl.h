@@ -261,7 +261,8 @@ static void FN(balance_units)(FN(plan) *pl, int64_t nbatch, int nthreads) {
     }
 }
 
-static void FN(plan_init)(FN(plan) *pl, const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
+static void FN(plan_init)(FN(plan) *pl, const FN(cv_gemm) *g, const FN(cv_kernels) *kt,
+                          int nthreads) {
     const FN(cv_gemm_term) *terms = g->terms;
     *pl = (FN(plan)){.g = g, .kt = kt, .b_shared = 1};
     for (int t = 0; t < g->nterms; t++) {
@@ -272,7 +273,7 @@ static void FN(plan_init)(FN(plan) *pl, const FN(cv_gemm) *g, const FN(cv_kernel
     pl->n_panels = (g->n + kt->nr - 1) / kt->nr;
     FN(split_units)(pl->m_panels, kt->mc / kt->mr, &pl->m_units, &pl->upanels);
     FN(split_units)(pl->n_panels, kt->nc / kt->nr, &pl->n_units, &pl->npu);
-    FN(balance_units)(pl, g->nbatch, cv_num_threads());
+    FN(balance_units)(pl, g->nbatch, nthreads);
 }
 
 /* Carve the workspace: term offsets and slot flags, then the rest. */
@@ -297,10 +298,10 @@ static size_t FN(header_bytes)(const FN(plan) *pl) {
 
 static int FN(packed)(const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
     FN(plan) pl;
-    FN(plan_init)(&pl, g, kt);
+    int nthreads = cv_num_threads();
+    FN(plan_init)(&pl, g, kt, nthreads);
     size_t au = FN(a_unit_bytes)(&pl), bu = FN(b_unit_bytes)(&pl), acc = FN(acc_bytes)(&pl);
     size_t batch_bytes = cv_ws_round(pl.m_units * au) + cv_ws_round(pl.n_units * bu) + acc;
-    int nthreads = cv_num_threads();
     /* One thread does it all when threads would not pay off. */
     int one = 2.0 * g->nbatch * g->m * g->n * pl.ksum < CV_GEMM_TINY_FLOPS || nthreads == 1;
     int per_batch = !pl.b_shared && g->nbatch >= 2 * nthreads;
