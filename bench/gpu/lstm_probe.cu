@@ -48,13 +48,7 @@ __device__ __forceinline__ float sig(float v) { return 1.f / (1.f + expf(-v)); }
 // block) as the generated kernel's consumer reads them, instead of shared memory. RUNTIME:
 // the terms' sizes and strides come from the arguments, as in the generated kernel, not
 // from compile-time constants (is that what makes the generated tile slower?).
-template <class T, int MR, int W>
-CV_DEV void term32(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t row0, int64_t col,
-                   int64_t first, int64_t step, T acc[MR][W]);
-
-// T32: the GEMV terms through term32 (below) instead of cv_gemv_term.
-template <int U, int THREADS, bool PRELOAD, bool GLOBAL = false, bool RUNTIME = false,
-          bool T32 = false>
+template <int U, int THREADS, bool PRELOAD, bool GLOBAL = false, bool RUNTIME = false>
 __global__ void __launch_bounds__(THREADS) fused(Lstm p, unsigned long long *st) {
     unsigned long long t0 = gtime();
     constexpr int LANES = U;            // float4 groups per row: 4 gates x U/4
@@ -92,15 +86,8 @@ __global__ void __launch_bounds__(THREADS) fused(Lstm p, unsigned long long *st)
                                                                   (const char *)p.wx, N4, 1, 0, I};
         const cv_gpu_term th = RUNTIME ? p.terms[1] : cv_gpu_term{(const char *)p.h, H, 1, 0,
                                                                   (const char *)p.wh, N4, 1, 0, H};
-        float a2[1][4] = {{0, 0, 0, 0}};
-        if (T32) {
-            term32<float, 1, 4>(tx, 0, 1, 0, col, first, step, a2);
-            term32<float, 1, 4>(th, 0, 1, 0, col, first, step, a2);
-        } else {
-            cv_gemv_term<float, 1, 4>(tx, 0, 1, 0, col, first, step, a2);
-            cv_gemv_term<float, 1, 4>(th, 0, 1, 0, col, first, step, a2);
-        }
-        for (int e = 0; e < 4; e++) acc[e] = a2[0][e];
+        cv_gemv_term4(tx, 0, 0, col, first, step, acc);
+        cv_gemv_term4(th, 0, 0, col, first, step, acc);
     }
 #pragma unroll
     for (int e = 0; e < 4; e++) {
@@ -154,116 +141,6 @@ extern "C" __global__ void __launch_bounds__(1024, 1) pair_timed(const __grid_co
     const f1_s0_g0_args *a = &o.a0;
     cv_gemv<float, 1>(a->t, 2, a->n[0], a->n[1], 1, (int)a->cols, (int)a->vec, f1_s0_g0_epi{a}, 4,
                       stamped_after{f1_s0_g1_after{&o.a1, o.v[1], 1}, st});
-    if (threadIdx.x == 0) st[4 * blockIdx.x] = t0, st[4 * blockIdx.x + 3] = gtime();
-}
-
-// cv_gemv_term with 32-bit offsets (the host would check that they fit): offline, the
-// SASS of pair_timed went from 560 to 400 instructions before the reduction, with no spill
-// and the loads issued ahead of the FMAs; fused<RUNTIME> from 726 to 232. At batch 1 a
-// 1024-thread block's 32 warps issue every one of them: is the tile issue-bound?
-template <class T, int MR, int W>
-CV_DEV void term32(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t row0, int64_t col,
-                   int64_t first, int64_t step, T acc[MR][W]) {
-    constexpr int LOADS = W == 4 ? 4 : MR == 1 ? 8 : 4;
-    const T *a = reinterpret_cast<const T *>(t.a) + bat * t.a_bs;
-    const T *b = reinterpret_cast<const T *>(t.b) + bat * t.b_bs;
-    const int k_ = (int)t.k, step_ = (int)step, brs = (int)t.b_rs, acs = (int)t.a_cs;
-    const int bcol = (int)(col * t.b_cs);
-    int arow[MR];
-#pragma unroll
-    for (int r = 0; r < MR; r++) arow[r] = (int)((row0 + r < m ? row0 + r : m - 1) * t.a_rs);
-    for (int k = (int)first; k < k_; k += LOADS * step_) {
-        T w[LOADS][W];
-#pragma unroll
-        for (int u = 0; u < LOADS; u++) {
-            if (k + u * step_ < k_) {
-                cv_ldg_w<T, W>(b + ((k + u * step_) * brs + bcol), w[u]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < W; e++) w[u][e] = T(0);
-            }
-        }
-#pragma unroll
-        for (int u = 0; u < LOADS; u++)
-            if (k + u * step_ < k_)
-#pragma unroll
-                for (int r = 0; r < MR; r++) {
-                    const T x = __ldg(a + (arow[r] + (k + u * step_) * acs));
-#pragma unroll
-                    for (int e = 0; e < W; e++) acc[r][e] = fma(x, w[u][e], acc[r][e]);
-                }
-    }
-}
-
-template <class T, int MR, int W, class Epi, class After>
-CV_DEV void tile32(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
-                         int64_t nbatch, int cols, int runs, int64_t col0, int64_t row0,
-                         const Epi &epi, const After &after) {
-    T (*part)[MR][32] = cv_gemv_parts<T, MR>();
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-    const int lanes = cols / W, per_warp = 32 / lanes, run = cols / runs;
-    const int64_t apart = n / runs;
-    const int mine = (lane % lanes) * W;
-    const int64_t in_run = col0 + mine % run, col = in_run + (mine / run) * apart;
-    const int64_t first = (int64_t)warp * per_warp + lane / lanes, step = (int64_t)nwarps * per_warp;
-    for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
-        T acc[MR][W];
-#pragma unroll
-        for (int r = 0; r < MR; r++)
-#pragma unroll
-            for (int e = 0; e < W; e++) acc[r][e] = 0;
-        if (in_run < apart)
-            for (int t = 0; t < nterms; t++)
-                term32<T, MR, W>(terms[t], bat, m, row0, col, first, step, acc);
-#pragma unroll
-        for (int r = 0; r < MR; r++)
-#pragma unroll
-            for (int e = 0; e < W; e++) {
-                for (int off = 16; off >= lanes; off >>= 1)
-                    acc[r][e] += cv_shfl_xor(acc[r][e], off);
-                if (lane < lanes) part[warp][r][lane * W + e] = acc[r][e];
-            }
-        __syncthreads();
-        if (threadIdx.x < MR * cols) {
-            const int r = threadIdx.x / cols, c = threadIdx.x % cols;
-            T sum = 0;
-            for (int w = 0; w < nwarps; w++) sum += part[w][r][c];
-            if (row0 + r < m && col0 + c % run < apart)
-                epi(bat, row0 + r, col0 + c % run + (c / run) * apart, sum);
-        }
-        __syncthreads(); /* part[] is reused by the next batch; the stores are seen */
-        after(row0, MR, col0, run);
-    }
-}
-
-template <class T, int MR, class Epi, class After>
-CV_DEV void gemv32(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n, int64_t nbatch,
-                    int cols, int vec, const Epi &epi, int runs = 1,
-                    const After &after = After()) {
-    /* cols is 0 in a one-kernel's arguments when the host skipped an empty GEMM */
-    const int64_t run = cols / runs, apart = n / runs;
-    const int64_t tiles_n = cols > 0 ? (apart + run - 1) / run : 0;
-    const int64_t tiles = tiles_n * ((m + MR - 1) / MR);
-    for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const int64_t col0 = (tile % tiles_n) * run, row0 = (tile / tiles_n) * MR;
-        if constexpr (cv_is_float<T>::value && MR == 1) {
-            if (vec) {
-                tile32<T, MR, 4>(terms, nterms, m, n, nbatch, cols, runs, col0, row0, epi,
-                                       after);
-                continue;
-            }
-        }
-        tile32<T, MR, 1>(terms, nterms, m, n, nbatch, cols, runs, col0, row0, epi, after);
-    }
-}
-
-// The generated pair with term32, stamped as pair_timed.
-extern "C" __global__ void __launch_bounds__(1024, 1) pair32_timed(const __grid_constant__ f1_s0_one_args o,
-                                                                   unsigned long long *st) {
-    const unsigned long long t0 = gtime();
-    const f1_s0_g0_args *a = &o.a0;
-    gemv32<float, 1>(a->t, 2, a->n[0], a->n[1], 1, (int)a->cols, (int)a->vec, f1_s0_g0_epi{a}, 4,
-                     stamped_after{f1_s0_g1_after{&o.a1, o.v[1], 1}, st});
     if (threadIdx.x == 0) st[4 * blockIdx.x] = t0, st[4 * blockIdx.x + 3] = gtime();
 }
 
@@ -394,10 +271,6 @@ int main() {
         measure("  same, stamped (tile, consumer, rest)", tiles,
                 [&] { pair_timed<<<tiles, 1024>>>(o4, st); }, st, true);
         done4();
-        auto done5 = check("generated, 32-bit offsets, stamped");
-        measure("  same, 32-bit offsets, stamped", tiles,
-                [&] { pair32_timed<<<tiles, 1024>>>(o4, st); }, st, true);
-        done5();
     }
     {
         auto done = check("one-kernel, stamped");
@@ -410,21 +283,6 @@ int main() {
         measure("generated GEMV alone (gemv1)", 0, [&] { f1_s0_g0_gemv1<<<128, 1024>>>(g); }, st, false);
     }
     Lstm p = {dx, dh, dc, dwx, dwh, db, h2, c2, gates, {a0.t[0], a0.t[1]}};
-    {
-        auto done = check("fused U=4");
-        measure("gate-aligned U=4, 1024 thr", H / 4, [&] { fused<4, 1024, false><<<H / 4, 1024>>>(p, st); }, st, false);
-        done();
-    }
-    {
-        auto done = check("fused U=4 pre");
-        measure("gate-aligned U=4, 1024 thr, preload", H / 4, [&] { fused<4, 1024, true><<<H / 4, 1024>>>(p, st); }, st, false);
-        done();
-    }
-    {
-        auto done = check("fused U=4 512");
-        measure("gate-aligned U=4, 512 thr, preload", H / 4, [&] { fused<4, 512, true><<<H / 4, 512>>>(p, st); }, st, false);
-        done();
-    }
     {
         auto done = check("fused U=8");
         measure("gate-aligned U=8, 1024 thr, preload", H / 8, [&] { fused<8, 1024, true><<<H / 8, 1024>>>(p, st); }, st, false);
@@ -439,12 +297,6 @@ int main() {
         auto done = check("fused U=8 runtime terms");
         measure("gate-aligned U=8, terms from the arguments", H / 8,
                 [&] { fused<8, 1024, false, false, true><<<H / 8, 1024>>>(p, st); }, st, false);
-        done();
-    }
-    {
-        auto done = check("fused U=8 runtime terms, term32");
-        measure("  same, 32-bit offsets", H / 8,
-                [&] { fused<8, 1024, false, false, true, true><<<H / 8, 1024>>>(p, st); }, st, false);
         done();
     }
     {

@@ -481,10 +481,11 @@ def _aligned(k: CudaKernel, side: str, inner: str, outer: str) -> str:
 
 def _vec_condition(k: CudaKernel) -> str:
     """float4 loads of B in the GEMV: float32, one row per tile (mr == 1), whole float4s
-    per row of B (n % 4 == 0)."""
+    per row of B (n % 4 == 0), offsets within a batch in 32 bits."""
     if k.acc_type != "float":
         return "0"
-    return f"mr == 1 && n % 4 == 0 && {_aligned(k, 'b', 'cs', 'rs')}"
+    fits = " && ".join(f"cv_gpu_term_fits32(&a.t[{t}], m, n)" for t in range(len(k.group.terms)))
+    return f"mr == 1 && n % 4 == 0 && {_aligned(k, 'b', 'cs', 'rs')} && {fits}"
 
 
 def _tc_choice(w: Writer, k: CudaKernel, first: int) -> None:

@@ -155,7 +155,6 @@ CV_DEV void cv_gemm_tiled(const cv_gpu_term *terms, int nterms, int64_t m, int64
     }
 }
 
-/* W consecutive elements from p (float, W = 4: one float4, p 16-byte aligned). */
 template <class T>
 struct cv_is_float {
     static constexpr bool value = false;
@@ -164,52 +163,31 @@ template <>
 struct cv_is_float<float> {
     static constexpr bool value = true;
 };
-template <class T, int W>
-CV_DEV void cv_ldg_w(const T *p, T out[W]) {
-    if constexpr (W == 4 && cv_is_float<T>::value) {
-        const float4 v = __ldg(reinterpret_cast<const float4 *>(p));
-        out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
-    } else {
-#pragma unroll
-        for (int e = 0; e < W; e++) out[e] = __ldg(p + e);
-    }
-}
 
-/* One thread's share of one term: rows k = first, first + step, ... of B
- * (W consecutive columns from `col`) against MR rows of A, LOADS loads of B in
- * flight per step (the last step's loads predicated, not one at a time). At
- * batch 1 (MR = 1) a thread's share of a 512-row term is one step: one memory
- * round trip per term. With MR = 4 each B load brings 4 loads of A; more of them
- * spill in a one-kernel's 64 registers. */
-template <class T, int MR, int W>
+/* One thread's share of one term: rows k = first, first + step, ... of B (column
+ * `col`) against MR rows of A, LOADS loads of B in flight per step (the last
+ * step's loads predicated, not one at a time). With MR = 4 each B load brings 4
+ * loads of A; more of them spill in a one-kernel's 64 registers. */
+template <class T, int MR>
 CV_DEV void cv_gemv_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t row0, int64_t col,
-                         int64_t first, int64_t step, T acc[MR][W]) {
-    constexpr int LOADS = W == 4 ? 4 : MR == 1 ? 8 : 4;
+                         int64_t first, int64_t step, T acc[MR]) {
+    constexpr int LOADS = MR == 1 ? 8 : 4;
     const T *a = reinterpret_cast<const T *>(t.a) + bat * t.a_bs;
     const T *b = reinterpret_cast<const T *>(t.b) + bat * t.b_bs + col * t.b_cs;
     int64_t arow[MR];
 #pragma unroll
     for (int r = 0; r < MR; r++) arow[r] = (row0 + r < m ? row0 + r : m - 1) * t.a_rs;
     for (int64_t k = first; k < t.k; k += LOADS * step) {
-        T w[LOADS][W];
+        T w[LOADS];
 #pragma unroll
-        for (int u = 0; u < LOADS; u++) {
-            if (k + u * step < t.k) {
-                cv_ldg_w<T, W>(b + (k + u * step) * t.b_rs, w[u]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < W; e++) w[u][e] = T(0);
-            }
-        }
+        for (int u = 0; u < LOADS; u++)
+            w[u] = k + u * step < t.k ? __ldg(b + (k + u * step) * t.b_rs) : T(0);
 #pragma unroll
         for (int u = 0; u < LOADS; u++)
             if (k + u * step < t.k)
 #pragma unroll
-                for (int r = 0; r < MR; r++) {
-                    const T x = __ldg(a + arow[r] + (k + u * step) * t.a_cs);
-#pragma unroll
-                    for (int e = 0; e < W; e++) acc[r][e] = fma(x, w[u][e], acc[r][e]);
-                }
+                for (int r = 0; r < MR; r++)
+                    acc[r] = fma(__ldg(a + arow[r] + (k + u * step) * t.a_cs), w[u], acc[r]);
     }
 }
 
@@ -230,38 +208,32 @@ struct cv_gemv_nothing_after {
  * tile per block when grid.x is their number), batches over grid.y; block: up to
  * CV_GEMV_THREADS. The tile's columns are `runs` runs of run = cols / runs
  * consecutive columns, n / runs apart (runs = 1: cols consecutive columns). A lane
- * owns W consecutive columns (W = 4: float4 loads of B), cols / W lanes cover a row
- * of B, and each warp's lanes step through its share of k; partial sums meet in
- * shared memory. after(row0, MR, col0, run) runs once the tile's epilogue is
- * stored, on the whole block. */
-template <class T, int MR, int W, class Epi, class After>
+ * owns a column, `cols` lanes cover a row of B, and each warp's lanes step through
+ * its share of k; partial sums meet in shared memory. after(row0, MR, col0, run)
+ * runs once the tile's epilogue is stored, on the whole block. */
+template <class T, int MR, class Epi, class After>
 CV_DEV void cv_gemv_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
                          int64_t nbatch, int cols, int runs, int64_t col0, int64_t row0,
                          const Epi &epi, const After &after) {
     T (*part)[MR][32] = cv_gemv_parts<T, MR>();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-    const int lanes = cols / W, per_warp = 32 / lanes, run = cols / runs;
+    const int per_warp = 32 / cols, run = cols / runs;
     const int64_t apart = n / runs;
-    const int mine = (lane % lanes) * W;
+    const int mine = lane % cols;
     const int64_t in_run = col0 + mine % run, col = in_run + (mine / run) * apart;
-    const int64_t first = (int64_t)warp * per_warp + lane / lanes, step = (int64_t)nwarps * per_warp;
+    const int64_t first = (int64_t)warp * per_warp + lane / cols, step = (int64_t)nwarps * per_warp;
     for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
-        T acc[MR][W];
+        T acc[MR];
 #pragma unroll
-        for (int r = 0; r < MR; r++)
-#pragma unroll
-            for (int e = 0; e < W; e++) acc[r][e] = 0;
+        for (int r = 0; r < MR; r++) acc[r] = 0;
         if (in_run < apart)
             for (int t = 0; t < nterms; t++)
-                cv_gemv_term<T, MR, W>(terms[t], bat, m, row0, col, first, step, acc);
+                cv_gemv_term<T, MR>(terms[t], bat, m, row0, col, first, step, acc);
 #pragma unroll
-        for (int r = 0; r < MR; r++)
-#pragma unroll
-            for (int e = 0; e < W; e++) {
-                for (int off = 16; off >= lanes; off >>= 1)
-                    acc[r][e] += cv_shfl_xor(acc[r][e], off);
-                if (lane < lanes) part[warp][r][lane * W + e] = acc[r][e];
-            }
+        for (int r = 0; r < MR; r++) {
+            for (int off = 16; off >= cols; off >>= 1) acc[r] += cv_shfl_xor(acc[r], off);
+            if (lane < cols) part[warp][r][lane] = acc[r];
+        }
         __syncthreads();
         if (threadIdx.x < MR * cols) {
             const int r = threadIdx.x / cols, c = threadIdx.x % cols;
@@ -275,30 +247,93 @@ CV_DEV void cv_gemv_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_
     }
 }
 
-/* vec: B read as float4 (the host checked: float32, one row per tile, n % 4 == 0,
- * B's columns contiguous and its rows 16-byte aligned; with runs > 1, whole float4s
- * per run). Not with MR = 4, whose 16 accumulators would spill in 64 registers.
- * runs > 1 (a one-kernel's GEMV with its consumer, cuda.py): the host checked that
- * runs divides n and cols. */
+/* The float4 GEMV's share of one term, as cv_gemv_term with 4 columns from `col`
+ * and 32-bit offsets within the batch (the host checked they fit: cv_gpu_term_fits32). */
+CV_DEV void cv_gemv_term4(const cv_gpu_term &t, int64_t bat, int row, int col, int first,
+                          int step, float acc[4]) {
+    const float *a = reinterpret_cast<const float *>(t.a) + bat * t.a_bs + row * (int)t.a_rs;
+    const float *b = reinterpret_cast<const float *>(t.b) + bat * t.b_bs + col;
+    const int k_end = (int)t.k, b_rs = (int)t.b_rs, a_cs = (int)t.a_cs;
+    for (int k = first; k < k_end; k += 4 * step) {
+        float4 w[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            w[u] = k + u * step < k_end
+                       ? __ldg(reinterpret_cast<const float4 *>(b + (k + u * step) * b_rs))
+                       : float4{0, 0, 0, 0};
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            if (k + u * step < k_end) {
+                const float x = __ldg(a + (k + u * step) * a_cs);
+                acc[0] = fmaf(x, w[u].x, acc[0]), acc[1] = fmaf(x, w[u].y, acc[1]);
+                acc[2] = fmaf(x, w[u].z, acc[2]), acc[3] = fmaf(x, w[u].w, acc[3]);
+            }
+    }
+}
+
+/* cv_gemv's float4 path: tiles of one row, lanes of 4 columns, the rest as
+ * cv_gemv_tile. Its index math is 32-bit and shifts (cols and runs are powers of
+ * two): at batch 1 every warp of the block issues all of it, and the 64-bit
+ * divisions and offsets of the general tile made the LSTM step's tile 5.5 us
+ * against 3.8 hand-written (H200, bench/gpu/lstm_probe.cu). */
+template <class Epi, class After>
+CV_DEV void cv_gemv_vec(const cv_gpu_term *terms, int nterms, int m, int n, int64_t nbatch,
+                        int cols, int runs, const Epi &epi, const After &after) {
+    float (*part)[1][32] = cv_gemv_parts<float, 1>();
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    const int lanes_log = __ffs(cols) - 3, run_log = __ffs(cols) - __ffs(runs);
+    const int lanes = 1 << lanes_log, run = 1 << run_log, apart = n >> (__ffs(runs) - 1);
+    const int mine = (lane & (lanes - 1)) * 4, in_run = mine & (run - 1);
+    const int col_off = (mine >> run_log) * apart;
+    const int first = (warp << (5 - lanes_log)) + (lane >> lanes_log);
+    const int step = nwarps << (5 - lanes_log), tiles_n = (apart + run - 1) >> run_log;
+    for (int tile = blockIdx.x; tile < tiles_n * m; tile += gridDim.x) {
+        const int row = tile / tiles_n, col0 = (tile - row * tiles_n) << run_log;
+        for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
+            float acc[4] = {0, 0, 0, 0};
+            if (col0 + in_run < apart)
+                for (int t = 0; t < nterms; t++)
+                    cv_gemv_term4(terms[t], bat, row, col0 + in_run + col_off, first, step, acc);
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+#pragma unroll
+                for (int off = 16; off >= 2; off >>= 1)
+                    if (off >= lanes) acc[e] += cv_shfl_xor(acc[e], off);
+                if (lane < lanes) part[warp][0][mine + e] = acc[e];
+            }
+            __syncthreads();
+            if ((int)threadIdx.x < cols) {
+                const int c = threadIdx.x;
+                float sum = 0;
+#pragma unroll 8
+                for (int w = 0; w < nwarps; w++) sum += part[w][0][c];
+                if (col0 + (c & (run - 1)) < apart)
+                    epi(bat, row, col0 + (c & (run - 1)) + (c >> run_log) * apart, sum);
+            }
+            __syncthreads(); /* part[] is reused by the next batch; the stores are seen */
+            after(row, 1, col0, run);
+        }
+    }
+}
+
+/* vec: B read as float4 (cv_gemv_vec; the host checked: float32, one row per tile,
+ * n % 4 == 0, B's columns contiguous and its rows 16-byte aligned, 32-bit offsets;
+ * with runs > 1, whole float4s per run). Not with MR = 4, whose 16 accumulators
+ * would spill in 64 registers. runs > 1 (a one-kernel's GEMV with its consumer,
+ * cuda_one.py): the host checked that runs divides n and cols, both powers of two. */
 template <class T, int MR, class Epi, class After = cv_gemv_nothing_after>
 CV_DEV void cv_gemv(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n, int64_t nbatch,
                     int cols, int vec, const Epi &epi, int runs = 1,
                     const After &after = After()) {
-    /* cols is 0 in a one-kernel's arguments when the host skipped an empty GEMM */
-    const int64_t run = cols / runs, apart = n / runs;
-    const int64_t tiles_n = cols > 0 ? (apart + run - 1) / run : 0;
-    const int64_t tiles = tiles_n * ((m + MR - 1) / MR);
-    for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const int64_t col0 = (tile % tiles_n) * run, row0 = (tile / tiles_n) * MR;
-        if constexpr (cv_is_float<T>::value && MR == 1) {
-            if (vec) {
-                cv_gemv_tile<T, MR, 4>(terms, nterms, m, n, nbatch, cols, runs, col0, row0, epi,
-                                       after);
-                continue;
-            }
-        }
-        cv_gemv_tile<T, MR, 1>(terms, nterms, m, n, nbatch, cols, runs, col0, row0, epi, after);
+    if (cols <= 0) return; /* a one-kernel's arguments when the host skipped an empty GEMM */
+    if constexpr (cv_is_float<T>::value && MR == 1) {
+        if (vec) return cv_gemv_vec(terms, nterms, (int)m, (int)n, nbatch, cols, runs, epi, after);
     }
+    const int64_t run = cols / runs, apart = n / runs;
+    const int64_t tiles_n = (apart + run - 1) / run, tiles = tiles_n * ((m + MR - 1) / MR);
+    for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x)
+        cv_gemv_tile<T, MR>(terms, nterms, m, n, nbatch, cols, runs, (tile % tiles_n) * run,
+                            (tile / tiles_n) * MR, epi, after);
 }
 
 /* Tensor-core main loop, float32 in and out (sm_80+).

@@ -94,6 +94,16 @@ static int cv_gpu_fits32(const int64_t *n, int nloops, const int64_t *s, int nop
     return 1;
 }
 
+/* Whether the float4 GEMV's 32-bit index math holds for a term of an m x n
+ * product: n, and every offset within one batch of A (m x k) and B (k x n). */
+static int cv_gpu_term_fits32(const cv_gpu_term *t, int64_t m, int64_t n) {
+    const int64_t limit = INT32_MAX / 2, k = t->k > 0 ? t->k - 1 : 0;
+    const int64_t a = (m - 1) * (t->a_rs < 0 ? -t->a_rs : t->a_rs) +
+                      k * (t->a_cs < 0 ? -t->a_cs : t->a_cs);
+    const int64_t b = k * (t->b_rs < 0 ? -t->b_rs : t->b_rs) + n;
+    return n <= limit && a <= limit && b <= limit;
+}
+
 /* Blocks for `work` items of `block` threads, at most enough to fill the
  * device `waves` times over (the kernels loop grid-stride). */
 static uint32_t cv_gpu_grid(int64_t work, int block, int sm_count, int per_sm) {
