@@ -60,6 +60,25 @@ def wall(fn, n=4000):
     return statistics.median(ts) * 1e6, statistics.median(host) * 1e6
 
 
+def pool_cost(n: int = 20000) -> float:
+    """Host us of one cudaMallocAsync + cudaFreeAsync pair on the default stream (what a
+    call's intermediate costs in the runtime's pool), less the Python call overhead."""
+    import cupy
+    rt = cupy.cuda.runtime
+    def pairs() -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            rt.freeAsync(rt.mallocAsync(1 << 14, 0), 0)
+        return time.perf_counter() - t0
+    def calls() -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            rt.getDevice(), rt.getDevice()
+        return time.perf_counter() - t0
+    pairs(), calls()
+    return (min(pairs() for _ in range(3)) - min(calls() for _ in range(3))) / n * 1e6
+
+
 def main() -> None:
     arch = device_arch()
     work = Path(tempfile.mkdtemp())
@@ -97,6 +116,8 @@ def main() -> None:
             print(f"{name:40s} {w:7.2f} us   host {h:6.2f} us", flush=True)
         except Exception as exc:  # noqa: BLE001 - a probe: report and go on
             print(f"{name:40s} {type(exc).__name__}: {exc}"[:300], flush=True)
+    print(f"stream-ordered alloc + free, host: {pool_cost():.2f} us (CuPy's cudaMallocAsync, "
+          "less an empty runtime call)", flush=True)
     feat256 = torch.randn(256, 512, 7, 7, device="cuda")
     for name, fn in [("lstm b1 out=", lambda: models.lstm_step(*lstm, out=(h2, c2))),
                      ("resnet head b1", lambda: models.resnet_head(feat, fc_w, fc_b)),

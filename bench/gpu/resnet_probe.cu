@@ -3,7 +3,6 @@
 // %globaltimer stamps per block after each phase: 7x7 pooling of 512 channels, grid
 // barrier, GEMV 512 x 1000 + bias, grid barrier, softmax over the 1000 logits. Beside it,
 // the call's three kernels launched one by one (CUVIL_AOT_CUDA_ONE=0 does that in a call).
-// Prepared in the fifth session, not yet run.
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I../../native/include resnet_probe.cu -o r && ./r
 #include <chrono>
 #include <cmath>
@@ -111,11 +110,22 @@ int main() {
     timed("generated one-kernel (f4_s0_one)", [&] {
         CK(cudaLaunchCooperativeKernel((const void *)f4_s0_one, sm, 1024, args, 0, 0));
     });
-    timed("three kernels (w32, gemv1, b32)", [&] {
-        f4_s0_g0_w32<<<(C + 7) / 8, 256>>>(one.a0);
-        f4_s0_g1_gemv1<<<(N + 15) / 16, 1024>>>(one.a1);
-        f4_s0_g2_bcu32<<<1, 256>>>(one.a2);
-    });
+    for (int cols : {8, 16, 32}) {  // the host picks 16: 63 tiles, half the SMs idle
+        char name[80];
+        f4_s0_one_args o = one;
+        o.a1.cols = cols;
+        void *oargs[] = {&o};
+        snprintf(name, sizeof name, "  GEMV tiles of %d columns", cols);
+        timed(name, [&] {
+            CK(cudaLaunchCooperativeKernel((const void *)f4_s0_one, sm, 1024, oargs, 0, 0));
+        });
+        snprintf(name, sizeof name, "three kernels (w32, gemv1 of %d, b32)", cols);
+        timed(name, [&] {
+            f4_s0_g0_w32<<<(C + 7) / 8, 256>>>(o.a0);
+            f4_s0_g1_gemv1<<<(N + cols - 1) / cols, 1024>>>(o.a1);
+            f4_s0_g2_bcu32<<<1, 256>>>(o.a2);
+        });
+    }
     // Phases: median over launches of (latest block at stamp i) - (latest block at stamp i-1).
     void *sargs[] = {&one, &st};
     const char *names[] = {"pool", "barrier", "GEMV", "barrier", "softmax"};

@@ -19,12 +19,18 @@ template <class Op> __device__ float block_reduce(float v, Op op, float *sm) {
     __syncthreads();
     if (l == 0) sm[w] = v;
     __syncthreads();
-    v = l < nw ? sm[l] : sm[0];
+    v = l < nw ? sm[l] : Op::identity(); /* not sm[0]: a sum would count it again */
     for (int o = 16; o; o >>= 1) v = op(v, __shfl_xor_sync(~0u, v, o));
     return v;
 }
-struct Max { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
-struct Sum { __device__ float operator()(float a, float b) const { return a + b; } };
+struct Max {
+    __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+    __device__ static float identity() { return -INFINITY; }
+};
+struct Sum {
+    __device__ float operator()(float a, float b) const { return a + b; }
+    __device__ static float identity() { return 0.f; }
+};
 
 // One block per row; each thread keeps V float4 of the row in registers.
 template <int V, bool FAST, bool GRIDSTRIDE>
