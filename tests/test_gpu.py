@@ -236,6 +236,32 @@ def test_intermediates_are_not_framework_allocations(models):
     assert_close(outs[1].cpu().numpy(), ref[1], np.float32, 200)
 
 
+def test_calls_queued_back_to_back_keep_their_own_intermediates(models):
+    """LSTM steps queued with no synchronize behind a slow kernel, batch sizes growing and
+    shrinking, one of them on a side stream: on the default stream a call's freed
+    intermediate is the next call's (cv_cuda_scratch's spares, flushed to the pool when
+    none is big enough); every result is still its own call's."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(11)
+    calls = []
+    for b in [1, 3, 40, 3, 1, 64, 2, 2]:
+        shapes = [(b, 48), (b, 40), (b, 40), (48, 160), (40, 160), (160,)]
+        calls.append([torch.from_numpy(rng.standard_normal(s).astype(np.float32)).cuda()
+                      for s in shapes])
+    side = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    torch.cuda._sleep(100_000_000)  # the default stream's queue stays long
+    results = []
+    for i, args in enumerate(calls):
+        with torch.cuda.stream(side if i == 4 else torch.cuda.default_stream()):
+            results.append(models.lstm_step(*args))
+    torch.cuda.synchronize()
+    for args, got in zip(calls, results):
+        ref = models.lstm_step.py_func(*[a.cpu().numpy().astype(np.float64) for a in args])
+        assert_close(got[0].cpu().numpy(), ref[0], np.float32, 200)
+        assert_close(got[1].cpu().numpy(), ref[1], np.float32, 200)
+
+
 def test_misaligned_and_odd_sizes_take_the_strided_path(models):
     fw = Framework("cupy")
     x = fw.lib.asarray(np.random.default_rng(6).standard_normal(100004, np.float32))

@@ -90,12 +90,23 @@ static int driver_state;  /* 0: not tried, 1: usable, -1: not usable (why in dri
 static char driver_error[320];
 static char lost[320];    /* set once an error has poisoned the context */
 
+/* Scratch blocks that calls on the legacy default stream freed, kept for the next
+ * call on it (cv_cuda_scratch): that stream runs its work in order, so a later call
+ * may reuse a block with no cuMemAllocFromPoolAsync and cuMemFreeAsync, each a
+ * driver call of host time at batch 1. Only that stream: it is never destroyed,
+ * while another stream's handle may come back naming a new stream that is not
+ * ordered after the old one. Under the GIL, as every GPU call. */
+#define CV_SPARES 8
+#define LEGACY_STREAM(s) ((s) == 0 || (s) == 1) /* NULL and CU_STREAM_LEGACY */
+
 static struct device {
     CUcontext ctx;
     CUevent order;        /* reused by cv_cuda_order */
     int sm_count, cc;     /* cc: compute capability * 10 */
     CUmemoryPool pool;    /* for intermediates (cv_cuda_scratch) */
     int pool_state;       /* 0: not tried, 1: usable, -1: not supported */
+    struct spare { void *p; size_t bytes; } spare[CV_SPARES]; /* on the legacy stream */
+    int nspare;
 } devices[CV_GPU_MAX_DEVICES];
 
 typedef struct {
@@ -388,11 +399,41 @@ static int scratch_pool(int device, CUmemoryPool *pool) {
     return d->pool_state > 0;
 }
 
+/* Returns a block to the pool once `stream` reaches this point. Runs on error paths
+ * too: keeps the call's exception. A failure here that matters is sticky, and the
+ * next GPU call reports it. */
+static void free_async(void *p, uintptr_t stream) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (check(cu.MemFreeAsync((CUdeviceptr)(uintptr_t)p, (CUstream)stream), "cuMemFreeAsync",
+              NULL) < 0)
+        PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+}
+
+/* The smallest spare block of at least `bytes`, taken off the list. Where none is
+ * big enough, every spare goes back to the pool, which can then reuse their memory
+ * for this block: the spares never hold more than the pool would. */
+static void *take_spare(struct device *d, size_t bytes, uintptr_t stream) {
+    int best = -1;
+    for (int i = 0; i < d->nspare; i++)
+        if (d->spare[i].bytes >= bytes && (best < 0 || d->spare[i].bytes < d->spare[best].bytes))
+            best = i;
+    if (best < 0) {
+        while (d->nspare > 0) free_async(d->spare[--d->nspare].p, stream);
+        return NULL;
+    }
+    void *p = d->spare[best].p;
+    d->spare[best] = d->spare[--d->nspare];
+    return p;
+}
+
 int cv_cuda_scratch(int device, size_t bytes, uintptr_t stream, void **out) {
     CUmemoryPool pool;
     int r;
     if (cv_cuda_enter(device) < 0 || (r = scratch_pool(device, &pool)) < 0) return -1;
     if (!r) return 1;
+    if (LEGACY_STREAM(stream) && (*out = take_spare(&devices[device], bytes, stream))) return 0;
     CUdeviceptr p = 0;
     if (check(cu.MemAllocFromPoolAsync(&p, bytes ? bytes : 1, pool, (CUstream)stream),
               "cuMemAllocFromPoolAsync", NULL) < 0)
@@ -401,14 +442,11 @@ int cv_cuda_scratch(int device, size_t bytes, uintptr_t stream, void **out) {
     return 0;
 }
 
-void cv_cuda_scratch_free(void *p, uintptr_t stream) {
+void cv_cuda_scratch_free(int device, void *p, size_t bytes, uintptr_t stream) {
     if (!p || lost[0]) return;
-    /* Runs on error paths too: keep the call's exception. A failure here that
-     * matters is sticky, and the next GPU call reports it. */
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    if (check(cu.MemFreeAsync((CUdeviceptr)(uintptr_t)p, (CUstream)stream), "cuMemFreeAsync",
-              NULL) < 0)
-        PyErr_Clear();
-    PyErr_Restore(type, value, tb);
+    struct device *d = &devices[device];
+    if (LEGACY_STREAM(stream) && d->nspare < CV_SPARES)
+        d->spare[d->nspare++] = (struct spare){p, bytes};
+    else
+        free_async(p, stream);
 }

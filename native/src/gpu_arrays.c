@@ -376,7 +376,9 @@ static int gpu_scratch(int device, int dtype, int ndim, const int64_t *shape, ui
 }
 
 static void gpu_scratch_free(cv_gpu_array *a, uintptr_t stream) {
-    cv_cuda_scratch_free(a->data, stream);
+    int64_t count = 1;
+    for (int d = 0; d < a->ndim; d++) count *= a->shape[d];
+    cv_cuda_scratch_free(a->device, a->data, (size_t)count * dtype_sizes[a->dtype], stream);
     a->data = NULL;
 }
 

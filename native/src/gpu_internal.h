@@ -27,7 +27,7 @@ void cv_cuda_restore_context(void *ctx);
  * 1 when the driver or device has no memory pools, -1 on error. */
 int cv_cuda_scratch(int device, size_t bytes, uintptr_t stream, void **out);
 /* Returns scratch memory to the pool once `stream` reaches this point. */
-void cv_cuda_scratch_free(void *p, uintptr_t stream);
+void cv_cuda_scratch_free(int device, void *p, size_t bytes, uintptr_t stream);
 /* Raises cuvil_aot.CudaError with a formatted message; returns -1. */
 int cv_cuda_raise(const char *fmt, ...);
 /* A function of cuvil_aot.runtime.gpu_adapters (new reference), imported once. */
