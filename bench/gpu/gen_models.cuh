@@ -1574,7 +1574,7 @@ typedef struct {
 extern "C" __global__ void __launch_bounds__(1024, 1) f4_s0_one(const __grid_constant__ f4_s0_one_args o) {
      {
         const f4_s0_g0_args *a = &o.a0;
-        if (o.v[0] == 0) f4_s0_g0_rows<int32_t, 32>(a); else if (o.v[0] == 1) f4_s0_g0_rows<int32_t, 0>(a); else if (o.v[0] == 2) f4_s0_g0_rows<int64_t, 32>(a); else if (o.v[0] == 3) f4_s0_g0_rows<int64_t, 0>(a);
+        if (o.v[0] == 0) f4_s0_g0_rows<int32_t, 32>(a); else if (o.v[0] == 1) f4_s0_g0_rows<int32_t, 0>(a); else if (o.v[0] == 2) f4_s0_g0_rows<int64_t, 32>(a); else if (o.v[0] == 3) f4_s0_g0_rows<int64_t, 0>(a); else if (o.v[0] == 4) f4_s0_g0_rows_c<int32_t, 0, 2, false>(a);
     }
     cooperative_groups::this_grid().sync();
      {
@@ -1584,7 +1584,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) f4_s0_one(const __grid_con
     cooperative_groups::this_grid().sync();
      {
         const f4_s0_g2_args *a = &o.a2;
-        if (o.v[2] == 0) f4_s0_g2_rows<int32_t, 32>(a); else if (o.v[2] == 1) f4_s0_g2_rows<int32_t, 0>(a); else if (o.v[2] == 2) f4_s0_g2_rows<int64_t, 32>(a); else if (o.v[2] == 3) f4_s0_g2_rows<int64_t, 0>(a);
+        if (o.v[2] == 0) f4_s0_g2_rows<int32_t, 32>(a); else if (o.v[2] == 1) f4_s0_g2_rows<int32_t, 0>(a); else if (o.v[2] == 2) f4_s0_g2_rows<int64_t, 32>(a); else if (o.v[2] == 3) f4_s0_g2_rows<int64_t, 0>(a); else if (o.v[2] == 4) f4_s0_g2_rows_c<int32_t, 0, 2, false>(a);
     }
 }
 typedef struct {
@@ -1597,7 +1597,7 @@ typedef struct {
 extern "C" __global__ void __launch_bounds__(1024, 1) f5_s0_one(const __grid_constant__ f5_s0_one_args o) {
      {
         const f5_s0_g0_args *a = &o.a0;
-        if (o.v[0] == 0) f5_s0_g0_rows<int32_t, 32>(a); else if (o.v[0] == 1) f5_s0_g0_rows<int32_t, 0>(a); else if (o.v[0] == 2) f5_s0_g0_rows<int64_t, 32>(a); else if (o.v[0] == 3) f5_s0_g0_rows<int64_t, 0>(a);
+        if (o.v[0] == 0) f5_s0_g0_rows<int32_t, 32>(a); else if (o.v[0] == 1) f5_s0_g0_rows<int32_t, 0>(a); else if (o.v[0] == 2) f5_s0_g0_rows<int64_t, 32>(a); else if (o.v[0] == 3) f5_s0_g0_rows<int64_t, 0>(a); else if (o.v[0] == 4) f5_s0_g0_rows_c<int32_t, 0, 2, false>(a);
     }
     cooperative_groups::this_grid().sync();
      {

@@ -14,6 +14,7 @@ from cuvil_aot.ir.indexing import identity
 from cuvil_aot.ir.types import Dim
 
 ONE_BLOCK = 1024  # threads of a one-kernel block: a block per SM, all co-resident
+ONE_ROW_CACHE = 2  # elements per thread of a block-per-row phase kept in registers
 
 
 def one_struct(prefix: str, kernels: list[CudaKernel]) -> str:
@@ -35,7 +36,9 @@ def one_kernel(prefix: str, kernels: list[CudaKernel]) -> str:
     synchronize 11.4 us, one cooperative launch with one barrier 8.8 us;
     bench/gpu/gpu_rows.md). Each kernel's code runs block-stride over any grid; v[g]
     picks its variant: elementwise 1 = 32-bit offsets; rows (64-bit ? 2 : 0) + (a block
-    per row ? 1 : 0); GEMV its rows per tile (1 or 4).
+    per row ? 1 : 0), or 4: a block per row that keeps the row in registers (one pass
+    over memory instead of three: a ResNet head's softmax phase at batch 1 took 2.3 us
+    with three, H200, bench/gpu/resnet_probe.cu); GEMV its rows per tile (1 or 4).
 
     A GEMV followed by an elementwise kernel that reads its result column-aligned
     (tile_consumer: the LSTM step's gates) may skip the barrier between them: where the
@@ -116,8 +119,10 @@ def _one_call(k: CudaKernel, v: str) -> str:
     if k.group.kind is Kind.ELEMENTWISE:
         return f"if ({v}) {name}_strided<int32_t>(a); else {name}_strided<int64_t>(a);"
     if k.group.kind is Kind.ROW:
-        return " else ".join(f"if ({v} == {(2 if wide else 0) + (1 if block else 0)}) "
-                             f"{name}_rows<{'int64_t' if wide else 'int32_t'}, "
-                             f"{0 if block else 32}>(a);"
-                             for wide in (False, True) for block in (False, True))
+        return " else ".join([f"if ({v} == {(2 if wide else 0) + (1 if block else 0)}) "
+                              f"{name}_rows<{'int64_t' if wide else 'int32_t'}, "
+                              f"{0 if block else 32}>(a);"
+                              for wide in (False, True) for block in (False, True)]
+                             + [f"if ({v} == 4) {name}_rows_c<int32_t, 0, {ONE_ROW_CACHE}, "
+                                "false>(a);"])
     return f"if ({v} == 1) {cuda.gemv_call(k, 1)} else {cuda.gemv_call(k, 4)}"

@@ -434,7 +434,9 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
             w.line(launch)
             # the one-kernel keeps a warp per short row: a quarter warp there made the
             # ResNet head at batch 1 slower (10.58 us against 10.19-10.38, H200)
-            w.line(f"one.v[{g}] = (fits ? 0 : 2) + big; small = small && rows * len <= {ONE_WORK};")
+            w.line(f"one.v[{g}] = big && fits && len <= "
+                   f"{cuda_one.ONE_ROW_CACHE * cuda_one.ONE_BLOCK} ? 4 : (fits ? 0 : 2) + big;")
+            w.line(f"small = small && rows * len <= {ONE_WORK};")
     else:
         _gemm_terms(w, k, st)
         batch = "a.n[0]" if nloops == 3 else "1"
