@@ -36,6 +36,89 @@ extern "C" __global__ void __launch_bounds__(1024, 1) one_timed(const __grid_con
     stamp(st, 5);
 }
 
+// Alternatives to the one-kernel's grid barriers at batch 1 (not generated yet): the
+// softmax row by hand (one block, 2 elements a thread in registers), after a grid
+// barrier (tail_barrier) or run by the last GEMV block to finish (tail_last: a fence and
+// an atomic count instead of the barrier); and pool_in_tiles: every GEMV block pools
+// the 512 channels itself (the same values into the same buffer), so neither barrier is
+// left and the launch is plain, a block per GEMV tile.
+__device__ void softmax_row(const float *z, float *p, int n) {
+    float v[2], m = -INFINITY, s = 0;
+    for (int r = 0; r < 2; r++) {
+        const int j = threadIdx.x + r * blockDim.x;
+        v[r] = j < n ? __ldcg(z + j) : -INFINITY;
+        m = fmaxf(m, v[r]);
+    }
+    m = cv_block_reduce(m, cv_op_max());
+    for (int r = 0; r < 2; r++) s += v[r] = expf(v[r] - m);
+    s = cv_block_reduce(s, cv_op_sum());
+    for (int r = 0; r < 2; r++) {
+        const int j = threadIdx.x + r * blockDim.x;
+        if (j < n) p[j] = v[r] / s;
+    }
+}
+
+// The block that finishes last (of gridDim.x) runs the softmax row; true for it.
+__device__ bool last_block(unsigned *count) {
+    __shared__ bool last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        last = atomicAdd(count, 1) == gridDim.x - 1;
+    }
+    __syncthreads();
+    return last;
+}
+
+__device__ void gemv_phase(const f4_s0_one_args &o) {
+    const f4_s0_g1_args *a = &o.a1;
+    cv_gemv<float, 1>(a->t, 1, a->n[0], a->n[1], 1, (int)a->cols, (int)a->vec, f4_s0_g1_epi{a});
+}
+
+extern "C" __global__ void __launch_bounds__(1024, 1) tail_barrier(const __grid_constant__ f4_s0_one_args o) {
+    f4_s0_g0_rows<int32_t, 32>(&o.a0);
+    cooperative_groups::this_grid().sync();
+    gemv_phase(o);
+    cooperative_groups::this_grid().sync();
+    if (blockIdx.x == 0) softmax_row((const float *)o.a2.p[0], (float *)o.a2.p[1], N);
+}
+
+extern "C" __global__ void __launch_bounds__(1024, 1) tail_last(const __grid_constant__ f4_s0_one_args o,
+                                                               unsigned *count) {
+    f4_s0_g0_rows<int32_t, 32>(&o.a0);
+    cooperative_groups::this_grid().sync();
+    gemv_phase(o);
+    if (last_block(count)) {
+        softmax_row((const float *)o.a2.p[0], (float *)o.a2.p[1], N);
+        if (threadIdx.x == 0) *count = 0;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(1024, 1) pool_in_tiles(const __grid_constant__ f4_s0_one_args o,
+                                                                   unsigned *count) {
+    const float *fmap = (const float *)o.a0.p[0];
+    float *pooled = (float *)o.a0.p[1];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float sum[C / 32];
+#pragma unroll
+    for (int i = 0; i < C / 32; i++) {  // warp w: channels w, w + 32, ...; every load in flight
+        const float *row = fmap + (warp + 32 * i) * HW;
+        sum[i] = __ldg(row + lane) + (lane + 32 < HW ? __ldg(row + lane + 32) : 0.f);
+    }
+#pragma unroll
+    for (int i = 0; i < C / 32; i++) {
+        const float t = cv_warp_reduce(sum[i], cv_op_sum());
+        if (lane == 0) pooled[warp + 32 * i] = t / HW;
+    }
+    __threadfence();
+    __syncthreads();
+    gemv_phase(o);
+    if (last_block(count)) {
+        softmax_row((const float *)o.a2.p[0], (float *)o.a2.p[1], N);
+        if (threadIdx.x == 0) *count = 0;
+    }
+}
+
 int main() {
     int sm;
     CK(cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, 0));
@@ -123,6 +206,19 @@ int main() {
         f4_s0_g0_w32<<<(C + 7) / 8, 256>>>(one.a0);
         f4_s0_g1_gemv1<<<(N + 15) / 16, 1024>>>(one.a1);
         f4_s0_g2_bcu32<<<1, 256>>>(one.a2);
+    });
+    unsigned *count;
+    CK(cudaMalloc(&count, 4));
+    CK(cudaMemset(count, 0, 4));
+    void *cargs[] = {&one, &count};
+    timed("tail after a barrier, softmax by hand", [&] {
+        CK(cudaLaunchCooperativeKernel((const void *)tail_barrier, sm, 1024, args, 0, 0));
+    });
+    timed("tail by the last GEMV block", [&] {
+        CK(cudaLaunchCooperativeKernel((const void *)tail_last, sm, 1024, cargs, 0, 0));
+    });
+    timed("pooling in every GEMV tile, plain launch", [&] {
+        pool_in_tiles<<<(N + 15) / 16, 1024>>>(one, count);
     });
     // Phases: median over launches of (latest block at stamp i) - (latest block at stamp i-1).
     void *sargs[] = {&one, &st};
