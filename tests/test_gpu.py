@@ -118,8 +118,9 @@ def test_models(models, framework):
 
 
 # GEMVs whose elementwise consumer reads their columns in runs n / runs apart (a GLU, as
-# the LSTM step's gates; three runs, which no tile of 8, 16 or 32 columns splits), and one
-# whose consumer's columns line up only where N = 2.
+# the LSTM step's gates; three runs, which no tile of 8, 16 or 32 columns splits; eight,
+# a float4 per run in a 32-column tile), and one whose consumer's columns line up only
+# where N = 2.
 TILE_CONSUMERS = """
 import numpy as np
 import cuvil_aot as cv
@@ -143,6 +144,14 @@ def three_runs(x, w):
     return np.tanh(g[:, :n]) * g[:, n:2 * n] + g[:, 2 * n:]
 
 
+@cv.optimize(signatures=["f32[B,I], f32[I,8H]"])
+def eight_runs(x, w):
+    g = x @ w
+    n = g.shape[1] // 8
+    return ((g[:, :n] + g[:, n:2 * n]) * (g[:, 2 * n:3 * n] - g[:, 3 * n:4 * n])
+            + np.tanh(g[:, 4 * n:5 * n]) * g[:, 5 * n:6 * n] - g[:, 6 * n:7 * n] * g[:, 7 * n:])
+
+
 @cv.optimize(signatures=["f32[B,I], f32[I,N]"])
 def shifted(x, w):
     g = x @ w
@@ -164,6 +173,7 @@ def consumers(tmp_path_factory, arch):
 @example(b=1, i=512, h=512, view="contiguous", seed=0)
 @example(b=16, i=512, h=512, view="contiguous", seed=1)
 @example(b=1, i=7, h=1, view="contiguous", seed=2)
+@example(b=1, i=64, h=128, view="contiguous", seed=3)  # eight runs of whole float4s
 def test_gemv_consumers_run_in_its_tiles(models, consumers, b, i, h, view, seed):
     """A batch-1..32 call whose GEMV feeds an elementwise consumer reading its columns in
     aligned runs (the LSTM step's gates, a GLU) computes that consumer in the GEMV's
@@ -181,6 +191,7 @@ def test_gemv_consumers_run_in_its_tiles(models, consumers, b, i, h, view, seed)
     run_check(consumers.glu, fw, [draw(b, i), draw(i, 2 * h, k=k), draw(2 * h, k=0.1)], view,
               4000)
     run_check(consumers.three_runs, fw, [draw(b, i), draw(i, 3 * h, k=k)], view, 4000)
+    run_check(consumers.eight_runs, fw, [draw(b, i), draw(i, 8 * h, k=k)], view, 4000)
     n = 1 + h % 3 if h % 2 else h  # lines up at N = 2 only
     run_check(consumers.shifted, fw, [draw(b, i), draw(i, n, k=k)], view, 4000)
 
