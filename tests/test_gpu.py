@@ -173,7 +173,7 @@ def consumers(tmp_path_factory, arch):
 @example(b=1, i=512, h=512, view="contiguous", seed=0)
 @example(b=16, i=512, h=512, view="contiguous", seed=1)
 @example(b=1, i=7, h=1, view="contiguous", seed=2)
-@example(b=1, i=64, h=128, view="contiguous", seed=3)  # eight runs of whole float4s
+@example(b=1, i=64, h=300, view="contiguous", seed=3)  # eight runs, a float4 each
 def test_gemv_consumers_run_in_its_tiles(models, consumers, b, i, h, view, seed):
     """A batch-1..32 call whose GEMV feeds an elementwise consumer reading its columns in
     aligned runs (the LSTM step's gates, a GLU) computes that consumer in the GEMV's
