@@ -132,6 +132,41 @@ def _fatbin_archs(data: bytes) -> set[str]:
     return found
 
 
+FITS32_HARNESS = r"""
+#include "cuvil_aot/gpu_wrap.h"
+int fits(int64_t a_rs, int64_t a_cs, int64_t b_rs, int64_t k, int64_t m, int64_t n) {
+    const cv_gpu_term t = {0, a_rs, a_cs, 0, 0, b_rs, 1, 0, k};
+    return cv_gpu_term_fits32(&t, m, n);
+}
+"""
+
+
+def test_the_float4_gemv_takes_32_bit_offsets_only_where_they_fit(tmp_path):
+    """cv_gpu_term_fits32, the host's check before cv_gemv_vec's 32-bit index math: every
+    offset within a batch of A (m x k) and B (k x n) and n itself at most 2^30 - 1 (room
+    for a step past the end), with either stride's sign."""
+    import sysconfig
+
+    src = tmp_path / "fits.c"
+    src.write_text(FITS32_HARNESS)
+    lib = tmp_path / "fits.so"
+    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", f"-I{ROOT / 'native' / 'include'}",
+                    f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}",
+                    "-Wno-unused-function", str(src), "-o", str(lib)], check=True)
+    fits = ctypes.CDLL(str(lib)).fits
+    fits.argtypes = [ctypes.c_int64] * 6
+    limit = 2**30 - 1
+    assert fits(512, 1, 2048, 512, 1, 2048)  # the LSTM step's terms
+    assert fits(0, 1, 4, (limit - 4) // 4 + 1, 1, 4)  # B's reach exactly at the limit
+    assert not fits(0, 1, 4, (limit - 4) // 4 + 2, 1, 4)
+    assert fits(0, 1, -4, (limit - 4) // 4 + 1, 1, 4)  # negative strides reach as far
+    assert not fits(0, 1, -4, (limit - 4) // 4 + 2, 1, 4)
+    assert not fits(0, -(2**30), 4, 2, 1, 4)  # A's reach along k
+    assert not fits(2**30, 1, 4, 1, 2, 4)  # A's reach along m
+    assert fits(2**40, 1, 4, 1, 1, 4)  # one row of A: its row stride never multiplies
+    assert not fits(0, 1, 0, 1, 1, limit + 1)  # n itself
+
+
 @needs_nvcc
 @pytest.mark.slow
 def test_gpu_probes_compile_against_the_headers(tmp_path):
