@@ -26,6 +26,19 @@
 /* A term's k; a negative k counts as an empty term. */
 static inline int64_t FN(term_k)(const FN(cv_gemm_term) *tm) { return tm->k > 0 ? tm->k : 0; }
 
+/* The sum of the terms' k. */
+static int64_t FN(ksum)(const FN(cv_gemm) *g) {
+    int64_t ksum = 0;
+    for (int t = 0; t < g->nterms; t++)
+        ksum += FN(term_k)(&g->terms[t]);
+    return ksum;
+}
+
+/* A product below CV_GEMM_TINY_FLOPS: its B sits in cache. */
+static int FN(tiny)(const FN(cv_gemm) *g, int64_t ksum) {
+    return 2.0 * g->nbatch * g->m * g->n * ksum < CV_GEMM_TINY_FLOPS;
+}
+
 typedef struct {
     const FN(cv_gemm) *g;
     const FN(cv_kernels) *kt;
@@ -264,11 +277,9 @@ static void FN(balance_units)(FN(plan) *pl, int64_t nbatch, int nthreads) {
 static void FN(plan_init)(FN(plan) *pl, const FN(cv_gemm) *g, const FN(cv_kernels) *kt,
                           int nthreads) {
     const FN(cv_gemm_term) *terms = g->terms;
-    *pl = (FN(plan)){.g = g, .kt = kt, .b_shared = 1};
-    for (int t = 0; t < g->nterms; t++) {
-        pl->ksum += FN(term_k)(&terms[t]);
+    *pl = (FN(plan)){.g = g, .kt = kt, .b_shared = 1, .ksum = FN(ksum)(g)};
+    for (int t = 0; t < g->nterms; t++)
         pl->b_shared &= g->nbatch == 1 || terms[t].b_bs == 0;
-    }
     pl->m_panels = (g->m + kt->mr - 1) / kt->mr;
     pl->n_panels = (g->n + kt->nr - 1) / kt->nr;
     FN(split_units)(pl->m_panels, kt->mc / kt->mr, &pl->m_units, &pl->upanels);
@@ -303,7 +314,7 @@ static int FN(packed)(const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
     size_t au = FN(a_unit_bytes)(&pl), bu = FN(b_unit_bytes)(&pl), acc = FN(acc_bytes)(&pl);
     size_t batch_bytes = cv_ws_round(pl.m_units * au) + cv_ws_round(pl.n_units * bu) + acc;
     /* One thread does it all when threads would not pay off. */
-    int one = 2.0 * g->nbatch * g->m * g->n * pl.ksum < CV_GEMM_TINY_FLOPS || nthreads == 1;
+    int one = FN(tiny)(g, pl.ksum) || nthreads == 1;
     int per_batch = !pl.b_shared && g->nbatch >= 2 * nthreads;
     int solo = batch_bytes <= CV_GEMM_SOLO_BYTES && (one || per_batch);
     pl.nslots = solo && one ? 1 : nthreads;
@@ -378,14 +389,6 @@ static void FN(small_range)(void *ctx, int64_t begin, int64_t end) {
     atomic_store(&jb->busy[s], 0);
 }
 
-/* A product below CV_GEMM_TINY_FLOPS: its B sits in cache. */
-static int FN(small_tiny)(const FN(cv_gemm) *g) {
-    int64_t ksum = 0;
-    for (int t = 0; t < g->nterms; t++)
-        ksum += FN(term_k)(&g->terms[t]);
-    return 2.0 * g->nbatch * g->m * g->n * ksum < CV_GEMM_TINY_FLOPS;
-}
-
 /* True when the small-m path applies: up to SMALL_M_TINY rows, up to SMALL_M
  * unless the product is tiny and narrower than one column group (those waste
  * most of each vector: 32x128x32 ran 1.1x slower on one thread), and each
@@ -399,7 +402,7 @@ static int FN(small_fits)(const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
     }
     if (g->m <= CV_GEMM_SMALL_M_TINY)
         return 1;
-    return g->m <= CV_GEMM_SMALL_M && (!FN(small_tiny)(g) || g->n >= kt->rw);
+    return g->m <= CV_GEMM_SMALL_M && (!FN(tiny)(g, FN(ksum)(g)) || g->n >= kt->rw);
 }
 
 /* Column chunks whose rows x width sums fit CV_GEMM_SMALL_TILE, at least
@@ -425,13 +428,10 @@ static void FN(small_chunks)(FN(small_job) *jb, int nthreads) {
 static int FN(small)(const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
     int nthreads = cv_num_threads();
     FN(small_job) jb = {.g = g, .kt = kt};
-    int64_t group = FN(small_tiny)(g) ? CV_GEMM_SMALL_M_TINY : CV_GEMM_SMALL_M;
+    int64_t ksum = FN(ksum)(g), group = FN(tiny)(g, ksum) ? CV_GEMM_SMALL_M_TINY : CV_GEMM_SMALL_M;
     jb.rows = g->m < group ? g->m : group;
     jb.rgroups = (g->m + jb.rows - 1) / jb.rows;
     FN(small_chunks)(&jb, nthreads);
-    int64_t ksum = 0;
-    for (int t = 0; t < g->nterms; t++)
-        ksum += g->terms[t].k > 0 ? g->terms[t].k : 0;
     /* Chunks per task so that a task streams at least CV_GEMM_SMALL_GRAIN
      * bytes of B (or does as many flops): less does not pay for a wake-up. */
     int64_t chunk_bytes = ksum * jb.width * (int64_t)sizeof(T) * ((jb.rows + 3) / 4);
