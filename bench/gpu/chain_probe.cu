@@ -1,5 +1,6 @@
 // The 16M-element chain tanh(x * 0.5 + y) * sigmoid(y) - |x| * 0.25 on the device machine
-// (issue 6, target 1.05x the copy floor): the generated _flat kernel (gen_chain.cuh) against
+// (issue 6, target 1.05x the copy floor): the generated _flat kernel (f6, examples/models.py's elementwise_chain in gen_models.cuh)
+// against
 // hand-written variants that load U float4 of each input per thread before any math, with
 // streaming cache hints, with the math replaced by x + y (memory alone), and other grids.
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I../../native/include chain_probe.cu -o c && ./c
@@ -8,7 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
-#include "gen_chain.cuh"
+#include "gen_models.cuh"
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
     printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
@@ -86,11 +87,11 @@ int main() {
         }
         printf("%-40s %7.1f us  x%.3f floor  max rel err %.1e\n", name, us, us / floor_us, worst);
     };
-    f0_s0_g0_args ga = {{n}, {(char *)x, (char *)y, (char *)z}, {{1}, {1}, {1}}};
+    f6_s0_g0_args ga = {{n}, {(char *)x, (char *)y, (char *)z}, {{1}, {1}, {1}}};
     for (int per : {4, 8, 16}) {
         char name[64]; snprintf(name, sizeof name, "generated _flat, grid sm*%d", per);
         CK(cudaMemset(z, 0xff, n * 4));
-        check(name, time([&] { f0_s0_g0_flat<<<sms * per, 256>>>(ga); }, 20), true);
+        check(name, time([&] { f6_s0_g0_flat<<<sms * per, 256>>>(ga); }, 20), true);
     }
     const float4 *x4 = (const float4 *)x, *y4 = (const float4 *)y; float4 *z4 = (float4 *)z;
 #define RUN(U, MATH, CS, PER) do { CK(cudaMemset(z, 0xff, n * 4)); \

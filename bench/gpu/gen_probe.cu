@@ -1,14 +1,14 @@
-// The generated softmax kernels (gen_softmax_*.cuh: a = as generated, b = multiply by the
-// reciprocal of the sum, c = b with fmaxf; r adds _bcu32, -DHAS_BCU) timed at 4096 x 4096
-// on the device machine:
-//   nvcc -O3 -std=c++17 -arch=sm_90 -I../../native/include -DHAS_BCU -DVARIANT='"gen_softmax_r.cuh"' gen_probe.cu
-// (variants a, p and q of gpu_rows.md: `git show 945d4e4:bench/gpu/gen_softmax_a.cuh`)
+// The generated row softmax (f2, examples/models.py's softmax in gen_models.cuh, which
+// bench/gpu/gen_models.py writes) timed at 4096 x 4096 on the device machine:
+//   nvcc -O3 -std=c++17 -arch=sm_90 -I../../native/include gen_probe.cu -o g && ./g
+// (the variants a, p and q of gpu_rows.md: `git show 945d4e4:bench/gpu/gen_softmax_a.cuh`;
+// r, the generated source of the third session: `git show 95d31c9:bench/gpu/gen_softmax_r.cuh`)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
-#include VARIANT
+#include "gen_models.cuh"
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
     printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
@@ -26,9 +26,9 @@ int main() {
     }
     int sms; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
-    auto args = [&](int b) { f0_s0_g0_args a = {{rows, cols}, {(char *)x[b], (char *)y[b]},
+    auto args = [&](int b) { f2_s0_g0_args a = {{rows, cols}, {(char *)x[b], (char *)y[b]},
                                                 {{cols, 1}, {cols, 1}}}; return a; };
-    auto run = [&](const char *name, void (*k)(f0_s0_g0_args), int grid) {
+    auto run = [&](const char *name, void (*k)(f2_s0_g0_args), int grid) {
         CK(cudaMemset(y[0], 0xff, n * 4));
         for (int i = 0; i < 3; i++) k<<<grid, 256>>>(args(i % NB));
         CK(cudaGetLastError()); CK(cudaDeviceSynchronize());
@@ -53,13 +53,11 @@ int main() {
                 if (!(err <= worst)) worst = err;
             }
         }
-        printf("%s %-22s %7.1f us  max rel err %.2e\n", VARIANT, name, ts[2], worst);
+        printf("%-22s %7.1f us  max rel err %.2e\n", name, ts[2], worst);
     };
-    run("bc32, a block per row", f0_s0_g0_bc32, rows);
-#ifdef HAS_BCU
-    run("bcu32, a block per row", f0_s0_g0_bcu32, rows);
-    run("bcu32, grid sm*8", f0_s0_g0_bcu32, sms * 8);
-#endif
-    run("b32, grid sm*8", f0_s0_g0_b32, sms * 8);
+    run("bc32, a block per row", f2_s0_g0_bc32, rows);
+    run("bcu32, a block per row", f2_s0_g0_bcu32, rows);
+    run("bcu32, grid sm*8", f2_s0_g0_bcu32, sms * 8);
+    run("b32, grid sm*8", f2_s0_g0_b32, sms * 8);
     return 0;
 }

@@ -8,7 +8,6 @@
 // (the same every call).
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I../../native/include lstm_probe.cu -o l && ./l
 #include <cmath>
-#include <chrono>
 #include "gen_models.cuh"
 #include "probe_util.cuh"
 
@@ -148,24 +147,13 @@ extern "C" __global__ void __launch_bounds__(1024, 1) pair_timed(const __grid_co
 // (first block start to last block end) and its phases, and launch + synchronize on the host.
 template <class L>
 static void measure(const char *name, int blocks, L launch, unsigned long long *st, bool phases) {
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
     for (int i = 0; i < 50; i++) launch();
     CK(cudaDeviceSynchronize());
-    CK(cudaEventRecord(e0));
-    for (int i = 0; i < 200; i++) launch();
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
+    const float b2b = back_to_back_us(launch);
     std::vector<float> span, gemv, bar, wall;
     std::vector<unsigned long long> h(4 * blocks);
     for (int it = 0; it < 200; it++) {
-        auto w0 = std::chrono::steady_clock::now();
-        launch();
-        CK(cudaStreamSynchronize(0));
-        auto w1 = std::chrono::steady_clock::now();
-        wall.push_back(std::chrono::duration<float, std::micro>(w1 - w0).count());
+        wall.push_back(launch_sync_us(launch));
         CK(cudaMemcpy(h.data(), st, 8 * h.size(), cudaMemcpyDeviceToHost));
         unsigned long long s0 = ~0ull, s1 = 0, s2 = 0, s3 = 0;
         if (!blocks) continue;
@@ -176,7 +164,7 @@ static void measure(const char *name, int blocks, L launch, unsigned long long *
         span.push_back((s3 - s0) * 1e-3f);
         if (phases) gemv.push_back((s1 - s0) * 1e-3f), bar.push_back((s2 - s1) * 1e-3f);
     }
-    printf("%-38s back-to-back %6.2f us", name, ms * 1e3f / 200);
+    printf("%-38s back-to-back %6.2f us", name, b2b);
     if (blocks) printf("  span %6.2f us", med(span));
     if (phases) printf(" (GEMV %.2f, barrier %.2f, gates %.2f)", med(gemv), med(bar),
                        med(span) - med(gemv) - med(bar));

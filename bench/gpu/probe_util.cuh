@@ -1,7 +1,8 @@
 // What lstm_probe.cu and resnet_probe.cu share: error checks, the device's global timer,
-// medians, random inputs and their upload.
+// medians, random inputs and their upload, back-to-back and launch + sync timings.
 #pragma once
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -32,4 +33,28 @@ static float *upload(const std::vector<float> &v) {
     CK(cudaMalloc(&d, 4 * v.size()));
     CK(cudaMemcpy(d, v.data(), 4 * v.size(), cudaMemcpyHostToDevice));
     return d;
+}
+
+// Per launch, us: n launches back to back between two events on the default stream.
+template <class L>
+static float back_to_back_us(L launch, int n = 200) {
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+    CK(cudaEventRecord(e0));
+    for (int i = 0; i < n; i++) launch();
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    CK(cudaEventDestroy(e0)); CK(cudaEventDestroy(e1));
+    return ms * 1e3f / n;
+}
+
+// The host's time of one launch + stream synchronize, us (after).
+template <class L>
+static float launch_sync_us(L launch) {
+    const auto t0 = std::chrono::steady_clock::now();
+    launch();
+    CK(cudaStreamSynchronize(0));
+    return std::chrono::duration<float, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }

@@ -4,7 +4,6 @@
 // barrier, GEMV 512 x 1000 + bias, grid barrier, softmax over the 1000 logits. Beside it,
 // the call's three kernels launched one by one (CUVIL_AOT_CUDA_ONE=0 does that in a call).
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I../../native/include resnet_probe.cu -o r && ./r
-#include <chrono>
 #include <cmath>
 #include "gen_models.cuh"
 #include "probe_util.cuh"
@@ -170,25 +169,13 @@ int main() {
         CK(cudaMemset(probs, 0xff, 4 * N));
     };
     auto timed = [&](const char *name, auto launch) {
-        cudaEvent_t e0, e1;
-        CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
         for (int i = 0; i < 50; i++) launch();
         CK(cudaDeviceSynchronize());
         check(name);
-        CK(cudaEventRecord(e0));
-        for (int i = 0; i < 200; i++) launch();
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
+        const float b2b = back_to_back_us(launch);
         std::vector<float> wall;
-        for (int i = 0; i < 200; i++) {
-            auto w0 = std::chrono::steady_clock::now();
-            launch();
-            CK(cudaStreamSynchronize(0));
-            wall.push_back(std::chrono::duration<float, std::micro>(std::chrono::steady_clock::now() - w0).count());
-        }
-        printf("%-40s back-to-back %6.2f us  launch+sync %6.2f us\n", name, ms * 1e3f / 200, med(wall));
+        for (int i = 0; i < 200; i++) wall.push_back(launch_sync_us(launch));
+        printf("%-40s back-to-back %6.2f us  launch+sync %6.2f us\n", name, b2b, med(wall));
     };
     void *args[] = {&one};
     timed("generated one-kernel (f4_s0_one)", [&] {

@@ -14,7 +14,7 @@ INSTALL=$!
 cd "$HERE"
 ARCH="-O3 -std=c++17 -arch=sm_90 -I../../native/include"
 nvcc $ARCH chain_probe.cu -o /tmp/chain_probe && /tmp/chain_probe 2>&1 | tee "$OUT/chain_probe.txt"
-nvcc $ARCH -DHAS_BCU -DVARIANT='"gen_softmax_r.cuh"' gen_probe.cu -o /tmp/gen_probe \
+nvcc $ARCH gen_probe.cu -o /tmp/gen_probe \
     && /tmp/gen_probe 2>&1 | tee "$OUT/gen_probe.txt"
 nvcc $ARCH lstm_probe.cu -o /tmp/lstm_probe && /tmp/lstm_probe 2>&1 | tee "$OUT/lstm_probe.txt"
 nvcc $ARCH resnet_probe.cu -o /tmp/resnet_probe && /tmp/resnet_probe 2>&1 | tee "$OUT/resnet_probe.txt"
