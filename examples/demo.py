@@ -46,10 +46,12 @@ def best_time(fn: object, args: tuple[np.ndarray, ...], repeat: int = 30,
     dozen microsecond calls alone are at the mercy of this machine's other work)."""
     fn(*args)  # type: ignore[operator]  # warm: first touch of outputs, caches
     times: list[float] = []
-    while len(times) < repeat or sum(times) < seconds:
+    total = 0.0
+    while len(times) < repeat or total < seconds:
         start = time.perf_counter()
         fn(*args)  # type: ignore[operator]
         times.append(time.perf_counter() - start)
+        total += times[-1]
     return float(np.median(times))
 
 
