@@ -362,9 +362,8 @@ def _tile_consumer_runs(w: Writer, g: int, offsets: list[Dim], alone: bool) -> N
     (of whole float4s where the GEMV reads float4). Runs of 8 columns where the tile stays
     8, 16 or 32 wide (1, 2 or 4 runs): each row of B then loads whole 32-byte sectors
     (runs of 4 read half sectors: a hand-written LSTM step took 5.2 us so against 3.7,
-    H200, bench/gpu/lstm_probe.cu). Where the
-    pair is the call (``alone``), a block per tile, no idle ones (8.5 us back to back
-    against 9.2 with a block per SM)."""
+    H200, bench/gpu/lstm_probe.cu). Where the pair is the call (``alone``), a block per
+    tile, no idle ones (8.5 us back to back against 9.2 with a block per SM)."""
     a, c = f"one.a{g}", f"one.a{g + 1}"
     with w.block(""):
         w.line(f"const int64_t n = {a}.n[1], n1 = {c}.n[1];")
