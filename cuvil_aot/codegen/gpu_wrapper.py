@@ -225,7 +225,7 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
                  f"int first, PyObject *out, PyObject *stream_kw, const {comp.prefix}_call *c)"):
         w.line(f"PyObject *result = NULL, *obj[{nbuf}] = {{0}}, *user[{nbuf}] = {{0}}, "
                f"*copies[{nparams}] = {{0}};")
-        w.line(f"cv_gpu_array gb[{nbuf}]; int scratch[{nbuf}] = {{0}};")
+        w.line(f"cv_gpu_array gb[{nbuf}]; int scratch[{nbuf}] = {{0}}, held[{nbuf}] = {{0}};")
         w.line("uintptr_t stream = 0; const int dev = ga[first].device; int sm = 0;")
         w.line("void *caller_ctx = NULL; int saved = 0;  /* the caller's CUDA context */")
         w.line("(void)argv; (void)stream; (void)sm; (void)gb; (void)copies; (void)scratch;")
@@ -246,6 +246,9 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
         w.line("if ((sm = api->gpu->sm_count(dev)) < 0) goto done;")
         _launches(w, comp.prefix, gp, st)
         index = {id(b): i for i, b in enumerate(comp.buffers)}
+        for o in fn.outputs:  # new arrays get their Python objects while the kernels run
+            b = index[id(o)]
+            w.line(f"if (!obj[{b}] && !(obj[{b}] = api->gpu->wrap(&gb[{b}]))) goto done;")
         for o in fn.outputs:
             b = index[id(o)]
             w.line(f"if (user[{b}] && PyObject_SetItem(user[{b}], Py_Ellipsis, obj[{b}]) < 0) "
@@ -253,7 +256,8 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
         _result(w, comp, index)
         w.line("done:")
         with w.block(f"for (int b = 0; b < {nbuf}; b++)"):
-            w.line("if (obj[b]) { api->gpu->release(&gb[b]); Py_DECREF(obj[b]); }")
+            w.line("if (held[b]) api->gpu->release(&gb[b]);")
+            w.line("Py_XDECREF(obj[b]);")
             w.line("if (scratch[b]) api->gpu->scratch_free(&gb[b], stream);")
         w.line(f"for (int i = 0; i < {nparams}; i++) Py_XDECREF(copies[i]);")
         w.line("if (saved) api->gpu->restore_context(caller_ctx);")
@@ -293,11 +297,13 @@ def _buffer(w: Writer, comp: Compiled, b: int, buffer: Node) -> None:
             for i, p in enumerate(comp.fn.params):
                 if not p.is_scalar:
                     w.line(f"if (cv_gpu_overlaps(&ga[{i}], &o)) direct = 0;")
-            w.line(f"if (direct) {{ obj[{b}] = outs[{k}]; Py_INCREF(obj[{b}]); gb[{b}] = o; }}")
+            w.line(f"if (direct) {{ obj[{b}] = outs[{k}]; Py_INCREF(obj[{b}]); gb[{b}] = o; "
+                   f"held[{b}] = 1; }}")
             w.line(f"else {{ user[{b}] = outs[{k}]; api->gpu->release(&o); }}")
     with w.block(f"if (!obj[{b}] && !scratch[{b}])"):
-        w.line(f"obj[{b}] = api->gpu->empty(&ga[first], {dt}, {len(shape)}, shape{b}, &gb[{b}]);")
-        w.line(f"if (!obj[{b}]) goto done;")
+        w.line(f"if (api->gpu->empty(&ga[first], {dt}, {len(shape)}, shape{b}, &gb[{b}]) < 0) "
+               "goto done;")
+        w.line(f"held[{b}] = 1;")
 
 
 def _result(w: Writer, comp: Compiled, index: dict[int, int]) -> None:

@@ -248,6 +248,10 @@ static int gpu_array(PyObject *obj, cv_gpu_array *out) {
 
 static void gpu_release(cv_gpu_array *a) {
     Py_CLEAR(a->keep);
+    Py_CLEAR(a->fresh_object);
+    DLManagedTensorVersioned *mt = a->fresh_tensor;
+    a->fresh_tensor = NULL;
+    if (mt && mt->deleter) mt->deleter(mt);
 }
 
 static void set_error(void *ctx, const char *kind, const char *message) {
@@ -256,30 +260,29 @@ static void set_error(void *ctx, const char *kind, const char *message) {
                     message);
 }
 
-static PyObject *empty_exchange(const DLPackExchangeAPI *x, const cv_gpu_array *like, int dtype,
-                                int ndim, const int64_t *shape, cv_gpu_array *out) {
+static int empty_exchange(const DLPackExchangeAPI *x, const cv_gpu_array *like, int dtype,
+                          int ndim, const int64_t *shape, cv_gpu_array *out) {
     static const DLDataType types[] = {{kDLBool, 8, 1}, {kDLInt, 32, 1}, {kDLInt, 64, 1},
                                        {kDLFloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1}};
     DLTensor proto = {NULL, {kDLCUDA, like->device}, ndim, types[dtype], (int64_t *)shape,
                       NULL, 0};
     DLManagedTensorVersioned *mt = NULL;
-    void *obj = NULL;
-    if (x->managed_tensor_allocator(&proto, &mt, NULL, set_error) != 0) return NULL;
+    if (x->managed_tensor_allocator(&proto, &mt, NULL, set_error) != 0) return -1;
     memset(out, 0, sizeof *out);
     out->kind = like->kind;
+    out->fresh_tensor = mt;
     from_dltensor(&mt->dl_tensor, out);
-    if (x->managed_tensor_to_py_object_no_sync(mt, &obj) != 0) return NULL;
-    return (PyObject *)obj;
+    return 0;
 }
 
-static PyObject *gpu_empty(const cv_gpu_array *like, int dtype, int ndim, const int64_t *shape,
-                           cv_gpu_array *out) {
+static int gpu_empty(const cv_gpu_array *like, int dtype, int ndim, const int64_t *shape,
+                     cv_gpu_array *out) {
     const struct cv_gpu_kind *k = like->kind;
     if (k->xapi) return empty_exchange(k->xapi, like, dtype, ndim, shape, out);
     if (k->empty == Py_None) {
         PyErr_Format(PyExc_TypeError, "cuvil_aot cannot allocate %s arrays: pass out=",
                      k->type->tp_name);
-        return NULL;
+        return -1;
     }
     PyObject *dims = PyTuple_New(ndim);
     for (int d = 0; dims && d < ndim; d++)
@@ -292,6 +295,23 @@ static PyObject *gpu_empty(const cv_gpu_array *like, int dtype, int ndim, const 
             PyErr_SetString(PyExc_TypeError, "the array allocator returned no device array");
         Py_CLEAR(obj);
     }
+    if (!obj) return -1;
+    out->fresh_object = obj;
+    return 0;
+}
+
+static PyObject *gpu_wrap(cv_gpu_array *a) {
+    PyObject *obj = a->fresh_object;
+    a->fresh_object = NULL;
+    DLManagedTensorVersioned *mt = a->fresh_tensor;
+    if (mt) {
+        void *made = NULL;
+        a->fresh_tensor = NULL; /* the exchange API owns it from here, made or not */
+        if (a->kind->xapi->managed_tensor_to_py_object_no_sync(mt, &made) == 0)
+            obj = made;
+    }
+    if (!obj && !PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "cuvil_aot: no array to wrap");
     return obj;
 }
 
@@ -383,7 +403,7 @@ static void gpu_scratch_free(cv_gpu_array *a, uintptr_t stream) {
 }
 
 const cv_gpu_api cv_gpu_api_table = {
-    gpu_array,     gpu_release,      gpu_empty,        gpu_contiguous, gpu_stream,
+    gpu_array,     gpu_release,      gpu_empty,        gpu_wrap,       gpu_contiguous, gpu_stream,
     gpu_order_after, cv_cuda_sm_count, cv_cuda_launch, gpu_scratch, gpu_scratch_free,
     cv_cuda_launch_one, cv_cuda_save_context, cv_cuda_restore_context,
 };

@@ -57,6 +57,10 @@ typedef struct cv_gpu_array {
     uintptr_t stream;
     const struct cv_gpu_kind *kind;
     struct _object *keep;             /* a reference to drop in release(), or NULL */
+    /* An array from empty() not yet handed to wrap(): its framework's object, or its
+     * DLPack managed tensor (the exchange API wraps it later). release() frees either. */
+    struct _object *fresh_object;
+    void *fresh_tensor;
 } cv_gpu_array;
 
 /* One extension's kernels: the embedded fatbin, the kernel names, and the
@@ -78,10 +82,13 @@ typedef struct cv_gpu_api {
      * is not a device array, -1 on error. */
     int (*array)(struct _object *obj, cv_gpu_array *out);
     void (*release)(cv_gpu_array *a);
-    /* A new C-contiguous array of the same kind and device as `like`;
-     * *out describes it. New reference, or NULL. */
-    struct _object *(*empty)(const cv_gpu_array *like, int dtype, int ndim,
-                             const int64_t *shape, cv_gpu_array *out);
+    /* A new C-contiguous array of the same kind and device as `like`, described by
+     * *out; 0, or -1 on error. wrap(out) gives its Python object: made after the
+     * launches, the framework's wrapping overlaps the kernels instead of delaying them. */
+    int (*empty)(const cv_gpu_array *like, int dtype, int ndim, const int64_t *shape,
+                 cv_gpu_array *out);
+    /* The Python object of an array from empty() (new reference), or NULL. */
+    struct _object *(*wrap)(cv_gpu_array *a);
     /* A C-contiguous copy of obj (described by a), made by its framework. */
     struct _object *(*contiguous)(struct _object *obj, const cv_gpu_array *a,
                                   cv_gpu_array *out);

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CV_RUNTIME_ABI_VERSION 4
+#define CV_RUNTIME_ABI_VERSION 5
 #define CV_RUNTIME_CAPSULE "cuvil_aot._runtime._C_API"
 
 /* x86-64 micro-architecture levels (psABI): 1 = baseline, 2 = v2 (SSE4.2,
