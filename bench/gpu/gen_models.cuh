@@ -108,11 +108,19 @@ extern "C" __global__ void __launch_bounds__(1024) f0_s0_g0_gemv4(const __grid_c
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f0_s0_g0_tc(const __grid_constant__ f0_s0_g0_args a_) {
     const f0_s0_g0_args *a = &a_;
-    cv_gemm_tc<false>(a->t, 1, a->n[0], a->n[1], 1, f0_s0_g0_epi{a});
+    cv_gemm_tc<false, 128>(a->t, 1, a->n[0], a->n[1], 1, f0_s0_g0_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f0_s0_g0_tct(const __grid_constant__ f0_s0_g0_args a_) {
     const f0_s0_g0_args *a = &a_;
-    cv_gemm_tc<true>(a->t, 1, a->n[0], a->n[1], 1, f0_s0_g0_epi{a});
+    cv_gemm_tc<true, 128>(a->t, 1, a->n[0], a->n[1], 1, f0_s0_g0_epi{a});
+}
+extern "C" __global__ void __launch_bounds__(256, 2) f0_s0_g0_tc64(const __grid_constant__ f0_s0_g0_args a_) {
+    const f0_s0_g0_args *a = &a_;
+    cv_gemm_tc<false, 64>(a->t, 1, a->n[0], a->n[1], 1, f0_s0_g0_epi{a});
+}
+extern "C" __global__ void __launch_bounds__(256, 2) f0_s0_g0_tct64(const __grid_constant__ f0_s0_g0_args a_) {
+    const f0_s0_g0_args *a = &a_;
+    cv_gemm_tc<true, 64>(a->t, 1, a->n[0], a->n[1], 1, f0_s0_g0_epi{a});
 }
 struct f1_s0_g0_epi {
     const f1_s0_g0_args *a;
@@ -145,11 +153,19 @@ extern "C" __global__ void __launch_bounds__(1024) f1_s0_g0_gemv4(const __grid_c
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f1_s0_g0_tc(const __grid_constant__ f1_s0_g0_args a_) {
     const f1_s0_g0_args *a = &a_;
-    cv_gemm_tc<false>(a->t, 2, a->n[0], a->n[1], 1, f1_s0_g0_epi{a});
+    cv_gemm_tc<false, 128>(a->t, 2, a->n[0], a->n[1], 1, f1_s0_g0_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f1_s0_g0_tct(const __grid_constant__ f1_s0_g0_args a_) {
     const f1_s0_g0_args *a = &a_;
-    cv_gemm_tc<true>(a->t, 2, a->n[0], a->n[1], 1, f1_s0_g0_epi{a});
+    cv_gemm_tc<true, 128>(a->t, 2, a->n[0], a->n[1], 1, f1_s0_g0_epi{a});
+}
+extern "C" __global__ void __launch_bounds__(256, 2) f1_s0_g0_tc64(const __grid_constant__ f1_s0_g0_args a_) {
+    const f1_s0_g0_args *a = &a_;
+    cv_gemm_tc<false, 64>(a->t, 2, a->n[0], a->n[1], 1, f1_s0_g0_epi{a});
+}
+extern "C" __global__ void __launch_bounds__(256, 2) f1_s0_g0_tct64(const __grid_constant__ f1_s0_g0_args a_) {
+    const f1_s0_g0_args *a = &a_;
+    cv_gemm_tc<true, 64>(a->t, 2, a->n[0], a->n[1], 1, f1_s0_g0_epi{a});
 }
 template <class I> static __device__ __forceinline__ void f1_s0_g1_span(const f1_s0_g1_args *a, I first, I end, I step) {
     const float *__restrict__ p0 = (const float *)a->p[0];
@@ -911,11 +927,19 @@ extern "C" __global__ void __launch_bounds__(1024) f4_s0_g1_gemv4(const __grid_c
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f4_s0_g1_tc(const __grid_constant__ f4_s0_g1_args a_) {
     const f4_s0_g1_args *a = &a_;
-    cv_gemm_tc<false>(a->t, 1, a->n[0], a->n[1], 1, f4_s0_g1_epi{a});
+    cv_gemm_tc<false, 128>(a->t, 1, a->n[0], a->n[1], 1, f4_s0_g1_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f4_s0_g1_tct(const __grid_constant__ f4_s0_g1_args a_) {
     const f4_s0_g1_args *a = &a_;
-    cv_gemm_tc<true>(a->t, 1, a->n[0], a->n[1], 1, f4_s0_g1_epi{a});
+    cv_gemm_tc<true, 128>(a->t, 1, a->n[0], a->n[1], 1, f4_s0_g1_epi{a});
+}
+extern "C" __global__ void __launch_bounds__(256, 2) f4_s0_g1_tc64(const __grid_constant__ f4_s0_g1_args a_) {
+    const f4_s0_g1_args *a = &a_;
+    cv_gemm_tc<false, 64>(a->t, 1, a->n[0], a->n[1], 1, f4_s0_g1_epi{a});
+}
+extern "C" __global__ void __launch_bounds__(256, 2) f4_s0_g1_tct64(const __grid_constant__ f4_s0_g1_args a_) {
+    const f4_s0_g1_args *a = &a_;
+    cv_gemm_tc<true, 64>(a->t, 1, a->n[0], a->n[1], 1, f4_s0_g1_epi{a});
 }
 template <class I, int TEAM> static __device__ __forceinline__ void f4_s0_g2_rows(const f4_s0_g2_args *a) {
     const float *__restrict__ p0 = (const float *)a->p[0];
@@ -1350,11 +1374,19 @@ extern "C" __global__ void __launch_bounds__(1024) f5_s0_g1_gemv4(const __grid_c
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f5_s0_g1_tc(const __grid_constant__ f5_s0_g1_args a_) {
     const f5_s0_g1_args *a = &a_;
-    cv_gemm_tc<false>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g1_epi{a});
+    cv_gemm_tc<false, 128>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g1_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f5_s0_g1_tct(const __grid_constant__ f5_s0_g1_args a_) {
     const f5_s0_g1_args *a = &a_;
-    cv_gemm_tc<true>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g1_epi{a});
+    cv_gemm_tc<true, 128>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g1_epi{a});
+}
+extern "C" __global__ void __launch_bounds__(256, 2) f5_s0_g1_tc64(const __grid_constant__ f5_s0_g1_args a_) {
+    const f5_s0_g1_args *a = &a_;
+    cv_gemm_tc<false, 64>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g1_epi{a});
+}
+extern "C" __global__ void __launch_bounds__(256, 2) f5_s0_g1_tct64(const __grid_constant__ f5_s0_g1_args a_) {
+    const f5_s0_g1_args *a = &a_;
+    cv_gemm_tc<true, 64>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g1_epi{a});
 }
 struct f5_s0_g2_epi {
     const f5_s0_g2_args *a;
@@ -1392,11 +1424,19 @@ extern "C" __global__ void __launch_bounds__(1024) f5_s0_g2_gemv4(const __grid_c
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f5_s0_g2_tc(const __grid_constant__ f5_s0_g2_args a_) {
     const f5_s0_g2_args *a = &a_;
-    cv_gemm_tc<false>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g2_epi{a});
+    cv_gemm_tc<false, 128>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g2_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f5_s0_g2_tct(const __grid_constant__ f5_s0_g2_args a_) {
     const f5_s0_g2_args *a = &a_;
-    cv_gemm_tc<true>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g2_epi{a});
+    cv_gemm_tc<true, 128>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g2_epi{a});
+}
+extern "C" __global__ void __launch_bounds__(256, 2) f5_s0_g2_tc64(const __grid_constant__ f5_s0_g2_args a_) {
+    const f5_s0_g2_args *a = &a_;
+    cv_gemm_tc<false, 64>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g2_epi{a});
+}
+extern "C" __global__ void __launch_bounds__(256, 2) f5_s0_g2_tct64(const __grid_constant__ f5_s0_g2_args a_) {
+    const f5_s0_g2_args *a = &a_;
+    cv_gemm_tc<true, 64>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g2_epi{a});
 }
 template <class I> static __device__ __forceinline__ void f6_s0_g0_span(const f6_s0_g0_args *a, I first, I end, I step) {
     const float *__restrict__ p0 = (const float *)a->p[0];

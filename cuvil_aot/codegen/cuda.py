@@ -67,7 +67,8 @@ SHORT_ROW = 64
 ENTRIES = {Kind.ELEMENTWISE: ("s32", "s64", "flat"),
            Kind.ROW: ("w32", "w64", "b32", "b64", "bc32", "bcu32", "q32"),
            Kind.GEMM: ("tiled", "tiled64", "gemv1", "gemv4")}
-GEMM_TC = ("tc", "tct")  # float32 only: tensor cores, B with n (tc) or k (tct) contiguous
+# float32 only: tensor cores, B with n (tc) or k (tct) contiguous; tiles of 128 or 64 rows
+GEMM_TC = ("tc", "tct", "tc64", "tct64")
 HEADER = '#include <cooperative_groups.h>\n#include "cuvil_aot/cuda_gemm.h"\n'
 
 
@@ -514,6 +515,6 @@ def _gemm(em: CudaEmitter, w: Writer) -> None:
     for mr in (1, 4):
         _entry(w, k, f"gemv{mr}", f"{GEMV_BLOCK}", gemv_call(k, mr))
     if acc == "float":  # two blocks per SM: cp.async stages of one overlap the other's math
-        for suffix, bt in zip(GEMM_TC, ("false", "true")):
-            _entry(w, k, suffix, f"{BLOCK}, 2", f"cv_gemm_tc<{bt}>(a->t, {nterms}, {m}, {n}, "
-                   f"{batch}, {k.name}_epi{{a}});")
+        for suffix, bt, rows in zip(GEMM_TC, ("false", "true") * 2, (128, 128, 64, 64)):
+            _entry(w, k, suffix, f"{BLOCK}, 2", f"cv_gemm_tc<{bt}, {rows}>(a->t, {nterms}, {m}, "
+                   f"{n}, {batch}, {k.name}_epi{{a}});")

@@ -467,9 +467,11 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
                 w.line("const int64_t tiles = ((m + 127) / 128) * ((n + 127) / 128);")
                 w.line("const int few_tiles = tiles * nb < sm;")
                 w.line(f"kid = {first} + few_tiles; block = {cuda.BLOCK};")
+                w.line("int tc = 0;")
                 if k.acc_type == "float":
                     _tc_choice(w, k, first)
-                w.line("grid = (uint32_t)(few_tiles ? ((m + 63) / 64) * ((n + 63) / 64) : tiles);")
+                w.line("grid = (uint32_t)(tc && few_tiles ? ((m + 63) / 64) * ((n + 127) / 128) "
+                       ": few_tiles ? ((m + 63) / 64) * ((n + 63) / 64) : tiles);")
             w.line(launch)
             w.line("small = small && m <= 32;")
 
@@ -496,13 +498,14 @@ def _vec_condition(k: CudaKernel) -> str:
 
 
 def _tc_choice(w: Writer, k: CudaKernel, first: int) -> None:
-    """The tensor-core main loop (128x128 tiles) where the operands suit cp.async: A with k
-    contiguous, B with n (_tc) or k (_tct) contiguous, rows and batches 16-byte aligned."""
+    """The tensor-core main loop where the operands suit cp.async: A with k contiguous, B
+    with n (_tc) or k (_tct) contiguous, rows and batches 16-byte aligned. Tiles of 128 x
+    128, or of 64 x 128 where those would leave SMs idle (_tc64, _tct64)."""
     a_ok = _aligned(k, "a", "cs", "rs")
     bn = _aligned(k, "b", "cs", "rs")
     bk = _aligned(k, "b", "rs", "cs")
-    w.line(f"const int tc = few_tiles || !({a_ok}) ? 0 : ({bn}) ? 1 : ({bk}) ? 2 : 0;")
-    w.line(f"if (tc) kid = {first} + 3 + tc;")
+    w.line(f"tc = !({a_ok}) ? 0 : ({bn}) ? 1 : ({bk}) ? 2 : 0;")
+    w.line(f"if (tc) kid = {first} + 3 + tc + (few_tiles ? 2 : 0);")
 
 
 def _flat_condition(w: Writer, k: CudaKernel) -> None:

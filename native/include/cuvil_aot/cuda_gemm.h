@@ -124,16 +124,13 @@ CV_DEV void cv_tile_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t n
     }
 }
 
-/* grid.x: row tiles * column tiles of B x B (128, or 64 when 128-tiles would
- * leave SMs idle), grid.y: batches (grid-strided); block: CV_GEMM_THREADS. */
+/* The B x B tile from (row0, col0) of every batch from grid.y (grid-strided). */
 template <class T, int B, class Epi>
-CV_DEV void cv_gemm_tiled(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
-                          int64_t nbatch, const Epi &epi) {
+CV_DEV void cv_gemm_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
+                         int64_t nbatch, int64_t row0, int64_t col0, const Epi &epi) {
     __shared__ __align__(16) T as[2][8][B];
     __shared__ __align__(16) T bs[2][8][B];
     constexpr int TM = B / 16;
-    const int64_t tiles_n = (n + B - 1) / B;
-    const int64_t row0 = (blockIdx.x / tiles_n) * B, col0 = (blockIdx.x % tiles_n) * B;
     const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
     for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
         T acc[TM][TM];
@@ -153,6 +150,16 @@ CV_DEV void cv_gemm_tiled(const cv_gpu_term *terms, int nterms, int64_t m, int64
             }
         }
     }
+}
+
+/* grid.x: row tiles * column tiles of B x B (128, or 64 when 128-tiles would
+ * leave SMs idle), grid.y: batches (grid-strided); block: CV_GEMM_THREADS. */
+template <class T, int B, class Epi>
+CV_DEV void cv_gemm_tiled(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
+                          int64_t nbatch, const Epi &epi) {
+    const int64_t tiles_n = (n + B - 1) / B;
+    cv_gemm_tile<T, B>(terms, nterms, m, n, nbatch, (blockIdx.x / tiles_n) * B,
+                       (blockIdx.x % tiles_n) * B, epi);
 }
 
 template <class T>
@@ -345,13 +352,14 @@ CV_DEV void cv_gemv(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n, 
  * growing with k (7e-6 at k = 1024 on the H200, cuBLAS 5.7e-7), so each
  * k-slab's sum is added to the accumulators with a rounded FADD.
  *
- * Block tile 128x128, k-slabs of 8 in CV_TC_STAGES shared-memory stages filled
- * by cp.async (16-byte chunks, zero-filled past m, n, k), 8 warps of 64x32,
- * mma.sync m16n8k8. Within a k-slab the fragment's k-columns (t, t+4) are read
+ * Block tile BM x 128 (BM = 128, or 64 where 128-row tiles would be fewer than
+ * the SMs), k-slabs of 8 in CV_TC_STAGES shared-memory stages filled by cp.async
+ * (16-byte chunks, zero-filled past m, n, k), 8 warps of BM/2 x 32, mma.sync
+ * m16n8k8. Within a k-slab the fragment's k-columns (t, t+4) are read
  * from smem columns (2t, 2t+1) in A and B alike: the same permutation of k on
  * both sides leaves the sum unchanged and makes A's two values one 8-byte load.
- * Static shared memory only (33 KB: two blocks per SM) because the launch
- * passes no dynamic size. */
+ * Static shared memory only (33 KB at BM = 128: two blocks per SM) because the
+ * launch passes no dynamic size. */
 #define CV_TC_STAGES 4
 #define CV_TC_BPAD 4 /* B rows of 132 floats: the fragment loads hit 32 banks */
 
@@ -395,20 +403,22 @@ CV_DEV void cv_mma_tf32(float d[4], const uint32_t a[4], const uint32_t b[2]) {
 }
 
 /* Shared-memory stages. A: [row][k] (k contiguous). B: [k][col] when BT is
- * false (n contiguous in memory), [col][k] when BT is true (k contiguous). */
-template <bool BT>
+ * false (n contiguous in memory), [col][k] when BT is true (k contiguous).
+ * BM: the tile's rows (128, or 64 where 128-row tiles would leave SMs idle). */
+template <bool BT, int BM>
 struct cv_tc_smem {
-    float a[CV_TC_STAGES][128][8];
+    float a[CV_TC_STAGES][BM][8];
     float b[CV_TC_STAGES][BT ? 128 : 8][BT ? 8 : 128 + CV_TC_BPAD];
 };
 
-/* One thread's two chunks per k-slab: A row ar, k ak..ak+3; B likewise (BT)
- * or k-row bk, columns bc..bc+3. */
-template <bool BT>
+/* One thread's two chunks per k-slab: A row ar, k ak..ak+3 (the first 2 * BM
+ * threads); B likewise (BT) or k-row bk, columns bc..bc+3. */
+template <bool BT, int BM>
 struct cv_tc_loader {
     const float *pa, *pb;
     int64_t b_step, k, ka, kb;
-    int a_ok, b_cols; /* A row exists; B columns (or row, BT) left from bc */
+    int a_on, a_ok, b_cols; /* an A chunk is this thread's; its row exists; B columns
+                               (or row, BT) left from bc */
     int ar, ak, bk, bc;
 
     CV_MEMBER void init(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t n, int64_t row0,
@@ -416,7 +426,8 @@ struct cv_tc_loader {
         const int tid = threadIdx.x;
         ar = tid >> 1, ak = (tid & 1) * 4;
         k = t.k, ka = ak;
-        a_ok = row0 + ar < m;
+        a_on = ar < BM;
+        a_ok = a_on && row0 + ar < m;
         pa = reinterpret_cast<const float *>(t.a) + bat * t.a_bs + (a_ok ? row0 + ar : 0) * t.a_rs +
              ak;
         const float *b = reinterpret_cast<const float *>(t.b) + bat * t.b_bs;
@@ -434,10 +445,10 @@ struct cv_tc_loader {
         }
     }
     /* Chunks of k-slab `s` (this thread's next one) into stage `st`. */
-    CV_MEMBER void load(cv_tc_smem<BT> &sm, int st) {
+    CV_MEMBER void load(cv_tc_smem<BT, BM> &sm, int st) {
         const int64_t kleft = k - ka;
         const int abytes = a_ok && kleft > 0 ? (kleft >= 4 ? 16 : (int)kleft * 4) : 0;
-        cv_cp_async16(&sm.a[st][ar][ak], abytes ? pa : pa - ka, abytes);
+        if (a_on) cv_cp_async16(&sm.a[st][ar][ak], abytes ? pa : pa - ka, abytes);
         int bbytes;
         if (BT) {
             const int64_t kl = k - kb;
@@ -454,11 +465,11 @@ struct cv_tc_loader {
     }
 };
 
-/* Warp (wm, wn) owns rows wm*64 + [0, 64) and columns wn*32 + [0, 32) of the
- * tile: 4 x 4 mma tiles of 16x8; lane = 4g + t. */
-template <bool BT>
-CV_DEV void cv_tc_slab(const cv_tc_smem<BT> &sm, int st, int wm, int wn, int g, int t,
-                       float acc[4][4][4]) {
+/* Warp (wm, wn) owns rows wm*BM/2 + [0, BM/2) and columns wn*32 + [0, 32) of the
+ * tile: BM/32 x 4 mma tiles of 16x8; lane = 4g + t. */
+template <bool BT, int BM>
+CV_DEV void cv_tc_slab(const cv_tc_smem<BT, BM> &sm, int st, int wm, int wn, int g, int t,
+                       float acc[BM / 32][4][4]) {
     uint32_t bb[4][2], bs[4][2];
 #pragma unroll
     for (int j = 0; j < 4; j++) {
@@ -474,8 +485,8 @@ CV_DEV void cv_tc_slab(const cv_tc_smem<BT> &sm, int st, int wm, int wn, int g, 
         cv_split_tf32(v1, bb[j][1], bs[j][1]);
     }
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int r = wm * 64 + i * 16 + g;
+    for (int i = 0; i < BM / 32; i++) {
+        const int r = wm * (BM / 2) + i * 16 + g;
         const float2 lo = *reinterpret_cast<const float2 *>(&sm.a[st][r][2 * t]);
         const float2 hi = *reinterpret_cast<const float2 *>(&sm.a[st][r + 8][2 * t]);
         uint32_t ab[4], as[4];
@@ -495,10 +506,10 @@ CV_DEV void cv_tc_slab(const cv_tc_smem<BT> &sm, int st, int wm, int wn, int g, 
     }
 }
 
-template <bool BT>
+template <bool BT, int BM>
 CV_DEV void cv_tc_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t n, int64_t row0,
-                       int64_t col0, cv_tc_smem<BT> &sm, float acc[4][4][4]) {
-    cv_tc_loader<BT> ld;
+                       int64_t col0, cv_tc_smem<BT, BM> &sm, float acc[BM / 32][4][4]) {
+    cv_tc_loader<BT, BM> ld;
     ld.init(t, bat, m, n, row0, col0);
     const int64_t slabs = (t.k + 7) / 8;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -514,40 +525,44 @@ CV_DEV void cv_tc_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t n, 
         const int64_t next = s + CV_TC_STAGES - 1;
         if (next < slabs) ld.load(sm, (int)(next % CV_TC_STAGES));
         cv_cp_async_commit();
-        cv_tc_slab<BT>(sm, (int)(s % CV_TC_STAGES), wm, wn, g, tq, acc);
+        cv_tc_slab<BT, BM>(sm, (int)(s % CV_TC_STAGES), wm, wn, g, tq, acc);
     }
     cv_cp_async_wait<0>();
     __syncthreads(); /* the stages are free for the next term or batch */
 }
 
-/* grid.x: row tiles * column tiles of 128 x 128, grid.y: batches
+/* grid.x: row tiles * column tiles of BM x 128, grid.y: batches
  * (grid-strided); block: CV_GEMM_THREADS. */
-template <bool BT, class Epi>
+template <bool BT, int BM, class Epi>
 CV_DEV void cv_gemm_tc(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
                        int64_t nbatch, const Epi &epi) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-    cv_gemm_tiled<float, 128>(terms, nterms, m, n, nbatch, epi);
-#else
-    __shared__ __align__(16) cv_tc_smem<BT> sm;
     const int64_t tiles_n = (n + 127) / 128;
-    const int64_t row0 = (blockIdx.x / tiles_n) * 128, col0 = (blockIdx.x % tiles_n) * 128;
+    const int64_t row0 = (blockIdx.x / tiles_n) * BM, col0 = (blockIdx.x % tiles_n) * 128;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+    for (int64_t c = col0; c < col0 + 128 && c < n; c += BM) { /* the tile in SIMT tiles */
+        cv_gemm_tile<float, BM>(terms, nterms, m, n, nbatch, row0, c, epi);
+        __syncthreads(); /* the next one refills the same shared memory */
+    }
+#else
+    __shared__ __align__(16) cv_tc_smem<BT, BM> sm;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int wm = warp >> 2, wn = warp & 3, g = lane >> 2, tq = lane & 3;
     for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
-        float acc[4][4][4];
+        float acc[BM / 32][4][4];
 #pragma unroll
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < BM / 32; i++)
 #pragma unroll
             for (int j = 0; j < 4; j++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) acc[i][j][e] = 0;
-        for (int t = 0; t < nterms; t++) cv_tc_term<BT>(terms[t], bat, m, n, row0, col0, sm, acc);
+        for (int t = 0; t < nterms; t++)
+            cv_tc_term<BT, BM>(terms[t], bat, m, n, row0, col0, sm, acc);
         /* acc[i][j]: rows g, g, g + 8, g + 8; columns 2t, 2t + 1, 2t, 2t + 1. */
 #pragma unroll
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < BM / 32; i++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int64_t r = row0 + wm * 64 + i * 16 + g + (e >> 1) * 8;
+                const int64_t r = row0 + wm * (BM / 2) + i * 16 + g + (e >> 1) * 8;
                 if (r >= m) continue;
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
