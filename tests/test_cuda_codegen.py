@@ -132,28 +132,36 @@ def _fatbin_archs(data: bytes) -> set[str]:
     return found
 
 
-FITS32_HARNESS = r"""
+WRAP_HARNESS = r"""
 #include "cuvil_aot/gpu_wrap.h"
 int fits(int64_t a_rs, int64_t a_cs, int64_t b_rs, int64_t k, int64_t m, int64_t n) {
     const cv_gpu_term t = {0, a_rs, a_cs, 0, 0, b_rs, 1, 0, k};
     return cv_gpu_term_fits32(&t, m, n);
 }
+int split(int64_t tiles, int64_t depth, int64_t total, int sm) {
+    return cv_gpu_split(tiles, depth, total, sm);
+}
 """
+
+
+def _wrap_harness(tmp_path: Path) -> ctypes.CDLL:
+    """gpu_wrap.h's host-side choices, compiled with gcc for ctypes."""
+    import sysconfig
+
+    src = tmp_path / "wrap.c"
+    src.write_text(WRAP_HARNESS)
+    lib = tmp_path / "wrap.so"
+    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", f"-I{ROOT / 'native' / 'include'}",
+                    f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}",
+                    "-Wno-unused-function", str(src), "-o", str(lib)], check=True)
+    return ctypes.CDLL(str(lib))
 
 
 def test_the_float4_gemv_takes_32_bit_offsets_only_where_they_fit(tmp_path):
     """cv_gpu_term_fits32, the host's check before cv_gemv_vec's 32-bit index math: every
     offset within a batch of A (m x k) and B (k x n) and n itself at most 2^30 - 1 (room
     for a step past the end), with either stride's sign."""
-    import sysconfig
-
-    src = tmp_path / "fits.c"
-    src.write_text(FITS32_HARNESS)
-    lib = tmp_path / "fits.so"
-    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", f"-I{ROOT / 'native' / 'include'}",
-                    f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}",
-                    "-Wno-unused-function", str(src), "-o", str(lib)], check=True)
-    fits = ctypes.CDLL(str(lib)).fits
+    fits = _wrap_harness(tmp_path).fits
     fits.argtypes = [ctypes.c_int64] * 6
     limit = 2**30 - 1
     assert fits(512, 1, 2048, 512, 1, 2048)  # the LSTM step's terms
@@ -165,6 +173,22 @@ def test_the_float4_gemv_takes_32_bit_offsets_only_where_they_fit(tmp_path):
     assert not fits(2**30, 1, 4, 1, 2, 4)  # A's reach along m
     assert fits(2**40, 1, 4, 1, 1, 4)  # one row of A: its row stride never multiplies
     assert not fits(0, 1, 0, 1, 1, limit + 1)  # n itself
+
+
+def test_split_k_fills_the_sms_with_chunks_of_at_least_128(tmp_path):
+    """cv_gpu_split: k-chunks for about two blocks per SM where the tiles are too few,
+    each at least 128 deep, at most 16, partial sums at most 2^24 elements."""
+    split = _wrap_harness(tmp_path).split
+    split.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int]
+    assert split(32, 512, 256 * 1000, 132) == 4  # the ResNet head at batch 256: k bounds it
+    assert split(32, 4096, 256 * 1000, 132) == 8  # the SMs bound it
+    assert split(2, 8192, 4096, 132) == 16  # never more than 16
+    assert split(96, 768, 256 * 3072, 132) == 2
+    assert split(100, 4096, 4096, 132) == 2
+    assert split(133, 4096, 4096, 132) == 1  # two blocks per SM already
+    assert split(4, 255, 4096, 132) == 1  # k too shallow for two chunks
+    assert split(4, 4096, 2**22, 132) == 4  # partial sums capped at 2^24
+    assert split(0, 4096, 0, 132) == 16  # no tiles: never a division by zero
 
 
 @needs_nvcc

@@ -7,6 +7,8 @@ typedef struct {
     cv_gpu_term t[1];
     int64_t cols;  /* columns per block of the GEMV main loop */
     int64_t vec;  /* 1: the GEMV reads B as float4 */
+    int64_t split;  /* > 1: k in chunks, partial sums in part (_ksum adds) */
+    char *part;
 } f0_s0_g0_args;
 typedef struct {
     int64_t n[2];
@@ -15,6 +17,8 @@ typedef struct {
     cv_gpu_term t[2];
     int64_t cols;  /* columns per block of the GEMV main loop */
     int64_t vec;  /* 1: the GEMV reads B as float4 */
+    int64_t split;  /* > 1: k in chunks, partial sums in part (_ksum adds) */
+    char *part;
 } f1_s0_g0_args;
 typedef struct {
     int64_t n[2];
@@ -44,6 +48,8 @@ typedef struct {
     cv_gpu_term t[1];
     int64_t cols;  /* columns per block of the GEMV main loop */
     int64_t vec;  /* 1: the GEMV reads B as float4 */
+    int64_t split;  /* > 1: k in chunks, partial sums in part (_ksum adds) */
+    char *part;
 } f4_s0_g1_args;
 typedef struct {
     int64_t n[2];
@@ -62,6 +68,8 @@ typedef struct {
     cv_gpu_term t[1];
     int64_t cols;  /* columns per block of the GEMV main loop */
     int64_t vec;  /* 1: the GEMV reads B as float4 */
+    int64_t split;  /* > 1: k in chunks, partial sums in part (_ksum adds) */
+    char *part;
 } f5_s0_g1_args;
 typedef struct {
     int64_t n[2];
@@ -70,6 +78,8 @@ typedef struct {
     cv_gpu_term t[1];
     int64_t cols;  /* columns per block of the GEMV main loop */
     int64_t vec;  /* 1: the GEMV reads B as float4 */
+    int64_t split;  /* > 1: k in chunks, partial sums in part (_ksum adds) */
+    char *part;
 } f5_s0_g2_args;
 typedef struct {
     int64_t n[1];
@@ -92,11 +102,11 @@ struct f0_s0_g0_epi {
 };
 extern "C" __global__ void __launch_bounds__(256) f0_s0_g0_tiled(const __grid_constant__ f0_s0_g0_args a_) {
     const f0_s0_g0_args *a = &a_;
-    cv_gemm_tiled<float, 128>(a->t, 1, a->n[0], a->n[1], 1, f0_s0_g0_epi{a});
+    cv_gemm_tiled<float, 128>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f0_s0_g0_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256) f0_s0_g0_tiled64(const __grid_constant__ f0_s0_g0_args a_) {
     const f0_s0_g0_args *a = &a_;
-    cv_gemm_tiled<float, 64>(a->t, 1, a->n[0], a->n[1], 1, f0_s0_g0_epi{a});
+    cv_gemm_tiled<float, 64>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f0_s0_g0_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(1024) f0_s0_g0_gemv1(const __grid_constant__ f0_s0_g0_args a_) {
     const f0_s0_g0_args *a = &a_;
@@ -106,21 +116,25 @@ extern "C" __global__ void __launch_bounds__(1024) f0_s0_g0_gemv4(const __grid_c
     const f0_s0_g0_args *a = &a_;
     cv_gemv<float, 4>(a->t, 1, a->n[0], a->n[1], 1, (int)a->cols, (int)a->vec, f0_s0_g0_epi{a});
 }
+extern "C" __global__ void __launch_bounds__(256) f0_s0_g0_ksum(const __grid_constant__ f0_s0_g0_args a_) {
+    const f0_s0_g0_args *a = &a_;
+    cv_gemm_ksum<float>(reinterpret_cast<const float *>(a->part), (int)a->split, a->n[0], a->n[1], 1, f0_s0_g0_epi{a});
+}
 extern "C" __global__ void __launch_bounds__(256, 2) f0_s0_g0_tc(const __grid_constant__ f0_s0_g0_args a_) {
     const f0_s0_g0_args *a = &a_;
-    cv_gemm_tc<false, 128>(a->t, 1, a->n[0], a->n[1], 1, f0_s0_g0_epi{a});
+    cv_gemm_tc<false, 128>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f0_s0_g0_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f0_s0_g0_tct(const __grid_constant__ f0_s0_g0_args a_) {
     const f0_s0_g0_args *a = &a_;
-    cv_gemm_tc<true, 128>(a->t, 1, a->n[0], a->n[1], 1, f0_s0_g0_epi{a});
+    cv_gemm_tc<true, 128>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f0_s0_g0_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f0_s0_g0_tc64(const __grid_constant__ f0_s0_g0_args a_) {
     const f0_s0_g0_args *a = &a_;
-    cv_gemm_tc<false, 64>(a->t, 1, a->n[0], a->n[1], 1, f0_s0_g0_epi{a});
+    cv_gemm_tc<false, 64>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f0_s0_g0_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f0_s0_g0_tct64(const __grid_constant__ f0_s0_g0_args a_) {
     const f0_s0_g0_args *a = &a_;
-    cv_gemm_tc<true, 64>(a->t, 1, a->n[0], a->n[1], 1, f0_s0_g0_epi{a});
+    cv_gemm_tc<true, 64>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f0_s0_g0_epi{a});
 }
 struct f1_s0_g0_epi {
     const f1_s0_g0_args *a;
@@ -137,11 +151,11 @@ struct f1_s0_g0_epi {
 };
 extern "C" __global__ void __launch_bounds__(256) f1_s0_g0_tiled(const __grid_constant__ f1_s0_g0_args a_) {
     const f1_s0_g0_args *a = &a_;
-    cv_gemm_tiled<float, 128>(a->t, 2, a->n[0], a->n[1], 1, f1_s0_g0_epi{a});
+    cv_gemm_tiled<float, 128>(a->t, 2, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f1_s0_g0_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256) f1_s0_g0_tiled64(const __grid_constant__ f1_s0_g0_args a_) {
     const f1_s0_g0_args *a = &a_;
-    cv_gemm_tiled<float, 64>(a->t, 2, a->n[0], a->n[1], 1, f1_s0_g0_epi{a});
+    cv_gemm_tiled<float, 64>(a->t, 2, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f1_s0_g0_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(1024) f1_s0_g0_gemv1(const __grid_constant__ f1_s0_g0_args a_) {
     const f1_s0_g0_args *a = &a_;
@@ -151,21 +165,25 @@ extern "C" __global__ void __launch_bounds__(1024) f1_s0_g0_gemv4(const __grid_c
     const f1_s0_g0_args *a = &a_;
     cv_gemv<float, 4>(a->t, 2, a->n[0], a->n[1], 1, (int)a->cols, (int)a->vec, f1_s0_g0_epi{a});
 }
+extern "C" __global__ void __launch_bounds__(256) f1_s0_g0_ksum(const __grid_constant__ f1_s0_g0_args a_) {
+    const f1_s0_g0_args *a = &a_;
+    cv_gemm_ksum<float>(reinterpret_cast<const float *>(a->part), (int)a->split, a->n[0], a->n[1], 1, f1_s0_g0_epi{a});
+}
 extern "C" __global__ void __launch_bounds__(256, 2) f1_s0_g0_tc(const __grid_constant__ f1_s0_g0_args a_) {
     const f1_s0_g0_args *a = &a_;
-    cv_gemm_tc<false, 128>(a->t, 2, a->n[0], a->n[1], 1, f1_s0_g0_epi{a});
+    cv_gemm_tc<false, 128>(a->t, 2, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f1_s0_g0_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f1_s0_g0_tct(const __grid_constant__ f1_s0_g0_args a_) {
     const f1_s0_g0_args *a = &a_;
-    cv_gemm_tc<true, 128>(a->t, 2, a->n[0], a->n[1], 1, f1_s0_g0_epi{a});
+    cv_gemm_tc<true, 128>(a->t, 2, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f1_s0_g0_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f1_s0_g0_tc64(const __grid_constant__ f1_s0_g0_args a_) {
     const f1_s0_g0_args *a = &a_;
-    cv_gemm_tc<false, 64>(a->t, 2, a->n[0], a->n[1], 1, f1_s0_g0_epi{a});
+    cv_gemm_tc<false, 64>(a->t, 2, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f1_s0_g0_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f1_s0_g0_tct64(const __grid_constant__ f1_s0_g0_args a_) {
     const f1_s0_g0_args *a = &a_;
-    cv_gemm_tc<true, 64>(a->t, 2, a->n[0], a->n[1], 1, f1_s0_g0_epi{a});
+    cv_gemm_tc<true, 64>(a->t, 2, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f1_s0_g0_epi{a});
 }
 template <class I> static __device__ __forceinline__ void f1_s0_g1_span(const f1_s0_g1_args *a, I first, I end, I step) {
     const float *__restrict__ p0 = (const float *)a->p[0];
@@ -911,11 +929,11 @@ struct f4_s0_g1_epi {
 };
 extern "C" __global__ void __launch_bounds__(256) f4_s0_g1_tiled(const __grid_constant__ f4_s0_g1_args a_) {
     const f4_s0_g1_args *a = &a_;
-    cv_gemm_tiled<float, 128>(a->t, 1, a->n[0], a->n[1], 1, f4_s0_g1_epi{a});
+    cv_gemm_tiled<float, 128>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f4_s0_g1_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256) f4_s0_g1_tiled64(const __grid_constant__ f4_s0_g1_args a_) {
     const f4_s0_g1_args *a = &a_;
-    cv_gemm_tiled<float, 64>(a->t, 1, a->n[0], a->n[1], 1, f4_s0_g1_epi{a});
+    cv_gemm_tiled<float, 64>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f4_s0_g1_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(1024) f4_s0_g1_gemv1(const __grid_constant__ f4_s0_g1_args a_) {
     const f4_s0_g1_args *a = &a_;
@@ -925,21 +943,25 @@ extern "C" __global__ void __launch_bounds__(1024) f4_s0_g1_gemv4(const __grid_c
     const f4_s0_g1_args *a = &a_;
     cv_gemv<float, 4>(a->t, 1, a->n[0], a->n[1], 1, (int)a->cols, (int)a->vec, f4_s0_g1_epi{a});
 }
+extern "C" __global__ void __launch_bounds__(256) f4_s0_g1_ksum(const __grid_constant__ f4_s0_g1_args a_) {
+    const f4_s0_g1_args *a = &a_;
+    cv_gemm_ksum<float>(reinterpret_cast<const float *>(a->part), (int)a->split, a->n[0], a->n[1], 1, f4_s0_g1_epi{a});
+}
 extern "C" __global__ void __launch_bounds__(256, 2) f4_s0_g1_tc(const __grid_constant__ f4_s0_g1_args a_) {
     const f4_s0_g1_args *a = &a_;
-    cv_gemm_tc<false, 128>(a->t, 1, a->n[0], a->n[1], 1, f4_s0_g1_epi{a});
+    cv_gemm_tc<false, 128>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f4_s0_g1_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f4_s0_g1_tct(const __grid_constant__ f4_s0_g1_args a_) {
     const f4_s0_g1_args *a = &a_;
-    cv_gemm_tc<true, 128>(a->t, 1, a->n[0], a->n[1], 1, f4_s0_g1_epi{a});
+    cv_gemm_tc<true, 128>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f4_s0_g1_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f4_s0_g1_tc64(const __grid_constant__ f4_s0_g1_args a_) {
     const f4_s0_g1_args *a = &a_;
-    cv_gemm_tc<false, 64>(a->t, 1, a->n[0], a->n[1], 1, f4_s0_g1_epi{a});
+    cv_gemm_tc<false, 64>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f4_s0_g1_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f4_s0_g1_tct64(const __grid_constant__ f4_s0_g1_args a_) {
     const f4_s0_g1_args *a = &a_;
-    cv_gemm_tc<true, 64>(a->t, 1, a->n[0], a->n[1], 1, f4_s0_g1_epi{a});
+    cv_gemm_tc<true, 64>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f4_s0_g1_epi{a});
 }
 template <class I, int TEAM> static __device__ __forceinline__ void f4_s0_g2_rows(const f4_s0_g2_args *a) {
     const float *__restrict__ p0 = (const float *)a->p[0];
@@ -1358,11 +1380,11 @@ struct f5_s0_g1_epi {
 };
 extern "C" __global__ void __launch_bounds__(256) f5_s0_g1_tiled(const __grid_constant__ f5_s0_g1_args a_) {
     const f5_s0_g1_args *a = &a_;
-    cv_gemm_tiled<float, 128>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g1_epi{a});
+    cv_gemm_tiled<float, 128>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f5_s0_g1_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256) f5_s0_g1_tiled64(const __grid_constant__ f5_s0_g1_args a_) {
     const f5_s0_g1_args *a = &a_;
-    cv_gemm_tiled<float, 64>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g1_epi{a});
+    cv_gemm_tiled<float, 64>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f5_s0_g1_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(1024) f5_s0_g1_gemv1(const __grid_constant__ f5_s0_g1_args a_) {
     const f5_s0_g1_args *a = &a_;
@@ -1372,21 +1394,25 @@ extern "C" __global__ void __launch_bounds__(1024) f5_s0_g1_gemv4(const __grid_c
     const f5_s0_g1_args *a = &a_;
     cv_gemv<float, 4>(a->t, 1, a->n[0], a->n[1], 1, (int)a->cols, (int)a->vec, f5_s0_g1_epi{a});
 }
+extern "C" __global__ void __launch_bounds__(256) f5_s0_g1_ksum(const __grid_constant__ f5_s0_g1_args a_) {
+    const f5_s0_g1_args *a = &a_;
+    cv_gemm_ksum<float>(reinterpret_cast<const float *>(a->part), (int)a->split, a->n[0], a->n[1], 1, f5_s0_g1_epi{a});
+}
 extern "C" __global__ void __launch_bounds__(256, 2) f5_s0_g1_tc(const __grid_constant__ f5_s0_g1_args a_) {
     const f5_s0_g1_args *a = &a_;
-    cv_gemm_tc<false, 128>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g1_epi{a});
+    cv_gemm_tc<false, 128>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f5_s0_g1_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f5_s0_g1_tct(const __grid_constant__ f5_s0_g1_args a_) {
     const f5_s0_g1_args *a = &a_;
-    cv_gemm_tc<true, 128>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g1_epi{a});
+    cv_gemm_tc<true, 128>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f5_s0_g1_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f5_s0_g1_tc64(const __grid_constant__ f5_s0_g1_args a_) {
     const f5_s0_g1_args *a = &a_;
-    cv_gemm_tc<false, 64>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g1_epi{a});
+    cv_gemm_tc<false, 64>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f5_s0_g1_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f5_s0_g1_tct64(const __grid_constant__ f5_s0_g1_args a_) {
     const f5_s0_g1_args *a = &a_;
-    cv_gemm_tc<true, 64>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g1_epi{a});
+    cv_gemm_tc<true, 64>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f5_s0_g1_epi{a});
 }
 struct f5_s0_g2_epi {
     const f5_s0_g2_args *a;
@@ -1408,11 +1434,11 @@ struct f5_s0_g2_epi {
 };
 extern "C" __global__ void __launch_bounds__(256) f5_s0_g2_tiled(const __grid_constant__ f5_s0_g2_args a_) {
     const f5_s0_g2_args *a = &a_;
-    cv_gemm_tiled<float, 128>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g2_epi{a});
+    cv_gemm_tiled<float, 128>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f5_s0_g2_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256) f5_s0_g2_tiled64(const __grid_constant__ f5_s0_g2_args a_) {
     const f5_s0_g2_args *a = &a_;
-    cv_gemm_tiled<float, 64>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g2_epi{a});
+    cv_gemm_tiled<float, 64>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f5_s0_g2_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(1024) f5_s0_g2_gemv1(const __grid_constant__ f5_s0_g2_args a_) {
     const f5_s0_g2_args *a = &a_;
@@ -1422,21 +1448,25 @@ extern "C" __global__ void __launch_bounds__(1024) f5_s0_g2_gemv4(const __grid_c
     const f5_s0_g2_args *a = &a_;
     cv_gemv<float, 4>(a->t, 1, a->n[0], a->n[1], 1, (int)a->cols, (int)a->vec, f5_s0_g2_epi{a});
 }
+extern "C" __global__ void __launch_bounds__(256) f5_s0_g2_ksum(const __grid_constant__ f5_s0_g2_args a_) {
+    const f5_s0_g2_args *a = &a_;
+    cv_gemm_ksum<float>(reinterpret_cast<const float *>(a->part), (int)a->split, a->n[0], a->n[1], 1, f5_s0_g2_epi{a});
+}
 extern "C" __global__ void __launch_bounds__(256, 2) f5_s0_g2_tc(const __grid_constant__ f5_s0_g2_args a_) {
     const f5_s0_g2_args *a = &a_;
-    cv_gemm_tc<false, 128>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g2_epi{a});
+    cv_gemm_tc<false, 128>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f5_s0_g2_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f5_s0_g2_tct(const __grid_constant__ f5_s0_g2_args a_) {
     const f5_s0_g2_args *a = &a_;
-    cv_gemm_tc<true, 128>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g2_epi{a});
+    cv_gemm_tc<true, 128>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f5_s0_g2_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f5_s0_g2_tc64(const __grid_constant__ f5_s0_g2_args a_) {
     const f5_s0_g2_args *a = &a_;
-    cv_gemm_tc<false, 64>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g2_epi{a});
+    cv_gemm_tc<false, 64>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f5_s0_g2_epi{a});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) f5_s0_g2_tct64(const __grid_constant__ f5_s0_g2_args a_) {
     const f5_s0_g2_args *a = &a_;
-    cv_gemm_tc<true, 64>(a->t, 1, a->n[0], a->n[1], 1, f5_s0_g2_epi{a});
+    cv_gemm_tc<true, 64>(a->t, 1, a->n[0], a->n[1], 1, (int)a->split, reinterpret_cast<float *>(a->part), f5_s0_g2_epi{a});
 }
 template <class I> static __device__ __forceinline__ void f6_s0_g0_span(const f6_s0_g0_args *a, I first, I end, I step) {
     const float *__restrict__ p0 = (const float *)a->p[0];

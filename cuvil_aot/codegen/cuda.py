@@ -66,7 +66,7 @@ QUARTER = 8
 SHORT_ROW = 64
 ENTRIES = {Kind.ELEMENTWISE: ("s32", "s64", "flat"),
            Kind.ROW: ("w32", "w64", "b32", "b64", "bc32", "bcu32", "q32"),
-           Kind.GEMM: ("tiled", "tiled64", "gemv1", "gemv4")}
+           Kind.GEMM: ("tiled", "tiled64", "gemv1", "gemv4", "ksum")}
 # float32 only: tensor cores, B with n (tc) or k (tct) contiguous; tiles of 128 or 64 rows
 GEMM_TC = ("tc", "tct", "tc64", "tct64")
 HEADER = '#include <cooperative_groups.h>\n#include "cuvil_aot/cuda_gemm.h"\n'
@@ -192,6 +192,8 @@ def args_struct(k: CudaKernel, w: Writer) -> None:
             w.line(f"cv_gpu_term t[{len(k.group.terms)}];")
             w.line("int64_t cols;  /* columns per block of the GEMV main loop */")
             w.line("int64_t vec;  /* 1: the GEMV reads B as float4 */")
+            w.line("int64_t split;  /* > 1: k in chunks, partial sums in part (_ksum adds) */")
+            w.line("char *part;")
         for pname, node in sorted(k.scalars.items()):
             w.line(f"{ops_c.CTYPE[_scalar_dtype(node)]} arg_{pname};")
         for sym in sorted(k.symbols):
@@ -509,12 +511,15 @@ def _gemm(em: CudaEmitter, w: Writer) -> None:
     m, n = f"a->n[{nloops - 2}]", f"a->n[{nloops - 1}]"
     batch = "a->n[0]" if nloops == 3 else "1"
     nterms = len(em.group.terms)
+    part = f"(int)a->split, reinterpret_cast<{acc} *>(a->part)"
     for suffix, tile in (("tiled", 128), ("tiled64", 64)):
         _entry(w, k, suffix, f"{BLOCK}", f"cv_gemm_tiled<{acc}, {tile}>(a->t, {nterms}, {m}, "
-               f"{n}, {batch}, {k.name}_epi{{a}});")
+               f"{n}, {batch}, {part}, {k.name}_epi{{a}});")
     for mr in (1, 4):
         _entry(w, k, f"gemv{mr}", f"{GEMV_BLOCK}", gemv_call(k, mr))
+    _entry(w, k, "ksum", f"{BLOCK}", f"cv_gemm_ksum<{acc}>(reinterpret_cast<const {acc} *>("
+           f"a->part), (int)a->split, {m}, {n}, {batch}, {k.name}_epi{{a}});")
     if acc == "float":  # two blocks per SM: cp.async stages of one overlap the other's math
         for suffix, bt, rows in zip(GEMM_TC, ("false", "true") * 2, (128, 128, 64, 64)):
             _entry(w, k, suffix, f"{BLOCK}, 2", f"cv_gemm_tc<{bt}, {rows}>(a->t, {nterms}, {m}, "
-                   f"{n}, {batch}, {k.name}_epi{{a}});")
+                   f"{n}, {batch}, {part}, {k.name}_epi{{a}});")

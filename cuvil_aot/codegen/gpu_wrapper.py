@@ -228,6 +228,9 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
         w.line(f"cv_gpu_array gb[{nbuf}]; int scratch[{nbuf}] = {{0}}, held[{nbuf}] = {{0}};")
         w.line("uintptr_t stream = 0; const int dev = ga[first].device; int sm = 0;")
         w.line("void *caller_ctx = NULL; int saved = 0;  /* the caller's CUDA context */")
+        nk = len(gp.kernels[comp.prefix])
+        w.line(f"cv_gpu_array kpart[{nk}]; int kpart_on[{nk}] = {{0}};  /* split-K sums */")
+        w.line("(void)kpart;")
         w.line("(void)argv; (void)stream; (void)sm; (void)gb; (void)copies; (void)scratch;")
         for s, sym in enumerate(comp.symbols):
             w.line(f"const int64_t S_{sym} = c->sym[{s}]; (void)S_{sym};")
@@ -259,6 +262,8 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
             w.line("if (held[b]) api->gpu->release(&gb[b]);")
             w.line("Py_XDECREF(obj[b]);")
             w.line("if (scratch[b]) api->gpu->scratch_free(&gb[b], stream);")
+        w.line(f"for (int g = 0; g < {nk}; g++) if (kpart_on[g]) "
+               "api->gpu->scratch_free(&kpart[g], stream);")
         w.line(f"for (int i = 0; i < {nparams}; i++) Py_XDECREF(copies[i]);")
         w.line("if (saved) api->gpu->restore_context(caller_ctx);")
         w.line("return result;")
@@ -356,9 +361,14 @@ def _launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
             w.line("one_off = r == 1;")
             w.line("small = r == 0;")
         w.line("else small = 0;  /* launched one by one below */")
-    for g in range(len(kernels)):
+    for g, k in enumerate(kernels):
         w.line(f"if (!small && L[{g}].run && api->gpu->launch(&cv_gpu_module, dev, L[{g}].kid, "
                f"L[{g}].grid, L[{g}].gy, L[{g}].block, 0, stream, &one.a{g}) < 0) goto done;")
+        if k.group.kind is Kind.GEMM:
+            ksum = gp.first[k.name] + cuda.ENTRIES[Kind.GEMM].index("ksum")
+            w.line(f"if (!small && L[{g}].sum_grid && api->gpu->launch(&cv_gpu_module, dev, "
+                   f"{ksum}, L[{g}].sum_grid, 1, {cuda.BLOCK}, 0, stream, &one.a{g}) < 0) "
+                   "goto done;")
 
 
 def _tile_consumer_runs(w: Writer, g: int, offsets: list[Dim], alone: bool) -> None:
@@ -400,7 +410,7 @@ def _unit_rows(k: CudaKernel) -> str:
 def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> None:
     """Kernel g's launch shape into L[g], its one-kernel variant into one.v[g], and
     whether its work is small enough for the one-kernel into `small`."""
-    launch = f"L[{g}] = (cv_gpu_plan){{kid, grid, gy, block, 1}};"
+    launch = f"L[{g}] = (cv_gpu_plan){{kid, grid, gy, block, 1, 0}};"
     nloops, nops = k.nloops, len(k.operands)
     strides = "&a.s[0][0]"
     if k.group.kind is Kind.ELEMENTWISE:
@@ -470,10 +480,28 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
                 w.line("int tc = 0;")
                 if k.acc_type == "float":
                     _tc_choice(w, k, first)
-                w.line("grid = (uint32_t)(tc && few_tiles ? ((m + 63) / 64) * ((n + 127) / 128) "
-                       ": few_tiles ? ((m + 63) / 64) * ((n + 63) / 64) : tiles);")
+                w.line("const int64_t ftiles = ((m + 63) / 64) * ((n + (tc ? 127 : 63)) / "
+                       "(tc ? 128 : 64));")
+                _split(w, k, g)
+                w.line("grid = (uint32_t)(few_tiles ? ftiles * a.split : tiles);")
             w.line(launch)
+            w.line(f"if (a.split > 1) L[{g}].sum_grid = cv_gpu_grid(nb * m * n, {cuda.BLOCK}, "
+                   "sm, 8);")
             w.line("small = small && m <= 32;")
+
+
+def _split(w: Writer, k: CudaKernel, g: int) -> None:
+    """Split-K where the tiles are too few for the SMs (cv_gpu_split): partial sums in
+    scratch memory of the call, added up by the kernel's _ksum launch."""
+    depth = " + ".join(f"a.t[{t}].k" for t in range(len(k.group.terms)))
+    w.line(f"a.split = few_tiles ? cv_gpu_split(ftiles * nb, {depth}, nb * m * n, sm) : 1;")
+    with w.block("if (a.split > 1)"):
+        w.line("const int64_t count = a.split * nb * m * n;")
+        dt = "CV_DT_FLOAT32" if k.acc_type == "float" else "CV_DT_FLOAT64"
+        w.line(f"const int r = api->gpu->scratch(dev, {dt}, 1, &count, stream, &kpart[{g}]);")
+        w.line("if (r < 0) goto done;")
+        w.line(f"kpart_on[{g}] = r == 0;")
+        w.line(f"if (r == 0) a.part = kpart[{g}].data; else a.split = 1;  /* no pools */")
 
 
 def _product(items: list[str]) -> str:
@@ -505,7 +533,8 @@ def _tc_choice(w: Writer, k: CudaKernel, first: int) -> None:
     bn = _aligned(k, "b", "cs", "rs")
     bk = _aligned(k, "b", "rs", "cs")
     w.line(f"tc = !({a_ok}) ? 0 : ({bn}) ? 1 : ({bk}) ? 2 : 0;")
-    w.line(f"if (tc) kid = {first} + 3 + tc + (few_tiles ? 2 : 0);")
+    tc0 = first + len(cuda.ENTRIES[Kind.GEMM]) - 1
+    w.line(f"if (tc) kid = {tc0} + tc + (few_tiles ? 2 : 0);")
 
 
 def _flat_condition(w: Writer, k: CudaKernel) -> None:

@@ -124,10 +124,57 @@ CV_DEV void cv_tile_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t n
     }
 }
 
-/* The B x B tile from (row0, col0) of every batch from grid.y (grid-strided). */
+/* Split-K, for GEMMs whose tiles are too few to fill the SMs: the blocks of chunk s
+ * of `split` each sum their tile over the s-th slice of every term's k (whole 8-deep
+ * slabs) and leave the partial sums at part[s][bat][i][j]; cv_gemm_ksum adds the
+ * chunks up in order and hands each total to the epilogue. split 1: no split. */
+template <class T>
+CV_DEV cv_gpu_term cv_term_chunk(const cv_gpu_term &t, int s, int split) {
+    if (split <= 1) return t;
+    const int64_t chunk = ((t.k + split - 1) / split + 7) / 8 * 8;
+    const int64_t k0 = s * chunk < t.k ? s * chunk : t.k;
+    cv_gpu_term c = t;
+    c.a += k0 * t.a_cs * (int64_t)sizeof(T);
+    c.b += k0 * t.b_rs * (int64_t)sizeof(T);
+    c.k = t.k - k0 < chunk ? t.k - k0 : chunk;
+    return c;
+}
+
+/* The epilogue of a tile of chunk s: its partial sums into part, or, without a
+ * split (part NULL), the totals to epi. */
+template <class T, class Epi>
+struct cv_split_epi {
+    const Epi &epi;
+    T *part;
+    int64_t m, n, nbatch;
+    int s;
+    CV_MEMBER void operator()(int64_t bat, int64_t i, int64_t j, T acc) const {
+        if (part) part[((s * nbatch + bat) * m + i) * n + j] = acc;
+        else epi(bat, i, j, acc);
+    }
+};
+
+/* grid-strided over nbatch * m * n: the chunks' partial sums, added in chunk order
+ * (the same total every run), through the epilogue. */
+template <class T, class Epi>
+CV_DEV void cv_gemm_ksum(const T *part, int split, int64_t m, int64_t n, int64_t nbatch,
+                         const Epi &epi) {
+    const int64_t total = nbatch * m * n;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        T sum = 0;
+        for (int s = 0; s < split; s++) sum += part[s * total + e];
+        const int64_t bat = e / (m * n), ij = e - bat * (m * n);
+        epi(bat, ij / n, ij % n, sum);
+    }
+}
+
+/* The B x B tile from (row0, col0) of every batch from grid.y (grid-strided), over
+ * k-chunk s of `split` (cv_term_chunk). */
 template <class T, int B, class Epi>
 CV_DEV void cv_gemm_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
-                         int64_t nbatch, int64_t row0, int64_t col0, const Epi &epi) {
+                         int64_t nbatch, int64_t row0, int64_t col0, int s, int split,
+                         const Epi &epi) {
     __shared__ __align__(16) T as[2][8][B];
     __shared__ __align__(16) T bs[2][8][B];
     constexpr int TM = B / 16;
@@ -139,7 +186,8 @@ CV_DEV void cv_gemm_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_
 #pragma unroll
             for (int j = 0; j < TM; j++) acc[i][j] = 0;
         for (int t = 0; t < nterms; t++)
-            cv_tile_term<T, B, B>(terms[t], bat, m, n, row0, col0, as, bs, acc);
+            cv_tile_term<T, B, B>(cv_term_chunk<T>(terms[t], s, split), bat, m, n, row0, col0,
+                                  as, bs, acc);
 #pragma unroll
         for (int i = 0; i < TM; i++) {
             const int64_t r = row0 + ty * 4 + (i % 4) + 64 * (i / 4);
@@ -152,14 +200,18 @@ CV_DEV void cv_gemm_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_
     }
 }
 
-/* grid.x: row tiles * column tiles of B x B (128, or 64 when 128-tiles would
- * leave SMs idle), grid.y: batches (grid-strided); block: CV_GEMM_THREADS. */
+/* grid.x: split x row tiles x column tiles of B x B (128, or 64 when 128-tiles would
+ * leave SMs idle), grid.y: batches (grid-strided); block: CV_GEMM_THREADS. With
+ * split > 1 the partial sums go to part (cv_term_chunk). */
 template <class T, int B, class Epi>
 CV_DEV void cv_gemm_tiled(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
-                          int64_t nbatch, const Epi &epi) {
-    const int64_t tiles_n = (n + B - 1) / B;
-    cv_gemm_tile<T, B>(terms, nterms, m, n, nbatch, (blockIdx.x / tiles_n) * B,
-                       (blockIdx.x % tiles_n) * B, epi);
+                          int64_t nbatch, int split, T *part, const Epi &epi) {
+    const int64_t tiles_n = (n + B - 1) / B, tiles = (m + B - 1) / B * tiles_n;
+    const int64_t tile = blockIdx.x % tiles;
+    const int s = (int)(blockIdx.x / tiles);
+    const cv_split_epi<T, Epi> out{epi, split > 1 ? part : nullptr, m, n, nbatch, s};
+    cv_gemm_tile<T, B>(terms, nterms, m, n, nbatch, (tile / tiles_n) * B, (tile % tiles_n) * B,
+                       s, split, out);
 }
 
 template <class T>
@@ -531,16 +583,20 @@ CV_DEV void cv_tc_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t n, 
     __syncthreads(); /* the stages are free for the next term or batch */
 }
 
-/* grid.x: row tiles * column tiles of BM x 128, grid.y: batches
- * (grid-strided); block: CV_GEMM_THREADS. */
+/* grid.x: split x row tiles x column tiles of BM x 128, grid.y: batches
+ * (grid-strided); block: CV_GEMM_THREADS. With split > 1 the partial sums go to
+ * part (cv_term_chunk). */
 template <bool BT, int BM, class Epi>
 CV_DEV void cv_gemm_tc(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
-                       int64_t nbatch, const Epi &epi) {
-    const int64_t tiles_n = (n + 127) / 128;
-    const int64_t row0 = (blockIdx.x / tiles_n) * BM, col0 = (blockIdx.x % tiles_n) * 128;
+                       int64_t nbatch, int split, float *part, const Epi &epi) {
+    const int64_t tiles_n = (n + 127) / 128, tiles = (m + BM - 1) / BM * tiles_n;
+    const int64_t tile = blockIdx.x % tiles;
+    const int s = (int)(blockIdx.x / tiles);
+    const int64_t row0 = (tile / tiles_n) * BM, col0 = (tile % tiles_n) * 128;
+    const cv_split_epi<float, Epi> out{epi, split > 1 ? part : nullptr, m, n, nbatch, s};
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     for (int64_t c = col0; c < col0 + 128 && c < n; c += BM) { /* the tile in SIMT tiles */
-        cv_gemm_tile<float, BM>(terms, nterms, m, n, nbatch, row0, c, epi);
+        cv_gemm_tile<float, BM>(terms, nterms, m, n, nbatch, row0, c, s, split, out);
         __syncthreads(); /* the next one refills the same shared memory */
     }
 #else
@@ -556,7 +612,8 @@ CV_DEV void cv_gemm_tc(const cv_gpu_term *terms, int nterms, int64_t m, int64_t 
 #pragma unroll
                 for (int e = 0; e < 4; e++) acc[i][j][e] = 0;
         for (int t = 0; t < nterms; t++)
-            cv_tc_term<BT, BM>(terms[t], bat, m, n, row0, col0, sm, acc);
+            cv_tc_term<BT, BM>(cv_term_chunk<float>(terms[t], s, split), bat, m, n, row0, col0,
+                               sm, acc);
         /* acc[i][j]: rows g, g, g + 8, g + 8; columns 2t, 2t + 1, 2t, 2t + 1. */
 #pragma unroll
         for (int i = 0; i < BM / 32; i++)
@@ -567,7 +624,7 @@ CV_DEV void cv_gemm_tc(const cv_gpu_term *terms, int nterms, int64_t m, int64_t 
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
                     const int64_t c = col0 + wn * 32 + j * 8 + 2 * tq + (e & 1);
-                    if (c < n) epi(bat, r, c, acc[i][j][e]);
+                    if (c < n) out(bat, r, c, acc[i][j][e]);
                 }
             }
     }

@@ -15,6 +15,7 @@ typedef struct cv_gpu_plan {
     int kid;
     uint32_t grid, gy, block;
     int run;
+    uint32_t sum_grid; /* a GEMM's split-K: its _ksum launch (0: none) */
 } cv_gpu_plan;
 
 /* Whether a call may be a GPU call: its first argument that is not a Python
@@ -102,6 +103,20 @@ static int cv_gpu_term_fits32(const cv_gpu_term *t, int64_t m, int64_t n) {
                       k * (t->a_cs < 0 ? -t->a_cs : t->a_cs);
     const int64_t b = k * (t->b_rs < 0 ? -t->b_rs : t->b_rs) + n;
     return n <= limit && a <= limit && b <= limit;
+}
+
+/* Split-K for a GEMM of `tiles` block tiles (batches included), fewer than the SMs:
+ * k-chunks for about two blocks per SM, each chunk at least CV_SPLIT_MIN_K deep over all
+ * terms (`depth`: their k summed), the partial sums at most CV_SPLIT_MAX_SUMS elements
+ * (`total`: the result's). 1: no split. */
+#define CV_SPLIT_MIN_K 128
+#define CV_SPLIT_MAX_SUMS ((int64_t)1 << 24)
+static int cv_gpu_split(int64_t tiles, int64_t depth, int64_t total, int sm_count) {
+    int64_t split = 2 * (int64_t)sm_count / (tiles > 0 ? tiles : 1);
+    if (split > depth / CV_SPLIT_MIN_K) split = depth / CV_SPLIT_MIN_K;
+    if (split > 16) split = 16;
+    while (split > 1 && split * total > CV_SPLIT_MAX_SUMS) split--;
+    return split > 1 ? (int)split : 1;
 }
 
 /* Blocks for `work` items of `block` threads, at most enough to fill the
