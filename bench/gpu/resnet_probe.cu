@@ -15,10 +15,10 @@ __device__ __forceinline__ void stamp(unsigned long long *st, int i) {
     if (threadIdx.x == 0) st[STAMPS * blockIdx.x + i] = gtime();
 }
 
-// f4_s0_one's body (warp-per-row pooling, GEMV, block-per-row softmax kept in registers),
-// stamped.
+// f4_s0_one's body (warp-per-row pooling, GEMV, block-per-row softmax kept in registers,
+// or with warp_row a warp per row keeping 32 elements a lane), stamped.
 extern "C" __global__ void __launch_bounds__(1024, 1) one_timed(const __grid_constant__ f4_s0_one_args o,
-                                                                unsigned long long *st) {
+                                                                unsigned long long *st, int warp_row) {
     stamp(st, 0);
     f4_s0_g0_rows<int32_t, 32>(&o.a0);
     stamp(st, 1);
@@ -31,8 +31,22 @@ extern "C" __global__ void __launch_bounds__(1024, 1) one_timed(const __grid_con
     stamp(st, 3);
     cooperative_groups::this_grid().sync();
     stamp(st, 4);
-    f4_s0_g2_rows_c<int32_t, 0, 2, false>(&o.a2);
+    if (warp_row) f4_s0_g2_rows_c<int32_t, 32, 32, false>(&o.a2);
+    else f4_s0_g2_rows_c<int32_t, 0, 2, false>(&o.a2);
     stamp(st, 5);
+}
+
+// The generated softmax row by one warp, 32 elements a lane in registers: no block-wide
+// barrier in its two reductions.
+extern "C" __global__ void __launch_bounds__(1024, 1) one_warp_row(const __grid_constant__ f4_s0_one_args o) {
+    f4_s0_g0_rows<int32_t, 32>(&o.a0);
+    cooperative_groups::this_grid().sync();
+    {
+        const f4_s0_g1_args *a = &o.a1;
+        cv_gemv<float, 1>(a->t, 1, a->n[0], a->n[1], 1, (int)a->cols, (int)a->vec, f4_s0_g1_epi{a});
+    }
+    cooperative_groups::this_grid().sync();
+    f4_s0_g2_rows_c<int32_t, 32, 32, false>(&o.a2);
 }
 
 // Alternatives to the one-kernel's grid barriers at batch 1 (not generated yet): the
@@ -189,6 +203,9 @@ int main() {
             CK(cudaLaunchCooperativeKernel((const void *)f4_s0_one, sm, 1024, oargs, 0, 0));
         });
     }
+    timed("one-kernel, softmax a warp per row", [&] {
+        CK(cudaLaunchCooperativeKernel((const void *)one_warp_row, sm, 1024, args, 0, 0));
+    });
     timed("three kernels (w32, gemv1, bcu32)", [&] {
         f4_s0_g0_w32<<<(C + 7) / 8, 256>>>(one.a0);
         f4_s0_g1_gemv1<<<(N + 15) / 16, 1024>>>(one.a1);
@@ -208,7 +225,8 @@ int main() {
         pool_in_tiles<<<(N + 15) / 16, 1024>>>(one, count);
     });
     // Phases: median over launches of (latest block at stamp i) - (latest block at stamp i-1).
-    void *sargs[] = {&one, &st};
+    for (int warp_row = 0; warp_row < 2; warp_row++) {
+    void *sargs[] = {&one, &st, &warp_row};
     const char *names[] = {"pool", "barrier", "GEMV", "barrier", "softmax"};
     std::vector<std::vector<float>> ph(STAMPS);
     std::vector<unsigned long long> h((size_t)STAMPS * sm);
@@ -225,8 +243,10 @@ int main() {
         for (int i = 1; i < STAMPS; i++) ph[i].push_back((last[i] - last[i - 1]) * 1e-3f);
     }
     check("stamped");
-    printf("stamped one-kernel: span %.2f us:", med(ph[0]));
+    printf("stamped one-kernel%s: span %.2f us:", warp_row ? " (softmax a warp per row)" : "",
+           med(ph[0]));
     for (int i = 1; i < STAMPS; i++) printf(" %s %.2f", names[i - 1], med(ph[i]));
     printf("\n");
+    }
     return 0;
 }
