@@ -98,8 +98,10 @@ def cupy_eager(model: str) -> Callable[..., Any]:
     }[model]
 
 
-def wall_us(fn: Callable[[], Any], sync: Callable[[], None], seconds: float) -> float:
-    """Median wall time of call + synchronize, in microseconds."""
+def wall_us(fn: Callable[[], Any], sync: Callable[[], None],
+            seconds: float) -> dict[str, float]:
+    """Wall time of call + synchronize, in microseconds: the median (`wall_us`) and the
+    10th and 90th percentiles (host-bound times on these machines can be bimodal)."""
     for _ in range(5):
         fn()
         sync()
@@ -111,7 +113,9 @@ def wall_us(fn: Callable[[], Any], sync: Callable[[], None], seconds: float) -> 
         times.append(time.perf_counter() - t0)
         if len(times) >= 20000:
             break
-    return statistics.median(times) * 1e6
+    deciles = statistics.quantiles(times, n=10)
+    return {"wall_us": statistics.median(times) * 1e6, "wall_p10_us": deciles[0] * 1e6,
+            "wall_p90_us": deciles[-1] * 1e6}
 
 
 def device_us(fn: Callable[[], Any], calls: int) -> float:
@@ -191,7 +195,7 @@ def main() -> None:
             try:
                 wall = wall_us(call, sync, seconds)
                 dev = device_us(call, 20 if floor_us > 100 else 200)
-                row["impls"][name] = {"wall_us": wall, "device_us": dev}
+                row["impls"][name] = {**wall, "device_us": dev}
             except Exception as exc:  # noqa: BLE001 - report, keep benchmarking
                 row["impls"][name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
         results["cases"][case] = row
