@@ -330,6 +330,53 @@ CV_DEV void cv_gemv_term4(const cv_gpu_term &t, int64_t bat, int row, int col, i
     }
 }
 
+/* Two terms' shares at once, as cv_gemv_term4 each but two rows of each term per step:
+ * the loads of both terms in flight before the first FMA, where one term after the
+ * other waits for two round trips to memory (the LSTM step's x @ wx + h @ wh: two rows
+ * of each per thread). Two rows, not four: 64 registers (1024 threads) hold four float4
+ * loads in flight, and with eight ptxas waited for the first before issuing the rest. */
+CV_DEV void cv_gemv_terms4x2(const cv_gpu_term &t0, const cv_gpu_term &t1, int64_t bat, int row,
+                             int col, int first, int step, float acc[4]) {
+    const cv_gpu_term *t[2] = {&t0, &t1};
+    const float *a[2], *b[2];
+    int k_end[2], b_rs[2], a_cs[2];
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        a[j] = reinterpret_cast<const float *>(t[j]->a) + bat * t[j]->a_bs + row * (int)t[j]->a_rs;
+        b[j] = reinterpret_cast<const float *>(t[j]->b) + bat * t[j]->b_bs + col;
+        k_end[j] = (int)t[j]->k, b_rs[j] = (int)t[j]->b_rs, a_cs[j] = (int)t[j]->a_cs;
+    }
+    const int k_max = k_end[0] > k_end[1] ? k_end[0] : k_end[1];
+    for (int k = first; k < k_max; k += 2 * step) {
+        float4 w[2][2];
+        float x[2][2];
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+#pragma unroll
+            for (int u = 0; u < 2; u++) {
+                const int kk = k + u * step;
+                x[j][u] = kk < k_end[j] ? __ldg(a[j] + kk * a_cs[j]) : 0.f;
+            }
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+#pragma unroll
+            for (int u = 0; u < 2; u++) {
+                const int kk = k + u * step;
+                w[j][u] = kk < k_end[j] ? __ldg(reinterpret_cast<const float4 *>(b[j] + kk * b_rs[j]))
+                                        : float4{0, 0, 0, 0};
+            }
+        /* Rows past k add 0 * 0, so no branch stands between the loads; the sums start
+         * with the last load's, so ptxas issues every load before the first FMA. */
+#pragma unroll
+        for (int j = 1; j >= 0; j--)
+#pragma unroll
+            for (int u = 1; u >= 0; u--) {
+                acc[0] = fmaf(x[j][u], w[j][u].x, acc[0]), acc[1] = fmaf(x[j][u], w[j][u].y, acc[1]);
+                acc[2] = fmaf(x[j][u], w[j][u].z, acc[2]), acc[3] = fmaf(x[j][u], w[j][u].w, acc[3]);
+            }
+    }
+}
+
 /* cv_gemv's float4 path: tiles of one row, lanes of 4 columns, the rest as
  * cv_gemv_tile. Its index math is 32-bit and shifts (cols and runs are powers of
  * two): at batch 1 every warp of the block issues all of it, and the 64-bit
@@ -350,9 +397,13 @@ CV_DEV void cv_gemv_vec(const cv_gpu_term *terms, int nterms, int m, int n, int6
         const int row = tile / tiles_n, col0 = (tile - row * tiles_n) << run_log;
         for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
             float acc[4] = {0, 0, 0, 0};
-            if (col0 + in_run < apart)
-                for (int t = 0; t < nterms; t++)
-                    cv_gemv_term4(terms[t], bat, row, col0 + in_run + col_off, first, step, acc);
+            if (col0 + in_run < apart) {
+                const int col = col0 + in_run + col_off;
+                int t = 0;
+                for (; t + 1 < nterms; t += 2)
+                    cv_gemv_terms4x2(terms[t], terms[t + 1], bat, row, col, first, step, acc);
+                if (t < nterms) cv_gemv_term4(terms[t], bat, row, col, first, step, acc);
+            }
 #pragma unroll
             for (int e = 0; e < 4; e++) {
 #pragma unroll
