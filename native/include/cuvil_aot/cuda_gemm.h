@@ -13,7 +13,9 @@
  *    accuracy; A with k contiguous, B with n (or k) contiguous, 16-byte
  *    aligned rows. The host checks the layout; on older GPUs it is
  *    cv_gemm_tiled.
- * All take the epilogue the same way.
+ * All take the epilogue the same way. Where the tiles are too few for the
+ * SMs, the tiled loops split k in chunks (split-K, cv_term_chunk) and
+ * cv_gemm_ksum adds the chunks' partial sums for the epilogue.
  */
 #ifndef CUVIL_AOT_CUDA_GEMM_H
 #define CUVIL_AOT_CUDA_GEMM_H
