@@ -100,6 +100,21 @@ def test_gemv_consumers_reading_aligned_column_runs_may_run_in_its_tiles(models)
     assert "_after" not in cu.replace("f1_s0_g1_after", "").replace("cv_gemv_nothing_after", "")
 
 
+def test_new_outputs_get_their_python_objects_after_the_launches(models):
+    """The framework's wrapping of a new output (~3 us of host time through PyTorch's
+    DLPack exchange) runs while the kernels do: api->gpu->wrap comes after the call's
+    last launch, api->gpu->empty (allocation only) before its first."""
+    targets = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), ("sm_90",)).targets
+    host = driver.generate_sources(models, driver.Options(cpu_levels=(1,)), targets)[3][
+        "module.c"]
+    run = host[host.index("static PyObject *f1_s0_grun("):]
+    run = run[:run.index("\n}\n")]
+    assert run.count("api->gpu->wrap(") == 2  # the LSTM step's h and c
+    assert run.index("api->gpu->empty(") < run.index("api->gpu->launch")
+    last_launch = max(run.rindex("api->gpu->launch("), run.rindex("api->gpu->launch_one("))
+    assert last_launch < run.index("api->gpu->wrap(")
+
+
 def test_archs_spec_and_targets():
     assert nvcc.parse_archs("sm_90, compute_120") == ("sm_90", "compute_120")
     assert nvcc.parse_archs("none") == ()
