@@ -336,7 +336,7 @@ CV_DEV void cv_gemv_term4(const cv_gpu_term &t, int64_t bat, int row, int col, i
  * the loads of both terms in flight before the first FMA, where one term after the
  * other waits for two round trips to memory (the LSTM step's x @ wx + h @ wh: two rows
  * of each per thread). Two rows, not four: 64 registers (1024 threads) hold four float4
- * loads in flight, and with eight ptxas waited for the first before issuing the rest. */
+ * loads in flight; with eight, ptxas issued three and waited for them before the rest. */
 CV_DEV void cv_gemv_terms4x2(const cv_gpu_term &t0, const cv_gpu_term &t1, int64_t bat, int row,
                              int col, int first, int step, float acc[4]) {
     const cv_gpu_term *t[2] = {&t0, &t1};
