@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the device machine, from a checkout: install cuvil_aot, then run the probes of this
 # folder (chain, generated and hand-written softmax, the LSTM step's and the ResNet head's
-# batch-1 kernels by phase, call costs with and without the one-kernel) and write their
+# batch-1 kernels by phase, mid-size GEMM tiles and split-K, call costs with and without the
+# one-kernel) and write their
 # outputs to OUTDIR.   bench/gpu/run_probes.sh OUTDIR
 set -uo pipefail
 OUT=$(realpath -m "${1:?usage: bench/gpu/run_probes.sh OUTDIR}")
@@ -18,6 +19,7 @@ nvcc $ARCH gen_probe.cu -o /tmp/gen_probe \
     && /tmp/gen_probe 2>&1 | tee "$OUT/gen_probe.txt"
 nvcc $ARCH lstm_probe.cu -o /tmp/lstm_probe && /tmp/lstm_probe 2>&1 | tee "$OUT/lstm_probe.txt"
 nvcc $ARCH resnet_probe.cu -o /tmp/resnet_probe && /tmp/resnet_probe 2>&1 | tee "$OUT/resnet_probe.txt"
+nvcc $ARCH tc_probe.cu -o /tmp/tc_probe && /tmp/tc_probe 2>&1 | tee "$OUT/tc_probe.txt"
 nvcc -O3 -arch=sm_90 rows_probe.cu -o /tmp/rows_probe && /tmp/rows_probe 2>&1 | grep -E "scalar|copy" \
     | tee "$OUT/rows_probe.txt"
 wait $INSTALL
