@@ -2,8 +2,7 @@
 # On the device machine, from a checkout: install cuvil_aot, then run the probes of this
 # folder (chain, generated and hand-written softmax, the LSTM step's and the ResNet head's
 # batch-1 kernels by phase, mid-size GEMM tiles and split-K, call costs with and without the
-# one-kernel) and write their
-# outputs to OUTDIR.   bench/gpu/run_probes.sh OUTDIR
+# one-kernel) and write their outputs to OUTDIR.   bench/gpu/run_probes.sh OUTDIR
 set -uo pipefail
 OUT=$(realpath -m "${1:?usage: bench/gpu/run_probes.sh OUTDIR}")
 HERE=$(cd "$(dirname "$0")" && pwd)
