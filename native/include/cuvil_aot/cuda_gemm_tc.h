@@ -1,0 +1,244 @@
+/* CUDA C++, for nvcc only. The tensor-core GEMM main loop (cv_gemm_tc, 3xTF32,
+ * sm_80+; cv_gemm_tiled's tiles before). See cuda_gemm.h. */
+#ifndef CUVIL_AOT_CUDA_GEMM_TC_H
+#define CUVIL_AOT_CUDA_GEMM_TC_H
+
+#include "cuvil_aot/cuda_gemm_tiled.h"
+
+/* Tensor-core main loop, float32 in and out (sm_80+).
+ *
+ * 3xTF32: each operand x is split into big = tf32(x) and small = tf32(x - big);
+ * small_a*big_b + big_a*small_b + big_a*big_b keeps ~22 bits of each product
+ * (float32 level) where plain TF32 keeps 11 (~3e-4). The tensor cores' own
+ * float32 accumulation truncates: accumulating all of k there gave an error
+ * growing with k (7e-6 at k = 1024 on the H200, cuBLAS 5.7e-7), so each
+ * k-slab's sum is added to the accumulators with a rounded FADD.
+ *
+ * Block tile BM x 128 (BM = 128, or 64 where 128-row tiles would be fewer than
+ * the SMs), k-slabs of 8 in CV_TC_STAGES shared-memory stages filled by cp.async
+ * (16-byte chunks, zero-filled past m, n, k), 8 warps of BM/2 x 32, mma.sync
+ * m16n8k8. Within a k-slab the fragment's k-columns (t, t+4) are read
+ * from smem columns (2t, 2t+1) in A and B alike: the same permutation of k on
+ * both sides leaves the sum unchanged and makes A's two values one 8-byte load.
+ * Static shared memory only (33 KB at BM = 128: two blocks per SM) because the
+ * launch passes no dynamic size. */
+#define CV_TC_STAGES 4
+#define CV_TC_BPAD 4 /* B rows of 132 floats: the fragment loads hit 32 banks */
+
+/* One 16-byte chunk global -> shared; `bytes` (0..16) are read, the rest of
+ * the chunk is zero-filled. */
+CV_DEV void cv_cp_async16(void *smem, const void *gmem, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const uint32_t s = (uint32_t)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
+                 "r"(bytes));
+#endif
+}
+CV_DEV void cv_cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+template <int N>
+CV_DEV void cv_cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+/* Round to the nearest tf32 (ties away) by integer arithmetic: 2 instructions
+ * where cvt.rna.tf32 takes 4-5 on sm_90. Inf stays Inf, NaN stays NaN;
+ * finite values within half a tf32 ulp of FLT_MAX round to Inf, as cvt.rna. */
+CV_DEV uint32_t cv_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+CV_DEV void cv_split_tf32(float x, uint32_t &big, uint32_t &small) {
+    big = cv_tf32(x);
+    small = cv_tf32(x - __uint_as_float(big)); /* the difference is exact */
+}
+
+CV_DEV void cv_mma_tf32(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+/* Shared-memory stages. A: [row][k] (k contiguous). B: [k][col] when BT is
+ * false (n contiguous in memory), [col][k] when BT is true (k contiguous).
+ * BM: the tile's rows (128, or 64 where 128-row tiles would leave SMs idle). */
+template <bool BT, int BM>
+struct cv_tc_smem {
+    float a[CV_TC_STAGES][BM][8];
+    float b[CV_TC_STAGES][BT ? 128 : 8][BT ? 8 : 128 + CV_TC_BPAD];
+};
+
+/* One thread's two chunks per k-slab: A row ar, k ak..ak+3 (the first 2 * BM
+ * threads); B likewise (BT) or k-row bk, columns bc..bc+3. */
+template <bool BT, int BM>
+struct cv_tc_loader {
+    const float *pa, *pb;
+    int64_t b_step, k, ka, kb;
+    int a_on, a_ok, b_cols; /* an A chunk is this thread's; its row exists; B columns
+                               (or row, BT) left from bc */
+    int ar, ak, bk, bc;
+
+    CV_MEMBER void init(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t n, int64_t row0,
+                        int64_t col0) {
+        const int tid = threadIdx.x;
+        ar = tid >> 1, ak = (tid & 1) * 4;
+        k = t.k, ka = ak;
+        a_on = ar < BM;
+        a_ok = a_on && row0 + ar < m;
+        pa = reinterpret_cast<const float *>(t.a) + bat * t.a_bs + (a_ok ? row0 + ar : 0) * t.a_rs +
+             ak;
+        const float *b = reinterpret_cast<const float *>(t.b) + bat * t.b_bs;
+        if (BT) { /* like A: column bc of the tile is a row of k values */
+            bc = tid >> 1, bk = (tid & 1) * 4, kb = bk;
+            b_cols = col0 + bc < n;
+            pb = b + (b_cols ? col0 + bc : 0) * t.b_cs + bk;
+            b_step = 8;
+        } else {
+            bk = tid >> 5, bc = (tid & 31) * 4, kb = bk;
+            const int64_t left = n - (col0 + bc);
+            b_cols = left <= 0 ? 0 : left >= 4 ? 4 : (int)left;
+            pb = b + bk * t.b_rs + (b_cols ? col0 + bc : 0);
+            b_step = 8 * t.b_rs;
+        }
+    }
+    /* Chunks of k-slab `s` (this thread's next one) into stage `st`. */
+    CV_MEMBER void load(cv_tc_smem<BT, BM> &sm, int st) {
+        const int64_t kleft = k - ka;
+        const int abytes = a_ok && kleft > 0 ? (kleft >= 4 ? 16 : (int)kleft * 4) : 0;
+        if (a_on) cv_cp_async16(&sm.a[st][ar][ak], abytes ? pa : pa - ka, abytes);
+        int bbytes;
+        if (BT) {
+            const int64_t kl = k - kb;
+            bbytes = b_cols && kl > 0 ? (kl >= 4 ? 16 : (int)kl * 4) : 0;
+            cv_cp_async16(&sm.b[st][bc][bk], bbytes ? pb : pb - kb, bbytes);
+        } else {
+            bbytes = kb < k ? b_cols * 4 : 0;
+            cv_cp_async16(&sm.b[st][bk][bc], bbytes ? pb : pb - kb * (b_step / 8), bbytes);
+        }
+        pa += 8;
+        pb += b_step;
+        ka += 8;
+        kb += 8;
+    }
+};
+
+/* Warp (wm, wn) owns rows wm*BM/2 + [0, BM/2) and columns wn*32 + [0, 32) of the
+ * tile: BM/32 x 4 mma tiles of 16x8; lane = 4g + t. */
+template <bool BT, int BM>
+CV_DEV void cv_tc_slab(const cv_tc_smem<BT, BM> &sm, int st, int wm, int wn, int g, int t,
+                       float acc[BM / 32][4][4]) {
+    uint32_t bb[4][2], bs[4][2];
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const int c = wn * 32 + j * 8 + g;
+        float v0, v1;
+        if (BT) {
+            const float2 v = *reinterpret_cast<const float2 *>(&sm.b[st][c][2 * t]);
+            v0 = v.x, v1 = v.y;
+        } else {
+            v0 = sm.b[st][2 * t][c], v1 = sm.b[st][2 * t + 1][c];
+        }
+        cv_split_tf32(v0, bb[j][0], bs[j][0]);
+        cv_split_tf32(v1, bb[j][1], bs[j][1]);
+    }
+#pragma unroll
+    for (int i = 0; i < BM / 32; i++) {
+        const int r = wm * (BM / 2) + i * 16 + g;
+        const float2 lo = *reinterpret_cast<const float2 *>(&sm.a[st][r][2 * t]);
+        const float2 hi = *reinterpret_cast<const float2 *>(&sm.a[st][r + 8][2 * t]);
+        uint32_t ab[4], as[4];
+        cv_split_tf32(lo.x, ab[0], as[0]); /* (g, k t) */
+        cv_split_tf32(hi.x, ab[1], as[1]); /* (g + 8, k t) */
+        cv_split_tf32(lo.y, ab[2], as[2]); /* (g, k t + 4) */
+        cv_split_tf32(hi.y, ab[3], as[3]); /* (g + 8, k t + 4) */
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            float part[4] = {0, 0, 0, 0};
+            cv_mma_tf32(part, as, bb[j]); /* the small terms first */
+            cv_mma_tf32(part, ab, bs[j]);
+            cv_mma_tf32(part, ab, bb[j]);
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] += part[e];
+        }
+    }
+}
+
+template <bool BT, int BM>
+CV_DEV void cv_tc_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t n, int64_t row0,
+                       int64_t col0, cv_tc_smem<BT, BM> &sm, float acc[BM / 32][4][4]) {
+    cv_tc_loader<BT, BM> ld;
+    ld.init(t, bat, m, n, row0, col0);
+    const int64_t slabs = (t.k + 7) / 8;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int wm = warp >> 2, wn = warp & 3, g = lane >> 2, tq = lane & 3;
+#pragma unroll
+    for (int s = 0; s < CV_TC_STAGES - 1; s++) {
+        if (s < slabs) ld.load(sm, s);
+        cv_cp_async_commit(); /* empty groups keep the count */
+    }
+    for (int64_t s = 0; s < slabs; s++) {
+        cv_cp_async_wait<CV_TC_STAGES - 2>(); /* slab s has landed (this thread's chunks) */
+        __syncthreads(); /* ... everyone's; and slab s - 1's stage is free again */
+        const int64_t next = s + CV_TC_STAGES - 1;
+        if (next < slabs) ld.load(sm, (int)(next % CV_TC_STAGES));
+        cv_cp_async_commit();
+        cv_tc_slab<BT, BM>(sm, (int)(s % CV_TC_STAGES), wm, wn, g, tq, acc);
+    }
+    cv_cp_async_wait<0>();
+    __syncthreads(); /* the stages are free for the next term or batch */
+}
+
+/* grid.x: split x row tiles x column tiles of BM x 128, grid.y: batches
+ * (grid-strided); block: CV_GEMM_THREADS. With split > 1 the partial sums go to
+ * part (cv_term_chunk). */
+template <bool BT, int BM, class Epi>
+CV_DEV void cv_gemm_tc(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
+                       int64_t nbatch, int split, float *part, const Epi &epi) {
+    const int64_t tiles_n = (n + 127) / 128, tiles = (m + BM - 1) / BM * tiles_n;
+    const int64_t tile = blockIdx.x % tiles;
+    const int s = (int)(blockIdx.x / tiles);
+    const int64_t row0 = (tile / tiles_n) * BM, col0 = (tile % tiles_n) * 128;
+    const cv_split_epi<float, Epi> out{epi, split > 1 ? part : nullptr, m, n, nbatch, s};
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+    for (int64_t c = col0; c < col0 + 128 && c < n; c += BM) { /* the tile in SIMT tiles */
+        cv_gemm_tile<float, BM>(terms, nterms, m, n, nbatch, row0, c, s, split, out);
+        __syncthreads(); /* the next one refills the same shared memory */
+    }
+#else
+    __shared__ __align__(16) cv_tc_smem<BT, BM> sm;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int wm = warp >> 2, wn = warp & 3, g = lane >> 2, tq = lane & 3;
+    for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
+        float acc[BM / 32][4][4];
+#pragma unroll
+        for (int i = 0; i < BM / 32; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[i][j][e] = 0;
+        for (int t = 0; t < nterms; t++)
+            cv_tc_term<BT, BM>(cv_term_chunk<float>(terms[t], s, split), bat, m, n, row0, col0,
+                               sm, acc);
+        /* acc[i][j]: rows g, g, g + 8, g + 8; columns 2t, 2t + 1, 2t, 2t + 1. */
+#pragma unroll
+        for (int i = 0; i < BM / 32; i++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int64_t r = row0 + wm * (BM / 2) + i * 16 + g + (e >> 1) * 8;
+                if (r >= m) continue;
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const int64_t c = col0 + wn * 32 + j * 8 + 2 * tq + (e & 1);
+                    if (c < n) out(bat, r, c, acc[i][j][e]);
+                }
+            }
+    }
+#endif
+}
+
+#endif

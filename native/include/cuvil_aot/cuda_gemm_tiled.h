@@ -1,0 +1,202 @@
+/* CUDA C++, for nvcc only. The SIMT GEMM main loop (cv_gemm_tiled: block tiles of
+ * 128x128 or 64x64, any strides) and split-K (cv_term_chunk, cv_gemm_ksum), which the
+ * tensor-core loop shares. See cuda_gemm.h. */
+#ifndef CUVIL_AOT_CUDA_GEMM_TILED_H
+#define CUVIL_AOT_CUDA_GEMM_TILED_H
+
+#include "cuvil_aot/cuda_kernel.h"
+
+#define CV_GEMM_THREADS 256
+
+template <class T>
+CV_DEV void cv_load4(const T *p, T out[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) out[i] = p[i];
+}
+CV_DEV void cv_load4(const float *p, float out[4]) {
+    const float4 v = *reinterpret_cast<const float4 *>(p);
+    out[0] = v.x;
+    out[1] = v.y;
+    out[2] = v.z;
+    out[3] = v.w;
+}
+
+/* One thread's share of a k-slab (8 deep) of the BM x 8 A tile and the
+ * 8 x BN B tile: LA elements of A in row `ar` from k `ak`, LB of B in k-row
+ * `bk` from column `bc`. Pointers advance a slab per load, so the loop keeps
+ * few 64-bit values. */
+template <class T, int BM, int BN>
+struct cv_tile_loader {
+    static constexpr int LA = BM / 32, LB = BN / 32, TPR = 8 / LA;
+    const T *pa, *pb;
+    int64_t a_cs, b_rs, b_cs, k, ka, kb;
+    bool row_ok;
+    int cols_ok; /* bit i: column bc + i exists */
+    int ar, ak, bk, bc;
+    T ra[LA], rb[LB];
+
+    CV_MEMBER void init(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t n, int64_t row0,
+                        int64_t col0) {
+        const int tid = threadIdx.x;
+        ar = tid / TPR, ak = (tid % TPR) * LA, bk = tid / 32, bc = (tid % 32) * LB;
+        a_cs = t.a_cs, b_rs = t.b_rs, b_cs = t.b_cs, k = t.k, ka = ak, kb = bk;
+        const int64_t r = row0 + ar;
+        row_ok = r < m;
+        cols_ok = 0;
+        for (int i = 0; i < LB; i++) cols_ok |= (col0 + bc + i < n) << i;
+        /* Rows and columns past the end read row/column 0's addresses, never used. */
+        pa = reinterpret_cast<const T *>(t.a) + bat * t.a_bs + (row_ok ? r : 0) * t.a_rs +
+             ak * t.a_cs;
+        pb = reinterpret_cast<const T *>(t.b) + bat * t.b_bs + bk * t.b_rs +
+             (cols_ok & 1 ? col0 + bc : 0) * t.b_cs;
+    }
+    CV_MEMBER void load() {
+#pragma unroll
+        for (int i = 0; i < LA; i++) ra[i] = (row_ok && ka + i < k) ? pa[i * a_cs] : (T)0;
+#pragma unroll
+        for (int i = 0; i < LB; i++) rb[i] = ((cols_ok >> i) & 1) && kb < k ? pb[i * b_cs] : (T)0;
+        pa += 8 * a_cs;
+        pb += 8 * b_rs;
+        ka += 8;
+        kb += 8;
+    }
+    CV_MEMBER void store(T (*as)[BM], T (*bs)[BN]) const {
+#pragma unroll
+        for (int i = 0; i < LA; i++) as[ak + i][ar] = ra[i];
+#pragma unroll
+        for (int i = 0; i < LB; i++) bs[bk][bc + i] = rb[i];
+    }
+};
+
+/* A 16 x 16 grid of threads; thread (tx, ty) owns rows ty*4 + i%4 + 64*(i/4)
+ * and columns tx*4 + j%4 + 64*(j/4) of the tile: the 4-wide shared-memory
+ * reads of a quarter warp are contiguous. */
+template <class T, int BM, int BN>
+CV_DEV void cv_tile_fma(const T (*as)[BM], const T (*bs)[BN], int tx, int ty,
+                        T acc[BM / 16][BN / 16]) {
+#pragma unroll
+    for (int kk = 0; kk < 8; kk++) {
+        T a[BM / 16], b[BN / 16];
+#pragma unroll
+        for (int g = 0; g < BM / 64; g++) cv_load4(&as[kk][64 * g + ty * 4], a + 4 * g);
+#pragma unroll
+        for (int g = 0; g < BN / 64; g++) cv_load4(&bs[kk][64 * g + tx * 4], b + 4 * g);
+#pragma unroll
+        for (int i = 0; i < BM / 16; i++)
+#pragma unroll
+            for (int j = 0; j < BN / 16; j++) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+    }
+}
+
+template <class T, int BM, int BN>
+CV_DEV void cv_tile_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t n, int64_t row0,
+                         int64_t col0, T (*as)[8][BM], T (*bs)[8][BN],
+                         T acc[BM / 16][BN / 16]) {
+    cv_tile_loader<T, BM, BN> ld;
+    ld.init(t, bat, m, n, row0, col0);
+    const int64_t ntiles = (t.k + 7) / 8;
+    if (ntiles == 0) return;
+    ld.load();
+    ld.store(as[0], bs[0]);
+    __syncthreads();
+    for (int64_t kt = 0; kt < ntiles; kt++) {
+        const int cur = (int)(kt & 1);
+        if (kt + 1 < ntiles) ld.load(); /* in flight during the FMAs */
+        cv_tile_fma<T, BM, BN>(as[cur], bs[cur], threadIdx.x % 16, threadIdx.x / 16, acc);
+        /* The other buffer was last read before the previous barrier. */
+        if (kt + 1 < ntiles) ld.store(as[cur ^ 1], bs[cur ^ 1]);
+        __syncthreads();
+    }
+}
+
+/* Split-K, for GEMMs whose tiles are too few to fill the SMs: the blocks of chunk s
+ * of `split` each sum their tile over the s-th slice of every term's k (whole 8-deep
+ * slabs) and leave the partial sums at part[s][bat][i][j]; cv_gemm_ksum adds the
+ * chunks up in order and hands each total to the epilogue. split 1: no split. */
+template <class T>
+CV_DEV cv_gpu_term cv_term_chunk(const cv_gpu_term &t, int s, int split) {
+    if (split <= 1) return t;
+    const int64_t chunk = ((t.k + split - 1) / split + 7) / 8 * 8;
+    const int64_t k0 = s * chunk < t.k ? s * chunk : t.k;
+    cv_gpu_term c = t;
+    c.a += k0 * t.a_cs * (int64_t)sizeof(T);
+    c.b += k0 * t.b_rs * (int64_t)sizeof(T);
+    c.k = t.k - k0 < chunk ? t.k - k0 : chunk;
+    return c;
+}
+
+/* The epilogue of a tile of chunk s: its partial sums into part, or, without a
+ * split (part NULL), the totals to epi. */
+template <class T, class Epi>
+struct cv_split_epi {
+    const Epi &epi;
+    T *part;
+    int64_t m, n, nbatch;
+    int s;
+    CV_MEMBER void operator()(int64_t bat, int64_t i, int64_t j, T acc) const {
+        if (part) part[((s * nbatch + bat) * m + i) * n + j] = acc;
+        else epi(bat, i, j, acc);
+    }
+};
+
+/* grid-strided over nbatch * m * n: the chunks' partial sums, added in chunk order
+ * (the same total every run), through the epilogue. */
+template <class T, class Epi>
+CV_DEV void cv_gemm_ksum(const T *part, int split, int64_t m, int64_t n, int64_t nbatch,
+                         const Epi &epi) {
+    const int64_t total = nbatch * m * n;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        T sum = 0;
+        for (int s = 0; s < split; s++) sum += part[s * total + e];
+        const int64_t bat = e / (m * n), ij = e - bat * (m * n);
+        epi(bat, ij / n, ij % n, sum);
+    }
+}
+
+/* The B x B tile from (row0, col0) of every batch from grid.y (grid-strided), over
+ * k-chunk s of `split` (cv_term_chunk). */
+template <class T, int B, class Epi>
+CV_DEV void cv_gemm_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
+                         int64_t nbatch, int64_t row0, int64_t col0, int s, int split,
+                         const Epi &epi) {
+    __shared__ __align__(16) T as[2][8][B];
+    __shared__ __align__(16) T bs[2][8][B];
+    constexpr int TM = B / 16;
+    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+    for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
+        T acc[TM][TM];
+#pragma unroll
+        for (int i = 0; i < TM; i++)
+#pragma unroll
+            for (int j = 0; j < TM; j++) acc[i][j] = 0;
+        for (int t = 0; t < nterms; t++)
+            cv_tile_term<T, B, B>(cv_term_chunk<T>(terms[t], s, split), bat, m, n, row0, col0,
+                                  as, bs, acc);
+#pragma unroll
+        for (int i = 0; i < TM; i++) {
+            const int64_t r = row0 + ty * 4 + (i % 4) + 64 * (i / 4);
+#pragma unroll
+            for (int j = 0; j < TM; j++) {
+                const int64_t c = col0 + tx * 4 + (j % 4) + 64 * (j / 4);
+                if (r < m && c < n) epi(bat, r, c, acc[i][j]);
+            }
+        }
+    }
+}
+
+/* grid.x: split x row tiles x column tiles of B x B (128, or 64 when 128-tiles would
+ * leave SMs idle), grid.y: batches (grid-strided); block: CV_GEMM_THREADS. With
+ * split > 1 the partial sums go to part (cv_term_chunk). */
+template <class T, int B, class Epi>
+CV_DEV void cv_gemm_tiled(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
+                          int64_t nbatch, int split, T *part, const Epi &epi) {
+    const int64_t tiles_n = (n + B - 1) / B, tiles = (m + B - 1) / B * tiles_n;
+    const int64_t tile = blockIdx.x % tiles;
+    const int s = (int)(blockIdx.x / tiles);
+    const cv_split_epi<T, Epi> out{epi, split > 1 ? part : nullptr, m, n, nbatch, s};
+    cv_gemm_tile<T, B>(terms, nterms, m, n, nbatch, (tile / tiles_n) * B, (tile % tiles_n) * B,
+                       s, split, out);
+}
+
+#endif
