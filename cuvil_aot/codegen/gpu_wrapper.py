@@ -533,8 +533,8 @@ def _tc_choice(w: Writer, k: CudaKernel, first: int) -> None:
     bn = _aligned(k, "b", "cs", "rs")
     bk = _aligned(k, "b", "rs", "cs")
     w.line(f"tc = !({a_ok}) ? 0 : ({bn}) ? 1 : ({bk}) ? 2 : 0;")
-    tc0 = first + len(cuda.ENTRIES[Kind.GEMM]) - 1
-    w.line(f"if (tc) kid = {tc0} + tc + (few_tiles ? 2 : 0);")
+    tc_first = first + len(cuda.ENTRIES[Kind.GEMM])  # entries GEMM_TC follow ENTRIES
+    w.line(f"if (tc) kid = {tc_first} + (tc - 1) + (few_tiles ? 2 : 0);")
 
 
 def _flat_condition(w: Writer, k: CudaKernel) -> None:

@@ -349,8 +349,8 @@ int cv_cuda_launch_one(cv_cuda_module *m, int device, int kernel, uint32_t grid,
     }
     if (off) return 1;
     if (!cooperative) return cv_cuda_launch(m, device, kernel, grid, 1, block, 0, stream, args);
-    CUfunction f = cu.LaunchCooperativeKernel ? function(m, device, kernel) : NULL;
     if (!cu.LaunchCooperativeKernel) return 1;
+    CUfunction f = function(m, device, kernel);
     if (!f) return -1;
     void *params[1] = {args};
     CUresult r = cu.LaunchCooperativeKernel(f, grid, 1, 1, block, 1, 1, 0, (CUstream)stream,
