@@ -56,21 +56,6 @@ CV_TARGET static inline double hsum_pd(__m256d v) {
 #define V_HSUM(v) hsum_ps(v)
 #define NC 256
 #include "gemm_kern_body.h"
-#undef T
-#undef TSFX
-#undef V
-#undef VL
-#undef V_LOAD
-#undef V_LOADU
-#undef V_LOADU_PART
-#undef V_STOREU_PART
-#undef V_STOREU
-#undef V_STORE
-#undef V_SET1
-#undef V_ZERO
-#undef V_ADD
-#undef V_FMA
-#undef V_HSUM
 #undef NC
 
 /* ---- float64 ---- */

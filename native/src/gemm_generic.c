@@ -63,21 +63,6 @@ DEFINE_VOPS(v2d, double, f64)
 #define V_FMA(a, b, c) ((a) * (b) + (c))
 #define V_HSUM(v) vhsum_f32(v)
 #include "gemm_kern_body.h"
-#undef T
-#undef TSFX
-#undef V
-#undef VL
-#undef V_LOAD
-#undef V_LOADU
-#undef V_LOADU_PART
-#undef V_STOREU_PART
-#undef V_STOREU
-#undef V_STORE
-#undef V_SET1
-#undef V_ZERO
-#undef V_ADD
-#undef V_FMA
-#undef V_HSUM
 
 /* ---- float64 ---- */
 #define T double

@@ -1,6 +1,7 @@
 /* The bodies of one ISA's GEMM kernels for one data type (see
  * gemm_kernels.h), written once over a small vector vocabulary. An ISA file
- * defines the vocabulary and the sizes, then includes this file:
+ * defines the vocabulary and the sizes, then includes this file (which
+ * undefines the vocabulary, so the next type defines it afresh):
  *
  *   T, V, VL            element type, vector type, lanes per vector
  *   V_LOAD, V_LOADU     aligned / unaligned load; V_LOADU_PART(p, n) loads n
@@ -441,3 +442,18 @@ const CV_GLUE2(cv_kernels, TSFX) CV_GLUE3(cv_kernels, TSFX, ISA) = {
 #undef RG_CACHED
 #undef RG_SHORT
 #undef ROWS_CASE
+#undef T
+#undef TSFX
+#undef V
+#undef VL
+#undef V_LOAD
+#undef V_LOADU
+#undef V_LOADU_PART
+#undef V_STOREU_PART
+#undef V_STOREU
+#undef V_STORE
+#undef V_SET1
+#undef V_ZERO
+#undef V_ADD
+#undef V_FMA
+#undef V_HSUM
