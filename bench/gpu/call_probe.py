@@ -110,6 +110,7 @@ def main() -> None:
         ("ours resnet head b1", lambda: models.resnet_head(feat, fc_w, fc_b)),
         ("ours resnet head b1 out=", lambda: models.resnet_head(feat, fc_w, fc_b, out=probs)),
     ]
+    rows += cupy_rows(models, lstm)
     for name, fn in rows:
         try:
             w, h = wall(fn)
@@ -123,6 +124,19 @@ def main() -> None:
                      ("resnet head b1", lambda: models.resnet_head(feat, fc_w, fc_b)),
                      ("resnet head b256", lambda: models.resnet_head(feat256, fc_w, fc_b))]:
         print(f"kernels of one {name} call (device us, CUPTI):", kernel_times(fn), flush=True)
+
+
+def cupy_rows(models, lstm):
+    """The LSTM step with CuPy arrays: their views come from __cuda_array_interface__ and
+    their outputs from cupy.empty (PyTorch has a C exchange API for both)."""
+    try:
+        import cupy
+    except ImportError:
+        return []
+    args = [cupy.asarray(t) for t in lstm]
+    h2, c2 = cupy.empty((1, 512), cupy.float32), cupy.empty((1, 512), cupy.float32)
+    return [("ours lstm b1 (CuPy)", lambda: models.lstm_step(*args)),
+            ("ours lstm b1 out= (CuPy)", lambda: models.lstm_step(*args, out=(h2, c2)))]
 
 
 def kernel_times(fn, calls=200):

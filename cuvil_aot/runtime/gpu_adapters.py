@@ -5,9 +5,10 @@ offers no C way (the DLPack C exchange API) to allocate arrays of its kind or to
 name its current stream, it calls these, looked up once per type by
 ``adapters(type)``: ``(empty, current_stream, contiguous)``.
 
-- ``empty(shape, dtype_name, device)``: a new C-contiguous array of that kind, so
-  results come back as the inputs' kind (CuPy in, CuPy out); None: cannot allocate
-  (the call must pass ``out=``).
+- ``empty(shape, dtype_name, device)``: ``(array, device pointer)``, a new C-contiguous
+  array of that kind, so results come back as the inputs' kind (CuPy in, CuPy out), and
+  its pointer, so the runtime need not read the new array's interface; None: cannot
+  allocate (the call must pass ``out=``).
 - ``current_stream(device)``: the framework's current stream handle; None: the
   producer's ``__cuda_array_interface__`` stream or the legacy default stream.
 - ``contiguous(array)``: a C-contiguous copy, for inputs read through a reshape
@@ -44,10 +45,11 @@ def adapters(tp: type) -> Adapters:
     return None, None, _cupy_contiguous
 
 
-def _torch_empty(shape: tuple[int, ...], dtype: str, device: int) -> Any:
+def _torch_empty(shape: tuple[int, ...], dtype: str, device: int) -> tuple[Any, int]:
     torch = importlib.import_module("torch")
 
-    return torch.empty(shape, dtype=getattr(torch, dtype), device=torch.device("cuda", device))
+    t = torch.empty(shape, dtype=getattr(torch, dtype), device=torch.device("cuda", device))
+    return t, t.data_ptr()
 
 
 def _torch_stream(device: int) -> int:
@@ -60,13 +62,15 @@ def _torch_contiguous(x: Any) -> Any:
     return x.contiguous()
 
 
-def _cupy_empty(shape: tuple[int, ...], dtype: str, device: int) -> Any:
+def _cupy_empty(shape: tuple[int, ...], dtype: str, device: int) -> tuple[Any, int]:
     cupy = importlib.import_module("cupy")
 
     if cupy.cuda.runtime.getDevice() == device:
-        return cupy.empty(shape, dtype)
-    with cupy.cuda.Device(device):
-        return cupy.empty(shape, dtype)
+        a = cupy.empty(shape, dtype)
+    else:
+        with cupy.cuda.Device(device):
+            a = cupy.empty(shape, dtype)
+    return a, a.data.ptr
 
 
 def _cupy_stream(device: int) -> int:
@@ -87,14 +91,16 @@ def _cupy_contiguous(x: Any) -> Any:
         return cupy.ascontiguousarray(cupy.asarray(x))
 
 
-def _numba_empty(shape: tuple[int, ...], dtype: str, device: int) -> Any:
+def _numba_empty(shape: tuple[int, ...], dtype: str, device: int) -> tuple[Any, int]:
     cuda = importlib.import_module("numba.cuda")
 
     with cuda.gpus[device]:
-        return cuda.device_array(shape, dtype)
+        a = cuda.device_array(shape, dtype)
+    return a, a.__cuda_array_interface__["data"][0]
 
 
-def _pycuda_empty(shape: tuple[int, ...], dtype: str, device: int) -> Any:
+def _pycuda_empty(shape: tuple[int, ...], dtype: str, device: int) -> tuple[Any, int]:
     gpuarray = importlib.import_module("pycuda.gpuarray")
 
-    return gpuarray.empty(shape, dtype)
+    a = gpuarray.empty(shape, dtype)
+    return a, a.__cuda_array_interface__["data"][0]

@@ -275,6 +275,9 @@ static int empty_exchange(const DLPackExchangeAPI *x, const cv_gpu_array *like, 
     return 0;
 }
 
+/* A C-contiguous array from the kind's empty() adapter, which also names its device
+ * pointer: no __cuda_array_interface__ dict and no driver query for an array whose
+ * layout is known. */
 static int gpu_empty(const cv_gpu_array *like, int dtype, int ndim, const int64_t *shape,
                      cv_gpu_array *out) {
     const struct cv_gpu_kind *k = like->kind;
@@ -287,16 +290,29 @@ static int gpu_empty(const cv_gpu_array *like, int dtype, int ndim, const int64_
     PyObject *dims = PyTuple_New(ndim);
     for (int d = 0; dims && d < ndim; d++)
         PyTuple_SET_ITEM(dims, d, PyLong_FromLongLong(shape[d]));
-    PyObject *obj = dims ? PyObject_CallFunction(k->empty, "Osi", dims, dtype_names[dtype],
-                                                 like->device) : NULL;
+    PyObject *made = dims ? PyObject_CallFunction(k->empty, "Osi", dims, dtype_names[dtype],
+                                                  like->device) : NULL;
     Py_XDECREF(dims);
-    if (obj && gpu_array(obj, out) != 1) {
+    if (!made) return -1;
+    uintptr_t ptr = 0;
+    if (!PyTuple_Check(made) || PyTuple_GET_SIZE(made) != 2 ||
+        (ptr = (uintptr_t)PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(made, 1)), PyErr_Occurred())) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "the array allocator returned no device array");
-        Py_CLEAR(obj);
+            PyErr_SetString(PyExc_TypeError, "the array allocator returned no (array, pointer)");
+        Py_DECREF(made);
+        return -1;
     }
-    if (!obj) return -1;
-    out->fresh_object = obj;
+    memset(out, 0, sizeof *out);
+    out->kind = k, out->ndim = ndim, out->dtype = dtype, out->device = like->device;
+    out->data = (char *)ptr;
+    int64_t count = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        out->shape[d] = shape[d];
+        out->strides[d] = count;
+        count *= shape[d];
+    }
+    out->fresh_object = Py_NewRef(PyTuple_GET_ITEM(made, 0));
+    Py_DECREF(made);
     return 0;
 }
 
