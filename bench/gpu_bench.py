@@ -161,6 +161,11 @@ def implementations(model: str, fn: Callable[..., Any], host: list[np.ndarray],
     }
     if model == "gemm_bias_relu":  # the library GEMM alone, fp32 (no TF32): the bar
         impls["torch mm alone"] = (lambda: torch.mm(tin[0], tin[1]), tsync)
+    if model == "lstm_step":  # PyTorch's fused cell (two GEMMs, one gate kernel)
+        x, h, c, wx, wh, b = tin
+        w_ih, w_hh, zero = wx.t().contiguous(), wh.t().contiguous(), torch.zeros_like(b)
+        impls["torch LSTMCell"] = (
+            lambda: torch._VF.lstm_cell(x, (h, c), w_ih, w_hh, b, zero), tsync)
     if use_compile:
         for mode in ("default", "reduce-overhead"):
             compiled = torch.compile(eager, mode=mode)
