@@ -92,6 +92,8 @@ def main() -> None:
             for s, k in zip([(1, 512), (1, 512), (1, 512), (512, 2048), (512, 2048), (2048,)],
                             [1, 1, 1, 0.044, 0.044, 0.1])]
     h2, c2 = torch.empty(1, 512, device="cuda"), torch.empty(1, 512, device="cuda")
+    w_ih, w_hh = lstm[3].t().contiguous(), lstm[4].t().contiguous()
+    zero = torch.zeros_like(lstm[5])
     feat = torch.randn(1, 512, 7, 7, device="cuda")
     fc_w = torch.randn(512, 1000, device="cuda") * 0.04
     fc_b = torch.randn(1000, device="cuda") * 0.1
@@ -105,6 +107,8 @@ def main() -> None:
         ("ours add1(x, out=o) (1 launch)", lambda: m.add1(x, out=o)),
         ("ours add6(x, ..., out=o) (1 launch)", lambda: m.add6(x, x, x, x, x, x, out=o)),
         ("ours two(x) (2-3 launches)", lambda: m.two(x)),
+        ("torch LSTMCell b1 (fused cell)", lambda: torch._VF.lstm_cell(
+            lstm[0], (lstm[1], lstm[2]), w_ih, w_hh, lstm[5], zero)),
         ("ours lstm b1", lambda: models.lstm_step(*lstm)),
         ("ours lstm b1 out=", lambda: models.lstm_step(*lstm, out=(h2, c2))),
         ("ours resnet head b1", lambda: models.resnet_head(feat, fc_w, fc_b)),

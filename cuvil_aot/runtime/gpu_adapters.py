@@ -3,7 +3,7 @@
 The runtime reads device arrays in C (native/src/gpu_arrays.c). Where a type
 offers no C way (the DLPack C exchange API) to allocate arrays of its kind or to
 name its current stream, it calls these, looked up once per type by
-``adapters(type)``: ``(empty, current_stream, contiguous)``.
+``adapters(type)``: ``(empty, current_stream, contiguous, cupy)``.
 
 - ``empty(shape, dtype_name, device)``: ``(array, device pointer)``, a new C-contiguous
   array of that kind, so results come back as the inputs' kind (CuPy in, CuPy out), and
@@ -13,6 +13,8 @@ name its current stream, it calls these, looked up once per type by
   producer's ``__cuda_array_interface__`` stream or the legacy default stream.
 - ``contiguous(array)``: a C-contiguous copy, for inputs read through a reshape
   that regroups elements.
+- ``cupy``: read the arrays of this type from CuPy's ndarray attributes, not from
+  their ``__cuda_array_interface__`` (a dict CuPy builds in Python per array).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-Adapters = tuple[Callable[..., Any] | None, Callable[..., Any] | None, Callable[[Any], Any]]
+Adapters = tuple[Callable[..., Any] | None, Callable[..., Any] | None, Callable[[Any], Any],
+                 bool]
 # Frameworks are imported by name where used: none is a dependency of cuvil_aot.
 
 
@@ -35,14 +38,14 @@ def strict() -> bool:
 def adapters(tp: type) -> Adapters:
     root = tp.__module__.split(".")[0]
     if root == "torch":
-        return _torch_empty, _torch_stream, _torch_contiguous
+        return _torch_empty, _torch_stream, _torch_contiguous, False
     if root == "cupy":
-        return _cupy_empty, _cupy_stream, _cupy_contiguous
+        return _cupy_empty, _cupy_stream, _cupy_contiguous, tp.__name__ == "ndarray"
     if root == "numba":
-        return _numba_empty, None, _cupy_contiguous
+        return _numba_empty, None, _cupy_contiguous, False
     if root == "pycuda":
-        return _pycuda_empty, None, _cupy_contiguous
-    return None, None, _cupy_contiguous
+        return _pycuda_empty, None, _cupy_contiguous, False
+    return None, None, _cupy_contiguous, False
 
 
 def _torch_empty(shape: tuple[int, ...], dtype: str, device: int) -> tuple[Any, int]:
@@ -76,6 +79,8 @@ def _cupy_empty(shape: tuple[int, ...], dtype: str, device: int) -> tuple[Any, i
 def _cupy_stream(device: int) -> int:
     cupy = importlib.import_module("cupy")
 
+    if cupy.cuda.runtime.getDevice() == device:
+        return int(cupy.cuda.get_current_stream().ptr)
     with cupy.cuda.Device(device):
         return int(cupy.cuda.get_current_stream().ptr)
 

@@ -3,7 +3,10 @@
  * Three protocols, fastest first, decided once per Python type:
  *  - the DLPack C exchange API (type.__dlpack_c_exchange_api__, PyTorch):
  *    plain C calls for the view, the current stream and new tensors;
- *  - __cuda_array_interface__ (CuPy, Numba, PyCUDA): a dict per call;
+ *  - CuPy's ndarray attributes (data.ptr, data.device_id, shape, strides,
+ *    dtype.str): its __cuda_array_interface__ is a dict built in Python per
+ *    array and call, ~2.4 us of host time each (bench/gpu_notes.md);
+ *  - __cuda_array_interface__ (Numba, PyCUDA): a dict per call;
  *  - __dlpack__ / __dlpack_device__: a capsule per call.
  * What C cannot do for a type (allocate a CuPy array, ask CuPy for its
  * current stream) goes through small Python adapters in
@@ -16,7 +19,7 @@
 #include "dlpack_min.h"
 #include "gpu_internal.h"
 
-enum { PROTO_NONE, PROTO_EXCHANGE, PROTO_CAI, PROTO_DLPACK };
+enum { PROTO_NONE, PROTO_EXCHANGE, PROTO_CUPY, PROTO_CAI, PROTO_DLPACK };
 
 struct cv_gpu_kind {
     PyTypeObject *type;
@@ -61,10 +64,12 @@ static int fill_adapters(struct cv_gpu_kind *k) {
     PyObject *t = fn ? PyObject_CallOneArg(fn, (PyObject *)k->type) : NULL;
     Py_XDECREF(fn);
     if (!t) return -1;
-    if (!PyArg_ParseTuple(t, "OOO", &k->empty, &k->current_stream, &k->contiguous)) {
+    int cupy = 0;
+    if (!PyArg_ParseTuple(t, "OOOp", &k->empty, &k->current_stream, &k->contiguous, &cupy)) {
         Py_DECREF(t);
         return -1;
     }
+    if (cupy && k->proto == PROTO_CAI) k->proto = PROTO_CUPY;
     Py_INCREF(k->empty);
     Py_INCREF(k->current_stream);
     Py_INCREF(k->contiguous);
@@ -154,6 +159,36 @@ static int typestr_dtype(const char *s) {
     }
 }
 
+/* ndim, dtype, shape and strides (in elements) from a shape tuple, byte strides (a tuple,
+ * or None for C order) and a typestr. */
+static int fill_layout(cv_gpu_array *out, PyObject *shape, PyObject *strides,
+                       PyObject *typestr) {
+    Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
+    if (ndim > CV_GPU_MAX_NDIM) return too_many_dims((int)ndim);
+    if (strides != Py_None && (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != ndim)) {
+        PyErr_SetString(PyExc_TypeError, "device array strides must be a tuple of one int "
+                        "per dimension");
+        return -1;
+    }
+    out->ndim = (int)ndim;
+    out->dtype = typestr_dtype(PyUnicode_AsUTF8(typestr));
+    int itemsize = out->dtype >= 0 ? dtype_sizes[out->dtype] : 1;
+    int64_t contiguous = 1;
+    for (Py_ssize_t d = ndim - 1; d >= 0; d--) {
+        out->shape[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
+        int64_t bytes = contiguous * itemsize;
+        if (strides != Py_None) bytes = PyLong_AsLongLong(PyTuple_GET_ITEM(strides, d));
+        if (bytes % itemsize) {
+            PyErr_SetString(PyExc_ValueError, "device array strides must be multiples of the "
+                            "item size");
+            return -1;
+        }
+        out->strides[d] = bytes / itemsize;
+        contiguous *= out->shape[d];
+    }
+    return PyErr_Occurred() ? -1 : 0;
+}
+
 static int cai_fields(PyObject *cai, cv_gpu_array *out, uintptr_t *ptr) {
     PyObject *data = PyDict_GetItemString(cai, "data");
     PyObject *shape = PyDict_GetItemString(cai, "shape");
@@ -170,33 +205,39 @@ static int cai_fields(PyObject *cai, cv_gpu_array *out, uintptr_t *ptr) {
         PyErr_SetString(PyExc_TypeError, "masked device arrays are not supported");
         return -1;
     }
-    Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
-    if (ndim > CV_GPU_MAX_NDIM) return too_many_dims((int)ndim);
-    out->ndim = (int)ndim;
-    out->dtype = typestr_dtype(PyUnicode_AsUTF8(typestr));
-    int itemsize = out->dtype >= 0 ? dtype_sizes[out->dtype] : 1;
+    if (fill_layout(out, shape, strides ? strides : Py_None, typestr) < 0) return -1;
     *ptr = (uintptr_t)PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(data, 0));
     out->readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1)) == 1;
-    int64_t contiguous = 1;
-    for (Py_ssize_t d = ndim - 1; d >= 0; d--) {
-        out->shape[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
-        int64_t bytes = contiguous * itemsize;
-        if (strides && strides != Py_None)
-            bytes = PyLong_AsLongLong(PyTuple_GetItem(strides, d));
-        if (bytes % itemsize) {
-            PyErr_SetString(PyExc_ValueError, "device array strides must be multiples of the "
-                            "item size");
-            return -1;
-        }
-        out->strides[d] = bytes / itemsize;
-        contiguous *= out->shape[d];
-    }
     if (stream && stream != Py_None) {
         out->has_stream = 1;
         out->stream = (uintptr_t)PyLong_AsUnsignedLongLong(stream);
     }
     out->data = (char *)*ptr;
     return PyErr_Occurred() ? -1 : 1;
+}
+
+/* A CuPy ndarray from its attributes. Its memory names its device; its stream is CuPy's
+ * current one, which gpu_stream asks the adapter for once per call. */
+static int from_cupy(PyObject *obj, cv_gpu_array *out) {
+    PyObject *mem = PyObject_GetAttrString(obj, "data");
+    PyObject *ptr = mem ? PyObject_GetAttrString(mem, "ptr") : NULL;
+    PyObject *dev = ptr ? PyObject_GetAttrString(mem, "device_id") : NULL;
+    PyObject *shape = dev ? PyObject_GetAttrString(obj, "shape") : NULL;
+    PyObject *strides = shape ? PyObject_GetAttrString(obj, "strides") : NULL;
+    PyObject *dtype = strides ? PyObject_GetAttrString(obj, "dtype") : NULL;
+    PyObject *typestr = dtype ? PyObject_GetAttrString(dtype, "str") : NULL;
+    int r = -1;
+    if (typestr && (!PyTuple_Check(shape) || !PyUnicode_Check(typestr)))
+        PyErr_SetString(PyExc_TypeError, "a CuPy array whose shape is no tuple or whose "
+                        "dtype has no type string");
+    else if (typestr && fill_layout(out, shape, strides, typestr) == 0) {
+        out->data = (char *)(uintptr_t)PyLong_AsUnsignedLongLong(ptr);
+        out->device = (int)PyLong_AsLong(dev);
+        r = PyErr_Occurred() ? -1 : 1;
+    }
+    Py_XDECREF(mem); Py_XDECREF(ptr); Py_XDECREF(dev); Py_XDECREF(shape);
+    Py_XDECREF(strides); Py_XDECREF(dtype); Py_XDECREF(typestr);
+    return r;
 }
 
 static int from_cai(PyObject *obj, cv_gpu_array *out) {
@@ -240,6 +281,7 @@ static int gpu_array(PyObject *obj, cv_gpu_array *out) {
     out->kind = k;
     switch (k->proto) {
     case PROTO_EXCHANGE: return from_exchange(obj, k->xapi, out);
+    case PROTO_CUPY: return from_cupy(obj, out);
     case PROTO_CAI: return from_cai(obj, out);
     case PROTO_DLPACK: return from_dlpack(obj, out);
     default: return 0;
