@@ -43,13 +43,15 @@ def two(x: cv.f32["N"]):
 '''
 
 
-def wall(fn, n=4000):
+def wall(fn, n=4000, sync=None):
     """Medians, in us, of call + synchronize and of the call alone (its host cost: the
-    launches are asynchronous and the queue is empty when it starts)."""
+    launches are asynchronous and the queue is empty when it starts). The synchronize is
+    torch.cuda.synchronize unless ``sync`` is given."""
+    sync = sync or torch.cuda.synchronize
     for _ in range(200):
         fn()
+        sync()
     ts, host = [], []
-    sync = torch.cuda.synchronize
     for _ in range(n):
         t0 = time.perf_counter()
         fn()
@@ -115,9 +117,20 @@ def main() -> None:
         ("ours resnet head b1 out=", lambda: models.resnet_head(feat, fc_w, fc_b, out=probs)),
     ]
     rows += cupy_rows(models, lstm)
-    for name, fn in rows:
+    # The same calls, waited for with a synchronize of the current stream (all of them
+    # queue their work there): PyTorch's device synchronize costs several us by itself.
+    stream_sync = torch.cuda.current_stream().synchronize
+    rows += [(f"{name} [stream sync]", fn, stream_sync) for name, fn in [
+        ("stream synchronize alone", lambda: None),
+        ("ours add1(x, out=o) (1 launch)", lambda: m.add1(x, out=o)),
+        ("torch LSTMCell b1 (fused cell)", lambda: torch._VF.lstm_cell(
+            lstm[0], (lstm[1], lstm[2]), w_ih, w_hh, lstm[5], zero)),
+        ("ours lstm b1", lambda: models.lstm_step(*lstm)),
+        ("ours resnet head b1", lambda: models.resnet_head(feat, fc_w, fc_b)),
+    ]]
+    for name, fn, *sync in rows:
         try:
-            w, h = wall(fn)
+            w, h = wall(fn, sync=sync[0] if sync else None)
             print(f"{name:40s} {w:7.2f} us   host {h:6.2f} us", flush=True)
         except Exception as exc:  # noqa: BLE001 - a probe: report and go on
             print(f"{name:40s} {type(exc).__name__}: {exc}"[:300], flush=True)
