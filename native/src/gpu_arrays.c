@@ -235,8 +235,8 @@ static int from_cupy(PyObject *obj, cv_gpu_array *out) {
         out->device = (int)PyLong_AsLong(dev);
         r = PyErr_Occurred() ? -1 : 1;
     }
-    Py_XDECREF(mem); Py_XDECREF(ptr); Py_XDECREF(dev); Py_XDECREF(shape);
-    Py_XDECREF(strides); Py_XDECREF(dtype); Py_XDECREF(typestr);
+    PyObject *held[] = {mem, ptr, dev, shape, strides, dtype, typestr};
+    for (size_t i = 0; i < sizeof held / sizeof *held; i++) Py_XDECREF(held[i]);
     return r;
 }
 
@@ -317,6 +317,19 @@ static int empty_exchange(const DLPackExchangeAPI *x, const cv_gpu_array *like, 
     return 0;
 }
 
+/* A cleared view of a C-contiguous array of this shape (no data yet); its element count. */
+static int64_t c_order(cv_gpu_array *out, int dtype, int ndim, const int64_t *shape) {
+    memset(out, 0, sizeof *out);
+    out->ndim = ndim, out->dtype = dtype;
+    int64_t count = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        out->shape[d] = shape[d];
+        out->strides[d] = count;
+        count *= shape[d];
+    }
+    return count;
+}
+
 /* A C-contiguous array from the kind's empty() adapter, which also names its device
  * pointer: no __cuda_array_interface__ dict and no driver query for an array whose
  * layout is known. */
@@ -336,23 +349,18 @@ static int gpu_empty(const cv_gpu_array *like, int dtype, int ndim, const int64_
                                                   like->device) : NULL;
     Py_XDECREF(dims);
     if (!made) return -1;
-    uintptr_t ptr = 0;
-    if (!PyTuple_Check(made) || PyTuple_GET_SIZE(made) != 2 ||
-        (ptr = (uintptr_t)PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(made, 1)), PyErr_Occurred())) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "the array allocator returned no (array, pointer)");
+    if (!PyTuple_Check(made) || PyTuple_GET_SIZE(made) != 2) {
+        PyErr_SetString(PyExc_TypeError, "the array allocator returned no (array, pointer)");
         Py_DECREF(made);
         return -1;
     }
-    memset(out, 0, sizeof *out);
-    out->kind = k, out->ndim = ndim, out->dtype = dtype, out->device = like->device;
-    out->data = (char *)ptr;
-    int64_t count = 1;
-    for (int d = ndim - 1; d >= 0; d--) {
-        out->shape[d] = shape[d];
-        out->strides[d] = count;
-        count *= shape[d];
+    uintptr_t ptr = (uintptr_t)PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(made, 1));
+    if (PyErr_Occurred()) {
+        Py_DECREF(made);
+        return -1;
     }
+    c_order(out, dtype, ndim, shape);
+    out->kind = k, out->device = like->device, out->data = (char *)ptr;
     out->fresh_object = Py_NewRef(PyTuple_GET_ITEM(made, 0));
     Py_DECREF(made);
     return 0;
@@ -439,14 +447,8 @@ static int gpu_order_after(const cv_gpu_array *a, uintptr_t stream) {
 
 static int gpu_scratch(int device, int dtype, int ndim, const int64_t *shape, uintptr_t stream,
                        cv_gpu_array *out) {
-    int64_t count = 1;
-    memset(out, 0, sizeof *out);
-    for (int d = ndim - 1; d >= 0; d--) {
-        out->shape[d] = shape[d];
-        out->strides[d] = count;
-        count *= shape[d];
-    }
-    out->ndim = ndim, out->dtype = dtype, out->device = device;
+    int64_t count = c_order(out, dtype, ndim, shape);
+    out->device = device;
     void *p = NULL;
     int r = cv_cuda_scratch(device, (size_t)count * dtype_sizes[dtype], stream, &p);
     out->data = p;
