@@ -144,8 +144,8 @@ def main() -> None:
 
 
 def cupy_rows(models, lstm):
-    """The LSTM step with CuPy arrays: their views come from __cuda_array_interface__ and
-    their outputs from cupy.empty (PyTorch has a C exchange API for both)."""
+    """The LSTM step with CuPy arrays: the runtime reads their views from CuPy's attributes
+    and makes their outputs with cupy.empty (PyTorch has a C exchange API for both)."""
     try:
         import cupy
     except ImportError:
