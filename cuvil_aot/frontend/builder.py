@@ -22,7 +22,7 @@ import numpy as np
 from cuvil_aot.errors import SourceSpan
 from cuvil_aot.ir.node import Node
 from cuvil_aot.ir.ops import COMPARE, NUMPY, Op
-from cuvil_aot.ir.types import Dim, Shape, TensorType, dtype_of, is_float, shape_str
+from cuvil_aot.ir.types import Dim, Shape, TensorType, dtype_of, shape_str
 
 
 class ShapeError(Exception):
@@ -261,6 +261,3 @@ def concat(parts: Sequence[Node], axis: int, span: SourceSpan | None = None) -> 
     srcs = tuple(cast(p, dtype, span) for p in parts)
     return Node(Op.CONCAT, TensorType(dtype, shape), srcs, attrs=(axis,), span=span)
 
-
-def is_floating(x: Node) -> bool:
-    return is_float(x.dtype)

@@ -81,7 +81,6 @@ COMPARE = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
 ELEMENTWISE = UNARY | BINARY | {Op.WHERE}
 REDUCE = frozenset({Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ARGMAX, Op.ARGMIN})
 MOVEMENT = frozenset({Op.PERMUTE, Op.SLICE, Op.BROADCAST, Op.RESHAPE})
-LEAF = frozenset({Op.PARAM, Op.CONST})
 
 # The NumPy meaning of each computing op: it fixes the result dtype (through
 # NumPy's own type resolution, see frontend.builder) and is the test reference.

@@ -7,7 +7,6 @@ CPU supports when the module is imported.
 
 from __future__ import annotations
 
-import hashlib
 import platform
 import shlex
 import shutil
@@ -69,15 +68,6 @@ def include_dirs() -> list[str]:
     if not (ours / "cuvil_aot" / "kernel.h").exists():
         ours = pkg.parent / "native" / "include"
     return [pyconfig.paths()["include"], np.get_include(), str(ours)]
-
-
-def header_hash() -> str:
-    """Hash of the headers generated code includes: part of the cache key."""
-    digest = hashlib.sha256()
-    root = Path(include_dirs()[2]) / "cuvil_aot"
-    for header in sorted(root.glob("*.h")):
-        digest.update(header.name.encode() + b"\0" + header.read_bytes())
-    return digest.hexdigest()
 
 
 def build_extension(cc: Compiler, sources: dict[str, str], ext_name: str, workdir: Path,
