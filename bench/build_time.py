@@ -1,0 +1,90 @@
+"""What nvcc adds to a first build: a fresh process's first import of examples/models.py
+through the import hook (empty cache) with CUVIL_AOT_CUDA_ARCHS none, sm_90 and the
+default list; then nvcc's own phases (`--time`) on that module's generated CUDA source
+for sm_90 (bench/gpu/gen_models.cuh), and the same source with the tensor-core GEMM
+entries emptied, for their share. Needs nvcc; no GPU.
+
+    python bench/build_time.py > bench/build_time.txt
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "bench" / "gpu" / "gen_models.cuh"
+TC_ENTRIES = ("tc", "tct", "tc64", "tct64")
+
+IMPORT = """
+import time, cuvil_aot
+cuvil_aot.install()
+t = time.perf_counter()
+import models
+print(time.perf_counter() - t)
+"""
+
+
+def first_import_s(archs: str | None) -> float:
+    """Seconds of the first `import models` in a fresh process with an empty cache."""
+    work = Path(tempfile.mkdtemp())
+    (work / "models.py").write_text((ROOT / "examples" / "models.py").read_text())
+    env = {**os.environ, "CUVIL_AOT_CACHE_DIR": str(work / "cache"),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(work)])}
+    env.pop("CUVIL_AOT_CUDA_ARCHS", None)
+    if archs is not None:
+        env["CUVIL_AOT_CUDA_ARCHS"] = archs
+    out = subprocess.run([sys.executable, "-c", IMPORT], env=env, cwd=work, check=True,
+                         capture_output=True, text=True).stdout
+    return float(out.split()[-1])
+
+
+def without_tc(source: str) -> str:
+    """The source with each tensor-core GEMM entry's body replaced by __trap()."""
+    names = "|".join(TC_ENTRIES)
+    entry = re.compile(r'(extern "C" __global__ void [^\n]*_(?:' + names +
+                       r')\(const __grid_constant__ \w+ a_\) \{\n).*?\n\}\n', re.S)
+    return entry.sub(lambda m: m.group(1) + "    __trap();\n}\n", source)
+
+
+def nvcc_phases_ms(source: str) -> tuple[float, dict[str, float]]:
+    """Wall seconds of nvcc -fatbin for sm_90, and its phases' ms from --time."""
+    work = Path(tempfile.mkdtemp())
+    (work / "k.cu").write_text(source)
+    cmd = ["nvcc", "-fatbin", "-std=c++17", "-O3", "-gencode=arch=compute_90,code=sm_90",
+           f"-I{ROOT / 'native' / 'include'}", "k.cu", "-o", "k.fatbin",
+           "--time", "time.csv"]
+    t = time.perf_counter()
+    subprocess.run(cmd, cwd=work, check=True, capture_output=True)
+    wall = time.perf_counter() - t
+    rows = list(csv.reader((work / "time.csv").read_text().splitlines()))[1:]
+    return wall, {r[1].strip(): float(r[-2]) for r in rows if len(r) > 3}
+
+
+def main() -> None:
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text()
+                .splitlines() if ln.startswith("model name")), platform.machine())
+    nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {cpu}, "
+          f"{os.cpu_count()} cores; {nvcc.strip().splitlines()[-1]}")
+    for label, archs in (("none (CPU only)", "none"), ("sm_90", "sm_90"),
+                         ("the default list", None)):
+        print(f"first import of examples/models.py, CUVIL_AOT_CUDA_ARCHS={label}: "
+              f"{first_import_s(archs):.2f} s", flush=True)
+    source = SOURCE.read_text()
+    for label, text in (("as generated", source), ("tensor-core entries emptied",
+                                                   without_tc(source))):
+        wall, phases = nvcc_phases_ms(text)
+        parts = ", ".join(f"{k} {v / 1e3:.2f} s" for k, v in phases.items() if v >= 10)
+        print(f"nvcc -fatbin sm_90, gen_models.cuh {label}: {wall:.2f} s ({parts})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
