@@ -134,6 +134,7 @@ def main() -> None:
             print(f"{name:40s} {w:7.2f} us   host {h:6.2f} us", flush=True)
         except Exception as exc:  # noqa: BLE001 - a probe: report and go on
             print(f"{name:40s} {type(exc).__name__}: {exc}"[:300], flush=True)
+    cupy_profile(models, lstm)
     print(f"stream-ordered alloc + free, host: {pool_cost():.2f} us (CuPy's cudaMallocAsync, "
           "less an empty runtime call)", flush=True)
     feat256 = torch.randn(256, 512, 7, 7, device="cuda")
@@ -152,8 +153,37 @@ def cupy_rows(models, lstm):
         return []
     args = [cupy.asarray(t) for t in lstm]
     h2, c2 = cupy.empty((1, 512), cupy.float32), cupy.empty((1, 512), cupy.float32)
+    def reads():  # what the runtime reads of each CuPy array, here in Python
+        for a in (*args, h2, c2):
+            _ = a.data.ptr, a.data.device_id, a.shape, a.strides, a.dtype.str
+
+    from cuvil_aot.runtime.gpu_adapters import _cupy_stream
+    stream = cupy.cuda.get_current_stream().ptr
     return [("ours lstm b1 (CuPy)", lambda: models.lstm_step(*args)),
-            ("ours lstm b1 out= (CuPy)", lambda: models.lstm_step(*args, out=(h2, c2)))]
+            ("ours lstm b1 out= (CuPy)", lambda: models.lstm_step(*args, out=(h2, c2))),
+            ("ours lstm b1 out= stream= (CuPy)",
+             lambda: models.lstm_step(*args, out=(h2, c2), stream=stream)),
+            ("CuPy: the attributes of 8 arrays, in Python", reads),
+            ("CuPy: the current-stream adapter", lambda: _cupy_stream(0))]
+
+
+def cupy_profile(models, lstm, calls=3000):
+    """Where the host time of the LSTM step with CuPy arrays and out= goes, by function
+    (cProfile sees the Python the runtime calls back into)."""
+    try:
+        import cupy
+    except ImportError:
+        return
+    import cProfile
+    import pstats
+
+    args = [cupy.asarray(t) for t in lstm]
+    h2, c2 = cupy.empty((1, 512), cupy.float32), cupy.empty((1, 512), cupy.float32)
+    with cProfile.Profile() as prof:
+        for _ in range(calls):
+            models.lstm_step(*args, out=(h2, c2))
+        cupy.cuda.Device().synchronize()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(8)
 
 
 def kernel_times(fn, calls=200):

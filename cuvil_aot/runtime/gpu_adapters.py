@@ -20,12 +20,15 @@ name its current stream, it calls these, looked up once per type by
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
 Adapters = tuple[Callable[..., Any] | None, Callable[..., Any] | None, Callable[[Any], Any],
                  bool]
-# Frameworks are imported by name where used: none is a dependency of cuvil_aot.
+# None of the frameworks is a dependency of cuvil_aot. An adapter runs only for an array of
+# its framework, so the framework is imported: sys.modules has it (importlib.import_module
+# would cost ~0.5 us a call in Python).
 
 
 def strict() -> bool:
@@ -49,40 +52,36 @@ def adapters(tp: type) -> Adapters:
 
 
 def _torch_empty(shape: tuple[int, ...], dtype: str, device: int) -> tuple[Any, int]:
-    torch = importlib.import_module("torch")
-
+    torch = sys.modules["torch"]
     t = torch.empty(shape, dtype=getattr(torch, dtype), device=torch.device("cuda", device))
     return t, t.data_ptr()
 
 
 def _torch_stream(device: int) -> int:
-    torch = importlib.import_module("torch")
-
-    return int(torch.cuda.current_stream(device).cuda_stream)
+    return int(sys.modules["torch"].cuda.current_stream(device).cuda_stream)
 
 
 def _torch_contiguous(x: Any) -> Any:
     return x.contiguous()
 
 
-def _cupy_empty(shape: tuple[int, ...], dtype: str, device: int) -> tuple[Any, int]:
-    cupy = importlib.import_module("cupy")
+def _on_cupy_device(device: int, fn: Callable[[], Any]) -> Any:
+    """fn() with ``device`` current in CuPy; entering cupy.cuda.Device costs more than the
+    call itself, so only where another device is current."""
+    cuda = sys.modules["cupy"].cuda
+    if cuda.runtime.getDevice() == device:
+        return fn()
+    with cuda.Device(device):
+        return fn()
 
-    if cupy.cuda.runtime.getDevice() == device:
-        a = cupy.empty(shape, dtype)
-    else:
-        with cupy.cuda.Device(device):
-            a = cupy.empty(shape, dtype)
+
+def _cupy_empty(shape: tuple[int, ...], dtype: str, device: int) -> tuple[Any, int]:
+    a = _on_cupy_device(device, lambda: sys.modules["cupy"].empty(shape, dtype))
     return a, a.data.ptr
 
 
 def _cupy_stream(device: int) -> int:
-    cupy = importlib.import_module("cupy")
-
-    if cupy.cuda.runtime.getDevice() == device:
-        return int(cupy.cuda.get_current_stream().ptr)
-    with cupy.cuda.Device(device):
-        return int(cupy.cuda.get_current_stream().ptr)
+    return int(_on_cupy_device(device, lambda: sys.modules["cupy"].cuda.get_current_stream().ptr))
 
 
 def _cupy_contiguous(x: Any) -> Any:
@@ -97,15 +96,12 @@ def _cupy_contiguous(x: Any) -> Any:
 
 
 def _numba_empty(shape: tuple[int, ...], dtype: str, device: int) -> tuple[Any, int]:
-    cuda = importlib.import_module("numba.cuda")
-
+    cuda = sys.modules["numba.cuda"]
     with cuda.gpus[device]:
         a = cuda.device_array(shape, dtype)
     return a, a.__cuda_array_interface__["data"][0]
 
 
 def _pycuda_empty(shape: tuple[int, ...], dtype: str, device: int) -> tuple[Any, int]:
-    gpuarray = importlib.import_module("pycuda.gpuarray")
-
-    a = gpuarray.empty(shape, dtype)
+    a = sys.modules["pycuda.gpuarray"].empty(shape, dtype)
     return a, a.__cuda_array_interface__["data"][0]
