@@ -28,6 +28,8 @@ struct cv_gpu_kind {
     PyObject *empty;          /* empty(shape, dtype_name, device) -> array, or None */
     PyObject *current_stream; /* current_stream(device) -> int handle, or None */
     PyObject *contiguous;     /* contiguous(obj) -> array */
+    PyObject *dtype_seen;     /* the dtype object last read (held), and its code: a */
+    int dtype_code;           /* dtype's typestr is a new string per read (CuPy) */
 };
 
 #define MAX_KINDS 32
@@ -159,10 +161,9 @@ static int typestr_dtype(const char *s) {
     }
 }
 
-/* ndim, dtype, shape and strides (in elements) from a shape tuple, byte strides (a tuple,
- * or None for C order) and a typestr. */
-static int fill_layout(cv_gpu_array *out, PyObject *shape, PyObject *strides,
-                       PyObject *typestr) {
+/* ndim, shape and strides (in elements) from a shape tuple and byte strides (a tuple, or
+ * None for C order); out->dtype is set. */
+static int fill_layout(cv_gpu_array *out, PyObject *shape, PyObject *strides) {
     Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
     if (ndim > CV_GPU_MAX_NDIM) return too_many_dims((int)ndim);
     if (strides != Py_None && (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != ndim)) {
@@ -171,7 +172,6 @@ static int fill_layout(cv_gpu_array *out, PyObject *shape, PyObject *strides,
         return -1;
     }
     out->ndim = (int)ndim;
-    out->dtype = typestr_dtype(PyUnicode_AsUTF8(typestr));
     int itemsize = out->dtype >= 0 ? dtype_sizes[out->dtype] : 1;
     int64_t contiguous = 1;
     for (Py_ssize_t d = ndim - 1; d >= 0; d--) {
@@ -205,7 +205,8 @@ static int cai_fields(PyObject *cai, cv_gpu_array *out, uintptr_t *ptr) {
         PyErr_SetString(PyExc_TypeError, "masked device arrays are not supported");
         return -1;
     }
-    if (fill_layout(out, shape, strides ? strides : Py_None, typestr) < 0) return -1;
+    out->dtype = typestr_dtype(PyUnicode_AsUTF8(typestr));
+    if (fill_layout(out, shape, strides ? strides : Py_None) < 0) return -1;
     *ptr = (uintptr_t)PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(data, 0));
     out->readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1)) == 1;
     if (stream && stream != Py_None) {
@@ -216,26 +217,38 @@ static int cai_fields(PyObject *cai, cv_gpu_array *out, uintptr_t *ptr) {
     return PyErr_Occurred() ? -1 : 1;
 }
 
+/* The code of a NumPy dtype object, through its typestr where it is not the kind's last. */
+static int dtype_of(struct cv_gpu_kind *k, PyObject *dtype) {
+    if (dtype == k->dtype_seen) return k->dtype_code;
+    PyObject *typestr = PyObject_GetAttrString(dtype, "str");
+    if (!typestr) return -2;
+    int code = PyUnicode_Check(typestr) ? typestr_dtype(PyUnicode_AsUTF8(typestr)) : -1;
+    Py_DECREF(typestr);
+    Py_INCREF(dtype);
+    Py_XSETREF(k->dtype_seen, dtype);
+    k->dtype_code = code;
+    return code;
+}
+
 /* A CuPy ndarray from its attributes. Its memory names its device; its stream is CuPy's
  * current one, which gpu_stream asks the adapter for once per call. */
-static int from_cupy(PyObject *obj, cv_gpu_array *out) {
+static int from_cupy(PyObject *obj, struct cv_gpu_kind *k, cv_gpu_array *out) {
     PyObject *mem = PyObject_GetAttrString(obj, "data");
     PyObject *ptr = mem ? PyObject_GetAttrString(mem, "ptr") : NULL;
     PyObject *dev = ptr ? PyObject_GetAttrString(mem, "device_id") : NULL;
     PyObject *shape = dev ? PyObject_GetAttrString(obj, "shape") : NULL;
     PyObject *strides = shape ? PyObject_GetAttrString(obj, "strides") : NULL;
     PyObject *dtype = strides ? PyObject_GetAttrString(obj, "dtype") : NULL;
-    PyObject *typestr = dtype ? PyObject_GetAttrString(dtype, "str") : NULL;
     int r = -1;
-    if (typestr && (!PyTuple_Check(shape) || !PyUnicode_Check(typestr)))
-        PyErr_SetString(PyExc_TypeError, "a CuPy array whose shape is no tuple or whose "
-                        "dtype has no type string");
-    else if (typestr && fill_layout(out, shape, strides, typestr) == 0) {
+    if (dtype && !PyTuple_Check(shape))
+        PyErr_SetString(PyExc_TypeError, "a CuPy array whose shape is no tuple");
+    else if (dtype && (out->dtype = dtype_of(k, dtype)) != -2 &&
+             fill_layout(out, shape, strides) == 0) {
         out->data = (char *)(uintptr_t)PyLong_AsUnsignedLongLong(ptr);
         out->device = (int)PyLong_AsLong(dev);
         r = PyErr_Occurred() ? -1 : 1;
     }
-    PyObject *held[] = {mem, ptr, dev, shape, strides, dtype, typestr};
+    PyObject *held[] = {mem, ptr, dev, shape, strides, dtype};
     for (size_t i = 0; i < sizeof held / sizeof *held; i++) Py_XDECREF(held[i]);
     return r;
 }
@@ -281,7 +294,7 @@ static int gpu_array(PyObject *obj, cv_gpu_array *out) {
     out->kind = k;
     switch (k->proto) {
     case PROTO_EXCHANGE: return from_exchange(obj, k->xapi, out);
-    case PROTO_CUPY: return from_cupy(obj, out);
+    case PROTO_CUPY: return from_cupy(obj, k, out);
     case PROTO_CAI: return from_cai(obj, out);
     case PROTO_DLPACK: return from_dlpack(obj, out);
     default: return 0;
