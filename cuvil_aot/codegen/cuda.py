@@ -19,7 +19,9 @@ Each group has a few entry points (``extern "C"``) that the host picks from:
   are stored; ``_bc32`` (a block per row) keeps up to 16 elements per thread in
   registers, and every value of an element a pass computes, so a row of up to 4096 is
   read once and exp(x - max) computed once; ``_bcu32`` is ``_bc32`` where every operand
-  that runs along the row does so contiguously (the row's stride a constant 1);
+  that runs along the row does so contiguously (the row's stride a constant 1) and in
+  aligned runs of 4: a thread's elements come in runs of 4 through 16-byte (for 4-byte
+  types) vectors;
   ``_q32`` gives each of many short rows (up to 64) 8 lanes of a warp;
 - GEMM: ``_tiled`` (128x128 tiles), ``_tiled64``, ``_gemv1``, ``_gemv4`` (main
   loops in cuda_gemm.h; at one row per tile the GEMV reads float32 weights as float4
@@ -144,13 +146,41 @@ class CudaEmitter(KernelEmitter):
             body.used.add(j)
             return body.local(ops_c.CTYPE[base.dtype], f"L{j}.v[{body.lane}]")
         if _predicated(self, body):  # a select, not a branch: the loads of a pass overlap
-            ctype = ops_c.CTYPE[base.dtype]
-            return body.local(ctype, f"in ? ({ctype})p{j}[{self.offset(j, body)}] : ({ctype})0")
+            ctype, offset = ops_c.CTYPE[base.dtype], self.offset(j, body)
+            scalar = f"in ? ({ctype})p{j}[{offset}] : ({ctype})0"
+            if not self._along_row(j):
+                return body.local(ctype, scalar)
+            vec, vtype = self._run_vector(j)
+            body.w.line(f"if (V > 1 && r % V == 0) {vec} = in ? *reinterpret_cast<const {vtype} *>"
+                        f"(&p{j}[{offset}]) : {vtype}{{}};")
+            return body.local(ctype, f"V > 1 ? ({ctype}){vec}.v[r % V] : {scalar}")
         return super().load(base, view, m, body)
+
+    def _along_row(self, j: int) -> bool:
+        """Operand j runs along the row: in ``_bcu32`` contiguously, in runs of V."""
+        axis = unit_axis(self.k)
+        return axis is not None and axis in self.k.operands[j].support()
+
+    def _run_vector(self, j: int) -> tuple[str, str]:
+        """The vector register (name, C type) through which a cached row kernel moves
+        operand j's runs."""
+        assert self.row_cache is not None
+        name, vtype = f"q{j}", f"cv_vec<{ops_c.STORAGE[self.k.operands[j].dtype]}, V>"
+        self.row_cache.vectors[name] = vtype
+        return name, vtype
 
     def store(self, root: Node, dest: Dest, m: IndexMap, value: str, body: _Body) -> None:
         if _predicated(self, body):
-            body.w.line("if (in)")
+            j = self.operand(dest.buffer, None, _dest_map(root, dest, m), dest)
+            if self._along_row(j):
+                (vec, vtype), offset = self._run_vector(j), self.offset(j, body)
+                with body.w.block("if (V > 1)"):  # the run's last element stores the run
+                    body.w.line(f"{vec}.v[r % V] = ({ops_c.STORAGE[dest.buffer.dtype]})({value});")
+                    body.w.line(f"if (r % V == V - 1 && in) *reinterpret_cast<{vtype} *>"
+                                f"(&p{j}[{offset}] - (V - 1)) = {vec};")
+                body.w.line("else if (in)")
+            else:
+                body.w.line("if (in)")
             body.w.level += 1
             super().store(root, dest, m, value, body)
             body.w.level -= 1
@@ -333,6 +363,7 @@ REDUCE_OP = {Op.SUM: "cv_op_sum", Op.PROD: "cv_op_prod", Op.MAX: "cv_op_max",
 
 
 ROW_CACHE = 16  # elements per thread a cached block-per-row kernel keeps in registers
+ROW_RUN = 4  # _bcu32: a thread's elements in runs of 4, moved as one vector each
 
 
 @dataclass
@@ -343,6 +374,7 @@ class _RowCache:
     done: dict[tuple[int, IndexMap], str] = field(default_factory=dict)
     pending: dict[tuple[int, IndexMap], str] = field(default_factory=dict)
     types: dict[str, str] = field(default_factory=dict)  # array name -> element C type
+    vectors: dict[str, str] = field(default_factory=dict)  # a run's vector -> its C type
 
 
 def unit_axis(k: CudaKernel) -> int | None:
@@ -365,7 +397,7 @@ def _rows(em: CudaEmitter, w: Writer) -> None:
     plain, cached = _row_passes(em, cache=False), _row_passes(em, cache=True)
     for name, params, inner, row_unit in (
             (f"{k.name}_rows", "class I, int TEAM", plain, None),
-            (f"{k.name}_rows_c", "class I, int TEAM, int R, bool UNIT", cached, unit)):
+            (f"{k.name}_rows_c", "class I, int TEAM, int R, bool UNIT, int V", cached, unit)):
         with w.block(f"template <{params}> static __device__ __forceinline__ void "
                      f"{name}(const {k.name}_args *a)"):
             _row_prologue(em, w, row_unit)
@@ -378,8 +410,9 @@ def _rows(em: CudaEmitter, w: Writer) -> None:
                                          ("b64", "int64_t", 0, ROW_BLOCK)):
         _entry(w, k, suffix, f"{threads}", f"{k.name}_rows<{index}, {team}>(a);")
     _entry(w, k, "q32", f"{BLOCK}", f"{k.name}_rows<int32_t, {QUARTER}>(a);")
-    _entry(w, k, "bc32", f"{ROW_BLOCK}", f"{k.name}_rows_c<int32_t, 0, {ROW_CACHE}, false>(a);")
-    unit_call = f"{k.name}_rows_c<int32_t, {ROW_BLOCK}, {ROW_CACHE}, true>(a);"
+    _entry(w, k, "bc32", f"{ROW_BLOCK}",
+           f"{k.name}_rows_c<int32_t, 0, {ROW_CACHE}, false, 1>(a);")
+    unit_call = f"{k.name}_rows_c<int32_t, {ROW_BLOCK}, {ROW_CACHE}, true, {ROW_RUN}>(a);"
     _entry(w, k, "bcu32", f"{ROW_BLOCK}",  # the host never picks it for a row of several axes
            unit_call if unit is not None else "__trap();")
 
@@ -419,6 +452,8 @@ def _row_passes(em: CudaEmitter, cache: bool) -> Writer:
     decls = Writer()
     for name, ctype in em.row_cache.types.items():  # arrays no pass reads are dropped by ptxas
         decls.line(f"{ctype} {name}[R];")
+    for name, vtype in em.row_cache.vectors.items():
+        decls.line(f"{vtype} {name}; (void){name};")
     decls.extend(inner)
     em.row_cache = None
     return decls
@@ -460,7 +495,7 @@ def _row_loop(em: CudaEmitter, w: Writer, reduced: list[int], body: _GpuBody) ->
     em.row_cache.pending = {}
     w.line("#pragma unroll")
     with w.block("for (int r = 0; r < R; r++)"):
-        w.line("const I j = tid + (I)r * team;")
+        w.line("const I j = (tid + (I)(r / V) * team) * V + r % V;  /* runs of V */")
         w.line("const bool in = j < len; (void)in;")
         _decompose(w, reduced, "j", "I")
         w.extend(body.w)

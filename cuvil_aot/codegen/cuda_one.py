@@ -124,5 +124,5 @@ def _one_call(k: CudaKernel, v: str) -> str:
                               f"{0 if block else 32}>(a);"
                               for wide in (False, True) for block in (False, True)]
                              + [f"if ({v} == 4) {name}_rows_c<int32_t, 0, {ONE_ROW_CACHE}, "
-                                "false>(a);"])
+                                "false, 1>(a);"])
     return f"if ({v} == 1) {cuda.gemv_call(k, 1)} else {cuda.gemv_call(k, 4)}"

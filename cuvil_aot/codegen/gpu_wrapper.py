@@ -399,12 +399,20 @@ def _tile_consumer_runs(w: Writer, g: int, offsets: list[Dim], alone: bool) -> N
 
 
 def _unit_rows(k: CudaKernel) -> str:
-    """C condition: every operand that runs along the row does so with stride 1."""
+    """C condition for ``_bcu32``: every operand that runs along the row does so with
+    stride 1 and in aligned runs of ROW_RUN elements (aligned pointer, the row's length and
+    the operand's other strides multiples of the run)."""
     axis = cuda.unit_axis(k)
     if axis is None:
         return "0"
-    tests = [f"a.s[{j}][{axis}] == 1" for j, op in enumerate(k.operands) if axis in op.support()]
-    return " && ".join(tests) or "1"
+    run = cuda.ROW_RUN
+    tests = [f"len % {run} == 0"]
+    for j, op in enumerate(k.operands):
+        if axis in op.support():
+            tests += [f"a.s[{j}][{axis}] == 1",
+                      f"(uintptr_t)a.p[{j}] % ({run} * sizeof({ops_c.STORAGE[op.dtype]})) == 0"]
+            tests += [f"a.s[{j}][{v}] % {run} == 0" for v in op.support() if v != axis]
+    return " && ".join(tests)
 
 
 def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> None:
