@@ -210,18 +210,19 @@ def test_large_gemm_is_fp32_exact(models):
 
 @pytest.mark.parametrize("rows,length", [(3000, 7), (9000, 7), (8998, 49), (9000, 64), (3000, 300),
                                          (2500, 700), (3000, 2000), (100, 4096), (2200, 4096),
-                                         (5, 4097)])
+                                         (100, 2002), (64, 1001), (5, 4097)])
 def test_row_kernels(models, rows, length):
     """Every row kernel entry of softmax and layernorm: a quarter warp (many short rows, a
     multiple of 4 of them), a warp or a block per row, few or many rows, the row in
-    registers (few contiguous rows up to 4096) or re-read; strided views; a NaN that must
-    spread over its row."""
+    registers (few contiguous rows up to 4096: in runs of 4 where the rows are aligned
+    runs of 4, else one element at a time) or re-read; strided and misaligned views; a
+    NaN that must spread over its row."""
     fw = Framework("torch")
     rng = np.random.default_rng(rows + length)
     x = (rng.standard_normal((rows, length)) * 4).astype(np.float32)
     x[rows // 2, length // 3] = np.nan
     g, b = (rng.standard_normal(length).astype(np.float32) for _ in range(2))
-    for view in ("contiguous", "strided"):
+    for view in ("contiguous", "strided", "misaligned"):
         run_check(models.softmax, fw, [x], view, 50)
         run_check(models.layer_norm, fw, [x, g, b], view, 50)
 
