@@ -4,8 +4,9 @@
  *  - the DLPack C exchange API (type.__dlpack_c_exchange_api__, PyTorch):
  *    plain C calls for the view, the current stream and new tensors;
  *  - CuPy's ndarray attributes (data.ptr, data.device_id, shape, strides,
- *    dtype.str): its __cuda_array_interface__ is a dict built in Python per
- *    array and call, ~2.4 us of host time each (bench/gpu_notes.md);
+ *    dtype, whose typestr is read once per dtype): its __cuda_array_interface__
+ *    is a dict built in Python per array and call, ~2.4 us of host time each
+ *    (bench/gpu_notes.md);
  *  - __cuda_array_interface__ (Numba, PyCUDA): a dict per call;
  *  - __dlpack__ / __dlpack_device__: a capsule per call.
  * What C cannot do for a type (allocate a CuPy array, ask CuPy for its
