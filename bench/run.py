@@ -65,7 +65,7 @@ def runtime_is_stale() -> bool:
 
 def build_cuvil() -> tuple[dict[str, list[str]], dict]:
     """Build each cuvil_aot module once; workers load the extensions."""
-    from cuvil_aot import driver
+    from cuvil_aot.compiler import pipeline
 
     includes = vmath_includes()
     exts, info = {}, {"vmath": "stub (libm)" if includes else "native (vmath.h)",
@@ -74,8 +74,8 @@ def build_cuvil() -> tuple[dict[str, list[str]], dict]:
         out_dir = OUT / "build" / name
         out_dir.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
-        options = driver.Options(extra_includes=includes, cuda_archs=())  # CPU only
-        art = driver.build(importlib.import_module(name), options, out_dir=out_dir)
+        options = pipeline.Options(extra_includes=includes, cuda_archs=())  # CPU only
+        art = pipeline.build(importlib.import_module(name), options, out_dir=out_dir)
         info["build_s"][name] = time.perf_counter() - t0
         info["compiler"], info["cpu_levels"] = art.manifest["compiler"], art.manifest["cpu_levels"]
         exts[name] = [art.ext_name, str(art.path)]

@@ -39,11 +39,12 @@ ATOL_REL = 2e-4
 
 def _bind_prebuilt() -> None:
     """Bind the extensions run.py built (else the first call compiles the module)."""
-    from cuvil_aot import _runtime, driver  # noqa: F401  (extensions import the runtime)
+    from cuvil_aot import _runtime  # noqa: F401  (extensions import the runtime)
+    from cuvil_aot.runtime import binding, extension
 
     exts = json.loads(os.environ.get("CUVIL_BENCH_EXT", "{}"))
     for mod_name, (ext_name, path) in exts.items():
-        driver.bind(importlib.import_module(mod_name), driver.load_extension(ext_name, Path(path)))
+        binding.bind(importlib.import_module(mod_name), extension.load(ext_name, Path(path)))
 
 
 def _as_tuple(result) -> tuple:

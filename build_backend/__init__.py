@@ -67,8 +67,10 @@ def build_wheel(wheel_directory: str, config_settings: Config = None,
             name = _skbuild.build_wheel(str(scratch / "skbuild"), config_settings,
                                         metadata_directory)
             wheel = wheelfile.read(scratch / "skbuild" / name)
-            # A private compile cache: these entries serve no later build or import.
-            env = {**os.environ, "CUVIL_AOT_CACHE_DIR": str(scratch / "cache")}
+            # The checkout's own compile cache (next to scikit-build-core's build folder),
+            # so a rebuild of an unchanged nn.py is a cache hit; it serves no import.
+            cache = Path("build") / "aot-cache"
+            env = {**os.environ, "CUVIL_AOT_CACHE_DIR": str(cache.resolve())}
             records, note = aot.compile_wheel(wheel, settings, Path.cwd(), scratch, env)
             if len(records) != len(AOT_MODULES):
                 raise aot.CompileFailed(f"expected {AOT_MODULES} compiled, got {records}")

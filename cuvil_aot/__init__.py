@@ -4,21 +4,14 @@ Mark functions with ``@cuvil_aot.optimize``; cuvil_aot compiles each marked modu
 into one CPython extension of fused, vectorized kernels.
 """
 
-from cuvil_aot.api import (
-    bool_,
-    f16,
-    f32,
-    f64,
-    i32,
-    i64,
-    optimize,
-)
+from cuvil_aot._version import __version__
+from cuvil_aot.api import compile_module, optimize
 from cuvil_aot.errors import CompileError, CudaError, SignatureError
 from cuvil_aot.importer import install, uninstall
-
-__version__ = "0.1.0"
+from cuvil_aot.marks import bool_, f16, f32, f64, i32, i64
 
 __all__ = [
+    "__version__",
     "CompileError",
     "CudaError",
     "SignatureError",
@@ -36,19 +29,9 @@ __all__ = [
 ]
 
 
-def compile_module(module, **options):  # type: ignore[no-untyped-def]
-    """Compile every marked function of ``module`` into one extension.
-
-    Returns an Artifact; ``artifact.load()`` imports it and binds the functions.
-    """
-    from cuvil_aot import driver
-
-    return driver.build(module, driver.Options(**options))
-
-
 def info() -> dict[str, object]:
     """Version, CPU levels, threads, and the kernel table each bound module picked."""
-    from cuvil_aot.sysinfo import info as collect
+    from cuvil_aot.load.info import info as collect
 
     return collect()
 
@@ -56,20 +39,23 @@ def info() -> dict[str, object]:
 def _configure_runtime() -> None:
     """Import the native runtime now, so that extensions loaded from several threads
     at once find it initialized, and apply CUVIL_AOT_NUM_THREADS / CUVIL_AOT_CPU_LEVEL /
-    CUVIL_AOT_OUTPUT_CACHE_BYTES before any module loads. A source tree without the built
-    runtime (cuvil_aot's own build) skips it."""
+    CUVIL_AOT_OUTPUT_CACHE_BYTES / CUVIL_AOT_CUDA_ONE / CUVIL_AOT_CUDA_POOL / CUVIL_AOT_MODE
+    before any module loads (the runtime reads no environment itself). Only knobs that
+    differ from their defaults, the runtime's own, are passed: none set, no call. A source
+    tree without the built runtime (cuvil_aot's own build) skips it."""
     try:
         from cuvil_aot import _runtime
     except ImportError:
         return
     from cuvil_aot import knobs
 
-    settings = knobs.read()
-    if settings.num_threads or settings.cpu_level:
-        _runtime.configure(num_threads=settings.num_threads or None,
-                           cpu_level=settings.cpu_level or None)
-    if settings.output_cache_bytes != knobs.Knobs.output_cache_bytes:
-        _runtime.configure(output_cache_bytes=settings.output_cache_bytes)
+    settings, default = knobs.read(), knobs.Knobs()
+    changed = {name: getattr(settings, name)
+               for name in ("num_threads", "cpu_level", "output_cache_bytes", "cuda_one",
+                            "cuda_pool", "mode")
+               if getattr(settings, name) != getattr(default, name)}
+    if changed:
+        _runtime.configure(**changed)
 
 
 _configure_runtime()

@@ -1,52 +1,22 @@
-"""The user-facing API: ``optimize`` and the dtype/shape annotations."""
+"""The user-facing API: ``optimize``, the marked function's call, ``compile_module``."""
 
 from __future__ import annotations
 
-import functools
 import sys
 import threading
 import types
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
+
+from cuvil_aot.errors import SignatureError
+from cuvil_aot.marks import Marked
+
+if TYPE_CHECKING:
+    from cuvil_aot.load.builder import LoadableArtifact
 
 
-class DType:
-    """An array dtype for annotations: ``cv.f32["B", 128]`` is a float32 array of shape (B, 128)."""
-
-    def __init__(self, short: str, np_dtype: str):
-        self.short = short
-        self.np_dtype = np_dtype
-
-    def __getitem__(self, dims: Any) -> ArrayType:
-        return ArrayType(self, dims if isinstance(dims, tuple) else (dims,))
-
-    def __repr__(self) -> str:
-        return f"cv.{self.short}"
-
-
-class ArrayType:
-    """An annotation: dtype plus dims, each an int, a symbol ("B") or an expression ("4H")."""
-
-    def __init__(self, dtype: DType, dims: tuple[Any, ...]):
-        self.dtype = dtype
-        self.dims = dims
-
-    def __repr__(self) -> str:
-        return f"{self.dtype.short}[{','.join(str(d) for d in self.dims)}]"
-
-
-f16 = DType("f16", "float16")
-f32 = DType("f32", "float32")
-f64 = DType("f64", "float64")
-i32 = DType("i32", "int32")
-i64 = DType("i64", "int64")
-bool_ = DType("bool_", "bool")
-
-FALLBACKS = (None, "python")
-
-
-class Dispatcher:
+class Dispatcher(Marked):
     """A marked function. Calls run its compiled code; ``py_func`` is the original.
 
     Without the import hook the module is compiled at the first call (lazy mode).
@@ -54,13 +24,7 @@ class Dispatcher:
 
     def __init__(self, fn: Callable[..., Any], signatures: Sequence[str] | None,
                  fallback: str | None):
-        if fallback not in FALLBACKS:
-            raise ValueError(f"fallback must be None or 'python', got {fallback!r}")
-        functools.update_wrapper(self, fn)
-        self.py_func = cast(types.FunctionType, fn)
-        self.signatures = tuple(signatures) if signatures is not None else None
-        self.fallback = fallback
-        self.compiled: Callable[..., Any] | None = None
+        super().__init__(fn, signatures, fallback)
         self._warned = False
         self._lock = threading.Lock()
 
@@ -70,8 +34,6 @@ class Dispatcher:
             compiled = self._compile()
         if self.fallback is None:
             return compiled(*args, **kwargs)
-        from cuvil_aot.errors import SignatureError
-
         try:
             return compiled(*args, **kwargs)
         except SignatureError as exc:
@@ -83,10 +45,11 @@ class Dispatcher:
             return self.py_func(*args, **kwargs)
 
     def _compile(self) -> Callable[..., Any]:
-        from cuvil_aot import artifacts  # a cache hit needs no compiler import
+        from cuvil_aot import knobs
+        from cuvil_aot.load import artifacts  # a cache hit needs no compiler import
 
         module = sys.modules[self.py_func.__module__]
-        artifacts.ensure_bound(module)
+        artifacts.ensure_bound(module, artifacts.Settings.from_knobs(knobs.read()))
         if self.compiled is None:
             raise RuntimeError(f"{self.py_func.__qualname__} was not bound when its module "
                                "was compiled")
@@ -106,3 +69,16 @@ def optimize(fn: Callable[..., Any] | None = None, *, signatures: Sequence[str] 
         return Dispatcher(f, signatures, fallback)
 
     return wrap(fn) if fn is not None else wrap
+
+
+def compile_module(module: types.ModuleType, **options: Any) -> LoadableArtifact:
+    """Compile every marked function of ``module`` into one extension.
+
+    Returns an artifact; ``artifact.load()`` imports it and binds the functions.
+    """
+    from cuvil_aot import knobs
+    from cuvil_aot.load import builder
+    from cuvil_aot.load.settings import Settings
+    from cuvil_aot.options import Options
+
+    return builder.compile_module(module, Settings.from_knobs(knobs.read(), Options(**options)))

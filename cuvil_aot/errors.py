@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from dataclasses import dataclass
 
 
@@ -79,3 +82,15 @@ class CudaError(RuntimeError):
 
 class SignatureShapeError(SignatureError, ValueError):
     """No signature matches because of array shapes (a TypeError and a ValueError)."""
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
+    """Warn, attributed to the first caller outside cuvil_aot (the user's import or call),
+    so the message never shows one of cuvil_aot's own source lines."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        level, frame = level + 1, frame.f_back  # type: ignore[assignment]
+    warnings.warn(message, category, stacklevel=level)

@@ -27,8 +27,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cuvil_aot.artifacts import Settings
-    from cuvil_aot.driver import Options
+    from cuvil_aot.load.settings import Settings
+    from cuvil_aot.options import Options
 
 MARKERS = (b"cuvil_aot", b"optimize")
 
@@ -74,7 +74,7 @@ class CuvilFinder:
         with self._lock:
             if self._settings is None:  # knobs are read once, at the first marked import
                 from cuvil_aot import knobs
-                from cuvil_aot.artifacts import Settings
+                from cuvil_aot.load.settings import Settings
 
                 self._settings = Settings.from_knobs(knobs.read())
             return self._settings
@@ -114,7 +114,7 @@ class CuvilFinder:
         settings = self.settings
         if settings.mode == "lazy":
             return
-        from cuvil_aot import artifacts
+        from cuvil_aot.load import artifacts
 
         artifacts.bind_module(module, settings)
 
@@ -128,7 +128,7 @@ def install(
     and the default build options; the other settings come from the environment now.
     """
     from cuvil_aot import knobs
-    from cuvil_aot.artifacts import Settings
+    from cuvil_aot.load.settings import Settings
 
     settings = Settings.from_knobs(knobs.read(), options)
     if mode is not None:

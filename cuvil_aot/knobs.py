@@ -42,6 +42,12 @@ class Knobs:
     cuda_archs: str = ""
     """CUVIL_AOT_CUDA_ARCHS: GPU targets, e.g. "sm_90,compute_90"; "none" builds CPU-only;
     default toolchain.nvcc.DEFAULT_ARCHS."""
+    cuda_one: bool = True
+    """CUVIL_AOT_CUDA_ONE: 0 launches a GPU call's kernels one by one instead of as one
+    (cooperative) kernel, to compare; 1 (default) uses the one kernel where it can run."""
+    cuda_pool: bool = True
+    """CUVIL_AOT_CUDA_POOL: 0 allocates GPU intermediates through the arrays' framework
+    instead of the runtime's stream-ordered memory pool; 1 (default) uses the pool."""
     cuda_home: str = ""
     """CUDA_HOME (else CUDA_PATH): a CUDA toolkit whose bin/nvcc builds the GPU kernels."""
     signing_key: str = ""
@@ -57,6 +63,9 @@ class Knobs:
     test_stop_at: str = ""
     """CUVIL_AOT_TEST_STOP_AT: tests only. The process stops itself (SIGSTOP) when a cache
     publish reaches this step (cache.store.PUBLISH_STEPS), for a test to kill -9 it there."""
+    lock_timeout: int = 30
+    """CUVIL_AOT_LOCK_TIMEOUT: seconds an import waits for another process building the same
+    module (it may be stopped or hung) before building it in a private cache, with a warning."""
 
 
 def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
@@ -70,6 +79,15 @@ def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> i
     if not lo <= value <= hi:
         raise KnobError(f"{name}={raw!r}: expected an integer in [{lo}, {hi}]")
     return value
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if raw not in ("0", "1"):
+        raise KnobError(f"{name}={raw!r}: expected 0 or 1")
+    return raw == "1"
 
 
 def read(env: Mapping[str, str] | None = None) -> Knobs:
@@ -89,9 +107,12 @@ def read(env: Mapping[str, str] | None = None) -> Knobs:
         cc=env.get("CUVIL_AOT_CC", "").strip(),
         hook=env.get("CUVIL_AOT_HOOK", "").strip() not in ("", "0"),
         cuda_archs=env.get("CUVIL_AOT_CUDA_ARCHS", "").strip(),
+        cuda_one=_flag(env, "CUVIL_AOT_CUDA_ONE", True),
+        cuda_pool=_flag(env, "CUVIL_AOT_CUDA_POOL", True),
         cuda_home=(env.get("CUDA_HOME", "") or env.get("CUDA_PATH", "")).strip(),
         signing_key=env.get("CUVIL_AOT_SIGNING_KEY", ""),
         verify_key=env.get("CUVIL_AOT_VERIFY_KEY", "").strip(),
         require_signed=env.get("CUVIL_AOT_REQUIRE_SIGNED", "").strip() not in ("", "0"),
         test_stop_at=env.get("CUVIL_AOT_TEST_STOP_AT", "").strip(),
+        lock_timeout=_int(env, "CUVIL_AOT_LOCK_TIMEOUT", 30, 0, 86400),
     )

@@ -14,10 +14,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from cuvil_aot import driver
+from cuvil_aot.compiler import pipeline
+from cuvil_aot.runtime import binding, extension
 
 # CPU tests build CPU-only modules (nvcc for every architecture would dominate their
-# time); GPU tests ask for their architectures through Options(cuda_archs=...).
+# time); GPU tests ask for their architectures through Options(cuda_archs=...). Modules
+# built through the cache read the knob, those compile_source builds get cuda_archs=().
 os.environ.setdefault("CUVIL_AOT_CUDA_ARCHS", "none")
 
 
@@ -69,9 +71,9 @@ def compile_source(directory: Path, source: str, **options: Any) -> ModuleType:
     module = load_source(directory, source)
     build_dir = directory / f"build_{module.__name__}"
     build_dir.mkdir()
-    opts = driver.Options(**options)
-    artifact = driver.build(module, opts, out_dir=build_dir)
-    driver.bind(module, driver.load(artifact))
+    opts = pipeline.Options(**{"cuda_archs": (), **options})  # CPU-only unless asked
+    artifact = pipeline.build(module, opts, out_dir=build_dir)
+    binding.bind(module, extension.load(artifact.ext_name, artifact.path))
     module.__artifact__ = artifact  # type: ignore[attr-defined]
     return module
 

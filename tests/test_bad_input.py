@@ -86,8 +86,8 @@ import json, sys, warnings
 import numpy as np
 sys.path.insert(0, {moddir!r})
 import {modname} as m
-from cuvil_aot import driver
-driver.bind(m, driver.load_extension({ext!r}, {path!r}))
+from cuvil_aot.runtime import binding, extension
+binding.bind(m, extension.load({ext!r}, {path!r}))
 rng = np.random.default_rng(0)
 x = rng.standard_normal((3, 128)).astype(np.float32)
 w = rng.standard_normal((128, 64)).astype(np.float32)

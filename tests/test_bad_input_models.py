@@ -68,8 +68,8 @@ import json, sys, warnings
 import numpy as np
 sys.path.insert(0, {moddir!r})
 import {modname} as m
-from cuvil_aot import driver
-driver.bind(m, driver.load_extension({ext!r}, {path!r}))
+from cuvil_aot.runtime import binding, extension
+binding.bind(m, extension.load({ext!r}, {path!r}))
 VALID, STATIC, BAD_ARG, SAME = {valid!r}, {static!r}, {bad!r}, {same!r}
 rng = np.random.default_rng(0)
 

@@ -133,7 +133,7 @@ def _needed(library: Path) -> set[str]:
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("readelf") is None, reason="needs readelf")
 def test_no_unexpected_libraries_and_never_libcuda(cache: Path, tmp_path: Path) -> None:
-    from cuvil_aot.toolchain import nvcc
+    from cuvil_aot.compiler.toolchain import nvcc
 
     project = W.make_project(tmp_path / "project", "setuptools")
     env = W.clean_env(cache, CUVIL_AOT_BUILD_CUDA="auto",  # a fatbin too where nvcc is
@@ -233,17 +233,26 @@ def test_cuda_required_without_nvcc_fails(tmp_path: Path) -> None:
     assert 'cuda = "required"' in proc.stdout + proc.stderr
 
 
-@pytest.mark.slow
-def test_cuvil_aot_wheel_ships_nn_precompiled(tmp_path: Path) -> None:
-    """cuvil_aot built by its own backend: cuvil_aot.nn comes compiled in the wheel, and
-    the wheel is a manylinux one (the runtime links glibc alone)."""
+@pytest.fixture(scope="module")
+def own_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """cuvil_aot's own wheel, built by its own backend from this checkout."""
     if not (W.REPO / "build_backend").is_dir():
         pytest.skip("needs the source checkout")
-    env = W.clean_env(tmp_path / "cache")
+    tmp = tmp_path_factory.mktemp("own-wheel")
+    env = W.clean_env(tmp / "cache")
     proc = W.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps",
-                  "-w", str(tmp_path / "dist"), str(W.REPO)], env, cwd=tmp_path)
+                  "-w", str(tmp / "dist"), str(W.REPO)], env, cwd=tmp)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    (wheel,) = (tmp_path / "dist").glob("cuvil_aot-*.whl")
+    (wheel,) = (tmp / "dist").glob("cuvil_aot-*.whl")
+    return wheel
+
+
+@pytest.mark.slow
+def test_cuvil_aot_wheel_ships_nn_precompiled(own_wheel: Path, tmp_path: Path) -> None:
+    """cuvil_aot built by its own backend: cuvil_aot.nn comes compiled in the wheel, and
+    the wheel is a manylinux one (the runtime links glibc alone)."""
+    wheel = own_wheel
+    env = W.clean_env(tmp_path / "cache")
     assert re.search(r"-manylinux_2_\d+_\w+\.whl$", wheel.name), wheel.name  # glibc only
     files = W.wheel_files(wheel)
     assert "cuvil_aot/nn.cuvil_aot.json" in files
@@ -266,3 +275,39 @@ def test_cuvil_aot_wheel_ships_nn_precompiled(tmp_path: Path) -> None:
     report = json.loads(proc.stdout.splitlines()[-1])
     assert report["how"] == "prebuilt" and report["err"] < 1e-5
     assert str(tmp_path / "venv") in report["file"]
+
+
+README_CHECK = """
+import json
+import numpy as np
+import cuvil_aot
+from cvsample import ops
+x = np.random.default_rng(0).standard_normal((4, 33)).astype(np.float32)
+err = float(np.abs(ops.softmax(x) - ops.softmax.py_func(x.astype(np.float64))).max())
+print(json.dumps({"err": err, "how": cuvil_aot.info()["modules"]["cvsample.ops"]["how"]}))
+"""
+
+
+@pytest.mark.slow
+def test_readme_wheel_recipe_builds_a_project(own_wheel: Path, tmp_path: Path) -> None:
+    """The README's "Build your package's wheels", as a user copies it: cuvil-aot's wheel
+    in a folder, a fresh venv, `pip install --find-links FOLDER .` with build isolation,
+    then the installed package runs in strict mode."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    shutil.copy(own_wheel, wheels)
+    project = W.make_project(tmp_path / "project", "setuptools")
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CUVIL_AOT_", "PYTHON"))}
+    env.update(HOME=str(tmp_path), CUVIL_AOT_CACHE_DIR=str(tmp_path / "cache"),
+               CUVIL_AOT_BUILD_CUDA="off")  # nvcc for 8 archs would take minutes
+    proc = W.run([python, "-m", "pip", "install", "--find-links", str(wheels), str(project)],
+                 env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_env = W.runtime_env(tmp_path / "runtime-cache", W.empty_bin(tmp_path),
+                            CUVIL_AOT_MODE="strict")
+    proc = W.run([python, "-c", README_CHECK], run_env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout.splitlines()[-1])
+    assert report["how"] == "prebuilt" and report["err"] < 1e-5

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import sysconfig
 import types
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,7 @@ from cuvil_aot.cache import CacheError, CacheWarning, Store
 from cuvil_aot.cache import entry as entry_mod
 from cuvil_aot.cache import manifest as mf
 from cuvil_aot.cache import store as store_mod
+from cuvil_aot.runtime import extension
 
 # ---- safety ----------------------------------------------------------------------
 
@@ -139,11 +141,11 @@ def test_explain_names_the_changed_components(tmp_path: Path) -> None:
     assert "no build is recorded" in store.explain("pkg.mod", make_key())
     publish(store)
     assert "only build recorded" in store.explain("pkg.mod", make_key())
-    new = make_key(options="opt=3", source="x" * 200, cuda="12.4")
+    new = make_key(options="opt=3", source="x" * 300, cuda="12.4")
     text = store.explain("pkg.mod", new)
     assert "differs from the newest recorded build" in text
     assert "options: 'opt=2' -> 'opt=3'" in text and "cuda: (absent) -> '12.4'" in text
-    assert "source: 'def f(x):\\n    return x + 1\\n' -> <200 chars, sha256" in text
+    assert "source: 'def f(x):\\n    return x + 1\\n' -> <300 chars, sha256" in text
     assert "signatures" not in text
     publish(store, new)
     assert "the newest build" in store.explain("pkg.mod", new) and "cuda" in store.explain(
@@ -210,6 +212,13 @@ def _publish_ext(store: Store, data: bytes, source: str = "tiny") -> cache.Entry
     return publish(store, make_key(source=source), files={TINY: data})
 
 
+def _load(entry: cache.Entry, loader: Callable[..., types.ModuleType] = extension.load
+          ) -> types.ModuleType:
+    """Load the entry's extension as the loader does: the verified bytes, then dlopen."""
+    with entry.verified(TINY) as (origin, real_path):
+        return loader("cv_tiny", origin, real_path)
+
+
 @pytest.mark.parametrize("proc", [True, False], ids=["proc-fd", "private-copy"])
 def test_load_extension_runs_the_verified_file(
     tmp_path: Path,
@@ -226,7 +235,7 @@ def test_load_extension_runs_the_verified_file(
         entry = store.lookup(make_key(source=str(answer))) or _publish_ext(
             store, tiny_ext[answer], str(answer)
         )
-        module = entry.load_extension(TINY, "cv_tiny")
+        module = _load(entry)
         loaded.append(module.answer())
         assert module.__file__ == str(entry.file(TINY))
     sys.modules.pop("cv_tiny", None)  # single-phase init modules put themselves there
@@ -244,16 +253,14 @@ def test_file_swapped_after_verification_does_not_change_what_loads(
     if not proc:
         monkeypatch.setattr(entry_mod, "_proc_fd_path", lambda fd: None)
     entry = _publish_ext(Store(tmp_path / "root"), tiny_ext[42])
-    real_exec = entry_mod._exec_extension
 
-    def swap_then_exec(name: str, origin: str, path: Path) -> types.ModuleType:
+    def swap_then_exec(name: str, origin: Path, path: Path) -> types.ModuleType:
         swapped = path.with_name("swapped")
         swapped.write_bytes(tiny_ext[43])
         os.rename(swapped, path)  # between the hash check and dlopen
-        return real_exec(name, origin, path)
+        return extension.load(name, origin, path)
 
-    monkeypatch.setattr(entry_mod, "_exec_extension", swap_then_exec)
-    module = entry.load_extension(TINY, "cv_tiny")
+    module = _load(entry, swap_then_exec)
     sys.modules.pop("cv_tiny", None)
     assert module.answer() == 42 and entry.file(TINY).read_bytes() == tiny_ext[43]
 
@@ -274,7 +281,7 @@ def test_tampered_extension_is_refused_before_load(
     assert entry is not None
     rewrite(entry.file(TINY), tiny_ext[43])  # different code, after the lookup verified it
     with pytest.raises(CacheError, match="does not match its SHA-256|the manifest says"):
-        entry.load_extension(TINY, "cv_tiny")
+        _load(entry)
     assert not marker.exists()
     with pytest.warns(CacheWarning, match="does not match|the manifest says"):
         assert store.lookup(make_key(source="tiny")) is None

@@ -54,7 +54,8 @@ open(os.path.join(sys.argv[1], str(os.getpid())), "w").close()
 while not os.path.exists(sys.argv[2]):
     time.sleep(0.001)
 import mod
-from cuvil_aot import artifacts, cache
+from cuvil_aot import cache
+from cuvil_aot.load import artifacts
 out = mod.f(np.arange(6, dtype=np.float32)).tolist()
 print(json.dumps({"out": out, "builds": cache.stats().builds,
                   "how": artifacts.last_outcome("mod").how}))
@@ -319,13 +320,14 @@ def test_entry_evicted_and_republished_under_a_running_process(tmp_path: Path) -
 
 FIRST_READS = """
 import _imp, json, sys, threading
-from cuvil_aot import prekey, pyconfig, toolstamp
+from cuvil_aot import host
+from cuvil_aot.load import toolstamp
 barrier = threading.Barrier(8)
 seen = []
 def first_read():
     barrier.wait()  # all at once: the first read of sysconfig races with the others
     stamp = toolstamp.compiler_stamp("", "", False)
-    seen.append((prekey.python_abi(), pyconfig.paths()["include"], stamp))
+    seen.append((host.python_abi(), host.paths()["include"], stamp))
 threads = [threading.Thread(target=first_read) for _ in range(8)]
 for t in threads: t.start()
 for t in threads: t.join()

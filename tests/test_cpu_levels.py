@@ -29,9 +29,9 @@ import json, sys
 import numpy as np
 sys.path.insert(0, {moddir!r})
 import {modname} as m
-from cuvil_aot import driver
-ext = driver.load_extension({ext!r}, {path!r})
-driver.bind(m, ext)
+from cuvil_aot.runtime import binding, extension
+ext = extension.load({ext!r}, {path!r})
+binding.bind(m, ext)
 rng = np.random.default_rng(1)
 x = rng.standard_normal((5, 37)).astype(np.float32)
 w = rng.standard_normal((37, 8)).astype(np.float32)

@@ -14,13 +14,15 @@ import numpy as np
 import pytest
 from conftest import compile_source
 
-from cuvil_aot import driver
-from cuvil_aot.codegen import cuda, ops_c, ops_cuda
+from cuvil_aot.compiler import pipeline
+from cuvil_aot.compiler.codegen import cuda, ops_c, ops_cuda
+from cuvil_aot.compiler.ir.group import Kind
+from cuvil_aot.compiler.ir.ops import BINARY, ELEMENTWISE, REDUCE, UNARY, Op
+from cuvil_aot.compiler.ir.types import DTYPES
+from cuvil_aot.compiler.toolchain import nvcc
 from cuvil_aot.errors import CudaError
-from cuvil_aot.ir.group import Kind
-from cuvil_aot.ir.ops import BINARY, ELEMENTWISE, REDUCE, UNARY, Op
-from cuvil_aot.ir.types import DTYPES
-from cuvil_aot.toolchain import nvcc
+from cuvil_aot.options import DEFAULT_ARCHS, parse_archs
+from cuvil_aot.runtime import extension
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -78,8 +80,8 @@ def test_transcendentals_use_cuda_libm_not_cpu_polynomials():
 
 def test_cuda_source_is_deterministic_and_one_kernel_per_group(models):
     targets = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), ("sm_90",)).targets
-    first = driver.generate_sources(models, driver.Options(cpu_levels=(1,)), targets)[3]
-    second = driver.generate_sources(models, driver.Options(cpu_levels=(1,)), targets)[3]
+    first = pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1,)), targets)[3]
+    second = pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1,)), targets)[3]
     assert first == second
     cu = first["kernels.cu"]
     # matmul_relu: one GEMM group, its epilogue in the kernels, no buffer for x @ w
@@ -93,7 +95,7 @@ def test_gemv_consumers_reading_aligned_column_runs_may_run_in_its_tiles(models)
     """The LSTM step's gate math may run inside its GEMV's tiles (the host decides per
     call: one.runs); the ResNet head's softmax needs every logit and keeps its barrier."""
     targets = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), ("sm_90",)).targets
-    files = driver.generate_sources(models, driver.Options(cpu_levels=(1,)), targets)[3]
+    files = pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1,)), targets)[3]
     cu, host = files["kernels.cu"], files["module.c"]
     assert "struct f1_s0_g1_after" in cu and "f1_s0_g1_after{&o.a1, o.v[1], o.runs[0] != 0}" in cu
     assert host.count("one.runs[0] = ") == 1
@@ -105,7 +107,7 @@ def test_new_outputs_get_their_python_objects_after_the_launches(models):
     DLPack exchange) runs while the kernels do: api->gpu->wrap comes after the call's
     last launch, api->gpu->empty (allocation only) before its first."""
     targets = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), ("sm_90",)).targets
-    host = driver.generate_sources(models, driver.Options(cpu_levels=(1,)), targets)[3][
+    host = pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1,)), targets)[3][
         "module.c"]
     run = host[host.index("static PyObject *f1_s0_grun("):]
     run = run[:run.index("\n}\n")]
@@ -116,11 +118,11 @@ def test_new_outputs_get_their_python_objects_after_the_launches(models):
 
 
 def test_archs_spec_and_targets():
-    assert nvcc.parse_archs("sm_90, compute_120") == ("sm_90", "compute_120")
-    assert nvcc.parse_archs("none") == ()
+    assert parse_archs("sm_90, compute_120") == ("sm_90", "compute_120")
+    assert parse_archs("none") == ()
     with pytest.raises(ValueError, match="sm_XY"):
-        nvcc.parse_archs("hopper")
-    build = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), nvcc.DEFAULT_ARCHS)
+        parse_archs("hopper")
+    build = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), DEFAULT_ARCHS)
     assert build.targets.sass == (75, 80, 86, 89, 90, 100, 120) and build.targets.ptx == 120
 
 
@@ -128,10 +130,10 @@ def test_without_nvcc_a_build_is_cpu_only_and_says_so_once(monkeypatch):
     monkeypatch.setattr(nvcc, "candidates", lambda home: [])
     monkeypatch.setattr(nvcc, "_warned", set())
     with pytest.warns(RuntimeWarning, match="nvcc not found"):
-        assert nvcc.resolve(("sm_90",), "", "") is None
+        assert nvcc.resolve(("sm_90",), "") is None
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert nvcc.resolve(("sm_90",), "", "") is None
+        assert nvcc.resolve(("sm_90",), "") is None
 
 
 def _fatbin_archs(data: bytes) -> set[str]:
@@ -235,19 +237,19 @@ def test_nvcc_builds_every_default_arch_and_the_fatbin_is_embedded(tmp_path):
     """The examples (every kernel family: elementwise, rows, GEMM and GEMV, one-kernels)
     compile for every default architecture, as a wheel's build does (~1 min)."""
     module = compile_source(tmp_path, (EXAMPLES / "models.py").read_text(),
-                            cuda_archs=nvcc.DEFAULT_ARCHS)
+                            cuda_archs=DEFAULT_ARCHS)
     artifact = module.__artifact__
     fatbin = (artifact.path.parent / "kernels.fatbin").read_bytes()
-    assert _fatbin_archs(fatbin) == set(nvcc.DEFAULT_ARCHS)
+    assert _fatbin_archs(fatbin) == set(DEFAULT_ARCHS)
     assert fatbin in artifact.path.read_bytes()  # the bytes are in the extension itself
-    assert artifact.manifest["cuda"]["archs"] == list(nvcc.DEFAULT_ARCHS)
+    assert artifact.manifest["cuda"]["archs"] == list(DEFAULT_ARCHS)
 
 
 @needs_nvcc
 def test_examples_compile_for_the_gpu(models, tmp_path):
-    artifact = driver.build(models, driver.Options(cuda_archs=("sm_90",)), out_dir=tmp_path)
+    artifact = pipeline.build(models, pipeline.Options(cuda_archs=("sm_90",)), out_dir=tmp_path)
     assert _fatbin_archs((tmp_path / "kernels.fatbin").read_bytes()) == {"sm_90"}
-    ext = driver.load(artifact)
+    ext = extension.load(artifact.ext_name, artifact.path)
     x, w, b = np.ones((3, 128), np.float32), np.ones((128, 64), np.float32), np.ones(64, np.float32)
     np.testing.assert_array_equal(ext.matmul_relu(x, w, b), np.full((3, 64), 129, np.float32))
 

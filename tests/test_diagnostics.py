@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import load_source
 
+from cuvil_aot.compiler.frontend import lower_module
 from cuvil_aot.errors import CompileError
-from cuvil_aot.frontend import lower_module
 
 DATA = Path(__file__).parent / "data" / "diagnostics.test"
 HEADER = 'import numpy as np\nimport cuvil_aot as cv\n\n'

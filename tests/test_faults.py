@@ -269,7 +269,8 @@ import json, os, pathlib, shutil
 import numpy as np
 import cuvil_aot
 cuvil_aot.install()
-from cuvil_aot import artifacts, knobs
+from cuvil_aot import knobs
+from cuvil_aot.load import artifacts
 root = os.environ["CUVIL_AOT_CACHE_DIR"]
 x = np.arange(6, dtype=np.float32)
 import mod

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cuvil_aot import driver
-from cuvil_aot.ir.group import Kind
+from cuvil_aot.compiler import pipeline
+from cuvil_aot.compiler.ir.group import Kind
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -26,13 +26,13 @@ def models():
 
 @pytest.fixture(scope="module")
 def fused(models):
-    _, _, functions = driver.compile_ir(models, driver.Options())
+    _, _, functions = pipeline.compile_ir(models, pipeline.Options())
     return {name: sigs[0][1] for name, sigs in functions.items()}
 
 
 @pytest.fixture(scope="module")
 def sources(models):
-    return driver.generate_sources(models, driver.Options(cpu_levels=(1,)))[3]
+    return pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1,)))[3]
 
 
 def kinds(fn):
@@ -93,7 +93,7 @@ def test_refused_fusions_carry_reasons(tmp_path, caplog):
             return x + x.sum(axis=1)[::-1, None]
     """)
     with caplog.at_level("INFO", logger="cuvil_aot.fusion"):
-        _, _, functions = driver.compile_ir(module, driver.Options())
+        _, _, functions = pipeline.compile_ir(module, pipeline.Options())
     fn = functions["reversed_rows"][0][1]
     assert kinds(fn) == [Kind.ROW, Kind.ELEMENTWISE]
     assert any("cannot run inside the kernel" in r and "line 7" in r for r in fn.refused)
@@ -101,15 +101,15 @@ def test_refused_fusions_carry_reasons(tmp_path, caplog):
 
 
 def test_generated_code_is_deterministic(models):
-    first = driver.generate_sources(models, driver.Options(cpu_levels=(1, 3)))
-    second = driver.generate_sources(models, driver.Options(cpu_levels=(1, 3)))
+    first = pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1, 3)))
+    second = pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1, 3)))
     assert first[2] == second[2] and first[3] == second[3]
 
 
 def test_ir_dump_after_each_pass(models):
-    from cuvil_aot.passes import PASS_NAMES
+    from cuvil_aot.compiler.passes import PASS_NAMES
 
-    _, log, _ = driver.compile_ir(models, driver.Options(dump=frozenset(PASS_NAMES)))
+    _, log, _ = pipeline.compile_ir(models, pipeline.Options(dump=frozenset(PASS_NAMES)))
     assert set(log.dumps) == set(PASS_NAMES)
     assert "kernel 0: gemm" in log.dumps["fusion"]
     assert set(log.seconds) == set(PASS_NAMES[1:])

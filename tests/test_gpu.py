@@ -24,9 +24,11 @@ from test_elementwise import SOURCE as ELEMENTWISE
 from test_matmul import SOURCE as MATMUL
 from test_reductions import SOURCE as REDUCTIONS
 
-from cuvil_aot import driver
+from cuvil_aot import _runtime
+from cuvil_aot.compiler import pipeline
 from cuvil_aot.errors import CudaError
-from cuvil_aot.toolchain import nvcc
+from cuvil_aot.options import DEFAULT_ARCHS
+from cuvil_aot.runtime import extension
 
 pytestmark = pytest.mark.gpu
 
@@ -409,36 +411,44 @@ for attempt in range(2):  # the launch finds the sticky error, then every call s
     assert "LOST" in out.stdout, out.stdout + out.stderr
 
 
-def test_fatbin_lists_every_arch_and_the_device_needs_no_jit(tmp_path, monkeypatch):
-    artifact = driver.build(load_source(tmp_path, (EXAMPLES / "models.py").read_text()),
-                            driver.Options(cuda_archs=nvcc.DEFAULT_ARCHS), out_dir=tmp_path)
+@pytest.fixture
+def runtime_mode():
+    """Sets the runtime's CUVIL_AOT_MODE (read at import, not per call); restored after."""
+    before = _runtime.info()["mode"]
+    yield lambda mode: _runtime.configure(mode=mode)
+    _runtime.configure(mode=before)
+
+
+def test_fatbin_lists_every_arch_and_the_device_needs_no_jit(tmp_path, runtime_mode):
+    artifact = pipeline.build(load_source(tmp_path, (EXAMPLES / "models.py").read_text()),
+                            pipeline.Options(cuda_archs=DEFAULT_ARCHS), out_dir=tmp_path)
     fatbin = tmp_path / "kernels.fatbin"
     assert fatbin.read_bytes() in artifact.path.read_bytes()
     cuobjdump = shutil.which("cuobjdump")
     if cuobjdump:
         listing = subprocess.run([cuobjdump, "--list-elf", "--list-ptx", str(fatbin)],
                                  capture_output=True, text=True).stdout
-        for arch in nvcc.DEFAULT_ARCHS:
+        for arch in DEFAULT_ARCHS:
             number = arch.split("_")[1]
             wanted = "cubin" if arch.startswith("sm_") else "ptx"
             assert re.search(rf"(sm|compute)_{number}\.{wanted}", listing), (arch, listing)
-    monkeypatch.setenv("CUVIL_AOT_MODE", "strict")  # a PTX JIT would be an error
-    ext = driver.load(artifact)
+    runtime_mode("strict")  # a PTX JIT would be an error
+    ext = extension.load(artifact.ext_name, artifact.path)
     cp = pytest.importorskip("cupy")
     x = cp.ones((2, 10), cp.float32)
     np.testing.assert_allclose(cp.asnumpy(ext.softmax(x)), 0.1, rtol=1e-6)
 
 
-def test_ptx_only_module_is_jit_compiled_with_a_warning(tmp_path, monkeypatch, arch):
+def test_ptx_only_module_is_jit_compiled_with_a_warning(tmp_path, runtime_mode, arch):
     cp = pytest.importorskip("cupy")
     ptx = f"compute_{int(arch[3:]) // 10 * 10 - 10}"  # an older major: no matching SASS
     module = compile_source(tmp_path, (EXAMPLES / "models.py").read_text(),
                             cuda_archs=(ptx,))
     x = cp.ones((2, 10), cp.float32)
-    monkeypatch.setenv("CUVIL_AOT_MODE", "strict")
+    runtime_mode("strict")
     with pytest.raises(CudaError, match="JIT"):
         module.softmax(x)
-    monkeypatch.setenv("CUVIL_AOT_MODE", "import")
+    runtime_mode("import")
     with pytest.warns(RuntimeWarning, match="JIT-compiles PTX"):
         y = module.softmax(x)
     np.testing.assert_allclose(cp.asnumpy(y), 0.1, rtol=1e-6)

@@ -67,7 +67,7 @@ def test_first_import_compiles_into_the_cache(built: tuple[Workspace, dict]) -> 
     ws, first = built
     assert first["how"] == "built" and first["builds"] == 1
     assert first["out"] == EXPECT
-    assert first["kind"] == "CompiledFunction"  # bound as driver.bind binds
+    assert first["kind"] == "CompiledFunction"  # bound as runtime.binding binds
     assert len(ws.entries()) == 1
 
 
@@ -86,7 +86,7 @@ import numpy as np
 import cuvil_aot
 cuvil_aot.install()
 import mod
-from cuvil_aot import artifacts
+from cuvil_aot.load import artifacts
 before = artifacts.last_outcome("mod")
 out = mod.f(np.arange(6, dtype=np.float32)).tolist()
 print(json.dumps({"bound_at_import": before is not None, "out": out,
@@ -151,7 +151,7 @@ def test_edit_hits_or_misses(built: tuple[Workspace, dict], what: str, file: str
     assert proc.returncode != 0, f"{what}: expected a miss\n{proc.stdout}"
     assert "MissingExtension" in proc.stderr and "'mod'" in proc.stderr
     assert "CUVIL_AOT_MODE=strict" in proc.stderr
-    assert "python -m cuvil_aot build mod" in proc.stderr
+    assert f"python -m cuvil_aot build {(ws.root / 'mod.py').resolve()}" in proc.stderr
     assert f"\n      {component}: " in proc.stderr, proc.stderr  # explain names what changed
 
 
@@ -227,7 +227,8 @@ open(os.path.join(ready, str(os.getpid())), "w").close()
 while not os.path.exists(go):
     time.sleep(0.001)
 import mod
-from cuvil_aot import artifacts, cache
+from cuvil_aot import cache
+from cuvil_aot.load import artifacts
 out = mod.f(np.arange(6, dtype=np.float32)).tolist()
 print(json.dumps({"out": out, "builds": cache.stats().builds,
                   "how": artifacts.last_outcome("mod").how}))
@@ -359,7 +360,8 @@ import numpy as np
 import cuvil_aot
 cuvil_aot.install()
 import pkg.sub
-from cuvil_aot import artifacts, cache
+from cuvil_aot import cache
+from cuvil_aot.load import artifacts
 x = np.arange(6, dtype=np.float32)
 report = {"g": pkg.g(x).tolist(), "h": pkg.sub.h(x).tolist(),
           "how": [artifacts.last_outcome(m).how for m in ("pkg", "pkg.sub")]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import load_source
 
-from cuvil_aot import driver
+from cuvil_aot.compiler import pipeline
 
 
 def test_constants_of_other_modules_are_part_of_the_key(tmp_path, monkeypatch):
@@ -19,11 +19,11 @@ def test_constants_of_other_modules_are_part_of_the_key(tmp_path, monkeypatch):
         def f(x: cv.f32["N"]):
             return kdep_consts.helper(x) * kdep_consts.SCALE
     """)
-    before = driver.key_components(module)
+    before = pipeline.key_components(module)
     import kdep_consts
 
     monkeypatch.setattr(kdep_consts, "SCALE", 3.0)
-    after = driver.key_components(module)
+    after = pipeline.key_components(module)
     assert before["globals"] != after["globals"]
     assert before["inlined"] == after["inlined"]
     assert {k for k in before if before[k] != after[k]} == {"globals"}

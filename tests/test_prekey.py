@@ -12,8 +12,11 @@ from types import ModuleType
 import pytest
 from conftest import load_source
 
-from cuvil_aot import driver, importer, prebuilt, prekey, shortcuts, targets, toolstamp
+from cuvil_aot import importer
 from cuvil_aot.cache import CacheError, CacheKey
+from cuvil_aot.cli import targets
+from cuvil_aot.compiler import pipeline
+from cuvil_aot.load import prebuilt, prekey, shortcuts, toolstamp
 
 MOD = """
 import numpy as np
@@ -48,7 +51,7 @@ def tmp_syspath(tmp_path: Path) -> object:
 
 def test_environment_agrees_with_the_full_key(tmp_path: Path) -> None:
     mod = module(tmp_path, "pk_env")
-    full = driver.key_components(mod)
+    full = pipeline.key_components(mod)
     cheap = prekey.environment(())
     shared = set(cheap) & set(full)
     assert shared >= {"cuvil_aot", "python_abi", "numpy", "cpu_levels"}
@@ -82,8 +85,8 @@ def test_runtime_values_are_seen_even_when_the_bytes_are_equal(tmp_path: Path) -
     mod.SCALE = 5.0  # e.g. read from the environment at import time
     after = prekey.dependencies(mod)
     assert before is not None and after is not None
-    assert before["globals"]["pk_rt.SCALE"] == "= 2.0"
-    assert after["globals"]["pk_rt.SCALE"] == "= 5.0"
+    assert before["globals"]["pk_rt.SCALE"] == "float 2.0"
+    assert after["globals"]["pk_rt.SCALE"] == "float 5.0"
 
 
 def test_no_cheap_key_without_a_source_file() -> None:

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_elementwise import view_of
 
-from cuvil_aot import driver
+from cuvil_aot.compiler import pipeline
 
 SOURCE = """
 import numpy as np
@@ -142,7 +142,7 @@ def test_softmax_computes_exp_in_one_pass(tmp_path):
     from conftest import load_source
 
     module = load_source(tmp_path, SOURCE)
-    kernels = driver.generate_sources(module, driver.Options(cpu_levels=(1,)))[3]["kernels.c"]
+    kernels = pipeline.generate_sources(module, pipeline.Options(cpu_levels=(1,)))[3]["kernels.c"]
     body = re.search(r"static void f0_s0_k0\(.*?\n}\n", kernels, re.S)
     assert body is not None
     code = body.group(0)

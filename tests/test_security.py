@@ -121,16 +121,16 @@ def test_extension_that_does_not_match_its_manifest_is_not_loaded(
 
 SWAP = """
 import os
-from cuvil_aot.cache import entry as _entry
-_real_exec = _entry._exec_extension
-def _swap_then_exec(name, origin, path):
+from cuvil_aot.runtime import extension as _extension
+_real_load = _extension.load
+def _swap_then_load(name, origin, path):
     # Between the hash check and dlopen, another process replaces the file.
     tmp = path.with_name("swapped")
     with open(os.environ["CV_PLANT_FILE"], "rb") as src, open(tmp, "wb") as dst:
         dst.write(src.read())
     os.rename(tmp, path)
-    return _real_exec(name, origin, path)
-_entry._exec_extension = _swap_then_exec
+    return _real_load(name, origin, path)
+_extension.load = _swap_then_load
 """
 
 
@@ -152,9 +152,10 @@ def test_the_bytes_verified_are_the_bytes_loaded(
 # ---- 15. no pickle, marshal or eval anywhere in the cache path ------------------------------
 
 PACKAGE = Path(cuvil_aot.__file__).resolve().parent
-CACHE_PATH = ["__init__.py", "api.py", "errors.py", "knobs.py", "artifacts.py", "prebuilt.py",
-              "prekey.py", "pyconfig.py", "importer.py", "shortcuts.py", "stores.py",
-              "toolstamp.py", "wheelcheck.py"]
+CACHE_PATH = ["__init__.py", "api.py", "errors.py", "knobs.py", "host.py", "importer.py",
+              "marks.py", "digest.py", "options.py", "_version.py", "cli/verify.py",
+              *(f"{part}/{p.name}" for part in ("load", "runtime")
+                for p in sorted((Path(cuvil_aot.__file__).parent / part).glob("*.py")))]
 """Modules outside cuvil_aot/cache/ that a lookup, a load or ``verify`` runs (cache/ itself:
 test_cache_store.py::test_cache_code_never_uses_pickle_marshal_eval_or_exec)."""
 BANNED_MODULES = {"pickle", "_pickle", "cPickle", "marshal", "shelve", "dill", "cloudpickle"}
@@ -193,7 +194,7 @@ import json, sys
 import cuvil_aot
 cuvil_aot.install()
 import mod
-from cuvil_aot import artifacts
+from cuvil_aot.load import artifacts
 print(json.dumps([artifacts.last_outcome("mod").how,
                   sorted(m for m in sys.modules if m.startswith("cuvil_aot"))]))
 """
@@ -202,7 +203,7 @@ print(json.dumps([artifacts.last_outcome("mod").how,
 def test_a_cache_hit_runs_only_modules_checked_here(origin: Workspace) -> None:
     how, modules = last_json(origin.run(HIT_MODULES))
     assert how == "shortcut"
-    checked = {"cuvil_aot", "cuvil_aot._runtime"} | {f"cuvil_aot.{Path(n).stem}"
-                                                      for n in CACHE_PATH}
+    checked = {"cuvil_aot", "cuvil_aot._runtime", "cuvil_aot.load", "cuvil_aot.runtime"} | {
+        "cuvil_aot." + n.removesuffix(".py").replace("/", ".") for n in CACHE_PATH}
     unchecked = [m for m in modules if m not in checked and not m.startswith("cuvil_aot.cache")]
     assert unchecked == []

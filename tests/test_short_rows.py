@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_elementwise import view_of
 
-from cuvil_aot import driver
+from cuvil_aot.compiler import pipeline
 
 LENGTHS = (1, 7, 15, 16, 17, 48, 49, 63, 64)
 
@@ -98,7 +98,7 @@ def test_only_short_static_rows_take_the_blocked_path(tmp_path):
 def mean65(x):
     return x.mean(axis=-1)
 """)
-    kernels = driver.generate_sources(module, driver.Options(cpu_levels=(1,)))[3]["kernels.c"]
+    kernels = pipeline.generate_sources(module, pipeline.Options(cpu_levels=(1,)))[3]["kernels.c"]
     bodies = dict(re.findall(r"static void (f\d+)_s0_k0\(.*?\n(.*?)\n}\n", kernels, re.S))
     blocked = sorted(f for f, code in bodies.items() if "cv_sum_rows_f32(" in code)
     # mean1 .. mean64, pool and sum_outer (blocked while its axis 0 has unit stride);

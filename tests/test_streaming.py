@@ -16,7 +16,8 @@ import pytest
 from conftest import assert_close, check, compile_source, load_source, poisoned
 
 import cuvil_aot
-from cuvil_aot import _runtime, driver
+from cuvil_aot import _runtime
+from cuvil_aot.compiler import pipeline
 
 SOURCE = """
 import numpy as np
@@ -71,7 +72,7 @@ def test_unaligned_and_strided_outputs(compiled):
 
 def test_only_cheap_math_streams(tmp_path):
     module = load_source(tmp_path, SOURCE)
-    kernels = driver.generate_sources(module, driver.Options(cpu_levels=(1,)))[3]["kernels.c"]
+    kernels = pipeline.generate_sources(module, pipeline.Options(cpu_levels=(1,)))[3]["kernels.c"]
     code = {m.group(1): m.group(0) for m in re.finditer(r"static void (f\d)_s0_k0\(.*?\n}\n",
                                                          kernels, re.S)}
     assert "cv_stream_f32(" in code["f0"] and "cv_stream_f32(" in code["f1"]
@@ -83,8 +84,8 @@ import json, sys
 import numpy as np
 sys.path.insert(0, {moddir!r})
 import {modname} as m
-from cuvil_aot import driver
-ext = driver.load_extension({ext!r}, {path!r})
+from cuvil_aot.runtime import binding, extension
+ext = extension.load({ext!r}, {path!r})
 n = {n}
 rng = np.random.default_rng(1)
 x, y = rng.standard_normal((2, 1, n)).astype(np.float32)

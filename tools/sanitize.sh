@@ -92,7 +92,9 @@ import sys, types
 from pathlib import Path
 import numpy as np
 import cuvil_aot._runtime as rt
-from cuvil_aot import driver
+from cuvil_aot import knobs
+from cuvil_aot.compiler import pipeline
+from cuvil_aot.load.settings import Settings
 assert rt.__file__.startswith(sys.argv[1]), rt.__file__  # the copy, not the checkout
 assert b"__asan_" in Path(rt.__file__).read_bytes(), "the runtime is not instrumented"
 probe = Path(sys.argv[1]) / "sanprobe.py"
@@ -101,7 +103,8 @@ probe.write_text("import numpy as np\nimport cuvil_aot as cv\n\n\n@cv.optimize\n
 sys.path.insert(0, str(probe.parent))
 import sanprobe
 (probe.parent / "sanprobe-build").mkdir()
-art = driver.build(sanprobe, driver.Options(), probe.parent / "sanprobe-build")
+options = Settings.from_knobs(knobs.read()).build_options  # CUVIL_AOT_CC: the sanitizer
+art = pipeline.build(sanprobe, options, probe.parent / "sanprobe-build")
 assert b"__asan_" in art.path.read_bytes(), "generated modules are not instrumented"
 print("runtime:", rt.__file__, "- instrumented; a generated module:", art.path.name, "- instrumented")
 PY

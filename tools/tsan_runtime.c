@@ -14,6 +14,7 @@
  * take()'s lock early are each reported (the results stayed right in the second).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,9 +84,18 @@ static void *caller(void *arg) {
 }
 
 static int plain_counter;
+static atomic_int racers;
 
 static void racy(void *ctx, int64_t begin, int64_t end) {
     (void)ctx;
+    /* Hold the first chunks until a second thread runs one (or ~2 s pass): on a loaded
+       machine the caller may otherwise take every chunk itself, and one thread cannot
+       race. Relaxed atomics order nothing, so the planted race stays visible to TSan. */
+    atomic_fetch_add_explicit(&racers, 1, memory_order_relaxed);
+    for (long spin = 0; spin < 20000000L; spin++) {
+        if (atomic_load_explicit(&racers, memory_order_relaxed) >= 2) break;
+        sched_yield();
+    }
     for (int64_t i = begin; i < end; i++) plain_counter++; /* the planted race */
 }
 

@@ -14,13 +14,13 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 from conftest import load_source  # noqa: E402
 
-from cuvil_aot import driver  # noqa: E402
-from cuvil_aot.codegen.gpu_wrapper import GpuTargets  # noqa: E402
+from cuvil_aot.compiler import pipeline  # noqa: E402
+from cuvil_aot.compiler.codegen.gpu_wrapper import GpuTargets  # noqa: E402
 
 
 def main() -> None:
     module = load_source(Path(tempfile.mkdtemp()), (ROOT / "examples" / "models.py").read_text())
-    files = driver.generate_sources(module, driver.Options(), GpuTargets((90,), 90))[3]
+    files = pipeline.generate_sources(module, pipeline.Options(), GpuTargets((90,), 90))[3]
     (Path(__file__).parent / "gen_models.cuh").write_text(files["kernels.cu"])
 
 

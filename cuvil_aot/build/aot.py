@@ -98,7 +98,7 @@ def build_manifest(wheel: Wheel, settings: Settings, records: list[dict[str, Any
                    gpu: str) -> None:
     """``<dist-info>/cuvil_aot_build.json``: what was compiled, how, for which targets.
     No paths of the build machine, no times: it must not break reproducibility."""
-    from cuvil_aot import __version__
+    from cuvil_aot._version import __version__
 
     doc = {
         "format": FORMAT,

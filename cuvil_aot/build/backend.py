@@ -96,7 +96,10 @@ def build_wheel(wheel_directory: str, config: Config) -> str:
         settings = _settings(config)
         with _scratch() as scratch:
             wheel = _pure_wheel(settings, config, scratch, "build_wheel")
-            records, note = aot.compile_wheel(wheel, settings, Path.cwd(), scratch, os.environ)
+            env = dict(os.environ)
+            if settings.cache == "private":  # this build's own cache, gone with scratch
+                env["CUVIL_AOT_CACHE_DIR"] = str(scratch / "compile-cache")
+            records, note = aot.compile_wheel(wheel, settings, Path.cwd(), scratch, env)
             if records:
                 say(f"{len(records)} module(s) compiled; {note}")
             else:

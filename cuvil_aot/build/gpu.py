@@ -17,9 +17,12 @@ def plan(mode: str, archs: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
     once and kept in the build manifest)."""
     if mode == "off" or not archs:
         return (), "CPU-only (cuda = \"off\", or no cuda-archs)"
-    from cuvil_aot import driver, knobs
+    from cuvil_aot import knobs
+    from cuvil_aot.load import builder
+    from cuvil_aot.load.settings import Settings
+    from cuvil_aot.options import Options
 
-    found = driver.gpu_build(driver.Options(cuda_archs=archs), knobs.read())
+    found = builder.gpu_build(Settings.from_knobs(knobs.read(), Options(cuda_archs=archs)))
     if found is None:
         reason = "no nvcc that can build " + ", ".join(archs) + " (PATH, CUDA_HOME, the " \
                  "nvidia-cuda-nvcc wheel)"

@@ -16,18 +16,19 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
-import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cuvil_aot.options import DEFAULT_ARCHS, bad_archs
+
 PREFIX = "cuvil_aot."
 ENV_PREFIX = "CUVIL_AOT_BUILD_"
 CPU_TARGETS = {"x86-64": 1, "x86-64-v2": 2, "x86-64-v3": 3, "x86-64-v4": 4}
 CUDA_MODES = ("auto", "required", "off")
-_ARCH = re.compile(r"(sm|compute)_\d+[a-z]?")
+CACHE_MODES = ("user", "private")
 
 
 class SettingsError(ValueError):
@@ -53,11 +54,14 @@ class Settings:
     cuda: str = "auto"
     """auto: embed a fatbin when nvcc is found, else CPU-only (said once); required:
     fail without nvcc; off: CPU-only."""
-    cuda_archs: tuple[str, ...] = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100",
-                                   "sm_120", "compute_120")
+    cuda_archs: tuple[str, ...] = DEFAULT_ARCHS
     """GPU architectures of the fatbin: ``sm_XY`` is SASS, ``compute_XY`` is PTX."""
     jobs: int = 0
     """Modules compiled at once; 0 means one per CPU core."""
+    cache: str = "user"
+    """user: compile through the per-user cache (CUVIL_AOT_CACHE_DIR, else
+    ~/.cache/cuvil_aot), shared with imports and later builds; private: a fresh cache for
+    this build alone, removed after it."""
 
     @property
     def cpu_levels(self) -> tuple[int, ...]:
@@ -117,7 +121,10 @@ def _check(settings: Settings) -> Settings:
                             f"{', '.join(CPU_TARGETS)}")
     if settings.cuda not in CUDA_MODES:
         raise SettingsError(f"cuda: {settings.cuda!r}: expected one of {', '.join(CUDA_MODES)}")
-    bad = [a for a in settings.cuda_archs if not _ARCH.fullmatch(a)]
+    if settings.cache not in CACHE_MODES:
+        raise SettingsError(f"cache: {settings.cache!r}: expected one of "
+                            f"{', '.join(CACHE_MODES)}")
+    bad = bad_archs(settings.cuda_archs)
     if bad:
         raise SettingsError(f"cuda-archs: {bad}: expected names like sm_90 or compute_120")
     if not settings.include:

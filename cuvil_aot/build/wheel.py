@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cuvil_aot import pyconfig
+from cuvil_aot import host
 from cuvil_aot.build import manylinux
 
 _EPOCH_MIN = 315532800  # 1980-01-01: the oldest time a zip entry can hold
@@ -35,13 +35,13 @@ def interpreter_tags() -> tuple[str, str]:
     version = f"{sys.version_info.major}{sys.version_info.minor}"
     if sys.implementation.name == "cpython":
         return f"cp{version}", f"cp{version}{sys.abiflags}"
-    soabi = str(pyconfig.config_var("SOABI") or "none")
+    soabi = str(host.config_var("SOABI") or "none")
     abi = "_".join(soabi.split("-")[:2]).replace(".", "_")
     return f"{sys.implementation.name[:2]}{version}", abi
 
 
 def platform_tag() -> str:
-    return pyconfig.platform().replace("-", "_").replace(".", "_")
+    return host.platform().replace("-", "_").replace(".", "_")
 
 
 def native_tag() -> str:

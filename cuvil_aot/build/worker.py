@@ -4,7 +4,7 @@
 
 It imports the marked modules from the unpacked pure wheel (so every hash is taken
 over the very bytes that get installed), gets each one's extension through the
-compile cache (``prebuilt.build_next_to``: built on a miss, in parallel), which writes
+compile cache (``artifacts.build_next_to``: built on a miss, in parallel), which writes
 the prebuilt extension and its manifest next to the module, and writes what it did
 to the request's ``result`` file. Errors go to stderr with the user's own file paths,
 every failing module reported, and the exit status is 1.
@@ -27,10 +27,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from cuvil_aot import marks
 from cuvil_aot.build import gpu
 
 if TYPE_CHECKING:
-    from cuvil_aot.artifacts import Settings as CacheSettings
+    from cuvil_aot.load.artifacts import Settings as CacheSettings
 
 
 class ModuleFailed(Exception):
@@ -47,9 +48,9 @@ def _import(name: str) -> ModuleType:
 
 
 def _compile(module: ModuleType, config: CacheSettings, arcname: str) -> dict[str, Any]:
-    from cuvil_aot import prebuilt, prekey
+    from cuvil_aot.load import artifacts, prebuilt
 
-    path, outcome = prebuilt.build_next_to(module, config)
+    path, outcome = artifacts.build_next_to(module, config)
     pre = prebuilt.read(path)
     if pre is None:
         raise ModuleFailed(f"{module.__name__}: {path} vanished after it was written")
@@ -61,7 +62,7 @@ def _compile(module: ModuleType, config: CacheSettings, arcname: str) -> dict[st
         "ext_name": pre.ext_name,
         "sha256": pre.sha256,
         "size": pre.size,
-        "functions": sorted(prekey.marked(module)),
+        "functions": sorted(marks.marked(module)),
         "cpu_levels": pre.components.get("cpu_levels"),
         "cuda": pre.components.get("cuda"),
         "compiler": pre.components.get("cc"),
@@ -79,29 +80,29 @@ def _message(exc: BaseException, root: str, sources: dict[str, str]) -> str:
 
 
 def _settings(request: dict[str, Any], archs: tuple[str, ...]) -> CacheSettings:
-    from cuvil_aot import artifacts, driver, knobs
+    from cuvil_aot import knobs
+    from cuvil_aot.load import artifacts
+    from cuvil_aot.options import Options
 
-    options = driver.Options(cpu_levels=tuple(request["levels"]), cuda_archs=archs)
+    options = Options(cpu_levels=tuple(request["levels"]), cuda_archs=archs)
     # Whatever CUVIL_AOT_MODE says at run time, a build builds.
     return artifacts.Settings.from_knobs(knobs.read(), options)._replace(mode="import")
 
 
 def _import_all(request: dict[str, Any], failures: list[str]) -> list[ModuleType]:
-    from cuvil_aot import prekey
-
     modules = []
     for _, name in request["modules"]:
         try:
             modules.append(_import(name))
         except ModuleFailed as exc:
             failures.append(f"error: {_message(exc, request['root'], request['sources'])}")
-    return [m for m in modules if prekey.marked(m)]  # the byte scan's false positives go
+    return [m for m in modules if marks.marked(m)]  # the byte scan's false positives go
 
 
 def run(request: dict[str, Any]) -> int:
     from cuvil_aot import importer
     from cuvil_aot.cache import CacheError
-    from cuvil_aot.cli_commands import Progress
+    from cuvil_aot.cli.commands import Progress
     from cuvil_aot.errors import BuildError, CompileError
 
     importer.uninstall()  # an opted-in hook would bind (and build) at import already

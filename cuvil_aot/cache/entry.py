@@ -1,4 +1,4 @@
-"""A published entry: reading and verifying it, and loading an extension from it.
+"""A published entry: reading and verifying it, and handing out its verified files.
 
 Verification goes through descriptors opened relative to the entry directory's own
 descriptor with O_NOFOLLOW, so a symlink or a swapped directory cannot redirect it.
@@ -7,15 +7,12 @@ descriptor with O_NOFOLLOW, so a symlink or a swapped directory cannot redirect 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from importlib.machinery import ExtensionFileLoader
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 
 from . import manifest as mf
 from . import signing
@@ -42,6 +39,8 @@ class _MissingFile(BadEntry):
 class Entry:
     path: Path
     manifest: mf.Manifest
+    ident: tuple[int, int] | None = field(default=None, compare=False)
+    """(st_dev, st_ino) of the directory that was read, when it was read."""
 
     def file(self, logical_name: str) -> Path:
         """Path of a file by the name the build wrote it under (KeyError if none)."""
@@ -51,16 +50,17 @@ class Entry:
     def size(self) -> int:
         return sum(record.size for record in self.manifest.files.values())
 
-    def load_extension(self, logical_name: str, module_name: str) -> ModuleType:
-        """Import an extension module from this entry, loading the very bytes verified.
+    @contextlib.contextmanager
+    def verified(self, logical_name: str) -> Iterator[tuple[Path, Path]]:
+        """(a path to the very bytes verified, the file's real path), for loading.
 
-        The file is opened once and hashed through that descriptor; the loader then
-        opens /proc/self/fd/N (the same inode, whatever happens to the path) through
-        a symlink with a fresh name, since CPython caches extensions by path and
+        The file is opened once and hashed through that descriptor; the path given is
+        /proc/self/fd/N (the same inode, whatever happens to the real path) through a
+        symlink with a fresh name, since CPython caches extensions by path and
         /proc/self/fd/N names differ only by N. Without /proc the verified bytes are
-        copied to a private file and loaded from there. Raises CacheError, before
-        anything is loaded, if the file is missing (evicted meanwhile: treat it as a
-        miss) or does not match the manifest.
+        copied to a private file. Raises CacheError, before anything can be loaded, if
+        the file is missing (evicted meanwhile: treat it as a miss) or does not match
+        the manifest. The path is valid inside the ``with`` block only.
         """
         record = self.manifest.files[logical_name]
         path = self.path / record.path
@@ -78,7 +78,7 @@ class Entry:
                 else:
                     with open(origin, "xb") as out:
                         check_file(fd, logical_name, record, sink=out.write)
-                return _exec_extension(module_name, str(origin), path)
+                yield origin, path
         finally:
             os.close(fd)
 
@@ -95,17 +95,6 @@ def _private_dir() -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def _exec_extension(module_name: str, origin: str, real_path: Path) -> ModuleType:
-    loader = ExtensionFileLoader(module_name, origin)
-    spec = importlib.util.spec_from_file_location(module_name, origin, loader=loader)
-    if spec is None:
-        raise CacheError(f"cannot make an import spec for {real_path}")
-    module = importlib.util.module_from_spec(spec)  # dlopen and PyInit happen here
-    loader.exec_module(module)
-    module.__file__ = str(real_path)  # the /proc path means nothing once closed
-    return module
 
 
 def check_file(
@@ -202,9 +191,10 @@ def open_entry(
         raise BadEntry(f"entry cannot be opened as a directory: {exc.strerror}") from None
     try:
         st = os.fstat(dfd)
+        ident = (st.st_dev, st.st_ino)
         try:
-            return Entry(path, _check_entry(dfd, digest, verify, rules))
+            return Entry(path, _check_entry(dfd, digest, verify, rules), ident)
         except BadEntry as exc:
-            raise BadEntry(str(exc), (st.st_dev, st.st_ino)) from None
+            raise BadEntry(str(exc), ident) from None
     finally:
         os.close(dfd)

@@ -1,4 +1,4 @@
-"""The cache's two exception types."""
+"""The cache's exception and warning types."""
 
 from __future__ import annotations
 
@@ -16,3 +16,14 @@ class CacheWarning(Warning):
 
     The message names the entry and the reason; the operation carried on as a miss.
     """
+
+
+class LockTimeout(CacheError):
+    """Another process has held a key's lock for longer than the store waits (it may be
+    stopped or hung): the caller builds elsewhere. ``holder`` is its PID, 0 if unknown."""
+
+    def __init__(self, module: str, digest: str, holder: int, waited: float) -> None:
+        who = f"process {holder}" if holder else "another process"
+        super().__init__(f"module {module!r}: its cache key {digest[:16]}… has been locked by "
+                         f"{who} for over {waited:g} s (stopped or hung? CUVIL_AOT_LOCK_TIMEOUT)")
+        self.module, self.holder = module, holder

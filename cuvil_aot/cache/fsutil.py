@@ -12,6 +12,8 @@ import hashlib
 import os
 import shutil
 import stat
+import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -100,6 +102,26 @@ def write_new_file(path: Path, data: bytes, mode: int = 0o400) -> None:
         os.close(fd)
 
 
+def replace_file(path: Path, data: bytes, tmp_dir: Path | None = None, mode: int = 0o600,
+                 durable: bool = False) -> None:
+    """Write ``data`` under a temp name in ``tmp_dir`` (default: ``path``'s folder) and
+    rename it over ``path``: readers see the old file or the new one, never a part, and a
+    process that has the old file open or loaded keeps its inode. ``durable`` fsyncs the
+    bytes before the rename."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-{os.getpid()}-", dir=tmp_dir or path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            if durable:
+                out.flush()
+                os.fsync(out.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def pid_alive(pid: int) -> bool:
     if pid <= 0:
         return False  # kill(0 or -n) would signal a whole process group
@@ -131,9 +153,10 @@ def remove_path(path: Path) -> None:
 
 
 def owner_pid(name: str) -> int:
-    """The PID in '<kind>-<pid>-<random>', or 0 (never alive) for other names."""
+    """The PID in '<kind>-<pid>-<random>' (the kind may hold dashes, the random part
+    never does), or 0 (never alive) for other names."""
     parts = name.split("-")
-    return int(parts[1]) if len(parts) > 2 and parts[1].isdigit() else 0
+    return int(parts[-2]) if len(parts) > 2 and parts[-2].isdigit() else 0
 
 
 def flat_size(path: Path) -> int:
@@ -141,20 +164,59 @@ def flat_size(path: Path) -> int:
         return sum(i.stat(follow_symlinks=False).st_size for i in items)
 
 
-def read_doc(path: Path, limit: int, parse: Callable[[bytes], object],
-             fmt: str, module: str) -> dict[str, object] | None:
-    """A small JSON document about ``module`` of format ``fmt``, read without following
-    links and at most ``limit`` bytes; None when it is missing, unreadable or foreign."""
+def _check_fd(fd: int, what: str, want_dir: bool) -> None:
+    reason = unsafe_reason(os.fstat(fd), want_dir)
+    if reason is not None:
+        raise CacheError(f"{what} {reason}")
+
+
+def read_private(folder: Path, name: str, limit: int) -> bytes | None:
+    """The bytes of ``folder/name``, trusted as an entry's files are: the folder and the
+    file ours, not writable by group or others, not symlinks (opened with O_NOFOLLOW,
+    the file relative to the folder's descriptor), at most ``limit`` bytes.
+
+    None if either is missing; otherwise CacheError saying why the file ("it ...") or its
+    folder may not be trusted.
+    """
     try:
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW)
-    except OSError:
+        dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW)
+    except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise CacheError(f"its folder cannot be opened as a directory: {exc.strerror}") from None
     try:
-        doc = parse(read_capped(fd, limit))
-    except CacheError:
-        return None
+        _check_fd(dfd, "its folder", want_dir=True)
+        try:
+            fd = os.open(name, os.O_RDONLY | NOFOLLOW, dir_fd=dfd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            why = "a symlink" if exc.errno == errno.ELOOP else f"unreadable: {exc.strerror}"
+            raise CacheError(f"it is {why}") from None
+        try:
+            _check_fd(fd, "it", want_dir=False)
+            return read_capped(fd, limit)
+        finally:
+            os.close(fd)
     finally:
-        os.close(fd)
-    if not isinstance(doc, dict) or doc.get("format") != fmt or doc.get("module") != module:
-        return None
-    return doc
+        os.close(dfd)
+
+
+def sweep_dead(folder: Path, prefix: str, min_age: float) -> None:
+    """Remove what dead processes left in a shared ``folder``: the entries named
+    ``<prefix><pid>-<random>`` that are ours, untouched for ``min_age`` seconds (a
+    process of another PID namespace may look dead) and whose process is gone. A name
+    without a PID is never touched. One listing and an lstat per match: cheap enough
+    before each build."""
+    now = time.time()
+    for name in listdir(folder):
+        pid = owner_pid(name) if name.startswith(prefix) else 0
+        if pid == 0:
+            continue
+        path = folder / name
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if st.st_uid == os.geteuid() and now - st.st_mtime > min_age and not pid_alive(pid):
+            remove_path(path)

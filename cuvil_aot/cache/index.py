@@ -2,6 +2,9 @@
 
 root/index/<sha256(module)[:32]>.json keeps the newest two keys built for a module,
 so that right after a rebuild ``explain`` can still show what the rebuild changed.
+The index only explains, it never decides what is loaded; still, its files are read
+only when ours and not writable by group or others (``problems`` names those that are
+not, for ``cache verify``).
 """
 
 from __future__ import annotations
@@ -9,16 +12,14 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import CacheError
-from .fsutil import read_doc
+from .fsutil import listdir, read_private, replace_file
 from .key import CacheKey, check_components, diff, digest_of, summarize
-from .manifest import MAX_BYTES, load_json
+from .manifest import MAX_BYTES, load_doc
 
 FORMAT = "cuvil_aot.cache.index"
 HISTORY = 2
@@ -31,8 +32,8 @@ class Record:
     created: float
 
 
-def index_file(index_dir: Path, module: str) -> Path:
-    return index_dir / f"{hashlib.sha256(module.encode()).hexdigest()[:32]}.json"
+def file_name(module: str) -> str:
+    return f"{hashlib.sha256(module.encode()).hexdigest()[:32]}.json"
 
 
 def _record(raw: object) -> Record:
@@ -49,16 +50,36 @@ def _record(raw: object) -> Record:
     return Record(digest_of(checked), checked, float(created))
 
 
+def _read(index_dir: Path, name: str) -> tuple[str, list[Record]] | None:
+    """(module, history) of one index file; None if missing, CacheError if bad."""
+    data = read_private(index_dir, name, MAX_BYTES)
+    if data is None:
+        return None
+    doc = load_doc(data, FORMAT)
+    module, history = str(doc["module"]), doc.get("history")
+    if not isinstance(history, list) or name != file_name(module):
+        raise CacheError("bad index file")
+    return module, [_record(raw) for raw in history]
+
+
 def load_history(index_dir: Path, module: str) -> list[Record]:
-    """Newest first; an unreadable or foreign index counts as no history."""
-    doc = read_doc(index_file(index_dir, module), MAX_BYTES, load_json, FORMAT, module)
-    history = doc.get("history") if doc is not None else None
-    if not isinstance(history, list):
-        return []
+    """Newest first; an unreadable, unsafe or foreign index counts as no history."""
     try:
-        return [_record(raw) for raw in history]
+        found = _read(index_dir, file_name(module))
     except CacheError:
         return []
+    return found[1] if found is not None else []
+
+
+def problems(index_dir: Path) -> list[tuple[Path, str]]:
+    """(path, why) for each index file that would be ignored."""
+    bad = []
+    for name in listdir(index_dir):
+        try:
+            _read(index_dir, name)
+        except CacheError as exc:
+            bad.append((index_dir / name, str(exc)))
+    return bad
 
 
 def record_build(index_dir: Path, tmp_dir: Path, module: str, key: CacheKey, now: float) -> None:
@@ -72,14 +93,7 @@ def record_build(index_dir: Path, tmp_dir: Path, module: str, key: CacheKey, now
             {"key": r.key, "components": dict(r.components), "created": r.created} for r in history
         ],
     }
-    fd, tmp = tempfile.mkstemp(prefix=f"index-{os.getpid()}-", dir=tmp_dir)
-    try:
-        with os.fdopen(fd, "w") as out:
-            json.dump(doc, out, sort_keys=True)
-        os.replace(tmp, index_file(index_dir, module))
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_file(index_dir / file_name(module), json.dumps(doc, sort_keys=True).encode(), tmp_dir)
 
 
 def _when(created: float) -> str:

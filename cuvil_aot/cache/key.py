@@ -18,7 +18,7 @@ from types import MappingProxyType
 from .errors import CacheError
 
 _NAME = re.compile(r"[a-z][a-z0-9_.-]{0,63}")
-_SUMMARY_LIMIT = 80
+_SUMMARY_LIMIT = 240
 
 
 def canonical_json(components: Mapping[str, str]) -> bytes:

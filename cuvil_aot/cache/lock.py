@@ -3,7 +3,8 @@
 The lock only keeps two processes from building one key at the same time; the
 store stays correct without it (publish is an atomic rename). Lock files may be
 unlinked by whoever holds them, so after each flock the holder checks that the
-path still names the file it locked, and retries on a fresh file if not.
+path still names the file it locked, and retries on a fresh file if not. A waiter
+that gives up can ask the kernel (/proc/locks) which process holds the lock.
 """
 
 from __future__ import annotations
@@ -55,6 +56,22 @@ def acquire(path: Path, timeout: float) -> int | None:
         time.sleep(pause)
         pause = min(pause * 2, _POLL_MAX_S)
     return fd
+
+
+def holder(path: Path) -> int:
+    """The PID holding the flock on ``path`` as /proc/locks tells it; 0 if unknown."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+        with open("/proc/locks") as locks:
+            lines = locks.read().splitlines()
+    except OSError:
+        return 0
+    want = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in lines:  # "1: FLOCK  ADVISORY  WRITE 4242 fe:00:2150010 0 EOF"
+        fields = line.split()
+        if len(fields) > 5 and fields[1] == "FLOCK" and fields[5] == want:
+            return int(fields[4]) if fields[4].isdigit() else 0
+    return 0
 
 
 def release(fd: int) -> None:

@@ -106,6 +106,16 @@ def load_json(data: bytes) -> object:
         raise CacheError(f"not valid JSON: {type(exc).__name__}") from None
 
 
+def load_doc(data: bytes, fmt: str) -> dict[str, object]:
+    """A small JSON object whose "format" is ``fmt`` (index and shortcut files), about
+    the module its "module" names; CacheError otherwise."""
+    doc = load_json(data)
+    if not isinstance(doc, dict) or doc.get("format") != fmt:
+        raise CacheError(f"not a {fmt} document")
+    check_module(doc.get("module"))
+    return doc
+
+
 def _field(doc: Mapping[str, object], name: str, kind: type[_T]) -> _T:
     value = doc[name]
     if isinstance(value, bool) or not isinstance(value, kind):

@@ -11,10 +11,15 @@ Layout under ``root`` (each directory 0700 and owned by the current user):
     locks/<digest>.lock          flock held while a key is built or evicted
     quarantine/<digest>-<ns>-<pid>/  bad entries set aside, with a CacheWarning
     index/<sha256(module)>.json  the newest keys built per module, for explain
+    shortcuts/                   the loader's records (load/shortcuts.py): the store
+                                 only creates it and checks it like the others
 
 The manifest's mtime is the entry's last use (LRU); lookups bump it with utime.
 Nothing depends on the lock for correctness: a publish is one atomic rename, and
-the loser of a race uses the winner's entry.
+the loser of a race uses the winner's entry. A holder that is stopped or hung blocks
+others for ``lock_timeout`` seconds at most; then they build anyway, or raise
+LockTimeout if the store was opened with ``aside_on_timeout`` (the loader then builds
+in a private store).
 
 A publish passes four named steps, in order (PUBLISH_STEPS): ``written`` (the build
 callback returned), ``sealed`` (files renamed, manifest written and fsynced),
@@ -39,7 +44,7 @@ from typing import NamedTuple
 
 from . import index
 from .entry import MANIFEST, BadEntry, Entry, open_entry
-from .errors import CacheError, CacheWarning
+from .errors import CacheError, CacheWarning, LockTimeout
 from .fsutil import (
     check_private_dir,
     flat_size,
@@ -51,7 +56,7 @@ from .fsutil import (
     remove_path,
 )
 from .key import CacheKey
-from .lock import acquire, release
+from .lock import acquire, holder, release
 from .manifest import check_module
 from .seal import seal
 from .signing import NO_SIGNING, SIG_FILE, Policy
@@ -63,7 +68,7 @@ STALE_TMP_S = 3600.0
 EVICT_GRACE_S = 10.0
 """Entries used or published more recently are never evicted: someone is loading them."""
 QUARANTINE_KEEP_S = 86400.0
-SUBDIRS = ("entries", "tmp", "locks", "quarantine", "index")
+SUBDIRS = ("entries", "tmp", "locks", "quarantine", "index", "shortcuts")
 PUBLISH_STEPS = ("written", "sealed", "before-rename", "after-rename")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
@@ -85,17 +90,21 @@ class Store:
         lock_timeout: float = 600.0,
         rules: Policy = NO_SIGNING,
         on_step: OnStep | None = None,
+        aside_on_timeout: bool = False,
     ) -> None:
-        """Open (creating, 0700) the store at ``root``; CacheError if it is unsafe or unusable.
+        """Open (creating, 0700) the store at ``root``; CacheError if it is unsafe or
+        unusable (an existing unsafe store is refused before anything is created in it).
 
         ``lock_timeout``: how long publish waits for another builder of the same key
-        before building anyway (with a CacheWarning). ``rules``: which signatures new
-        entries get and lookups require (signing.py). ``on_step``: called with each
-        name of PUBLISH_STEPS as a publish passes it.
+        before building anyway (with a CacheWarning), or, with ``aside_on_timeout``,
+        raising LockTimeout. ``rules``: which signatures new entries get and lookups
+        require (signing.py). ``on_step``: called with each name of PUBLISH_STEPS as a
+        publish passes it.
         """
         self.root = Path(os.path.abspath(os.path.expanduser(root)))  # no resolve: see symlinks
         self.max_bytes = max_bytes
         self.lock_timeout = lock_timeout
+        self.aside_on_timeout = aside_on_timeout
         self.rules = rules
         self._on_step = on_step
         self._stats = Counters()
@@ -109,6 +118,9 @@ class Store:
         try:
             make_private_dirs(self.root)
             check_private_dir(self.root)
+            for name in SUBDIRS:  # all that exist are checked before anything is created
+                with contextlib.suppress(FileNotFoundError):
+                    check_private_dir(self.root / name)
             for name in SUBDIRS:
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(self.root / name, 0o700)
@@ -158,6 +170,11 @@ class Store:
             os.utime(path / MANIFEST, follow_symlinks=False)
         return found
 
+    def discard(self, entry: Entry, reason: str) -> None:
+        """Set aside an entry its user found bad (``reason``), as a lookup sets aside one
+        that fails its checks: quarantined with a CacheWarning, unless replaced meanwhile."""
+        self._quarantine(entry.path, reason, entry.ident)
+
     def _quarantine(self, path: Path, reason: str, ident: tuple[int, int] | None) -> None:
         dest = self.root / "quarantine" / f"{path.name}-{time.time_ns()}-{os.getpid()}"
         try:
@@ -206,6 +223,9 @@ class Store:
             fd = acquire(self._lock_path(key.digest), self.lock_timeout)
         except OSError as exc:
             raise CacheError(f"cannot lock {self._lock_path(key.digest)}: {exc}") from None
+        if fd is None and self.aside_on_timeout:
+            raise LockTimeout(module, key.digest, holder(self._lock_path(key.digest)),
+                              self.lock_timeout)
         if fd is None:
             warnings.warn(
                 f"cuvil_aot cache: key {key.digest[:16]}… has been locked for over "
@@ -359,6 +379,13 @@ class Store:
     def size(self) -> int:
         return sum(size for _, size, _ in self._usage())
 
+    def in_grace(self) -> tuple[int, int]:
+        """(entries, bytes) used or published in the last EVICT_GRACE_S seconds: eviction
+        keeps them, since a process may be loading them."""
+        now = time.time()
+        recent = [size for used, size, _ in self._usage() if now - used < EVICT_GRACE_S]
+        return len(recent), sum(recent)
+
     def entries(self) -> list[Entry]:
         """Entries whose manifest reads, most recently used first (files not re-hashed)."""
         found = []
@@ -368,8 +395,9 @@ class Store:
         return found
 
     def verify_all(self) -> list[Problem]:
-        """Re-hash every entry; report, without changing anything, what is wrong."""
-        problems = []
+        """Re-hash every entry and check the index; report, without changing anything,
+        what is wrong."""
+        problems = [Problem(path, why) for path, why in index.problems(self.root / "index")]
         for name in listdir(self._entries):
             path = self._entries / name
             if not _DIGEST.fullmatch(name):

@@ -31,13 +31,6 @@ Adapters = tuple[Callable[..., Any] | None, Callable[..., Any] | None, Callable[
 # would cost ~0.5 us a call in Python).
 
 
-def strict() -> bool:
-    """CUVIL_AOT_MODE=strict: a PTX JIT at module load is an error, not a warning."""
-    from cuvil_aot import knobs
-
-    return knobs.read().mode == "strict"
-
-
 def adapters(tp: type) -> Adapters:
     root = tp.__module__.split(".")[0]
     if root == "torch":

@@ -7,6 +7,10 @@
  * raises cuvil_aot.CudaError. Errors that poison the context (an illegal
  * address in a kernel, ...) are remembered: every later GPU call says the
  * context is lost instead of failing in some unrelated way.
+ *
+ * The lowest GPU layer: it uses nothing of gpu_arrays.c (the array adapters,
+ * which call it) and never calls into Python but to raise and warn. Its
+ * settings (cv_cuda_config) come from cuvil_aot._runtime.configure.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -16,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_internal.h"
+#include "cuda_internal.h"
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -85,6 +89,8 @@ static const char *const optional_symbols[] = {
     "cuMemPoolCreate", "cuMemPoolSetAttribute", "cuMemAllocFromPoolAsync", "cuMemFreeAsync",
     "cuLaunchCooperativeKernel",
 };
+
+cv_cuda_settings cv_cuda_config = {.one_kernel = 1, .pool = 1, .strict = 0};
 
 static int driver_state;  /* 0: not tried, 1: usable, -1: not usable (why in driver_error) */
 static char driver_error[320];
@@ -300,13 +306,7 @@ static int check_arch(const cv_cuda_module *m, int device) {
         return cv_cuda_raise("device %d has compute capability %d.%d but this module holds %s "
                              "only: rebuild it with sm_%d in its CUDA architectures", device,
                              cc / 10, cc % 10, archs, cc);
-    PyObject *strict_fn = cv_gpu_adapter("strict");
-    PyObject *strict = strict_fn ? PyObject_CallNoArgs(strict_fn) : NULL;
-    Py_XDECREF(strict_fn);
-    if (!strict) return -1;
-    int is_strict = PyObject_IsTrue(strict);
-    Py_DECREF(strict);
-    if (is_strict)
+    if (cv_cuda_config.strict)
         return cv_cuda_raise("device %d (compute capability %d.%d) would need a PTX JIT "
                              "compile (module holds %s), which CUVIL_AOT_MODE=strict forbids: "
                              "rebuild with sm_%d", device, cc / 10, cc % 10, archs, cc);
@@ -342,12 +342,7 @@ static CUfunction function(cv_cuda_module *m, int device, int kernel) {
 int cv_cuda_launch_one(cv_cuda_module *m, int device, int kernel, uint32_t grid, uint32_t block,
                        uintptr_t stream, void *args, int cooperative) {
     enum { NOT_SUPPORTED = 801, COOPERATIVE_LAUNCH_TOO_LARGE = 720 };
-    static int off = -1; /* CUVIL_AOT_CUDA_ONE=0: separate launches (to compare) */
-    if (off < 0) {
-        const char *knob = getenv("CUVIL_AOT_CUDA_ONE");
-        off = knob && strcmp(knob, "0") == 0;
-    }
-    if (off) return 1;
+    if (!cv_cuda_config.one_kernel) return 1; /* separate launches (to compare) */
     if (!cooperative) return cv_cuda_launch(m, device, kernel, grid, 1, block, 0, stream, args);
     if (!cu.LaunchCooperativeKernel) return 1;
     CUfunction f = function(m, device, kernel);
@@ -377,10 +372,8 @@ static int scratch_pool(int device, CUmemoryPool *pool) {
     if (d->pool_state == 0) {
         int supported = 0;
         CUdevice dev;
-        const char *knob = getenv("CUVIL_AOT_CUDA_POOL"); /* "0": framework arrays */
         d->pool_state = -1;
-        if ((!knob || strcmp(knob, "0") != 0) && cu.MemPoolCreate && cu.MemPoolSetAttribute &&
-            cu.MemAllocFromPoolAsync &&
+        if (cu.MemPoolCreate && cu.MemPoolSetAttribute && cu.MemAllocFromPoolAsync &&
             cu.MemFreeAsync && cu.DeviceGet(&dev, device) == 0 &&
             cu.DeviceGetAttribute(&supported, ATTR_MEMORY_POOLS_SUPPORTED, dev) == 0 &&
             supported) {
@@ -431,7 +424,9 @@ static void *take_spare(struct device *d, size_t bytes, uintptr_t stream) {
 int cv_cuda_scratch(int device, size_t bytes, uintptr_t stream, void **out) {
     CUmemoryPool pool;
     int r;
-    if (cv_cuda_enter(device) < 0 || (r = scratch_pool(device, &pool)) < 0) return -1;
+    if (cv_cuda_enter(device) < 0) return -1;
+    if (!cv_cuda_config.pool) return 1; /* CUVIL_AOT_CUDA_POOL=0: framework arrays */
+    if ((r = scratch_pool(device, &pool)) < 0) return -1;
     if (!r) return 1;
     if (LEGACY_STREAM(stream) && (*out = take_spare(&devices[device], bytes, stream))) return 0;
     CUdeviceptr p = 0;

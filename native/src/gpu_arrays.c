@@ -12,6 +12,9 @@
  * What C cannot do for a type (allocate a CuPy array, ask CuPy for its
  * current stream) goes through small Python adapters in
  * cuvil_aot.runtime.gpu_adapters, looked up once per type.
+ *
+ * Built on the driver layer (cuda.c, through gpu_internal.h / cuda_internal.h),
+ * which depends on nothing here.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -41,7 +44,8 @@ static const char *const dtype_names[] = {"bool", "int32", "int64", "float16", "
                                           "float64"};
 static const int dtype_sizes[] = {1, 4, 8, 2, 4, 8};
 
-PyObject *cv_gpu_adapter(const char *name) {
+/* A function of cuvil_aot.runtime.gpu_adapters (new reference), imported once. */
+static PyObject *gpu_adapter(const char *name) {
     static PyObject *module;
     if (!module && !(module = PyImport_ImportModule("cuvil_aot.runtime.gpu_adapters")))
         return NULL;
@@ -63,7 +67,7 @@ static const DLPackExchangeAPI *exchange_api(PyTypeObject *tp) {
 }
 
 static int fill_adapters(struct cv_gpu_kind *k) {
-    PyObject *fn = cv_gpu_adapter("adapters");
+    PyObject *fn = gpu_adapter("adapters");
     PyObject *t = fn ? PyObject_CallOneArg(fn, (PyObject *)k->type) : NULL;
     Py_XDECREF(fn);
     if (!t) return -1;

@@ -14,12 +14,51 @@ static const cv_runtime_api runtime_api = {
     cv_out_malloc,          cv_out_calloc,   cv_out_realloc, cv_out_free,
 };
 
+/* CUVIL_AOT_MODE as configured (knobs.MODES); the driver layer sees only strict. */
+static const char *const modes[] = {"strict", "import", "lazy"};
+static int mode = 1;
+
+/* A flag argument of configure: None leaves *flag as it is. */
+static int parse_flag(PyObject *value, int *flag) {
+    if (value == Py_None)
+        return 0;
+    int on = PyObject_IsTrue(value);
+    if (on < 0)
+        return -1;
+    *flag = on;
+    return 0;
+}
+
+/* The mode argument of configure: None leaves *index as it is. */
+static int parse_mode(PyObject *value, int *index) {
+    if (value == Py_None)
+        return 0;
+    for (int i = 0; i < (int)(sizeof modes / sizeof *modes); i++)
+        if (PyUnicode_Check(value) && PyUnicode_CompareWithASCIIString(value, modes[i]) == 0) {
+            *index = i;
+            return 0;
+        }
+    PyErr_Format(PyExc_ValueError, "mode=%R: expected 'strict', 'import' or 'lazy'", value);
+    return -1;
+}
+
 static PyObject *configure(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"num_threads", "cpu_level", "output_cache_bytes", NULL};
+    static char *kwlist[] = {"num_threads", "cpu_level", "output_cache_bytes", "cuda_one",
+                             "cuda_pool",   "mode",      NULL};
     PyObject *nt = Py_None, *lvl = Py_None, *ocb = Py_None;
+    PyObject *one = Py_None, *pool = Py_None, *md = Py_None;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO:configure", kwlist, &nt, &lvl, &ocb))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOO:configure", kwlist, &nt, &lvl, &ocb,
+                                     &one, &pool, &md))
         return NULL;
+    cv_cuda_settings gpu = cv_cuda_config;
+    int new_mode = mode;
+    if (parse_flag(one, &gpu.one_kernel) < 0 || parse_flag(pool, &gpu.pool) < 0 ||
+        parse_mode(md, &new_mode) < 0)
+        return NULL;
+    mode = new_mode;
+    gpu.strict = mode == 0;
+    cv_cuda_config = gpu;
     if (nt != Py_None) {
         long n = PyLong_AsLong(nt);
         if (n == -1 && PyErr_Occurred())
@@ -70,9 +109,11 @@ static PyObject *info(PyObject *self, PyObject *unused) {
         }
         PyList_SET_ITEM(feats, i, s);
     }
-    return Py_BuildValue("{s:i,s:i,s:i,s:N}", "detected_cpu_level", cv_cpu_detected_level(),
-                         "cpu_level", cv_cpu_level(), "num_threads", cv_num_threads(),
-                         "features", feats);
+    return Py_BuildValue("{s:i,s:i,s:i,s:N,s:N,s:N,s:s}", "detected_cpu_level",
+                         cv_cpu_detected_level(), "cpu_level", cv_cpu_level(), "num_threads",
+                         cv_num_threads(), "features", feats, "cuda_one",
+                         PyBool_FromLong(cv_cuda_config.one_kernel), "cuda_pool",
+                         PyBool_FromLong(cv_cuda_config.pool), "mode", modes[mode]);
 }
 
 static PyObject *output_cache(PyObject *self, PyObject *unused) {
@@ -87,14 +128,19 @@ static PyObject *output_cache(PyObject *self, PyObject *unused) {
 
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
-     "configure(num_threads=None, cpu_level=None, output_cache_bytes=None)\n--\n\n"
+     "configure(num_threads=None, cpu_level=None, output_cache_bytes=None, cuda_one=None,\n"
+     "          cuda_pool=None, mode=None)\n--\n\n"
      "Set the pool's thread count (0: one per usable CPU), lower the x86-64 level\n"
-     "kernels may use (0: the detected level) and cap the bytes of freed large output\n"
-     "blocks kept for reuse (0: keep none). None leaves a setting as it is."},
+     "kernels may use (0: the detected level), cap the bytes of freed large output\n"
+     "blocks kept for reuse (0: keep none), launch a GPU call's kernels as one\n"
+     "(cuda_one, CUVIL_AOT_CUDA_ONE), take GPU intermediates from the runtime's pool\n"
+     "(cuda_pool, CUVIL_AOT_CUDA_POOL) and set CUVIL_AOT_MODE ('strict' makes a PTX\n"
+     "JIT at GPU module load an error). None leaves a setting as it is."},
     {"output_cache", output_cache, METH_NOARGS,
      "output_cache()\n--\n\nThe output block cache: its limit, bytes held and blocks held."},
     {"info", info, METH_NOARGS,
-     "info()\n--\n\nDetected and usable CPU level, thread count and CPU features."},
+     "info()\n--\n\nDetected and usable CPU level, thread count, CPU features and the\n"
+     "configured GPU settings (cuda_one, cuda_pool, mode)."},
     {"_parallel_check", cv_py_parallel_check, METH_VARARGS,
      "_parallel_check(n, grain)\n--\n\n"
      "Test hook: runs parallel_for over [0, n) and returns (number of indices\n"

@@ -115,17 +115,18 @@ import numpy as np
 import {module} as target
 x = np.arange(6, dtype=np.float32)
 out = target.{function}(x)
-from cuvil_aot import artifacts, cache
+from cuvil_aot import cache
+from cuvil_aot.load import artifacts
 s = cache.stats()
 o = artifacts.last_outcome(target.__name__)
 print(json.dumps({{"out": np.asarray(out).tolist(), "how": o.how if o else None,
                   "kind": type(getattr(target, "{function}")).__name__,
                   "builds": s.builds, "hits": s.hits, "quarantined": s.quarantined,
-                  "driver": "cuvil_aot.driver" in sys.modules,
+                  "driver": "cuvil_aot.compiler.pipeline" in sys.modules,
                   "heavy": sorted(m for m in sys.modules if m.partition(".")[0] in
                                   ("subprocess", "setuptools", "distutils", "torch", "cupy",
                                    "pycuda", "numba", "sysconfig_probe")),
-                  "frontend": "cuvil_aot.frontend" in sys.modules}}))
+                  "frontend": "cuvil_aot.compiler.frontend" in sys.modules}}))
 """
 
 HOOK = "import cuvil_aot; cuvil_aot.install()"

@@ -23,6 +23,42 @@ static int cv_import_errors(void) {
     return (cv_SignatureError && cv_SignatureShapeError) ? 0 : -1;
 }
 
+/* Shape arithmetic of the argument checks: a * b, a + b, a - b, setting *ovf where the
+ * result does not fit in int64 (symbols bound from two arrays can exceed it: N*M of two
+ * broadcast views of 2^32 elements). */
+static inline int64_t cv_mul(int64_t a, int64_t b, int *ovf) {
+    int64_t r;
+    if (__builtin_mul_overflow(a, b, &r)) *ovf = 1;
+    return r;
+}
+static inline int64_t cv_add(int64_t a, int64_t b, int *ovf) {
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r)) *ovf = 1;
+    return r;
+}
+static inline int64_t cv_sub(int64_t a, int64_t b, int *ovf) {
+    int64_t r;
+    if (__builtin_sub_overflow(a, b, &r)) *ovf = 1;
+    return r;
+}
+
+/* Whether an array of dims[0..n) would be too big for NumPy, as NumPy decides for a
+ * new array: the product of the nonzero dims times `nbytes` (the item size times the
+ * static dims) must fit in npy_intp. Also true when computing a dim overflowed (*ovf).
+ * Once every shape of a call passes, every product of its dims fits in int64. */
+static inline int cv_too_big(const int *ovf, int64_t nbytes, int n, const int64_t *dims) {
+    if (*ovf) return 1;
+    for (int i = 0; i < n; i++)
+        if (dims[i] != 0 && __builtin_mul_overflow(nbytes, dims[i], &nbytes)) return 1;
+    return nbytes > NPY_MAX_INTP;
+}
+
+/* a * b for work estimates (both >= 0), INT64_MAX past it. */
+static inline int64_t cv_mul_sat(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 /* Positional and keyword arguments into argv[0..n); `out=` and `stream=` into
  * *out and *stream (NULL when not given). */
 static int cv_parse_args(const char *fname, const char *const *names, Py_ssize_t n,
@@ -73,12 +109,24 @@ static int cv_parse_args(const char *fname, const char *const *names, Py_ssize_t
     return 0;
 }
 
-/* Describes obj's type for messages: "float64 array of shape (2, 3)", "list". */
+/* "big-endian float32 (>f4)": an array's dtype where its byte order is not native. */
+static void cv_swapped_dtype(PyArrayObject *arr, char *buf, size_t size) {
+    PyArray_Descr *d = PyArray_DESCR(arr);
+    const char *name = d->typeobj->tp_name;
+    if (strncmp(name, "numpy.", 6) == 0) name += 6;
+    snprintf(buf, size, "%s-endian %s (%c%c%d)", d->byteorder == '>' ? "big" : "little", name,
+             d->byteorder, d->kind, (int)PyArray_ITEMSIZE(arr));
+}
+
+/* Describes obj's type for messages: "float64 array of shape (2, 3)", "list", and
+ * "big-endian float32 (>f4) array of shape (8,)" where the byte order is not native. */
 static void cv_describe(PyObject *obj, char *buf, size_t size) {
     if (PyArray_Check(obj)) {
         PyArrayObject *arr = (PyArrayObject *)obj;
-        int len = snprintf(buf, size, "%s array of shape (",
-                           PyArray_DESCR(arr)->typeobj->tp_name);
+        char swapped[64];
+        if (!PyArray_ISNOTSWAPPED(arr)) cv_swapped_dtype(arr, swapped, sizeof swapped);
+        int len = snprintf(buf, size, "%s array of shape (", PyArray_ISNOTSWAPPED(arr)
+                           ? PyArray_DESCR(arr)->typeobj->tp_name : swapped);
         for (int d = 0; d < PyArray_NDIM(arr) && len < (int)size; d++)
             len += snprintf(buf + len, size - len, d ? ", %lld" : "%lld",
                             (long long)PyArray_DIM(arr, d));
@@ -87,6 +135,57 @@ static void cv_describe(PyObject *obj, char *buf, size_t size) {
     } else {
         snprintf(buf, size, "%s", Py_TYPE(obj)->tp_name);
     }
+}
+
+/* np.matrix and masked arrays pass PyArray_Check, but NumPy computes something else on
+ * them (a matrix's `*` is a matrix product; reductions skip masked elements): the
+ * classes are looked up, once, only for a subclass and only in a module already
+ * imported (no masked array exists before numpy.ma is). */
+static PyObject *cv_class_in(const char *module, const char *name, PyObject **cache) {
+    if (*cache) return *cache;
+    PyObject *key = PyUnicode_FromString(module);
+    PyObject *mod = key ? PyImport_GetModule(key) : NULL;
+    Py_XDECREF(key);
+    if (mod) {
+        *cache = PyObject_GetAttrString(mod, name);
+        Py_DECREF(mod);
+    }
+    PyErr_Clear();
+    return *cache;
+}
+
+/* 1 for a masked array, 2 for a matrix, 0 for other arrays (or -1 on error). */
+static int cv_odd_array(PyObject *obj) {
+    static PyObject *matrix, *masked;
+    if (PyArray_CheckExact(obj) || !PyArray_Check(obj)) return 0;
+    PyObject *cls = cv_class_in("numpy.ma", "MaskedArray", &masked);
+    int r = cls ? PyObject_IsInstance(obj, cls) : 0;
+    if (r) return r;
+    cls = cv_class_in("numpy", "matrix", &matrix);
+    r = cls ? PyObject_IsInstance(obj, cls) : 0;
+    return r > 0 ? 2 : r;
+}
+
+/* SignatureError (a TypeError: fallback="python" runs the function on them) for a
+ * matrix or masked array among argv[0..n), naming the argument and what to pass. */
+static int cv_refuse_odd_arrays(const char *fname, const char *const *names, Py_ssize_t n,
+                                PyObject *const *argv) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int odd = cv_odd_array(argv[i]);
+        if (odd < 0) return -1;
+        if (odd == 1)
+            PyErr_Format(cv_SignatureError, "%s(): argument '%s' is a masked array "
+                         "(numpy.ma.MaskedArray), whose masked elements compiled code does "
+                         "not skip: pass %s.filled(value) to choose what they count as, or "
+                         "np.asarray(%s) to use the data as it is", fname, names[i], names[i],
+                         names[i]);
+        if (odd == 2)
+            PyErr_Format(cv_SignatureError, "%s(): argument '%s' is a numpy.matrix, whose "
+                         "operators differ from an ndarray's (`*` is a matrix product): pass "
+                         "np.asarray(%s)", fname, names[i], names[i]);
+        if (odd) return -1;
+    }
+    return 0;
 }
 
 /* A native-endian, aligned array whose strides are multiples of the item size
@@ -138,6 +237,15 @@ static int cv_check_out(const char *fname, int index, PyObject *obj, int typenum
                      index, got);
         return -1;
     }
+    int odd = cv_odd_array(obj);
+    if (odd) {
+        if (odd > 0)
+            PyErr_Format(PyExc_TypeError, odd == 1 ? "%s(): out[%d] is a masked array "
+                         "(numpy.ma.MaskedArray), whose mask compiled code does not update: "
+                         "pass a plain array, e.g. its data: out.data" : "%s(): out[%d] is a "
+                         "numpy.matrix: pass a plain array, e.g. np.asarray(out)", fname, index);
+        return -1;
+    }
     PyArrayObject *arr = (PyArrayObject *)obj;
     int bad_shape = PyArray_NDIM(arr) != ndim;
     for (int d = 0; !bad_shape && d < ndim; d++) bad_shape = PyArray_DIM(arr, d) != shape[d];
@@ -150,9 +258,19 @@ static int cv_check_out(const char *fname, int index, PyObject *obj, int typenum
             len += snprintf(shp + len, sizeof shp - len, d ? ", %lld" : "%lld",
                             (long long)shape[d]);
         if (len < (int)sizeof shp) snprintf(shp + len, sizeof shp - len, ndim == 1 ? ",)" : ")");
-        PyErr_Format(bad_shape ? PyExc_ValueError : PyExc_TypeError,
-                     "%s(): out[%d] must be a %s array of shape %s, got %s", fname, index,
-                     want->typeobj->tp_name, shp, got);
+        if (!bad_shape && PyArray_TYPE(arr) == typenum) { /* only the byte order differs */
+            char swapped[64];
+            const char *np_name = want->typeobj->tp_name;
+            cv_swapped_dtype(arr, swapped, sizeof swapped);
+            if (strncmp(np_name, "numpy.", 6) == 0) np_name += 6;
+            if (ndim == 1) snprintf(shp, sizeof shp, "%lld", (long long)shape[0]);
+            PyErr_Format(PyExc_TypeError, "%s(): out[%d] is a %s array; pass a native-byte-order "
+                         "array, e.g. np.empty(%s, np.%s)", fname, index, swapped, shp, np_name);
+        } else {
+            PyErr_Format(bad_shape ? PyExc_ValueError : PyExc_TypeError,
+                         "%s(): out[%d] must be a %s array of shape %s, got %s", fname, index,
+                         want->typeobj->tp_name, shp, got);
+        }
         Py_DECREF(want);
         return -1;
     }
@@ -190,7 +308,9 @@ static int cv_init_out_handler(const cv_runtime_api *api) {
 
 /* A new uninitialized C-contiguous output array. */
 static PyArrayObject *cv_new_output(int ndim, npy_intp *shape, int typenum, npy_intp itemsize) {
-    npy_intp nbytes = PyArray_MultiplyList(shape, ndim) * itemsize;
+    npy_intp nbytes = itemsize;
+    for (int d = 0; d < ndim; d++) /* overflow: NumPy raises its own error */
+        if (__builtin_mul_overflow(nbytes, shape[d], &nbytes)) nbytes = 0;
     if (nbytes < CV_OUT_CACHED_MIN) return (PyArrayObject *)PyArray_EMPTY(ndim, shape, typenum, 0);
     PyObject *old = PyDataMem_SetHandler(cv_out_handler);
     if (!old) return NULL;

@@ -1,0 +1,57 @@
+"""One signature of one function lowered to CPU kernels, with the buffers, symbols and
+layout needs that both wrappers (pymodule.py, gpu_wrapper.py) build on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cuvil_aot.compiler.codegen.c import emit_kernel
+from cuvil_aot.compiler.codegen.kernel_emitter import Kernel
+from cuvil_aot.compiler.codegen.launch import Storage, matmul_operand
+from cuvil_aot.compiler.ir.node import Function, Node
+from cuvil_aot.compiler.ir.signature import Signature
+
+
+@dataclass
+class Compiled:
+    """One signature of one function, lowered to kernels."""
+
+    prefix: str
+    name: str
+    fn: Function
+    sig: Signature
+    kernels: list[Kernel] = field(default_factory=list)
+    buffers: list[Node] = field(default_factory=list)
+    symbols: list[str] = field(default_factory=list)
+    contiguous: set[int] = field(default_factory=set)  # params read through a regrouping reshape
+
+    @property
+    def storage(self) -> Storage:
+        return Storage({id(p): i for i, p in enumerate(self.fn.param_nodes)},
+                       {id(b): i for i, b in enumerate(self.buffers)})
+
+
+def lower_signature(prefix: str, name: str, fn: Function, sig: Signature) -> Compiled:
+    """The CPU kernels (one per fusion group), the buffers they store to, the parameters
+    that must be C-contiguous (read through a regrouping reshape) and the symbols."""
+    comp = Compiled(prefix, name, fn, sig)
+    for group in fn.groups:
+        for dest in group.dests:
+            if not any(dest.buffer is b for b in comp.buffers):
+                comp.buffers.append(dest.buffer)
+    buffer_ids = {id(b) for b in comp.buffers}
+    for g, group in enumerate(fn.groups):
+        comp.kernels.append(emit_kernel(f"{prefix}_k{g}", group, buffer_ids))
+    params = {id(p): i for i, p in enumerate(fn.param_nodes)}
+    for k in comp.kernels:
+        for op in k.operands:
+            if op.view is not None and id(op.base) in params:
+                comp.contiguous.add(params[id(op.base)])
+        for term in k.group.terms:
+            for operand in term.srcs:
+                base, view, _ = matmul_operand(operand, comp.storage)
+                if view is not None and id(base) in params:
+                    comp.contiguous.add(params[id(base)])
+    comp.symbols = sorted({s for p in sig.params for d in p.type.shape for s in d.symbols})
+    comp.symbols += [name for name, _, _ in fn.derived]
+    return comp

@@ -1,0 +1,29 @@
+"""What the CUDA kernels and the host code that launches them (gpu_launch.py) agree on:
+each kind's entry points, in the order of the module's kernel table, and the block
+sizes, vector widths and row lengths the kernels are written for."""
+
+from __future__ import annotations
+
+from cuvil_aot.compiler.ir.group import Kind
+
+BLOCK = 256  # elementwise, warp-per-row and tiled GEMM blocks
+# Block-per-row teams. Measured on the H200 (softmax 4096 x 4096; bench/gpu/gpu_rows.md):
+# re-reading the row from L1 takes 61-68 us with 256 threads (67 with 512, 115 with 1024);
+# the cached kernel (row and exp in registers, loads as selects so a pass's loads overlap,
+# x * (1/sum)) 42 us, against 35.7 for a hand-written kernel of the same plan.
+ROW_BLOCK = 256
+GEMV_BLOCK = 1024
+VEC = 4  # elements per step of a _flat kernel
+# Many rows of up to 64 (a pooling's 7 x 7): 8 lanes per row. A warp per row has one
+# row's loads in flight per warp: the ResNet head's pooling at batch 256 (26 MB) took
+# 21.1 us so, 8.5 with 8 lanes per row (CUPTI, bench/gpu/h200_2026-11-30c/).
+QUARTER = 8
+QUARTER_ROW_MAX = 64  # the longest row that a quarter warp (_q32) takes
+ROW_CACHE = 16  # elements per thread a cached block-per-row kernel keeps in registers
+ROW_RUN = 4  # _bcu32: a thread's elements in runs of 4, moved as one vector each
+
+ENTRIES = {Kind.ELEMENTWISE: ("s32", "s64", "flat"),
+           Kind.ROW: ("w32", "w64", "b32", "b64", "bc32", "bcu32", "q32"),
+           Kind.GEMM: ("tiled", "tiled64", "gemv1", "gemv4", "ksum")}
+# float32 only: tensor cores, B with n (tc) or k (tct) contiguous; tiles of 128 or 64 rows
+GEMM_TC = ("tc", "tct", "tc64", "tct64")

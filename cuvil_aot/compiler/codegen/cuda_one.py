@@ -1,0 +1,128 @@
+"""A call's kernels as one CUDA kernel (the one-kernel): at batch 1 each launch costs
+more than its work, so a call whose work is small runs every kernel of codegen/cuda.py as a
+phase of one cooperative kernel, with grid-wide barriers between phases, or without one where
+a GEMV's elementwise consumer runs in the GEMV's own tiles (tile_consumer). The host side
+(gpu_wrapper.py) fills ``{prefix}_one_args`` and picks the launch."""
+
+from __future__ import annotations
+
+from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
+from cuvil_aot.compiler.codegen.cuda_gemm import gemv_call
+from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.ir.group import Kind
+from cuvil_aot.compiler.ir.indexing import identity
+from cuvil_aot.compiler.ir.types import Dim
+
+ONE_BLOCK = 1024  # threads of a one-kernel block: a block per SM, all co-resident
+ONE_ROW_CACHE = 2  # elements per thread of a block-per-row phase kept in registers
+
+
+def one_struct(prefix: str, kernels: list[CudaKernel]) -> str:
+    """The arguments of every kernel of a call, each kernel's variant and, for a GEMV
+    whose consumer runs in its tiles, their runs of columns (see one_kernel); the host
+    fills it for the separate launches too."""
+    w = Writer()
+    with w.block("typedef struct", f"}} {prefix}_one_args;"):
+        for g, k in enumerate(kernels):
+            w.line(f"{k.name}_args a{g};")
+        w.line(f"int v[{len(kernels)}];")
+        w.line(f"int runs[{len(kernels)}];  /* 0: kernel g + 1 waits for a grid barrier */")
+    return w.text()
+
+
+def one_kernel(prefix: str, kernels: list[CudaKernel]) -> str:
+    """A call's kernels as one cooperative kernel, with a grid-wide barrier between
+    them: at batch 1 each launch costs more than its work (H200: two launches and a
+    synchronize 11.4 us, one cooperative launch with one barrier 8.8 us;
+    bench/gpu/gpu_rows.md). Each kernel's code runs block-stride over any grid; v[g]
+    picks its variant: elementwise 1 = 32-bit offsets; rows (64-bit ? 2 : 0) + (a block
+    per row ? 1 : 0), or 4: a block per row that keeps the row in registers (one pass
+    over memory instead of three: a ResNet head's softmax phase at batch 1 took 2.3 us
+    with three, H200, bench/gpu/resnet_probe.cu); GEMV its rows per tile (1 or 4).
+
+    A GEMV followed by an elementwise kernel that reads its result column-aligned
+    (tile_consumer: the LSTM step's gates) may skip the barrier between them: where the
+    host sets runs[g], each GEMV tile computes every column its consumer's elements
+    read (runs of columns n / runs apart) and the block then computes those elements."""
+    w = Writer()
+    paired = {g for g in range(len(kernels) - 1) if tile_consumer(kernels, g) is not None}
+    for g in paired:
+        _after_struct(w, kernels[g + 1])
+    with w.block(f'extern "C" __global__ void __launch_bounds__({ONE_BLOCK}, 1) '
+                 f"{prefix}_one(const __grid_constant__ {prefix}_one_args o)"):
+        for g, k in enumerate(kernels):
+            if g - 1 in paired:
+                continue
+            if g:
+                w.line("cooperative_groups::this_grid().sync();")
+            with w.block(""):
+                w.line(f"const {k.name}_args *a = &o.a{g};")
+                if g not in paired:
+                    w.line(_one_call(k, f"o.v[{g}]"))
+                    continue
+                runs = f"o.runs[{g}]"
+                after = f"{runs} ? {runs} : 1, {kernels[g + 1].name}_after{{&o.a{g + 1}, " \
+                        f"o.v[{g + 1}], {runs} != 0}}"
+                w.line(f"if (o.v[{g}] == 1) {gemv_call(k, 1, after)} "
+                       f"else {gemv_call(k, 4, after)}")
+                with w.block(f"if (!{runs})"):
+                    w.line("cooperative_groups::this_grid().sync();")
+                    w.line(f"const {kernels[g + 1].name}_args *a = &o.a{g + 1};")
+                    w.line(_one_call(kernels[g + 1], f"o.v[{g + 1}]"))
+    return w.text()
+
+
+def tile_consumer(kernels: list[CudaKernel], g: int) -> list[Dim] | None:
+    """Where kernel g + 1 may run inside the tiles of kernel g's GEMV (one_kernel): the
+    column offsets of its loads of g's results, which it reads at [i, j + offset] over a
+    loop space [m, n'] (m: the GEMM's rows); None where it may not. The host checks at
+    run time that each offset is a multiple of n' below the GEMM's n."""
+    gemm, cons = kernels[g].group, kernels[g + 1].group
+    if gemm.kind is not Kind.GEMM or cons.kind is not Kind.ELEMENTWISE \
+            or len(gemm.space.shape) != 2 or len(cons.space.shape) != 2 \
+            or cons.space.shape[0] != gemm.space.shape[0] \
+            or any(d.axis != -1 or d.buffer.shape != gemm.space.shape for d in gemm.dests):
+        return None
+    results = {id(d.buffer) for d in gemm.dests}
+    row, one, zero = identity(2)[0], Dim.of(1), Dim.of(0)
+    offsets = []
+    for op in kernels[g + 1].operands:
+        if op.dest is not None or id(op.base) not in results:
+            continue
+        if op.view is not None or op.map[0] != row or op.map[1].coeffs != (zero, one):
+            return None
+        offsets.append(op.map[1].const)
+    return offsets or None
+
+
+def _after_struct(w: Writer, k: CudaKernel) -> None:
+    """Kernel k's elements of rows [row0, row0 + rows) and columns [col0, col0 + run):
+    what a GEMV tile of the one-kernel leaves it to compute (see one_kernel)."""
+    with w.block(f"struct {k.name}_after", "};"):
+        w.line(f"const {k.name}_args *a;")
+        w.line("int fits;  /* 32-bit offsets: one.v */")
+        w.line("int on;  /* 0: the consumer runs after a grid barrier instead */")
+        with w.block("__device__ __forceinline__ void operator()(int64_t row0, int rows, "
+                     "int64_t col0, int64_t run) const"):
+            w.line("if (!on) return;")
+            w.line("const int64_t n0 = a->n[0], n1 = a->n[1], "
+                   "col1 = col0 + run < n1 ? col0 + run : n1;")
+            with w.block("for (int64_t r = row0; r < row0 + rows && r < n0; r++)"):
+                w.line(f"if (fits) {k.name}_span<int32_t>(a, (int32_t)(r * n1 + col0 + "
+                       "threadIdx.x), (int32_t)(r * n1 + col1), (int32_t)blockDim.x);")
+                w.line(f"else {k.name}_span<int64_t>(a, r * n1 + col0 + threadIdx.x, "
+                       "r * n1 + col1, (int64_t)blockDim.x);")
+
+
+def _one_call(k: CudaKernel, v: str) -> str:
+    name = k.name
+    if k.group.kind is Kind.ELEMENTWISE:
+        return f"if ({v}) {name}_strided<int32_t>(a); else {name}_strided<int64_t>(a);"
+    if k.group.kind is Kind.ROW:
+        return " else ".join([f"if ({v} == {(2 if wide else 0) + (1 if block else 0)}) "
+                              f"{name}_rows<{'int64_t' if wide else 'int32_t'}, "
+                              f"{0 if block else 32}>(a);"
+                              for wide in (False, True) for block in (False, True)]
+                             + [f"if ({v} == 4) {name}_rows_c<int32_t, 0, {ONE_ROW_CACHE}, "
+                                "false, 1>(a);"])
+    return f"if ({v} == 1) {gemv_call(k, 1)} else {gemv_call(k, 4)}"

@@ -1,0 +1,291 @@
+"""The host side of a GPU call's launches: each kernel's arguments, the entry point and
+grid it runs with (from the shapes and strides at run time), and the one-kernel
+(cuda_one.py) where the call's work is small.
+
+The entry points, block sizes and row limits are the ones the kernels are written for
+(cuda_geometry.py).
+"""
+
+from __future__ import annotations
+
+from cuvil_aot.compiler.codegen import cuda_one, ops_c
+from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel, unit_axis
+from cuvil_aot.compiler.codegen.cuda_geometry import (
+    BLOCK,
+    ENTRIES,
+    GEMV_BLOCK,
+    QUARTER,
+    QUARTER_ROW_MAX,
+    ROW_BLOCK,
+    ROW_CACHE,
+    ROW_RUN,
+    VEC,
+)
+from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan
+from cuvil_aot.compiler.codegen.kernel_emitter import Operand
+from cuvil_aot.compiler.codegen.launch import Storage, dim, fill_args, matmul_operand, operand_setup
+from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.ir.group import Kind
+from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.types import Dim, Shape
+
+# A call on little work (every GEMM a GEMV, every other kernel at most ONE_WORK
+# elements) runs as the call's one cooperative kernel.
+ONE_WORK = 1 << 20
+
+
+class GpuStorage(Storage):
+    """Device arrays: parameters in ga[], buffers (outputs, intermediates) in gb[]."""
+
+    def data(self, base: Node) -> str:
+        if id(base) in self.params:
+            return f"ga[{self.params[id(base)]}].data"
+        return f"gb[{self.buffers[id(base)]}].data"
+
+    def strides(self, base: Node, view: Shape | None) -> list[str]:
+        if view is None and id(base) in self.params:
+            i = self.params[id(base)]
+            return [f"ga[{i}].strides[{a}]" for a in range(len(base.shape))]
+        return super().strides(base, view)
+
+
+def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
+    """Plans each kernel's launch (its arguments into one.a{g}, its shape into L[g]),
+    then launches the call's one-kernel where the work is small and the device runs it,
+    else each kernel in turn."""
+    kernels = gp.kernels[prefix]
+    w.line(f"{prefix}_one_args one; cv_gpu_plan L[{len(kernels)}];")
+    w.line("memset(&one, 0, sizeof one); memset(L, 0, sizeof L);")
+    w.line(f"int small = {int(prefix in gp.one)}; (void)small;")
+    for g, k in enumerate(kernels):
+        with w.block(""):
+            fill_args(w, k, st, "a")
+            _launch(w, k, st, gp.first[k.name], g)
+            w.line(f"one.a{g} = a;")
+    if prefix in gp.one:
+        w.line("int64_t one_grid = sm;")
+        paired = []
+        for g in range(len(kernels) - 1):
+            offsets = cuda_one.tile_consumer(kernels, g)
+            if offsets is not None:
+                _tile_consumer_runs(w, g, offsets, alone=len(kernels) == 2)
+                paired.append(g)
+        # a cooperative launch only while a grid barrier is left
+        left = " - ".join([str(len(kernels) - 1)] + [f"(one.runs[{g}] > 0)" for g in paired])
+        w.line(f"static int one_off;  /* the device cannot run {prefix}_one */")
+        with w.block("if (small && !one_off)"):
+            w.line(f"const int r = api->gpu->launch_one(&cv_gpu_module, dev, {gp.one[prefix]}, "
+                   f"(uint32_t)one_grid, {cuda_one.ONE_BLOCK}, stream, &one, {left} > 0);")
+            w.line("if (r < 0) goto done;")
+            w.line("one_off = r == 1;")
+            w.line("small = r == 0;")
+        w.line("else small = 0;  /* launched one by one below */")
+    for g, k in enumerate(kernels):
+        w.line(f"if (!small && L[{g}].run && api->gpu->launch(&cv_gpu_module, dev, L[{g}].kid, "
+               f"L[{g}].grid, L[{g}].gy, L[{g}].block, 0, stream, &one.a{g}) < 0) goto done;")
+        if k.group.kind is Kind.GEMM:
+            ksum = gp.first[k.name] + ENTRIES[Kind.GEMM].index("ksum")
+            w.line(f"if (!small && L[{g}].sum_grid && api->gpu->launch(&cv_gpu_module, dev, "
+                   f"{ksum}, L[{g}].sum_grid, 1, {BLOCK}, 0, stream, &one.a{g}) < 0) "
+                   "goto done;")
+
+
+def _tile_consumer_runs(w: Writer, g: int, offsets: list[Dim], alone: bool) -> None:
+    """one.runs[g]: kernel g + 1 runs inside kernel g's GEMV tiles (cuda_one.one_kernel) where
+    a tile can hold every column its elements read: the GEMM's n is runs x the consumer's
+    n', each offset a multiple of n' below n, and a tile's columns split into whole runs
+    (of whole float4s where the GEMV reads float4). Runs of 8 columns where the tile stays
+    8, 16 or 32 wide (1, 2 or 4 runs): each row of B then loads whole 32-byte sectors
+    (runs of 4 read half sectors: a hand-written LSTM step took 5.2 us so against 3.7,
+    H200, bench/gpu/lstm_probe.cu). Where the pair is the call (``alone``), a block per
+    tile, no idle ones (8.5 us back to back against 9.2 with a block per SM)."""
+    a, c = f"one.a{g}", f"one.a{g + 1}"
+    with w.block(""):
+        w.line(f"const int64_t n = {a}.n[1], n1 = {c}.n[1];")
+        w.line("const int64_t runs = n1 > 0 && n % n1 == 0 ? n / n1 : 0;")
+        # a power of two of columns per tile: its lanes split a warp evenly
+        w.line(f"const int64_t cols = runs == 1 || runs == 2 || runs == 4 ? runs * 8 : {a}.cols;")
+        conds = [f"one.v[{g}] > 0", f"{a}.cols > 0", "runs > 0", "cols % runs == 0",
+                 f"{c}.n[0] == {a}.n[0]", f"(!{a}.vec || ((cols / runs) % 4 == 0 && n1 % 4 == 0))"]
+        exprs = dict.fromkeys(dim(d) for d in offsets if d != Dim.of(0))
+        conds += [f"({e}) >= 0 && ({e}) % n1 == 0 && ({e}) < n" for e in exprs]
+        with w.block(f"if ({' && '.join(conds)})"):
+            w.line(f"one.runs[{g}] = (int)runs; {a}.cols = cols;")
+            if alone:
+                w.line(f"const int64_t run = cols / runs, mr = one.v[{g}], "
+                       f"tiles = (n1 + run - 1) / run * (({a}.n[0] + mr - 1) / mr);")
+                w.line("if (tiles < one_grid) one_grid = tiles;")
+
+
+def _unit_rows(k: CudaKernel) -> str:
+    """C condition for ``_bcu32``: every operand that runs along the row does so with
+    stride 1 and in aligned runs of ROW_RUN elements (aligned pointer, the row's length and
+    the operand's other strides multiples of the run)."""
+    axis = unit_axis(k)
+    if axis is None:
+        return "0"
+    run = ROW_RUN
+    tests = [f"len % {run} == 0"]
+    for j, op in enumerate(k.operands):
+        if axis in op.support():
+            tests += [f"a.s[{j}][{axis}] == 1",
+                      f"(uintptr_t)a.p[{j}] % ({run} * sizeof({ops_c.STORAGE[op.dtype]})) == 0"]
+            tests += [f"a.s[{j}][{v}] % {run} == 0" for v in op.support() if v != axis]
+    return " && ".join(tests)
+
+
+def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> None:
+    """Kernel g's launch shape into L[g], its one-kernel variant into one.v[g], and
+    whether its work is small enough for the one-kernel into `small`."""
+    launch = f"L[{g}] = (cv_gpu_plan){{kid, grid, gy, block, 1, 0}};"
+    nloops, nops = k.nloops, len(k.operands)
+    strides = "&a.s[0][0]"
+    if k.group.kind is Kind.ELEMENTWISE:
+        w.line(f"const int64_t total = {_product([f'a.n[{v}]' for v in range(nloops)])};")
+        with w.block("if (total > 0)"):
+            _flat_condition(w, k)
+            w.line(f"const int fits = cv_gpu_fits32(a.n, {nloops}, {strides}, {nops}, total);")
+            w.line(f"const int kid = {first} + (flat ? 2 : fits ? 0 : 1);")
+            w.line(f"const uint32_t grid = flat ? cv_gpu_grid_all((total + {VEC - 1}) / "
+                   f"{VEC}, {BLOCK}) : cv_gpu_grid(total, {BLOCK}, sm, 8), gy = 1, "
+                   f"block = {BLOCK};")
+            w.line(launch)
+            w.line(f"one.v[{g}] = fits; small = small && total <= {ONE_WORK};")
+    elif k.group.kind is Kind.ROW:
+        space = k.group.space
+        w.line(f"const int64_t rows = {_product([f'a.n[{v}]' for v in space.kept_axes])};")
+        w.line(f"const int64_t len = {_product([f'a.n[{v}]' for v in space.reduce_axes])};")
+        with w.block("if (rows > 0)"):
+            # a block per row for long rows, and for rows too few to keep the SMs busy
+            w.line("const int few = len >= 64 && rows < 16 * (int64_t)sm, big = len > 1024 || few;")
+            w.line(f"const int fits = cv_gpu_fits32(a.n, {nloops}, {strides}, {nops}, rows * len);")
+            w.line(f"const int cached = big && fits && len <= {ROW_CACHE * ROW_BLOCK};")
+            w.line(f"const int unit = {_unit_rows(k)};")
+            # 8 lanes per short row where rows fill every SM that way (a ResNet head's
+            # pooling at batch 256; at batch 1 its 512 rows took 1.68 us so, 1.51 a warp
+            # each); every lane of a warp then has a row or none
+            w.line(f"const int quarter = !big && fits && len <= {QUARTER_ROW_MAX} && "
+                   f"rows >= {BLOCK // QUARTER} * (int64_t)sm && "
+                   f"rows % {32 // QUARTER} == 0;")
+            w.line(f"const int kid = {first} + (quarter ? 6 : "
+                   "cached ? 4 + unit : (big ? 2 : 0) + (fits ? 0 : 1));")
+            w.line(f"const uint32_t block = big ? {ROW_BLOCK} : {BLOCK}, gy = 1;")
+            w.line(f"const uint32_t grid = cached ? cv_gpu_grid_all(rows, 1) : big ? "
+                   f"cv_gpu_grid(rows, 1, sm, {2048 // ROW_BLOCK}) : "
+                   f"cv_gpu_grid(rows, {BLOCK} / (quarter ? {QUARTER} : 32), sm, 8);")
+            w.line(launch)
+            # the one-kernel keeps a warp per short row: a quarter warp there made the
+            # ResNet head at batch 1 slower (10.58 us against 10.19-10.38, H200)
+            w.line(f"one.v[{g}] = big && fits && len <= "
+                   f"{cuda_one.ONE_ROW_CACHE * cuda_one.ONE_BLOCK} ? 4 : (fits ? 0 : 2) + big;")
+            w.line(f"small = small && rows * len <= {ONE_WORK};")
+    else:
+        _gemm_terms(w, k, st)
+        batch = "a.n[0]" if nloops == 3 else "1"
+        w.line(f"const int64_t nb = {batch}, m = a.n[{nloops - 2}], n = a.n[{nloops - 1}];")
+        with w.block("if (nb * m * n > 0)"):
+            w.line("const uint32_t gy = (uint32_t)(nb < 65535 ? nb : 65535);")
+            w.line("int kid; uint32_t grid, block;")
+            with w.block("if (m <= 32)"):  # GEMV: each weight read once per 4 rows
+                w.line("const int64_t mr = m == 1 ? 1 : 4, groups = (m + mr - 1) / mr;")
+                w.line(f"const int vec = {_vec_condition(k)};")
+                # float4 tiles: 16 columns, 32 where 16 would need a second block per SM
+                # (bench/gpu/gemv_probe.cu); scalar tiles: narrower while twice as many
+                # still fit one per SM (a call's one-kernel has a block per SM, and a
+                # second pass over tiles costs a memory round trip more)
+                w.line("int cols = vec ? ((n + 15) / 16 * groups * nb > sm ? 32 : 16) : 32;")
+                w.line("while (!vec && cols > 8 && (n + cols / 2 - 1) / (cols / 2) * groups * nb "
+                       "<= sm) cols /= 2;")
+                w.line(f"a.cols = cols; a.vec = vec; kid = {first} + (mr == 1 ? 2 : 3);")
+                w.line(f"grid = (uint32_t)((n + cols - 1) / cols * groups); "
+                       f"block = {GEMV_BLOCK};")
+                w.line(f"one.v[{g}] = (int)mr;")
+            with w.block("else"):  # 64x64 tiles where 128x128 ones leave SMs idle
+                w.line("const int64_t tiles = ((m + 127) / 128) * ((n + 127) / 128);")
+                w.line("const int few_tiles = tiles * nb < sm;")
+                w.line(f"kid = {first} + few_tiles; block = {BLOCK};")
+                w.line("int tc = 0;")
+                if k.acc_type == "float":
+                    _tc_choice(w, k, first)
+                w.line("const int64_t ftiles = ((m + 63) / 64) * ((n + (tc ? 127 : 63)) / "
+                       "(tc ? 128 : 64));")
+                _split(w, k, g)
+                w.line("grid = (uint32_t)(few_tiles ? ftiles * a.split : tiles);")
+            w.line(launch)
+            w.line(f"if (a.split > 1) L[{g}].sum_grid = cv_gpu_grid(nb * m * n, {BLOCK}, "
+                   "sm, 8);")
+            w.line("small = small && m <= 32;")
+
+
+def _split(w: Writer, k: CudaKernel, g: int) -> None:
+    """Split-K where the tiles are too few for the SMs (cv_gpu_split): partial sums in
+    scratch memory of the call, added up by the kernel's _ksum launch."""
+    depth = " + ".join(f"a.t[{t}].k" for t in range(len(k.group.terms)))
+    w.line(f"a.split = few_tiles ? cv_gpu_split(ftiles * nb, {depth}, nb * m * n, sm) : 1;")
+    with w.block("if (a.split > 1)"):
+        w.line("const int64_t count = a.split * nb * m * n;")
+        dt = "CV_DT_FLOAT32" if k.acc_type == "float" else "CV_DT_FLOAT64"
+        w.line(f"const int r = api->gpu->scratch(dev, {dt}, 1, &count, stream, &kpart[{g}]);")
+        w.line("if (r < 0) goto done;")
+        w.line(f"kpart_on[{g}] = r == 0;")
+        w.line(f"if (r == 0) a.part = kpart[{g}].data; else a.split = 1;  /* no pools */")
+
+
+def _product(items: list[str]) -> str:
+    return " * ".join(items) or "1"
+
+
+def _aligned(k: CudaKernel, side: str, inner: str, outer: str) -> str:
+    """Every term's operand ``side`` has unit stride along ``inner``, and its rows along
+    ``outer`` and its batches start on 16 bytes (float32): what float4 loads need."""
+    return " && ".join(c for t in range(len(k.group.terms)) for c in (
+        f"(uintptr_t)a.t[{t}].{side} % 16 == 0", f"a.t[{t}].{side}_{inner} == 1",
+        f"a.t[{t}].{side}_{outer} % 4 == 0", f"a.t[{t}].{side}_bs % 4 == 0"))
+
+
+def _vec_condition(k: CudaKernel) -> str:
+    """float4 loads of B in the GEMV: float32, one row per tile (mr == 1), whole float4s
+    per row of B (n % 4 == 0), offsets within a batch in 32 bits."""
+    if k.acc_type != "float":
+        return "0"
+    fits = " && ".join(f"cv_gpu_term_fits32(&a.t[{t}], m, n)" for t in range(len(k.group.terms)))
+    return f"mr == 1 && n % 4 == 0 && {_aligned(k, 'b', 'cs', 'rs')} && {fits}"
+
+
+def _tc_choice(w: Writer, k: CudaKernel, first: int) -> None:
+    """The tensor-core main loop where the operands suit cp.async: A with k contiguous, B
+    with n (_tc) or k (_tct) contiguous, rows and batches 16-byte aligned. Tiles of 128 x
+    128, or of 64 x 128 where those would leave SMs idle (_tc64, _tct64)."""
+    a_ok = _aligned(k, "a", "cs", "rs")
+    bn = _aligned(k, "b", "cs", "rs")
+    bk = _aligned(k, "b", "rs", "cs")
+    w.line(f"tc = !({a_ok}) ? 0 : ({bn}) ? 1 : ({bk}) ? 2 : 0;")
+    tc_first = first + len(ENTRIES[Kind.GEMM])  # entries GEMM_TC follow ENTRIES
+    w.line(f"if (tc) kid = {tc_first} + (tc - 1) + (few_tiles ? 2 : 0);")
+
+
+def _flat_condition(w: Writer, k: CudaKernel) -> None:
+    """Every operand steps through memory exactly as the flat index, and is aligned."""
+    nloops = k.nloops
+    w.line(f"const int64_t c{nloops - 1} = 1;")
+    for v in range(nloops - 2, -1, -1):
+        w.line(f"const int64_t c{v} = c{v + 1} * a.n[{v + 1}];")
+    conds = []
+    for j, op in enumerate(k.operands):
+        storage = ops_c.STORAGE[op.dtype]
+        conds.append(f"(uintptr_t)a.p[{j}] % ({VEC} * sizeof({storage})) == 0")
+        conds += [f"(a.n[{v}] == 1 || a.s[{j}][{v}] == c{v})" for v in range(nloops)]
+    w.line(f"const int flat = {' && '.join(conds) or '1'};")
+
+
+def _gemm_terms(w: Writer, k: CudaKernel, st: GpuStorage) -> None:
+    for t, term in enumerate(k.group.terms):
+        for side, operand in zip("ab", term.srcs):
+            base, view, m = matmul_operand(operand, st)
+            rank = len(operand.shape)
+            ptr, strides = operand_setup(st, Operand(base, view, m), rank)
+            bs = strides[0] if rank == 3 and operand.shape[0] != Dim.of(1) else "0"
+            w.line(f"a.t[{t}].{side} = {ptr};")
+            w.line(f"a.t[{t}].{side}_rs = {strides[rank - 2]}; a.t[{t}].{side}_cs = "
+                   f"{strides[rank - 1]}; a.t[{t}].{side}_bs = {bs};")
+        w.line(f"a.t[{t}].k = {dim(term.srcs[0].shape[-1])};")

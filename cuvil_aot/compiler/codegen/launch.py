@@ -1,0 +1,149 @@
+"""The exec function of one compiled signature: fills each kernel's arguments and runs it.
+
+It runs without the GIL: it reads array data pointers and strides (plain
+struct fields) and calls the kernels, the thread pool and the GEMM runtime.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuvil_aot.compiler.codegen import ops_c
+from cuvil_aot.compiler.codegen.kernel_emitter import Kernel, Operand
+from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.ir.group import Kind
+from cuvil_aot.compiler.ir.indexing import IndexMap, contiguous_strides, identity, through
+from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.ops import MOVEMENT, Op
+from cuvil_aot.compiler.ir.types import Dim, Shape
+
+
+def dim(d: Dim) -> str:
+    return d.c_expr("S_{}")
+
+
+@dataclass
+class Storage:
+    """Where each array lives at run time: parameter index or buffer index."""
+
+    params: dict[int, int]  # id(PARAM node) -> argument index
+    buffers: dict[int, int]  # id(buffer node) -> buffer index
+
+    def data(self, base: Node) -> str:
+        if id(base) in self.params:
+            return f"PyArray_BYTES(in[{self.params[id(base)]}])"
+        return f"buf[{self.buffers[id(base)]}]"
+
+    def strides(self, base: Node, view: Shape | None) -> list[str]:
+        """Element strides of each axis of base (or of its reinterpretation ``view``)."""
+        if view is None and id(base) in self.params:
+            i = self.params[id(base)]
+            size = f"(npy_intp)sizeof({ops_c.STORAGE[base.dtype]})"
+            return [f"(PyArray_STRIDE(in[{i}], {a}) / {size})" for a in range(len(base.shape))]
+        return [dim(s) for s in contiguous_strides(view if view is not None else base.shape)]
+
+
+def _linear(coeffs: list[tuple[Dim, str]]) -> str:
+    terms = [f"{dim(c)} * {s}" if c != Dim.of(1) else s for c, s in coeffs if c != Dim.of(0)]
+    return " + ".join(terms) or "0"
+
+
+def operand_setup(st: Storage, op: Operand, nloops: int) -> tuple[str, list[str]]:
+    """(pointer expression, stride per loop variable) of a kernel operand."""
+    base = op.dest.buffer if op.dest is not None else op.base
+    strides = st.strides(base, op.view)
+    offset = _linear([(a.const, s) for a, s in zip(op.map, strides)])
+    per_var = [_linear([(a.coeffs[v], s) for a, s in zip(op.map, strides)]) if op.map else "0"
+               for v in range(nloops)]
+    size = f"(int64_t)sizeof({ops_c.STORAGE[base.dtype]})"
+    return f"{st.data(base)} + ({offset}) * {size}", per_var
+
+
+def fill_args(w: Writer, k: Kernel, st: Storage, var: str) -> None:
+    w.line(f"{k.name}_args {var};")
+    w.line(f"memset(&{var}, 0, sizeof {var});")
+    shape = k.group.space.shape or (Dim.of(1),)
+    for v, d in enumerate(shape):
+        w.line(f"{var}.n[{v}] = {dim(d)};")
+    for j, op in enumerate(k.operands):
+        ptr, strides = operand_setup(st, op, k.nloops)
+        w.line(f"{var}.p[{j}] = {ptr};")
+        for v, s in enumerate(strides):
+            if s != "0":
+                w.line(f"{var}.s[{j}][{v}] = {s};")
+    for name in sorted(k.scalars):
+        w.line(f"{var}.arg_{name} = c->arg_{name};")
+    for sym in sorted(k.symbols):
+        w.line(f"{var}.sym_{sym} = S_{sym};")
+
+
+def _product(dims: Shape) -> str:
+    return " * ".join(dim(d) for d in dims) or "1"
+
+
+def launch(w: Writer, k: Kernel, st: Storage) -> None:
+    """Code that runs kernel ``k`` (a block of the exec function)."""
+    group = k.group
+    with w.block(""):
+        fill_args(w, k, st, "a")
+        if group.kind is Kind.GEMM:
+            _launch_gemm(w, k, st)
+        elif group.kind is Kind.ROW:
+            kept = group.space.kept_shape
+            row = tuple(group.space.shape[a] for a in group.space.reduce_axes)
+            w.line(f"const int64_t row_len = {_product(row)};")
+            w.line("const int64_t grain = row_len > 0 ? (32768 + row_len - 1) / row_len : 1024;")
+            w.line(f"cv_launch(api, K->{k.name}, &a, {_product(kept)}, grain);")
+        else:
+            shape = group.space.shape or (Dim.of(1),)
+            w.line(f"const int64_t inner = {dim(shape[-1])};")
+            w.line(f"const int64_t rows = {_product(shape[:-1])};")
+            w.line("int64_t ntasks, grain;")
+            w.line("cv_split(api, rows, inner, &a.chunk, &a.nchunk, &ntasks, &grain);")
+            w.line(f"a.stream = rows * inner * {_root_bytes(k)} >= CV_STREAM_MIN_BYTES;")
+            w.line(f"if (rows * inner > 0) cv_launch(api, K->{k.name}, &a, ntasks, grain);")
+
+
+def _root_bytes(k: Kernel) -> int:
+    """Bytes the kernel stores per element of its loop space."""
+    return sum(ops_c.ITEMSIZE[d.buffer.dtype] for d in k.group.dests)
+
+
+def _launch_gemm(w: Writer, k: Kernel, st: Storage) -> None:
+    group = k.group
+    dtype = group.terms[0].dtype
+    sfx = {"float32": "f32", "float64": "f64"}.get(dtype)
+    if sfx is None:
+        raise ops_c.Unsupported(f"matmul on {dtype} (supported: float16, float32, float64)")
+    out = group.space.shape
+    w.line(f"cv_gemm_term_{sfx} terms[{len(group.terms)}];")
+    for t, term in enumerate(group.terms):
+        for side, operand in zip("ab", term.srcs):
+            base, view, m = matmul_operand(operand, st)
+            ptr, strides = operand_setup(st, Operand(base, view, m), len(operand.shape))
+            rank = len(operand.shape)
+            rs, cs = strides[rank - 2], strides[rank - 1]
+            bs = strides[0] if rank == 3 and operand.shape[0] != Dim.of(1) else "0"
+            ctype = ops_c.CTYPE[dtype]
+            w.line(f"terms[{t}].{side} = (const {ctype} *)({ptr});")
+            w.line(f"terms[{t}].{side}_rs = {rs}; terms[{t}].{side}_cs = {cs}; "
+                   f"terms[{t}].{side}_bs = {bs};")
+        w.line(f"terms[{t}].k = {dim(term.srcs[0].shape[-1])};")
+    batch = dim(out[0]) if len(out) == 3 else "1"
+    w.line(f"cv_gemm_{sfx} g = {{{batch}, {dim(out[-2])}, {dim(out[-1])}, {len(group.terms)}, "
+           f"terms, K->{k.name}, &a}};")
+    w.line(f"if (g.nbatch * g.m * g.n > 0 && api->gemm_{sfx}(&g) != 0) return -1;")
+
+
+def matmul_operand(node: Node, st: Storage) -> tuple[Node, Shape | None, IndexMap]:
+    """The parameter or buffer under a matmul operand's views, and its index map."""
+    nloops = len(node.shape)
+    m: IndexMap = identity(nloops)
+    while node.op in MOVEMENT and id(node) not in st.buffers:
+        sub = through(node, m, nloops)
+        if sub is None:
+            return node.srcs[0], node.shape, m
+        node, m = node.srcs[0], sub
+    if node.op is Op.CONST:
+        raise ops_c.Unsupported("matmul with a constant operand")
+    return node, None, m

@@ -1,0 +1,215 @@
+"""C lowering of each computing op: a table keyed by Op, per dtype family.
+
+Values of float16 are computed in float (NumPy rounds after every op; we
+round once at the store), so the families are: f (float), d (double),
+i32, i64 and b (bool, stored as one byte).
+
+``CLanguage.lowerings`` maps every elementwise op to its lowering, a format of the
+operand expressions or a small method where the family matters; CAST is the one
+exception, a conversion between two dtypes (``cast``). The CUDA table (ops_cuda.py)
+extends this one and overrides what differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cuvil_aot.compiler.ir.ops import Op
+
+CTYPE = {"bool": "cv_bool", "int32": "int32_t", "int64": "int64_t", "float16": "float",
+         "float32": "float", "float64": "double"}
+STORAGE = {**CTYPE, "float16": "cv_f16"}
+ITEMSIZE = {"bool": 1, "int32": 4, "int64": 8, "float16": 2, "float32": 4, "float64": 8}
+FAMILY = {"bool": "b", "int32": "i32", "int64": "i64", "float16": "f", "float32": "f",
+          "float64": "d"}
+FLOATS = ("f", "d")
+INTEGERS = ("i32", "i64")
+
+# An op's expression from the family it computes in and its operand expressions; None
+# where that family has no lowering.
+Lowering = Callable[[str, list[str]], str | None]
+
+_INFIX = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*", Op.DIV: "/", Op.LT: "<", Op.LE: "<=",
+          Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!=", Op.AND: "&", Op.OR: "|",
+          Op.XOR: "^"}
+_VMATH = {Op.EXP: "exp", Op.EXPM1: "expm1", Op.LOG: "log", Op.LOG1P: "log1p", Op.TANH: "tanh"}
+_NOT_ON_BOOLEANS = (Op.FLOORDIV, Op.MOD, Op.POW)
+
+
+class Unsupported(Exception):
+    """An op/dtype pair with no C lowering; ``span`` points at the user's code."""
+
+    def __init__(self, message: str, span: object = None):
+        super().__init__(message)
+        self.span = span
+
+
+def formatted(template: str) -> Lowering:
+    """The same lowering for every family: ``template`` of the operands {0}, {1}, {2}."""
+    return lambda fam, args: template.format(*args)
+
+
+def call(function: str, args: list[str]) -> str:
+    return f"{function}({', '.join(args)})"
+
+
+def float_suffix(fam: str) -> str:
+    """The suffix of a C math function's float version (``expf``); double has none."""
+    return "f" if fam == "f" else ""
+
+
+class CLanguage:
+    """Op -> its C lowering (``code_for_op``), and ``render`` to apply it."""
+
+    def __init__(self) -> None:
+        self.code_for_op: dict[Op, Lowering] = self.lowerings()
+
+    def lowerings(self) -> dict[Op, Lowering]:
+        table = {op: formatted(f"({{0}} {symbol} {{1}})") for op, symbol in _INFIX.items()}
+        return table | {
+            Op.SQUARE: formatted("({0} * {0})"),
+            Op.WHERE: formatted("({0} ? {1} : {2})"),
+            Op.NEG: self.negative,
+            Op.INVERT: self.invert,
+            Op.MAXIMUM: self.extremum("fmax", ">"),
+            Op.MINIMUM: self.extremum("fmin", "<"),
+            Op.FLOORDIV: self.floor_division("floor_divide"),
+            Op.MOD: self.floor_division("remainder"),
+            Op.POW: self.power,
+            Op.SIGN: self.sign,
+            Op.ABS: self.absolute,
+            Op.FLOOR: self.rounding("floor"),
+            Op.CEIL: self.rounding("ceil"),
+            Op.SQRT: self.libm("sqrt"),
+            Op.SIN: self.trigonometric("sin"),
+            Op.COS: self.trigonometric("cos"),
+            **{op: self.vmath(name) for op, name in _VMATH.items()},
+        }
+
+    def render(self, op: Op, dtype: str, args: list[str]) -> str:
+        """The expression for ``op`` computing in ``dtype`` on operand expressions ``args``."""
+        fam = FAMILY[dtype]
+        if fam == "b" and op in _NOT_ON_BOOLEANS:
+            raise Unsupported(f"{op.name.lower()} of booleans")
+        lowering = self.code_for_op.get(op)
+        code = lowering(fam, args) if lowering is not None else None
+        if code is None:
+            raise Unsupported(f"{op.name.lower()} on {dtype}")
+        return code
+
+    # The lowerings where the family matters --------------------------------------------
+    @staticmethod
+    def negative(fam: str, args: list[str]) -> str:
+        return args[0] if fam == "b" else f"(-{args[0]})"
+
+    @staticmethod
+    def invert(fam: str, args: list[str]) -> str:
+        return f"(!{args[0]})" if fam == "b" else f"(~{args[0]})"
+
+    @staticmethod
+    def extremum(name: str, cmp: str) -> Lowering:
+        """maximum / minimum: for floats vmath.h's, where a NaN in either operand wins."""
+        def lowering(fam: str, args: list[str]) -> str:
+            if fam in FLOATS:
+                return call(f"cv_{name}{float_suffix(fam)}_np", args)
+            return f"({args[0]} {cmp} {args[1]} ? {args[0]} : {args[1]})"
+        return lowering
+
+    @staticmethod
+    def floor_division(name: str) -> Lowering:
+        """floor_divide / remainder: Python's sign rules, as NumPy computes them."""
+        suffixes = {"f": "f", "d": "", "i32": "_i32", "i64": "_i64"}
+        return lambda fam, args: call(f"cv_{name}{suffixes[fam]}", args)
+
+    @staticmethod
+    def power(fam: str, args: list[str]) -> str:
+        if fam in FLOATS:
+            return call(f"pow{float_suffix(fam)}", args)
+        return call(f"cv_power_{fam}", args)
+
+    @staticmethod
+    def sign(fam: str, args: list[str]) -> str:
+        if fam in FLOATS:
+            return call(f"cv_sign{float_suffix(fam)}", args)
+        return f"(({args[0]} > 0) - ({args[0]} < 0))"
+
+    @staticmethod
+    def absolute(fam: str, args: list[str]) -> str:
+        if fam in FLOATS:
+            return call(f"fabs{float_suffix(fam)}", args)
+        return f"({args[0]} < 0 ? -{args[0]} : {args[0]})"
+
+    @staticmethod
+    def rounding(name: str) -> Lowering:
+        """floor / ceil: libm on floats, nothing to do on integers."""
+        return lambda fam, args: call(f"{name}{float_suffix(fam)}", args) if fam in FLOATS \
+            else args[0]
+
+    @staticmethod
+    def libm(name: str) -> Lowering:
+        """A float-only function of the C library."""
+        return lambda fam, args: call(f"{name}{float_suffix(fam)}", args) if fam in FLOATS \
+            else None
+
+    @staticmethod
+    def vmath(name: str) -> Lowering:
+        """A float-only function of vmath.h: vectorizable range-reduced polynomials."""
+        return lambda fam, args: call(f"cv_{name}{float_suffix(fam)}", args) if fam in FLOATS \
+            else None
+
+    @classmethod
+    def trigonometric(cls, name: str) -> Lowering:
+        """sin / cos: vmath.h's in float; its float64 versions stop at 2^32, so libm's."""
+        vmath = cls.vmath(name)
+        return lambda fam, args: call(name, args) if fam == "d" else vmath(fam, args)
+
+
+C = CLanguage()
+
+
+def render(op: Op, dtype: str, args: list[str]) -> str:
+    """C expression for ``op`` computing in ``dtype`` on operand expressions ``args``."""
+    return C.render(op, dtype, args)
+
+
+def cast(value: str, src: str, dst: str) -> str:
+    if src == dst:
+        return value
+    if dst == "float16":  # computed in float, but the value must be rounded to half
+        return f"((float)(cv_f16)({value}))"
+    if CTYPE[src] == CTYPE[dst]:
+        return value
+    if dst == "bool":
+        return f"(cv_bool)({value} != 0)"
+    return f"({CTYPE[dst]})({value})"
+
+
+def literal(value: bool | int | float, dtype: str) -> str:
+    """A C literal of ``dtype``; value is a Python number (NaN and infinities included)."""
+    fam = FAMILY[dtype]
+    if fam == "b":
+        return "1" if value else "0"
+    if fam in INTEGERS:
+        return f"((int64_t){int(value)}LL)" if fam == "i64" else f"((int32_t){int(value)})"
+    v = float(value)
+    if v != v:
+        return f"(({CTYPE[dtype]})NAN)"
+    if v in (float("inf"), float("-inf")):
+        return f"(({CTYPE[dtype]}){'-' if v < 0 else ''}INFINITY)"
+    return f"(({CTYPE[dtype]}){v!r})"
+
+
+# Reductions: the value each starts from -------------------------------------------------
+
+REDUCE_INIT = {Op.SUM: "0", Op.PROD: "1"}
+
+
+def extreme(dtype: str, high: bool) -> str:
+    """The highest (``high``) or lowest value of ``dtype``: where a MIN (MAX) starts."""
+    fam = FAMILY[dtype]
+    if fam in FLOATS:
+        return "INFINITY" if high else "-INFINITY"
+    bits = {"i32": "32", "i64": "64"}.get(fam)
+    if bits is None:
+        return "1" if high else "0"
+    return f"INT{bits}_MAX" if high else f"INT{bits}_MIN"

@@ -1,0 +1,320 @@
+"""The CPython extension around the kernels: one METH_FASTCALL function per marked
+function, dispatching on its signatures, checking arguments, allocating outputs.
+
+Three C sources come out: ``kernels.h`` (argument structs, the kernel table
+type), ``kernels.c`` (compiled once per CPU level, each defining its own table)
+and ``module.c`` (the wrapper, which picks a table at import). The checks both
+wrappers make are in wrapper_arguments.py; the device-array path in gpu_wrapper.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuvil_aot.compiler.codegen import gpu_wrapper, ops_c
+from cuvil_aot.compiler.codegen.compiled import Compiled, lower_signature
+from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, lower
+from cuvil_aot.compiler.codegen.kernel_emitter import Kernel
+from cuvil_aot.compiler.codegen.launch import dim, launch
+from cuvil_aot.compiler.codegen.wrapper_arguments import (
+    c_string,
+    empty_reduction_checks,
+    fail,
+    match_dims,
+    match_scalar,
+    no_match_error,
+    out_argument,
+)
+from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.gpu_targets import GpuTargets
+from cuvil_aot.compiler.ir.group import Kind
+from cuvil_aot.compiler.ir.node import Function, Param
+from cuvil_aot.compiler.ir.signature import Signature, render_type
+
+TYPENUM = {"bool": "NPY_BOOL", "int32": "NPY_INT32", "int64": "NPY_INT64",
+           "float16": "NPY_FLOAT16", "float32": "NPY_FLOAT32", "float64": "NPY_FLOAT64"}
+
+
+@dataclass
+class Sources:
+    kernels_h: str
+    kernels_c: str
+    module_c: str
+    kernels_cu: str = ""  # the GPU kernels (codegen/cuda.py); empty in CPU-only builds
+
+
+def kernels_header(comps: list[Compiled]) -> str:
+    w = Writer()
+    w.line("#include \"cuvil_aot/kernel.h\"")
+    for comp in comps:
+        for k in comp.kernels:
+            w.line(k.struct)
+    with w.block("typedef struct", "} cv_kernel_table;"):
+        for comp in comps:
+            for k in comp.kernels:
+                if k.group.kind is Kind.GEMM:
+                    acc = ops_c.CTYPE[k.group.terms[0].dtype]
+                    sfx = "f32" if acc == "float" else "f64"
+                    w.line(f"cv_epilogue_{sfx} {k.name};")
+                else:
+                    w.line(f"cv_range_fn {k.name};")
+        w.line("int unused;")
+    return w.text()
+
+
+def kernels_source(comps: list[Compiled]) -> str:
+    w = Writer()
+    w.line('#include "kernels.h"')
+    for comp in comps:
+        for k in comp.kernels:
+            w.line(k.code)
+    with w.block("const cv_kernel_table CV_TABLE =", "};"):
+        for comp in comps:
+            for k in comp.kernels:
+                w.line(f".{k.name} = {k.name},")
+    return w.text()
+
+
+# The wrapper -----------------------------------------------------------------------
+
+def match_function(w: Writer, comp: Compiled) -> None:
+    """Fills the call struct when the arguments match this signature."""
+    params = comp.sig.params
+    with w.block("typedef struct", f"}} {comp.prefix}_call;"):
+        w.line(f"int64_t sym[{max(1, len(comp.symbols))}];")
+        for p in params:
+            if p.is_scalar:
+                w.line(f"{'double' if p.type.dtype == 'float64' else 'int64_t'} arg_{p.name};")
+    sig = f"static int {comp.prefix}_match(PyObject **argv, {comp.prefix}_call *c, char *why, " \
+          "size_t nwhy, int *shape_err)"
+    with w.block(sig):
+        w.line("char got[160];")
+        w.line("(void)got;")
+        for i, p in enumerate(params):
+            _match_param(w, i, p.name, p)
+        match_dims(w, comp, lambda i, axis: f"PyArray_DIM((PyArrayObject *)argv[{i}], {axis})")
+        w.line("return 1;")
+
+
+def _match_param(w: Writer, i: int, name: str, p: Param) -> None:
+    """Argument ``argv[i]``: a scalar, or a NumPy array of the dtype and rank of ``p``."""
+    if p.is_scalar:
+        match_scalar(w, i, name, p)
+        return
+    obj = f"argv[{i}]"
+    want = f"{render_type(p)}"
+    with w.block(f"if (!PyArray_Check({obj}) || PyArray_TYPE((PyArrayObject *){obj}) != "
+                 f"{TYPENUM[p.type.dtype]})"):
+        w.line(f"cv_describe({obj}, got, sizeof got);")
+        fail(w, False, f"argument '{name}': expected a {p.type.dtype} array {want}, got %s",
+             "got")
+    with w.block(f"if (PyArray_NDIM((PyArrayObject *){obj}) != {p.type.ndim})"):
+        w.line(f"cv_describe({obj}, got, sizeof got);")
+        fail(w, True, f"argument '{name}': expected {p.type.ndim} dimensions {want}, got %s",
+             "got")
+
+
+def exec_function(w: Writer, comp: Compiled) -> None:
+    """Runs every kernel; no Python API calls, so it runs without the GIL."""
+    sig = f"static int {comp.prefix}_exec(PyArrayObject **in, char **buf, " \
+          f"const {comp.prefix}_call *c)"
+    with w.block(sig):
+        w.line("(void)in; (void)buf; (void)c;")
+        for s, sym in enumerate(comp.symbols):
+            w.line(f"const int64_t S_{sym} = c->sym[{s}]; (void)S_{sym};")
+        for k in comp.kernels:
+            launch(w, k, comp.storage)
+        w.line("return 0;")
+
+
+def run_function(w: Writer, comp: Compiled) -> None:
+    """Normalizes inputs, prepares outputs and buffers, runs exec, builds the result."""
+    fn = comp.fn
+    nparams, nbuf = len(fn.params), len(comp.buffers)
+    out_index = {id(o): i for i, o in enumerate(fn.outputs)}
+    sig = f"static PyObject *{comp.prefix}_run(PyObject **argv, PyObject *out, " \
+          f"const {comp.prefix}_call *c)"
+    with w.block(sig):
+        w.line("PyObject *result = NULL;")
+        w.line(f"PyArrayObject *in[{max(1, nparams)}] = {{0}};")
+        w.line(f"PyArrayObject *arr[{max(1, nbuf)}] = {{0}};  /* buffers that are outputs */")
+        w.line(f"PyArrayObject *user[{max(1, nbuf)}] = {{0}};  /* out= arrays to copy into */")
+        w.line(f"char *buf[{max(1, nbuf)}] = {{0}};")
+        w.line(f"int owned[{max(1, nbuf)}] = {{0}};")
+        w.line("int rc = 0;")
+        for s, sym in enumerate(comp.symbols):
+            w.line(f"const int64_t S_{sym} = c->sym[{s}]; (void)S_{sym};")
+        empty_reduction_checks(w, comp)
+        for i, p in enumerate(fn.params):
+            if not p.is_scalar:
+                contig = int(i in comp.contiguous)
+                w.line(f"in[{i}] = cv_normalize((PyArrayObject *)argv[{i}], {contig});")
+                w.line(f"if (!in[{i}]) goto done;")
+        out_argument(w, comp)
+        for b, buffer in enumerate(comp.buffers):
+            shape = buffer.shape
+            if id(buffer) in out_index:
+                k = out_index[id(buffer)]
+                w.line(f"npy_intp shape{b}[{max(1, len(shape))}] = "
+                       f"{{{', '.join(dim(d) for d in shape) or '0'}}};")
+                _output_buffer(w, comp.name, b, k, len(shape), buffer.dtype)
+            else:
+                size = " * ".join(dim(d) for d in shape) or "1"
+                storage = ops_c.STORAGE[buffer.dtype]
+                w.line(f"buf[{b}] = cv_buffer(({size}) * (int64_t)sizeof({storage}));")
+                w.line(f"owned[{b}] = 1;")
+                w.line(f"if (!buf[{b}]) {{ PyErr_NoMemory(); goto done; }}")
+        big = " || ".join(f"{_work(k)} > 16384" for k in comp.kernels) or "0"
+        with w.block(f"if ({big})"):
+            w.line("Py_BEGIN_ALLOW_THREADS")
+            w.line(f"rc = {comp.prefix}_exec(in, buf, c);")
+            w.line("Py_END_ALLOW_THREADS")
+        with w.block("else"):
+            w.line(f"rc = {comp.prefix}_exec(in, buf, c);")
+        w.line("if (rc) { PyErr_NoMemory(); goto done; }")
+        for b, buffer in enumerate(comp.buffers):
+            if id(buffer) in out_index:
+                w.line(f"if (user[{b}] && PyArray_CopyInto(user[{b}], arr[{b}]) < 0) goto done;")
+        _result(w, comp)
+        w.line("done:")
+        with w.block(f"for (int b = 0; b < {max(1, nbuf)}; b++)"):
+            w.line("if (owned[b]) free(buf[b]);")
+            w.line("Py_XDECREF(arr[b]);")
+        w.line(f"for (int i = 0; i < {max(1, nparams)}; i++) Py_XDECREF(in[i]);")
+        w.line("return result;")
+
+
+def _work(k: Kernel) -> str:
+    """Elements (multiply-adds for a GEMM) of a kernel: an estimate, saturated at
+    INT64_MAX (a GEMM's m * n * k may exceed it where every array fits)."""
+    dims = k.group.space.shape
+    if k.group.kind is Kind.GEMM:
+        dims = dims + (k.group.terms[0].srcs[0].shape[-1],)
+    expr = "1"
+    for d in dims:
+        expr = dim(d) if expr == "1" else f"cv_mul_sat({expr}, {dim(d)})"
+    return expr
+
+
+def _output_buffer(w: Writer, name: str, b: int, k: int, ndim: int, dtype: str) -> None:
+    typenum = TYPENUM[dtype]
+    with w.block(f"if (outs[{k}])"):
+        w.line(f"if (cv_check_out({c_string(name)}, {k}, outs[{k}], {typenum}, {ndim}, "
+               f"shape{b}) < 0) goto done;")
+        w.line(f"PyArrayObject *o = (PyArrayObject *)outs[{k}];")
+        w.line("int direct = PyArray_IS_C_CONTIGUOUS(o) && PyArray_ISALIGNED(o);")
+        w.line("for (int i = 0; direct && i < (int)(sizeof in / sizeof in[0]); i++)")
+        w.line("    if (in[i] && cv_overlaps(in[i], o)) direct = 0;")
+        w.line(f"if (direct) {{ Py_INCREF(o); arr[{b}] = o; }} else user[{b}] = o;")
+    with w.block(f"if (!arr[{b}])"):
+        w.line(f"arr[{b}] = cv_new_output({ndim}, shape{b}, {typenum}, "
+               f"(npy_intp)sizeof({ops_c.STORAGE[dtype]}));")
+        w.line(f"if (!arr[{b}]) goto done;")
+    w.line(f"buf[{b}] = PyArray_BYTES(arr[{b}]);")
+
+
+def _result(w: Writer, comp: Compiled) -> None:
+    index = {id(b): i for i, b in enumerate(comp.buffers)}
+    items = []
+    for o in comp.fn.outputs:
+        b = index[id(o)]
+        items.append(f"(user[{b}] ? (PyObject *)user[{b}] : (PyObject *)arr[{b}])")
+    if not comp.fn.returns_tuple:
+        w.line(f"result = {items[0]};")
+        w.line("Py_INCREF(result);")
+        if not comp.fn.outputs[0].shape:
+            w.line("result = PyArray_Return((PyArrayObject *)result);")
+        return
+    w.line(f"result = PyTuple_New({len(items)});")
+    w.line("if (!result) goto done;")
+    for i, item in enumerate(items):
+        w.line(f"{{ PyObject *o = {item}; Py_INCREF(o); PyTuple_SET_ITEM(result, {i}, o); }}")
+
+
+def wrapper_function(w: Writer, index: int, name: str, comps: list[Compiled]) -> None:
+    params = comps[0].sig.params
+    names = ", ".join(c_string(p.name) for p in params)
+    w.line(f"static const char *const f{index}_names[] = {{{names or '0'}}};")
+    sig = f"static PyObject *py_f{index}(PyObject *self, PyObject *const *args, " \
+          "Py_ssize_t nargs, PyObject *kwnames)"
+    with w.block(sig):
+        w.line("(void)self;")
+        w.line(f"PyObject *argv[{max(1, len(params))}]; PyObject *out, *stream;")
+        w.line(f"if (cv_parse_args({c_string(name)}, f{index}_names, {len(params)}, args, nargs, "
+               "kwnames, argv, &out, &stream) < 0) return NULL;")
+        gpu_wrapper.branch(w, index, name, len(params))
+        if any(not p.is_scalar for p in params):  # np.matrix, masked arrays: refused
+            w.line(f"if (cv_refuse_odd_arrays({c_string(name)}, f{index}_names, "
+                   f"{len(params)}, argv) < 0) return NULL;")
+        w.line(f"char why[{len(comps)}][512]; int shape_err[{len(comps)}] = {{0}};")
+        for s, comp in enumerate(comps):
+            with w.block(""):
+                w.line(f"{comp.prefix}_call c;")
+                w.line(f"int r = {comp.prefix}_match(argv, &c, why[{s}], sizeof why[{s}], "
+                       f"&shape_err[{s}]);")
+                w.line("if (r < 0) return NULL;")
+                w.line(f"if (r) return {comp.prefix}_run(argv, out, &c);")
+        no_match_error(w, name, comps)
+        w.line("return NULL;")
+
+
+def module_source(ext_name: str, functions: dict[str, list[Compiled]], levels: list[int],
+                  gpu: GpuPlan | None = None, targets: GpuTargets | None = None) -> str:
+    """The wrapper; ``targets``: what the embedded fatbin holds (None: CPU only)."""
+    w = Writer()
+    w.line("#define PY_SSIZE_T_CLEAN")
+    w.line("#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION")
+    w.line("#include <Python.h>")
+    w.line('#include "cuvil_aot/pywrap.h"')
+    w.line('#include "kernels.h"')
+    for level in levels:
+        w.line(f"extern const cv_kernel_table cv_table_v{level};")
+    w.line("static const cv_kernel_table *K;")
+    w.line("static const cv_runtime_api *api;")
+    gpu = gpu or GpuPlan()
+    gpu_wrapper.module_table(w, gpu, targets)
+    for index, (name, comps) in enumerate(functions.items()):
+        for comp in comps:
+            match_function(w, comp)
+            exec_function(w, comp)
+            run_function(w, comp)
+        gpu_wrapper.function(w, index, name, comps, gpu, targets is not None)
+        wrapper_function(w, index, name, comps)
+    with w.block("static PyMethodDef methods[] =", "};"):
+        for index, (name, comps) in enumerate(functions.items()):
+            doc = name + "(" + ", ".join(p.name for p in comps[0].sig.params) + ")\n" + \
+                "\n".join(f"  ({c.sig})" for c in comps)
+            w.line(f"{{{c_string(name)}, (PyCFunction)(void (*)(void))py_f{index}, "
+                   f"METH_FASTCALL | METH_KEYWORDS, {c_string(doc)}}},")
+        w.line("{NULL, NULL, 0, NULL}")
+    w.line(f"static struct PyModuleDef def = {{PyModuleDef_HEAD_INIT, {c_string(ext_name)}, "
+           "NULL, -1, methods, NULL, NULL, NULL, NULL};")
+    with w.block(f"PyMODINIT_FUNC PyInit_{ext_name}(void)"):
+        w.line("import_array();")
+        w.line("api = cv_import_runtime();")
+        w.line("if (!api || cv_import_errors() < 0 || cv_init_out_handler(api) < 0) return NULL;")
+        w.line("int level = api->cpu_level(), chosen = 0;")
+        for level in sorted(levels):
+            w.line(f"if (level >= {level}) {{ K = &cv_table_v{level}; chosen = {level}; }}")
+        with w.block("if (!K)"):
+            w.line("PyErr_Format(PyExc_ImportError, \"this module was built for x86-64 levels "
+                   f"{levels} but the CPU supports only level %d\", level);")
+            w.line("return NULL;")
+        w.line("PyObject *m = PyModule_Create(&def);")
+        w.line("if (m && PyModule_AddIntConstant(m, \"cpu_level\", chosen) < 0) { Py_DECREF(m); "
+               "return NULL; }")
+        w.line("return m;")
+    return w.text()
+
+
+def generate(ext_name: str, lowered: dict[str, list[tuple[Signature, Function]]],
+             levels: list[int], cuda: GpuTargets | None = None) -> Sources:
+    functions: dict[str, list[Compiled]] = {}
+    for f, (name, sigs) in enumerate(lowered.items()):
+        functions[name] = [lower_signature(f"f{f}_s{s}", name, fn, sig)
+                           for s, (sig, fn) in enumerate(sigs)]
+    comps = [c for cs in functions.values() for c in cs]
+    gpu = lower(comps) if cuda is not None else None
+    return Sources(kernels_header(comps), kernels_source(comps),
+                   module_source(ext_name, functions, levels, gpu, cuda),
+                   gpu.source if gpu is not None else "")

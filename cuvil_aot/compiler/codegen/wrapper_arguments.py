@@ -1,0 +1,185 @@
+"""What the CPU (pymodule.py) and GPU (gpu_wrapper.py) wrappers emit alike to check a
+call's arguments against a signature: a failed match with its reason, scalar
+arguments, the symbols bound by the shapes, empty reductions, ``out=``, and the error
+when no signature matches.
+
+A signature's match function fills ``why`` (and ``*shape_err`` when shapes were the
+problem) and returns 0 where the arguments do not match it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cuvil_aot.compiler.codegen.binding import Bind, Check, plan
+from cuvil_aot.compiler.codegen.compiled import Compiled
+from cuvil_aot.compiler.codegen.launch import dim
+from cuvil_aot.compiler.codegen.shape_checks import (
+    TOO_BIG,
+    can_overflow,
+    checked,
+    shape_text,
+    size_checks,
+    values,
+)
+from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.ir.node import Param
+from cuvil_aot.compiler.ir.ops import Op
+from cuvil_aot.compiler.ir.signature import render_type
+
+NO_IDENTITY = {Op.MAX: "maximum", Op.MIN: "minimum", Op.ARGMAX: "argmax", Op.ARGMIN: "argmin"}
+
+
+def c_string(text: str) -> str:
+    """``text`` as a C string literal."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def fail(w: Writer, shape: bool, fmt: str, *args: str) -> None:
+    """No match: the reason (a printf format of ``args``) into ``why``; ``shape``: a shape
+    was the problem."""
+    extra = "".join(f", {a}" for a in args)
+    w.line(f"snprintf(why, nwhy, {c_string(fmt)}{extra});")
+    if shape:
+        w.line("*shape_err = 1;")
+    w.line("return 0;")
+
+
+def match_scalar(w: Writer, i: int, name: str, p: Param) -> None:
+    """Scalar argument ``argv[i]`` into ``c->arg_{name}``: a float, or an int of 64 bits."""
+    obj = f"argv[{i}]"
+    if p.type.dtype == "float64":
+        with w.block(f"if (PyArray_Check({obj}) || !PyNumber_Check({obj}) || "
+                     f"PyComplex_Check({obj}))"):
+            w.line(f"cv_describe({obj}, got, sizeof got);")
+            fail(w, False, f"argument '{name}': expected a float, got %s", "got")
+        w.line(f"c->arg_{name} = PyFloat_AsDouble({obj});")
+        with w.block(f"if (c->arg_{name} == -1.0 && PyErr_Occurred())"):
+            w.line("PyErr_Clear();")
+            fail(w, False, f"argument '{name}': expected a float")
+    else:
+        with w.block(f"if (PyArray_Check({obj}) || !PyIndex_Check({obj}))"):
+            w.line(f"cv_describe({obj}, got, sizeof got);")
+            fail(w, False, f"argument '{name}': expected an int, got %s", "got")
+        w.line(f"c->arg_{name} = PyLong_AsLongLong({obj});")
+        with w.block(f"if (c->arg_{name} == -1 && PyErr_Occurred())"):
+            w.line("PyErr_Clear();")
+            fail(w, False, f"argument '{name}': expected an int that fits in 64 bits")
+
+
+def match_dims(w: Writer, comp: Compiled, dim_of: Callable[[int, int], str]) -> None:
+    """Binds the symbols from the argument shapes (``dim_of(param, axis)``), checks the
+    rest, computes derived symbols and run-time requirements, checks that every array
+    of the call fits (shape_checks.py: the arithmetic is overflow-checked) and fills
+    ``c->sym``."""
+    steps, origin = plan(comp.sig.params)
+    for sym in comp.symbols:
+        w.line(f"int64_t S_{sym} = 0;")
+    w.line("int ovf = 0; (void)ovf;")
+    for n, step in enumerate(steps):
+        _match_dim(w, n, step, comp, origin, dim_of(step.param, step.axis))
+    derived = [length for _, length, _ in comp.fn.derived]
+    for name, length, step_size in comp.fn.derived:
+        with w.block(""):
+            w.line(f"const int64_t len = {checked(length)};")
+            w.line(f"S_{name} = len > 0 ? len / {step_size} + (len % {step_size} != 0) : 0;")
+    exprs = [expr for expr, _ in comp.fn.requirements]
+    for expr, why in comp.fn.requirements:
+        with w.block(f"if ({checked(expr)} < 0 && !ovf)"):
+            fail(w, True, f"{why}, but it is %lld", f"(long long){dim(expr)}")
+    if any(can_overflow(d) for d in derived + exprs):
+        with w.block("if (ovf)"):
+            text, args = values(derived + exprs)
+            fail(w, True, f"the sizes{text}: {TOO_BIG}", *args)
+    for e in size_checks(comp):
+        dims = ", ".join(checked(d) for d in e.dims)
+        with w.block(f"if (cv_too_big(&ovf, {e.nbytes}, {len(e.dims)}, "
+                     f"(const int64_t[]){{{dims}}}))"):
+            text, args = values(e.dims)
+            fail(w, True, f"{shape_text(e)}{text}: {TOO_BIG}", *args)
+    for s, sym in enumerate(comp.symbols):
+        w.line(f"c->sym[{s}] = S_{sym};")
+
+
+def _match_dim(w: Writer, n: int, step: Bind | Check, comp: Compiled,
+               origin: dict[str, tuple[int, int]], actual: str) -> None:
+    """One step of the plan; ``n``: its index (for the names of its locals)."""
+    p = comp.sig.params[step.param]
+    dim_text = f"argument '{p.name}': dimension {step.axis} is"
+    if isinstance(step, Bind):
+        value = f"({actual} - {dim(step.rest)})"
+        if can_overflow(step.rest):
+            w.line(f"const int64_t V{n} = cv_sub({actual}, {checked(step.rest)}, &ovf);")
+            value = f"V{n}"
+            with w.block("if (ovf)"):
+                text, args = values([step.rest])
+                fail(w, True, f"{dim_text} {p.type.shape[step.axis]}{text}: {TOO_BIG}", *args)
+        with w.block(f"if ({value} % {step.coeff} != 0 || {value} / {step.coeff} < 0)"):
+            fail(w, True, f"{dim_text} %lld, which is not {p.type.shape[step.axis]} for any "
+                 f"size {step.symbol}", f"(long long){actual}")
+        w.line(f"S_{step.symbol} = {value} / {step.coeff};")
+        return
+    expected = dim(step.expected)
+    if can_overflow(step.expected):
+        w.line(f"const int64_t E{n} = {checked(step.expected)};")
+        expected = f"E{n}"
+        with w.block("if (ovf)"):
+            text, args = values([step.expected])
+            fail(w, True, f"{dim_text} {step.expected}{text}: {TOO_BIG}", *args)
+    sources = ", ".join(f"{s} from '{comp.sig.params[origin[s][0]].name}' dimension "
+                        f"{origin[s][1]}" for s in sorted(step.expected.symbols))
+    with w.block(f"if ({actual} != {expected})"):
+        if step.expected.is_static:
+            fail(w, True, f"{dim_text} %lld, expected {step.expected} ({render_type(p)})",
+                 f"(long long){actual}")
+        else:
+            fail(w, True, f"{dim_text} %lld, expected {step.expected} = %lld ({sources})",
+                 f"(long long){actual}", f"(long long){expected}")
+
+
+def empty_reduction_checks(w: Writer, comp: Compiled) -> None:
+    """NumPy's ValueError for a reduction with no identity over no elements."""
+    for k in comp.kernels:
+        space = k.group.space
+        for stage in k.group.stages:
+            if stage.op in NO_IDENTITY:
+                reduced = " * ".join(dim(space.shape[a]) for a in space.reduce_axes) or "1"
+                msg = (f"{comp.name}(): zero-size array to reduction operation "
+                       f"{NO_IDENTITY[stage.op]} which has no identity")
+                with w.block(f"if (({reduced}) == 0)"):
+                    w.line(f"PyErr_SetString(PyExc_ValueError, {c_string(msg)});")
+                    w.line("return NULL;")
+
+
+def out_argument(w: Writer, comp: Compiled) -> None:
+    """``outs[k]``: the k-th array of ``out=`` (an array, or a tuple of one per output)."""
+    n = len(comp.fn.outputs)
+    w.line(f"PyObject *outs[{n}] = {{0}};")
+    with w.block("if (out && out != Py_None)"):
+        if n == 1:
+            w.line("outs[0] = (PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1) ? "
+                   "PyTuple_GET_ITEM(out, 0) : out;")
+        else:
+            with w.block(f"if (!PyTuple_Check(out) || PyTuple_GET_SIZE(out) != {n})"):
+                msg = f"{comp.name}(): out must be a tuple of {n} arrays"
+                w.line(f"PyErr_SetString(PyExc_TypeError, {c_string(msg)});")
+                w.line("goto done;")
+            w.line(f"for (int k = 0; k < {n}; k++) outs[k] = PyTuple_GET_ITEM(out, k);")
+
+
+def no_match_error(w: Writer, name: str, comps: list[Compiled]) -> None:
+    """Sets SignatureError (SignatureShapeError when shapes were the problem) from the
+    reasons in ``why``/``shape_err``, one line per signature when there are several."""
+    if len(comps) == 1:
+        w.line("PyErr_Format(shape_err[0] ? cv_SignatureShapeError : cv_SignatureError, "
+               f"\"%s(): %s\", {c_string(name)}, why[0]);")
+        return
+    w.line("PyObject *msg = PyUnicode_FromFormat(\"%s(): no signature matches the "
+           f"arguments:\", {c_string(name)});")
+    for s, comp in enumerate(comps):
+        line = f"\n  ({comp.sig}): "
+        w.line(f"if (msg) PyUnicode_AppendAndDel(&msg, PyUnicode_FromFormat("
+               f"{c_string(line)}\"%s\", why[{s}]));")
+    shape = " || ".join(f"shape_err[{s}]" for s in range(len(comps)))
+    w.line(f"PyObject *kind = ({shape}) ? cv_SignatureShapeError : cv_SignatureError;")
+    w.line("if (msg) { PyErr_SetObject(kind, msg); Py_DECREF(msg); }")

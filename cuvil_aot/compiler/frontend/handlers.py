@@ -1,0 +1,285 @@
+"""Handlers for NumPy functions and array methods, with NumPy's parameter names.
+
+Each supported NumPy function maps to a handler whose parameters are NumPy's
+own, so argument binding errors read like NumPy's. A handler takes the call's
+``Ctx`` and the argument values, and builds IR through ``builder``; builder
+errors become diagnostics at the call's span. ``FUNCTIONS`` and ``METHODS``
+are the registries ``numpy_api.call`` dispatches through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cuvil_aot.compiler.frontend import builder as B
+from cuvil_aot.compiler.frontend.operators import binary, matmul
+from cuvil_aot.compiler.frontend.user_error import UserError, checked
+from cuvil_aot.compiler.frontend.values import apply, dtype_arg, fold, to_node
+from cuvil_aot.compiler.ir import construct as C
+from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.ops import Op
+from cuvil_aot.compiler.ir.types import Dim, is_float
+from cuvil_aot.errors import SourceSpan
+
+Handler = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """What every handler gets first: the call's span and its arguments' spans."""
+
+    span: SourceSpan
+    arg_spans: Sequence[SourceSpan]
+
+
+def _unary(op: Op) -> Handler:
+    def handler(ctx: Ctx, x: Any, /) -> Node:
+        return apply(op, [x], ctx.span)
+    return handler
+
+
+def _binary(op: Op) -> Handler:
+    def handler(ctx: Ctx, x1: Any, x2: Any, /) -> Any:
+        if op is Op.POW:
+            return binary("Pow", to_node(x1, ctx.span), x2, ctx.span, ctx.span, ctx.span)
+        return apply(op, [x1, x2], ctx.span)
+    return handler
+
+
+def _logical(op: Op) -> Handler:
+    def handler(ctx: Ctx, x1: Any, x2: Any, /) -> Node:
+        a, b = (C.cast(to_node(v, ctx.span), "bool") for v in (x1, x2))
+        return apply(op, [a, b], ctx.span)
+    return handler
+
+
+def logical_not(ctx: Ctx, x: Any, /) -> Node:
+    return apply(Op.INVERT, [C.cast(to_node(x, ctx.span), "bool")], ctx.span)
+
+
+def where(ctx: Ctx, condition: Any, x: Any, y: Any, /) -> Node:
+    return apply(Op.WHERE, [condition, x, y], ctx.span)
+
+
+def clip(ctx: Ctx, a: Any, a_min: Any = None, a_max: Any = None) -> Node:
+    if a_min is None and a_max is None:
+        raise UserError("clip needs a_min or a_max", ctx.span)
+    out = to_node(a, ctx.span)
+    if a_min is not None:
+        out = apply(Op.MAXIMUM, [out, a_min], ctx.span)
+    if a_max is not None:
+        out = apply(Op.MINIMUM, [out, a_max], ctx.span)
+    return out
+
+
+# Reductions ------------------------------------------------------------------------
+
+def _axes(axis: Any, ctx: Ctx) -> tuple[int, ...] | None:
+    if axis is None:
+        return None
+    axes = axis if isinstance(axis, tuple | list) else (axis,)
+    if not all(isinstance(fold(a), int) for a in axes):
+        raise UserError("axis must be an int or a tuple of ints known at compile time", ctx.span)
+    return tuple(fold(a) for a in axes)
+
+
+def _reduction(op: Op) -> Handler:
+    def handler(ctx: Ctx, a: Any, axis: Any = None, keepdims: bool = False) -> Node:
+        x = to_node(a, ctx.span)
+        return checked(B.reduce, op, x, _axes(axis, ctx), bool(keepdims), ctx.span, span=ctx.span)
+    return handler
+
+
+def _arg_reduction(op: Op) -> Handler:
+    def handler(ctx: Ctx, a: Any, axis: Any = None, keepdims: bool = False) -> Node:
+        x = to_node(a, ctx.span)
+        if axis is None:
+            flat = checked(C.reshape, x, (-1,), ctx.span, span=ctx.span)
+            out = checked(B.reduce, op, flat, (0,), False, ctx.span, span=ctx.span)
+            if keepdims:
+                out = C.reshape(out, (1,) * x.type.ndim, ctx.span)
+            return out
+        if isinstance(axis, tuple | list):
+            raise UserError(f"{op.name.lower()} takes a single integer axis", ctx.span)
+        return checked(B.reduce, op, x, _axes(axis, ctx), bool(keepdims), ctx.span, span=ctx.span)
+    return handler
+
+
+def mean(ctx: Ctx, a: Any, axis: Any = None, keepdims: bool = False) -> Node:
+    x = to_node(a, ctx.span)
+    if not is_float(x.dtype):
+        x = C.cast(x, "float64", ctx.span)
+    axes = checked(B.normalize_axes, _axes(axis, ctx), x.type.ndim, span=ctx.span)
+    total = checked(B.reduce, Op.SUM, x, axes, bool(keepdims), ctx.span, span=ctx.span)
+    return apply(Op.DIV, [total, fold(B.count(x, axes))], ctx.span)
+
+
+def var(ctx: Ctx, a: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Node:
+    x = to_node(a, ctx.span)
+    if not is_float(x.dtype):
+        x = C.cast(x, "float64", ctx.span)
+    axes = checked(B.normalize_axes, _axes(axis, ctx), x.type.ndim, span=ctx.span)
+    centered = apply(Op.SUB, [x, mean(ctx, x, axes, True)], ctx.span)
+    sq = checked(B.reduce, Op.SUM, apply(Op.SQUARE, [centered], ctx.span), axes, bool(keepdims),
+                ctx.span, span=ctx.span)
+    n = B.count(x, axes) - int(ddof)
+    return apply(Op.DIV, [sq, fold(n)], ctx.span)
+
+
+def std(ctx: Ctx, a: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Node:
+    return apply(Op.SQRT, [var(ctx, a, axis, ddof, keepdims)], ctx.span)
+
+
+# Linear algebra and shapes -------------------------------------------------------------
+
+def np_matmul(ctx: Ctx, x1: Any, x2: Any, /) -> Node:
+    spans = list(ctx.arg_spans) + [ctx.span] * 2
+    return matmul(to_node(x1, ctx.span), to_node(x2, ctx.span), ctx.span, spans[0], spans[1])
+
+
+def dot(ctx: Ctx, a: Any, b: Any, /) -> Node:
+    x, y = to_node(a, ctx.span), to_node(b, ctx.span)
+    if x.type.ndim == 0 or y.type.ndim == 0:
+        return apply(Op.MUL, [x, y], ctx.span)
+    if x.type.ndim > 2 or y.type.ndim > 2:
+        raise UserError("np.dot of arrays with more than 2 dimensions is not supported",
+                        ctx.span, "np.matmul (@) for batched products")
+    return np_matmul(ctx, x, y)
+
+
+def transpose(ctx: Ctx, a: Any, axes: Any = None) -> Node:
+    x = to_node(a, ctx.span)
+    perm = tuple(reversed(range(x.type.ndim))) if axes is None else tuple(axes)
+    return checked(C.permute, x, perm, ctx.span, span=ctx.span)
+
+
+def method_transpose(ctx: Ctx, a: Node, *axes: Any) -> Node:
+    if len(axes) == 1 and isinstance(axes[0], tuple | list):
+        axes = tuple(axes[0])
+    return transpose(ctx, a, axes or None)
+
+
+def _shape_arg(shape: Any, ctx: Ctx) -> tuple[Any, ...]:
+    dims = tuple(shape) if isinstance(shape, tuple | list) else (shape,)
+    if not all(isinstance(d, int | Dim) for d in dims):
+        raise UserError("a shape must be a tuple of ints or dimensions", ctx.span)
+    return dims
+
+
+def reshape(ctx: Ctx, a: Any, shape: Any, /) -> Node:
+    return checked(C.reshape, to_node(a, ctx.span), _shape_arg(shape, ctx), ctx.span, span=ctx.span)
+
+
+def method_reshape(ctx: Ctx, a: Node, *shape: Any) -> Node:
+    return reshape(ctx, a, shape[0] if len(shape) == 1 else shape)
+
+
+def flatten(ctx: Ctx, a: Node) -> Node:
+    return reshape(ctx, a, (-1,))
+
+
+def expand_dims(ctx: Ctx, a: Any, axis: Any) -> Node:
+    x = to_node(a, ctx.span)
+    axes = axis if isinstance(axis, tuple | list) else (axis,)
+    ndim = x.type.ndim + len(axes)
+    norm = checked(B.normalize_axes, axes, ndim, span=ctx.span)
+    dims = iter(x.shape)
+    shape = tuple(Dim.of(1) if i in norm else next(dims) for i in range(ndim))
+    return C.reshape(x, shape, ctx.span)
+
+
+def squeeze(ctx: Ctx, a: Any, axis: Any = None) -> Node:
+    x = to_node(a, ctx.span)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(x.shape) if d == Dim.of(1))
+    else:
+        axes = checked(B.normalize_axes, _axes(axis, ctx), x.type.ndim, span=ctx.span)
+        for i in axes:
+            if x.shape[i] != Dim.of(1):
+                raise UserError("cannot select an axis to squeeze out which has size not "
+                                "equal to one", ctx.span)
+    return C.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes), ctx.span)
+
+
+def _sequence(arrays: Any, ctx: Ctx) -> list[Node]:
+    if not isinstance(arrays, tuple | list):
+        raise UserError("expected a tuple or list of arrays", ctx.span)
+    return [to_node(a, ctx.span) for a in arrays]
+
+
+def concatenate(ctx: Ctx, arrays: Any, /, axis: int = 0) -> Node:
+    return checked(B.concat, _sequence(arrays, ctx), axis, ctx.span, span=ctx.span)
+
+
+def stack(ctx: Ctx, arrays: Any, axis: int = 0) -> Node:
+    parts = _sequence(arrays, ctx)
+    if any(p.shape != parts[0].shape for p in parts):
+        raise UserError("all input arrays must have the same shape", ctx.span)
+    expanded = [expand_dims(ctx, p, axis) for p in parts]
+    return checked(B.concat, expanded, axis, ctx.span, span=ctx.span)
+
+
+def broadcast_to(ctx: Ctx, array: Any, shape: Any) -> Node:
+    dims = tuple(Dim.of(d) for d in _shape_arg(shape, ctx))
+    return checked(B.broadcast_to, to_node(array, ctx.span), dims, ctx.span, span=ctx.span)
+
+
+def astype(ctx: Ctx, a: Node, dtype: Any) -> Node:
+    return C.cast(a, dtype_arg(dtype, ctx.span), ctx.span)
+
+
+def copy(ctx: Ctx, a: Node) -> Node:
+    return a
+
+
+def _scalar_type(dtype: str) -> Handler:
+    def handler(ctx: Ctx, value: Any = 0, /) -> Node:
+        if isinstance(value, Node):
+            return C.cast(value, dtype, ctx.span)
+        if isinstance(value, Dim) and not value.is_static:
+            return C.cast(to_node(value, ctx.span), dtype, ctx.span)
+        return B.const(np.asarray(fold(value)).astype(dtype).item(), dtype, ctx.span)
+    return handler
+
+
+UNARY = {np.exp: Op.EXP, np.expm1: Op.EXPM1, np.log: Op.LOG, np.log1p: Op.LOG1P,
+         np.sqrt: Op.SQRT, np.square: Op.SQUARE, np.tanh: Op.TANH, np.sin: Op.SIN,
+         np.cos: Op.COS, np.abs: Op.ABS, np.absolute: Op.ABS, np.sign: Op.SIGN,
+         np.floor: Op.FLOOR, np.ceil: Op.CEIL, np.negative: Op.NEG, np.invert: Op.INVERT}
+BINARY = {np.add: Op.ADD, np.subtract: Op.SUB, np.multiply: Op.MUL, np.divide: Op.DIV,
+          np.true_divide: Op.DIV, np.floor_divide: Op.FLOORDIV, np.remainder: Op.MOD,
+          np.mod: Op.MOD, np.power: Op.POW, np.maximum: Op.MAXIMUM, np.minimum: Op.MINIMUM,
+          np.less: Op.LT, np.less_equal: Op.LE, np.greater: Op.GT, np.greater_equal: Op.GE,
+          np.equal: Op.EQ, np.not_equal: Op.NE, np.bitwise_and: Op.AND, np.bitwise_or: Op.OR,
+          np.bitwise_xor: Op.XOR}
+REDUCTIONS = {np.sum: Op.SUM, np.prod: Op.PROD, np.max: Op.MAX, np.amax: Op.MAX,
+              np.min: Op.MIN, np.amin: Op.MIN}
+
+FUNCTIONS: dict[Any, Handler] = {
+    **{fn: _unary(op) for fn, op in UNARY.items()},
+    **{fn: _binary(op) for fn, op in BINARY.items()},
+    **{fn: _reduction(op) for fn, op in REDUCTIONS.items()},
+    np.logical_and: _logical(Op.AND), np.logical_or: _logical(Op.OR),
+    np.logical_xor: _logical(Op.XOR), np.logical_not: logical_not,
+    np.where: where, np.clip: clip, np.mean: mean, np.var: var, np.std: std,
+    np.argmax: _arg_reduction(Op.ARGMAX), np.argmin: _arg_reduction(Op.ARGMIN),
+    np.matmul: np_matmul, np.dot: dot, np.transpose: transpose, np.reshape: reshape,
+    np.expand_dims: expand_dims, np.squeeze: squeeze, np.concatenate: concatenate,
+    np.stack: stack, np.broadcast_to: broadcast_to,
+    **{getattr(np, d): _scalar_type(d) for d in ("float16", "float32", "float64", "int32",
+                                                 "int64")},
+}
+FUNCTIONS[np.bool_] = _scalar_type("bool")
+
+METHODS: dict[str, Handler] = {
+    "sum": _reduction(Op.SUM), "prod": _reduction(Op.PROD), "max": _reduction(Op.MAX),
+    "min": _reduction(Op.MIN), "mean": mean, "var": var, "std": std,
+    "argmax": _arg_reduction(Op.ARGMAX), "argmin": _arg_reduction(Op.ARGMIN),
+    "astype": astype, "reshape": method_reshape, "transpose": method_transpose, "clip": clip,
+    "squeeze": squeeze, "flatten": flatten, "ravel": flatten, "copy": copy, "dot": dot,
+}
+

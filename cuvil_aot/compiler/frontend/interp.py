@@ -1,0 +1,397 @@
+"""Python AST -> IR, by abstract interpretation of the function body.
+
+The interpreter runs the user's function with IR nodes standing in for arrays
+and Python values for everything known at compile time (ints, floats, tuples,
+shape dimensions). Calls to other Python functions are inlined by
+interpreting their bodies, ``for _ in range(N)`` unrolls and ``if`` picks a
+branch, so what reaches the IR is a straight-line tensor graph.
+
+Errors are collected, not thrown on the first: a failing statement records a
+diagnostic and binds its targets to ``POISON``, which silently absorbs every
+later use, so one compile reports every independent error of a module.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import operator
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+from cuvil_aot.compiler.frontend import numpy_api, subscript
+from cuvil_aot.compiler.frontend.operators import binary
+from cuvil_aot.compiler.frontend.source import FunctionSource, function_source
+from cuvil_aot.compiler.frontend.user_error import UserError
+from cuvil_aot.compiler.frontend.values import apply, fold
+from cuvil_aot.compiler.ir.construct import ShapeError
+from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.ops import Op
+from cuvil_aot.compiler.ir.types import Dim
+from cuvil_aot.digest import Undigestible, describe
+from cuvil_aot.errors import Diagnostic, SourceSpan
+
+MAX_UNROLL = 4096
+MAX_INLINE_DEPTH = 64
+
+SUPPORTED_STATEMENTS = ("assignments (also tuple unpacking and +=), return, "
+                        "if on compile-time values, for _ in range(CONSTANT)")
+
+
+class _Poison:
+    """The value of an expression that already failed; absorbs every use."""
+
+    def __repr__(self) -> str:
+        return "<poison>"
+
+
+POISON = _Poison()
+
+
+class _Return(Exception):
+    def __init__(self, value: Any):
+        self.value = value
+
+
+@dataclass
+class Trace:
+    """What one compile read besides its own body: the cache key needs it."""
+
+    inlined: dict[str, str] = field(default_factory=dict)  # qualified name -> normalized AST
+    globals_read: dict[str, str] = field(default_factory=dict)  # module.name -> repr
+
+
+@dataclass
+class Frame:
+    src: FunctionSource
+    scope: dict[str, Any]
+    globals: dict[str, Any]
+
+
+class Interpreter:
+    def __init__(self, trace: Trace, diagnostics: list[Diagnostic]):
+        self.trace = trace
+        self.diagnostics = diagnostics
+        self.frames: list[Frame] = []
+        self.requirements: list[tuple[Dim, str]] = []  # run-time shape checks (slices)
+        self.derived: list[tuple[str, Dim, int]] = []  # symbols = ceil(length / step)
+
+    # Spans -----------------------------------------------------------------
+    def span(self, node: ast.AST) -> SourceSpan:
+        return self.frames[-1].src.span(node)
+
+    # Calls -----------------------------------------------------------------
+    def call_function(self, fn: types.FunctionType, args: list[Any], kwargs: dict[str, Any],
+                      call_span: SourceSpan | None) -> Any:
+        """Inline ``fn`` with the given argument values and return its result."""
+        if len(self.frames) >= MAX_INLINE_DEPTH:
+            raise UserError(f"call depth over {MAX_INLINE_DEPTH} while inlining {fn.__name__} "
+                            "(recursion is not supported)", call_span)
+        src = function_source(fn)
+        self.trace.inlined.setdefault(f"{fn.__module__}.{fn.__qualname__}", src.normalized)
+        try:
+            bound = inspect.signature(fn).bind(*args, **kwargs)
+        except TypeError as exc:
+            raise UserError(f"{fn.__name__}(): {exc}", call_span) from None
+        bound.apply_defaults()
+        frame = Frame(src, dict(bound.arguments), fn.__globals__)
+        self.frames.append(frame)
+        try:
+            self.run_block(src.tree.body)
+        except _Return as ret:
+            return ret.value
+        finally:
+            self.frames.pop()
+        return None
+
+    # Statements --------------------------------------------------------------
+    def run_block(self, stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            try:
+                self.run_stmt(stmt)
+            except UserError as err:
+                self.diagnostics.append(err.diagnostic)
+                self._poison_targets(stmt)
+            except ShapeError as err:  # from a builder without a closer span
+                self.diagnostics.append(Diagnostic(self.span(stmt), str(err)))
+                self._poison_targets(stmt)
+
+    def _poison_targets(self, stmt: ast.stmt) -> None:
+        scope = self.frames[-1].scope
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                scope[node.id] = POISON
+        if isinstance(stmt, ast.Return):
+            raise _Return(POISON)
+
+    def run_stmt(self, stmt: ast.stmt) -> None:
+        method = getattr(self, "stmt_" + type(stmt).__name__, None)
+        if method is None:
+            raise UserError(f"the statement '{type(stmt).__name__}' is not supported",
+                            self.span(stmt), SUPPORTED_STATEMENTS)
+        method(stmt)
+
+    def stmt_Expr(self, stmt: ast.Expr) -> None:
+        if isinstance(stmt.value, ast.Constant):  # docstring
+            return
+        self.eval(stmt.value)
+
+    def stmt_Pass(self, stmt: ast.Pass) -> None:
+        pass
+
+    def stmt_Assign(self, stmt: ast.Assign) -> None:
+        value = self.eval(stmt.value)
+        for target in stmt.targets:
+            self.assign(target, value)
+
+    def stmt_AnnAssign(self, stmt: ast.AnnAssign) -> None:
+        if stmt.value is not None:
+            self.assign(stmt.target, self.eval(stmt.value))
+
+    def stmt_AugAssign(self, stmt: ast.AugAssign) -> None:
+        if not isinstance(stmt.target, ast.Name):
+            raise UserError("augmented assignment to anything but a name is not supported "
+                            "(arrays are immutable here)", self.span(stmt.target),
+                            "x = x + y")
+        current = self.load_name(stmt.target.id, stmt.target)
+        value = self.binop(stmt.op, current, self.eval(stmt.value), stmt)
+        self.assign(stmt.target, value)
+
+    def stmt_Return(self, stmt: ast.Return) -> None:
+        raise _Return(None if stmt.value is None else self.eval(stmt.value))
+
+    def stmt_If(self, stmt: ast.If) -> None:
+        cond = self.eval(stmt.test)
+        if cond is POISON:
+            return
+        self.run_block(stmt.body if self.compile_time_bool(cond, stmt.test) else stmt.orelse)
+
+    def stmt_For(self, stmt: ast.For) -> None:
+        if stmt.orelse:
+            raise UserError("for ... else is not supported", self.span(stmt))
+        items = self.eval(stmt.iter)
+        if items is POISON:
+            return
+        if isinstance(items, range | tuple | list):
+            seq = list(items)
+        else:
+            raise UserError("only loops over range(CONSTANT) or a tuple known at compile time "
+                            "are supported (they are unrolled)", self.span(stmt.iter),
+                            "for _ in range(N) with N a constant")
+        if len(seq) > MAX_UNROLL:
+            raise UserError(f"loop of {len(seq)} iterations is too long to unroll "
+                            f"(at most {MAX_UNROLL})", self.span(stmt.iter))
+        for item in seq:
+            self.assign(stmt.target, item)
+            self.run_block(stmt.body)
+
+    def assign(self, target: ast.expr, value: Any) -> None:
+        scope = self.frames[-1].scope
+        if isinstance(target, ast.Name):
+            scope[target.id] = value
+        elif isinstance(target, ast.Tuple | ast.List):
+            if value is POISON:
+                for elt in target.elts:
+                    self.assign(elt, POISON)
+                return
+            if isinstance(value, Node):
+                if not value.shape or not value.shape[0].is_static:
+                    raise UserError("unpacking an array needs a static first dimension",
+                                    self.span(target))
+                value = tuple(self.subscript(value, i, target) for i in range(value.shape[0].value))
+            if not isinstance(value, tuple | list) or len(value) != len(target.elts):
+                raise UserError(f"cannot unpack {self.describe(value)} into "
+                                f"{len(target.elts)} names", self.span(target))
+            for elt, item in zip(target.elts, value):
+                self.assign(elt, item)
+        else:
+            raise UserError("assignment to this kind of target is not supported (arrays are "
+                            "immutable here)", self.span(target), "assign to plain names")
+
+    # Expressions -------------------------------------------------------------
+    def eval(self, expr: ast.expr) -> Any:
+        method = getattr(self, "expr_" + type(expr).__name__, None)
+        if method is None:
+            raise UserError(f"the expression '{type(expr).__name__}' is not supported",
+                            self.span(expr), "arithmetic, NumPy calls, indexing, attributes")
+        return method(expr)
+
+    def expr_Constant(self, expr: ast.Constant) -> Any:
+        return expr.value
+
+    def expr_Name(self, expr: ast.Name) -> Any:
+        return self.load_name(expr.id, expr)
+
+    def load_name(self, name: str, where: ast.AST) -> Any:
+        frame = self.frames[-1]
+        if name in frame.scope:
+            return frame.scope[name]
+        if name in frame.globals:
+            value = frame.globals[name]
+            self.record_global(str(frame.globals.get("__name__", "?")), name, value, where)
+            return value
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise UserError(f"name '{name}' is not defined", self.span(where))
+
+    def record_global(self, owner: str, name: str, value: Any, where: ast.AST) -> None:
+        """Put what the compiled code read from outside into the cache key, by value."""
+        try:
+            self.trace.globals_read[f"{owner}.{name}"] = describe(value)
+        except Undigestible as exc:
+            raise UserError(f"'{name}' is {exc}: cuvil_aot cannot tell when it changes, so it "
+                            "cannot be part of compiled code", self.span(where),
+                            "a module-level constant (a number, string, tuple, list or dict "
+                            "of them, a NumPy dtype, array or function), or pass it as an "
+                            "argument") from None
+
+    def expr_Tuple(self, expr: ast.Tuple) -> Any:
+        return tuple(self.eval_starred(expr.elts))
+
+    def expr_List(self, expr: ast.List) -> Any:
+        return list(self.eval_starred(expr.elts))
+
+    def eval_starred(self, elts: list[ast.expr]) -> list[Any]:
+        out: list[Any] = []
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                out.extend(self.eval(e.value))
+            else:
+                out.append(self.eval(e))
+        return out
+
+    def expr_IfExp(self, expr: ast.IfExp) -> Any:
+        cond = self.eval(expr.test)
+        if cond is POISON:
+            return POISON
+        return self.eval(expr.body if self.compile_time_bool(cond, expr.test) else expr.orelse)
+
+    def expr_BoolOp(self, expr: ast.BoolOp) -> Any:
+        result: Any = None
+        for value_expr in expr.values:
+            result = self.eval(value_expr)
+            if result is POISON:
+                return POISON
+            truth = self.compile_time_bool(result, value_expr)
+            if isinstance(expr.op, ast.And) != truth:
+                return result
+        return result
+
+    def compile_time_bool(self, value: Any, where: ast.AST) -> bool:
+        if isinstance(value, Node):
+            raise UserError("the truth value of an array is not known at compile time",
+                            self.span(where), "np.where(cond, a, b) to select elementwise")
+        if isinstance(value, Dim):
+            if not value.is_static:
+                raise UserError(f"the symbolic dimension {value} is not known at compile time",
+                                self.span(where))
+            value = value.value
+        return bool(value)
+
+    def expr_BinOp(self, expr: ast.BinOp) -> Any:
+        return self.binop(expr.op, self.eval(expr.left), self.eval(expr.right), expr)
+
+    def expr_UnaryOp(self, expr: ast.UnaryOp) -> Any:
+        value = self.eval(expr.operand)
+        if value is POISON:
+            return POISON
+        span = self.span(expr)
+        if isinstance(expr.op, ast.UAdd):
+            return value
+        if isinstance(expr.op, ast.Not):
+            return not self.compile_time_bool(value, expr.operand)
+        if isinstance(value, Node):
+            op = Op.NEG if isinstance(expr.op, ast.USub) else Op.INVERT
+            return apply(op, [value], span)
+        fn = operator.neg if isinstance(expr.op, ast.USub) else operator.invert
+        return fold(fn(value))
+
+    def binop(self, op: ast.operator, left: Any, right: Any, expr: ast.AST) -> Any:
+        if left is POISON or right is POISON:
+            return POISON
+        span = self.span(expr)
+        left_span = self.span(expr.left) if isinstance(expr, ast.BinOp) else span
+        right_span = self.span(expr.right) if isinstance(expr, ast.BinOp) else span
+        return binary(type(op).__name__, left, right, span, left_span, right_span)
+
+    def expr_Compare(self, expr: ast.Compare) -> Any:
+        if len(expr.ops) != 1:
+            raise UserError("chained comparisons are not supported", self.span(expr),
+                            "(a < b) & (b < c)")
+        left, right = self.eval(expr.left), self.eval(expr.comparators[0])
+        if left is POISON or right is POISON:
+            return POISON
+        name = type(expr.ops[0]).__name__
+        if name in ("Is", "IsNot", "In", "NotIn"):
+            if isinstance(left, Node) or isinstance(right, Node):
+                raise UserError(f"'{name}' on arrays is not supported", self.span(expr))
+            if name in ("In", "NotIn"):
+                return (left in right) == (name == "In")
+            return (left is right) == (name == "Is")
+        span = self.span(expr)
+        return binary(name, left, right, span, span, span)
+
+    def expr_Attribute(self, expr: ast.Attribute) -> Any:
+        value = self.eval(expr.value)
+        if value is POISON:
+            return POISON
+        result = numpy_api.attribute(value, expr.attr, self.span(expr))
+        if isinstance(value, types.ModuleType):  # kdep.SCALE: a value of another module
+            self.record_global(value.__name__, expr.attr, result, expr)
+        return result
+
+    def expr_Subscript(self, expr: ast.Subscript) -> Any:
+        value = self.eval(expr.value)
+        index = self.eval(expr.slice)
+        if value is POISON or index is POISON:
+            return POISON
+        return self.subscript(value, index, expr)
+
+    def subscript(self, value: Any, index: Any, expr: ast.AST) -> Any:
+        if isinstance(value, Node):
+            node, needs = subscript.index(value, index, self.span(expr))
+            for need in needs:
+                if isinstance(need, subscript.Derived):
+                    self.derived.append((need.name, need.length, need.step))
+                else:
+                    self.requirements.append(need)
+            return node
+        try:
+            return value[index]
+        except (TypeError, IndexError, KeyError) as exc:
+            raise UserError(f"indexing {self.describe(value)}: {exc}", self.span(expr)) from None
+
+    def expr_Slice(self, expr: ast.Slice) -> Any:
+        parts = [None if e is None else self.eval(e) for e in (expr.lower, expr.upper, expr.step)]
+        if any(p is POISON for p in parts):
+            return POISON
+        return slice(*parts)
+
+    def expr_Starred(self, expr: ast.Starred) -> Any:
+        raise UserError("starred expressions are only supported inside tuples and calls",
+                        self.span(expr))
+
+    def expr_Call(self, expr: ast.Call) -> Any:
+        fn = self.eval(expr.func)
+        args = self.eval_starred(expr.args)
+        kwargs: dict[str, Any] = {}
+        for kw in expr.keywords:
+            if kw.arg is None:
+                raise UserError("**kwargs in calls is not supported", self.span(kw.value))
+            kwargs[kw.arg] = self.eval(kw.value)
+        if fn is POISON or any(a is POISON for a in args) or POISON in kwargs.values():
+            return POISON
+        span = self.span(expr)
+        arg_spans = [self.span(a) for a in expr.args]
+        target = getattr(fn, "py_func", fn)  # a decorated function inlines its Python body
+        if isinstance(target, types.FunctionType) and not numpy_api.is_numpy(target):
+            return self.call_function(target, args, kwargs, span)
+        return numpy_api.call(fn, args, kwargs, span, arg_spans)
+
+    def describe(self, value: Any) -> str:
+        if isinstance(value, Node):
+            return f"an array {value.type}"
+        return f"a {type(value).__name__}"
+

@@ -1,0 +1,123 @@
+"""The NumPy surface the frontend understands: attributes of values and calls.
+
+``attribute`` resolves ``x.shape``, ``x.T`` or a method of an array, and
+``call`` dispatches a call to the handler of the NumPy function or array
+method (``handlers``), to a builtin or ``math`` function computed at compile
+time, or reports it unsupported. Calls to the user's own Python functions
+never get here: the interpreter inlines them.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cuvil_aot.compiler.frontend.handlers import FUNCTIONS, METHODS, Ctx
+from cuvil_aot.compiler.frontend.user_error import UserError
+from cuvil_aot.compiler.frontend.values import apply, fold
+from cuvil_aot.compiler.ir import construct as C
+from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.ops import Op
+from cuvil_aot.errors import SourceSpan
+
+SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/square/tanh/sin/"
+                       "cos/abs/sign/floor/ceil, sum/mean/max/min/prod/var/std/argmax/argmin, "
+                       "matmul/dot, transpose/reshape/expand_dims/concatenate/stack")
+SUPPORTED_METHODS = ("sum, mean, max, min, prod, var, std, argmax, argmin, astype, reshape, "
+                     "transpose, clip, squeeze, T, shape, ndim, size, dtype")
+
+
+@dataclass(frozen=True)
+class Method:
+    """``x.name`` for an array ``x``, waiting to be called."""
+
+    node: Node
+    name: str
+
+
+# Attributes ----------------------------------------------------------------------
+
+def attribute(value: Any, attr: str, span: SourceSpan) -> Any:
+    """``value.attr``: of an array, its shape facts or a method; otherwise Python's."""
+    if isinstance(value, Node):
+        if attr == "T":
+            return C.permute(value, tuple(reversed(range(value.type.ndim))), span)
+        if attr == "shape":
+            return tuple(fold(d) for d in value.shape)
+        if attr == "ndim":
+            return value.type.ndim
+        if attr == "size":
+            return fold(C.total(value.shape))
+        if attr == "dtype":
+            return np.dtype(value.dtype)
+        if attr in METHODS:
+            return Method(value, attr)
+        raise UserError(f"the array attribute '{attr}' is not supported", span, SUPPORTED_METHODS)
+    try:
+        return getattr(value, attr)
+    except AttributeError:
+        raise UserError(f"{_describe(value)} has no attribute '{attr}'", span) from None
+
+
+def _describe(value: Any) -> str:
+    name = getattr(value, "__name__", None)
+    return f"'{name}'" if name else f"a {type(value).__name__}"
+
+
+# Calls -------------------------------------------------------------------------
+
+def is_numpy(fn: Any) -> bool:
+    """Whether ``fn`` is a NumPy function with a handler (not inlined as Python)."""
+    return _key(fn) in FUNCTIONS
+
+
+def _key(fn: Any) -> Any:
+    try:
+        hash(fn)
+    except TypeError:
+        return None
+    return fn
+
+
+def call(fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
+         arg_spans: Sequence[SourceSpan]) -> Any:
+    """``fn(*args, **kwargs)`` for anything but the user's own Python functions."""
+    ctx = Ctx(span, arg_spans)
+    if isinstance(fn, Method):
+        handler = METHODS[fn.name]
+        return _invoke(handler, ctx, [fn.node, *args], kwargs, f"{fn.name}()")
+    found = FUNCTIONS.get(_key(fn))
+    if found is not None:
+        return _invoke(found, ctx, args, kwargs, f"np.{getattr(fn, '__name__', fn)}()")
+    has_array = any(isinstance(a, Node) for a in [*args, *kwargs.values()])
+    if fn is abs and len(args) == 1 and isinstance(args[0], Node):
+        return apply(Op.ABS, args, span)
+    if fn is len and len(args) == 1 and isinstance(args[0], Node):
+        if not args[0].shape:
+            raise UserError("len() of a 0-d array", span)
+        return fold(args[0].shape[0])
+    if (fn in vars(builtins).values() or getattr(fn, "__module__", None) == "math") \
+            and not has_array:
+        try:
+            return fold(fn(*args, **kwargs))
+        except Exception as exc:  # the user's compile-time computation failed
+            raise UserError(f"{type(exc).__name__}: {exc}", span) from None
+    if isinstance(fn, type) and fn in (float, int, bool):
+        raise UserError(f"{fn.__name__}() of an array is not supported", span,
+                        ".astype(...) for arrays")
+    name = getattr(fn, "__qualname__", None) or repr(fn)
+    raise UserError(f"calling {name} is not supported", span, SUPPORTED_FUNCTIONS)
+
+
+def _invoke(handler: Callable[..., Any], ctx: Ctx, args: list[Any], kwargs: dict[str, Any],
+            what: str) -> Any:
+    try:
+        inspect.signature(handler).bind(ctx, *args, **kwargs)
+    except TypeError as exc:
+        raise UserError(f"{what}: {exc}", ctx.span) from None
+    return handler(ctx, *args, **kwargs)

@@ -1,0 +1,141 @@
+"""Signatures: from annotations (``cv.f32["B", 128]``) or strings ("f32[B,4H], float").
+
+The Signature type itself is in ir/signature.py; this module parses into it.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import types
+from typing import Any
+
+from cuvil_aot.compiler.ir.node import Param
+from cuvil_aot.compiler.ir.signature import Signature as Signature  # re-exported
+from cuvil_aot.compiler.ir.types import Dim, TensorType
+from cuvil_aot.marks import ArrayType, DType, Marked, bool_, f16, f32, f64, i32, i64
+
+_DTYPES = {d.short: d for d in (f16, f32, f64, i32, i64, bool_)} | {"bool": bool_}
+_SCALARS = {"float": "float64", "int": "int64", "bool": "bool"}
+SYNTAX = 'f32[B, 128], f64[4H], i64[N], float, int (dtypes: f16 f32 f64 i32 i64 bool_)'
+
+
+class SignatureSyntaxError(ValueError):
+    pass
+
+
+def parse_dim(spec: Any) -> Dim:
+    """128, "B", "4H", "4*H", "H+1", "B*H" -> Dim."""
+    if isinstance(spec, bool):
+        raise SignatureSyntaxError(f"invalid dimension {spec!r}")
+    if isinstance(spec, int):
+        if spec < 0:
+            raise SignatureSyntaxError(f"negative dimension {spec}")
+        return Dim.of(spec)
+    if isinstance(spec, Dim):
+        return spec
+    if not isinstance(spec, str):
+        raise SignatureSyntaxError(f"invalid dimension {spec!r}: use an int or a name like 'B'")
+    try:
+        tree = ast.parse(_implicit_mul(spec), mode="eval").body
+    except SyntaxError:
+        raise SignatureSyntaxError(f"invalid dimension expression {spec!r}") from None
+    return _dim_expr(tree, spec)
+
+
+def _implicit_mul(text: str) -> str:
+    return re.sub(r"(\d)\s*([A-Za-z_])", r"\1*\2", text)
+
+
+def _dim_expr(node: ast.expr, spec: str) -> Dim:
+    if isinstance(node, ast.Name):
+        return Dim.of(node.id)
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return Dim.of(node.value)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub | ast.Mult):
+        a, b = _dim_expr(node.left, spec), _dim_expr(node.right, spec)
+        return a + b if isinstance(node.op, ast.Add) else a - b if isinstance(node.op, ast.Sub) \
+            else a * b
+    raise SignatureSyntaxError(f"invalid dimension expression {spec!r}: use +, - and * of "
+                               "names and integers")
+
+
+def param_from_spec(name: str, spec: Any) -> Param:
+    if spec in (float, int, bool):
+        return Param(name, TensorType(_SCALARS[spec.__name__], (), weak=True), True)
+    if isinstance(spec, DType):
+        spec = ArrayType(spec, ())
+    if isinstance(spec, ArrayType):
+        dims = tuple(parse_dim(d) for d in spec.dims)
+        return Param(name, TensorType(spec.dtype.np_dtype, dims), False)
+    raise SignatureSyntaxError(f"parameter '{name}': unsupported annotation {spec!r}; "
+                               f"expected {SYNTAX}")
+
+
+def parse_signature_string(text: str) -> list[Any]:
+    """"f32[B,I], float" -> [ArrayType, float]."""
+    try:
+        tree = ast.parse(f"({_implicit_mul(text)},)", mode="eval").body
+    except SyntaxError:
+        raise SignatureSyntaxError(f"invalid signature {text!r}: expected {SYNTAX}") from None
+    assert isinstance(tree, ast.Tuple)
+    return [_spec(e, text) for e in tree.elts]
+
+
+def _spec(node: ast.expr, text: str) -> Any:
+    if isinstance(node, ast.Name):
+        if node.id in _SCALARS:
+            return {"float": float, "int": int, "bool": bool}[node.id]
+        if node.id in _DTYPES:
+            return _DTYPES[node.id]
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
+            and node.value.id in _DTYPES:
+        elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        return ArrayType(_DTYPES[node.value.id], tuple(_dim_expr(e, text) for e in elts))
+    raise SignatureSyntaxError(f"invalid signature {text!r} at {ast.unparse(node)!r}: "
+                               f"expected {SYNTAX}")
+
+
+def signatures_of(dispatcher: Marked) -> list[Signature]:
+    """The declared signatures of a marked function, from ``signatures=`` or annotations."""
+    fn = dispatcher.py_func
+    names = _param_names(fn)
+    if dispatcher.signatures is not None:
+        result = []
+        for text in dispatcher.signatures:
+            specs = parse_signature_string(text)
+            if len(specs) != len(names):
+                raise SignatureSyntaxError(f"signature {text!r} has {len(specs)} parameters, "
+                                           f"{fn.__name__} takes {len(names)}")
+            result.append(Signature(tuple(param_from_spec(n, s) for n, s in zip(names, specs))))
+        return result
+    hints = dict(fn.__annotations__)
+    missing = [n for n in names if n not in hints]
+    if missing:
+        raise SignatureSyntaxError(f"parameter(s) {', '.join(missing)} of {fn.__name__} have no "
+                                   "type annotation and no signatures=[...] was given")
+    resolved = [_resolve_annotation(hints[n], fn) for n in names]
+    return [Signature(tuple(param_from_spec(n, s) for n, s in zip(names, resolved)))]
+
+
+def _resolve_annotation(hint: Any, fn: types.FunctionType) -> Any:
+    if isinstance(hint, str):  # from __future__ import annotations
+        try:
+            return eval(hint, fn.__globals__)  # noqa: S307 - the user's own annotation text
+        except Exception as exc:
+            raise SignatureSyntaxError(f"cannot evaluate the annotation {hint!r}: {exc}") from None
+    return hint
+
+
+def _param_names(fn: types.FunctionType) -> list[str]:
+    names = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            raise SignatureSyntaxError(f"parameter '{p.name}' of {fn.__name__}: *args, **kwargs "
+                                       "and keyword-only parameters are not supported")
+        if p.name == "out":
+            raise SignatureSyntaxError(f"{fn.__name__}: a parameter may not be named 'out' "
+                                       "(it is reserved for the output arrays)")
+        names.append(p.name)
+    return names

@@ -1,0 +1,117 @@
+"""The one IR node type and the function that holds a graph of them.
+
+Nodes are immutable. They compare by identity (``eq=False``): a structural
+``__eq__``/``__hash__`` would re-walk shared subgraphs on every dict lookup;
+CSE hash-conses explicitly instead (passes/cse.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from cuvil_aot.compiler.ir.ops import Op
+from cuvil_aot.compiler.ir.types import TensorType
+from cuvil_aot.errors import SourceSpan
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Node:
+    op: Op
+    type: TensorType
+    srcs: tuple[Node, ...] = ()
+    attrs: tuple[Any, ...] = ()
+    span: SourceSpan | None = field(default=None, repr=False)
+
+    @property
+    def shape(self) -> tuple[Any, ...]:
+        return self.type.shape
+
+    @property
+    def dtype(self) -> str:
+        return self.type.dtype
+
+    def replace(self, **changes: Any) -> Node:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """A parameter of a compiled function: an array or a Python scalar."""
+
+    name: str
+    type: TensorType
+    is_scalar: bool  # a Python float/int/bool, not an array
+
+    @property
+    def symbols(self) -> frozenset[str]:
+        return frozenset(s for d in self.type.shape for s in d.symbols)
+
+
+@dataclass(frozen=True, slots=True)
+class Function:
+    """One compiled signature of a user function: parameters and output nodes.
+
+    ``groups`` is empty until the fusion pass partitions the graph into kernels.
+    """
+
+    name: str
+    params: tuple[Param, ...]
+    param_nodes: tuple[Node, ...]
+    outputs: tuple[Node, ...]
+    returns_tuple: bool
+    groups: tuple[Any, ...] = ()
+    refused: tuple[str, ...] = ()  # fusions refused, with reasons
+    requirements: tuple[tuple[Any, str], ...] = ()  # (dim that must be >= 0, why) at run time
+    derived: tuple[tuple[str, Any, int], ...] = ()  # (symbol, length, step): ceil(length/step)
+
+    def replace(self, **changes: Any) -> Function:
+        fields = {f: getattr(self, f) for f in ("name", "params", "param_nodes", "outputs",
+                                                "returns_tuple", "groups", "refused",
+                                                "requirements", "derived")}
+        fields.update(changes)
+        return Function(**fields)
+
+
+def toposort(roots: Iterable[Node]) -> list[Node]:
+    """Every node reachable from ``roots``, sources before users (iterative DFS)."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    for root in roots:
+        stack: list[tuple[Node, Iterator[Node]]] = []
+        if id(root) in seen:
+            continue
+        seen.add(id(root))
+        stack.append((root, iter(root.srcs)))
+        while stack:
+            node, it = stack[-1]
+            for src in it:
+                if id(src) not in seen:
+                    seen.add(id(src))
+                    stack.append((src, iter(src.srcs)))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    return order
+
+
+def users(nodes: Iterable[Node]) -> dict[int, list[Node]]:
+    """For each node id, the nodes that use it (once per use)."""
+    result: dict[int, list[Node]] = {}
+    for node in nodes:
+        for src in node.srcs:
+            result.setdefault(id(src), []).append(node)
+    return result
+
+
+def rewrite(roots: tuple[Node, ...], fn: Any) -> tuple[Node, ...]:
+    """Rebuild the graph bottom-up: ``fn(node_with_new_srcs)`` returns its replacement."""
+    new: dict[int, Node] = {}
+    for node in toposort(roots):
+        srcs = tuple(new[id(s)] for s in node.srcs)
+        rebuilt = node if all(a is b for a, b in zip(srcs, node.srcs)) else node.replace(srcs=srcs)
+        new[id(node)] = fn(rebuilt)
+    return tuple(new[id(r)] for r in roots)

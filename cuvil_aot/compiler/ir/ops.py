@@ -1,0 +1,100 @@
+"""The operations of the IR and, for each, its meaning in NumPy.
+
+One table holds what every op means: its arity and the NumPy function that
+defines its dtype rule and serves as the reference in tests. Shape rules live
+with the builders in ``cuvil_aot.compiler.frontend.builder`` (casts, reshapes and
+permutations in ``cuvil_aot.compiler.ir.construct``); C lowerings are keyed by
+``Op`` in ``cuvil_aot.compiler.codegen.ops_c`` (C) and ``ops_cuda`` (CUDA).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+
+class Op(enum.Enum):
+    PARAM = enum.auto()
+    CONST = enum.auto()
+    # elementwise, unary
+    NEG = enum.auto()
+    ABS = enum.auto()
+    SIGN = enum.auto()
+    EXP = enum.auto()
+    EXPM1 = enum.auto()
+    LOG = enum.auto()
+    LOG1P = enum.auto()
+    SQRT = enum.auto()
+    SQUARE = enum.auto()
+    TANH = enum.auto()
+    SIN = enum.auto()
+    COS = enum.auto()
+    FLOOR = enum.auto()
+    CEIL = enum.auto()
+    INVERT = enum.auto()
+    CAST = enum.auto()
+    # elementwise, binary
+    ADD = enum.auto()
+    SUB = enum.auto()
+    MUL = enum.auto()
+    DIV = enum.auto()
+    FLOORDIV = enum.auto()
+    MOD = enum.auto()
+    POW = enum.auto()
+    MAXIMUM = enum.auto()
+    MINIMUM = enum.auto()
+    LT = enum.auto()
+    LE = enum.auto()
+    GT = enum.auto()
+    GE = enum.auto()
+    EQ = enum.auto()
+    NE = enum.auto()
+    AND = enum.auto()
+    OR = enum.auto()
+    XOR = enum.auto()
+    # elementwise, ternary
+    WHERE = enum.auto()
+    # reductions over attrs[0] (a sorted tuple of axes); the axes are dropped
+    SUM = enum.auto()
+    PROD = enum.auto()
+    MAX = enum.auto()
+    MIN = enum.auto()
+    ARGMAX = enum.auto()
+    ARGMIN = enum.auto()
+    # (batch?, m, k) @ (batch?, k, n)
+    MATMUL = enum.auto()
+    # movement: free views of their source
+    PERMUTE = enum.auto()  # attrs: (perm,)
+    SLICE = enum.auto()  # attrs: (starts, steps) per axis, Dims
+    BROADCAST = enum.auto()  # to self.type.shape, source rank <= result rank
+    RESHAPE = enum.auto()  # to self.type.shape
+    CONCAT = enum.auto()  # attrs: (axis,)
+
+
+UNARY = frozenset({Op.NEG, Op.ABS, Op.SIGN, Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.SQRT,
+                   Op.SQUARE, Op.TANH, Op.SIN, Op.COS, Op.FLOOR, Op.CEIL, Op.INVERT, Op.CAST})
+BINARY = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW, Op.MAXIMUM,
+                    Op.MINIMUM, Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE, Op.AND, Op.OR, Op.XOR})
+COMPARE = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
+ELEMENTWISE = UNARY | BINARY | {Op.WHERE}
+REDUCE = frozenset({Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ARGMAX, Op.ARGMIN})
+MOVEMENT = frozenset({Op.PERMUTE, Op.SLICE, Op.BROADCAST, Op.RESHAPE})
+
+# The NumPy meaning of each computing op: it fixes the result dtype (through
+# NumPy's own type resolution, see frontend.builder) and is the test reference.
+NUMPY: dict[Op, Callable[..., Any]] = {
+    Op.NEG: np.negative, Op.ABS: np.absolute, Op.SIGN: np.sign, Op.EXP: np.exp,
+    Op.EXPM1: np.expm1, Op.LOG: np.log, Op.LOG1P: np.log1p, Op.SQRT: np.sqrt,
+    Op.SQUARE: np.square, Op.TANH: np.tanh, Op.SIN: np.sin, Op.COS: np.cos,
+    Op.FLOOR: np.floor, Op.CEIL: np.ceil, Op.INVERT: np.invert,
+    Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: np.true_divide,
+    Op.FLOORDIV: np.floor_divide, Op.MOD: np.remainder, Op.POW: np.power,
+    Op.MAXIMUM: np.maximum, Op.MINIMUM: np.minimum, Op.LT: np.less, Op.LE: np.less_equal,
+    Op.GT: np.greater, Op.GE: np.greater_equal, Op.EQ: np.equal, Op.NE: np.not_equal,
+    Op.AND: np.bitwise_and, Op.OR: np.bitwise_or, Op.XOR: np.bitwise_xor, Op.WHERE: np.where,
+    Op.SUM: np.sum, Op.PROD: np.prod, Op.MAX: np.max, Op.MIN: np.min,
+    Op.ARGMAX: np.argmax, Op.ARGMIN: np.argmin, Op.MATMUL: np.matmul,
+}

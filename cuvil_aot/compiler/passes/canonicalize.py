@@ -1,0 +1,52 @@
+"""Canonicalize: rewrite ops into the forms later passes and codegen expect.
+
+Before::
+
+    %2 = matmul(%0, %1) : float16[B,N]
+    %4 = permute(permute(%3, (1,0)), (1,0))
+
+    %5 = sum(%x, (2, 3)) : float32[B,512]                   # x: float32[B,512,7,7]
+
+After::
+
+    %2 = cast(matmul(cast(%0, f32), cast(%1, f32)), f16)   # GEMMs run in f32/f64
+    %4 = %3                                                 # composed permutations
+    %5 = sum(reshape(%x) : float32[B,512,49], (2,))        # one loop of 49, not 7 x 7
+"""
+
+from __future__ import annotations
+
+from cuvil_aot.compiler.ir import construct as C
+from cuvil_aot.compiler.ir.node import Function, Node, rewrite
+from cuvil_aot.compiler.ir.ops import REDUCE, Op
+from cuvil_aot.compiler.ir.types import TensorType
+
+
+def run(fn: Function) -> Function:
+    return fn.replace(outputs=rewrite(fn.outputs, _canonical))
+
+
+def _canonical(node: Node) -> Node:
+    if node.op is Op.MATMUL and node.dtype == "float16":
+        a, b = (C.cast(s, "float32") for s in node.srcs)
+        wide = node.replace(srcs=(a, b), type=TensorType("float32", node.shape))
+        return C.cast(wide, "float16", node.span)
+    if node.op in REDUCE and _mergeable(node):
+        axes = node.attrs[0]
+        src = node.srcs[0]
+        merged = src.shape[:axes[0]] + (C.total(src.shape[axes[0]:axes[-1] + 1]),) \
+            + src.shape[axes[-1] + 1:]
+        return node.replace(srcs=(C.reshape(src, merged, node.span),), attrs=((axes[0],),))
+    if node.op is Op.PERMUTE and node.srcs[0].op is Op.PERMUTE:
+        inner = node.srcs[0]
+        composed = tuple(inner.attrs[0][p] for p in node.attrs[0])
+        return C.permute(inner.srcs[0], composed, node.span)
+    return node
+
+
+def _mergeable(node: Node) -> bool:
+    """A reduction of an argument over several adjacent axes: one axis of their product
+    (the argument is then read as C-contiguous, copied first if it is not)."""
+    axes = node.attrs[0]
+    return (len(axes) > 1 and node.srcs[0].op is Op.PARAM
+            and list(axes) == list(range(axes[0], axes[-1] + 1)))

@@ -1,0 +1,147 @@
+"""The compiler, stage by stage: ``build(module, options) -> Artifact``.
+
+    lower_module       frontend/: the marked functions' source -> IR, one per signature
+    run_pipeline       passes/: PIPELINE (canonicalize, CSE, fusion...) on each function
+    generate           codegen/: C kernels per CPU level, the module wrapper, CUDA kernels
+    build_extension    toolchain/: cc per level (and nvcc beside it) -> one extension
+
+``key_components`` names every input that changes the result (the cache key). The
+compiler reads no environment and knows nothing of caches or loading: the loader
+(cuvil_aot/load) calls ``build`` and ``key_components`` on a cache miss, with Options
+the entry points filled from the knobs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cuvil_aot import host
+from cuvil_aot.compiler.codegen.ops_c import Unsupported
+from cuvil_aot.compiler.codegen.pymodule import generate
+from cuvil_aot.compiler.frontend import LoweredModule, lower_module
+from cuvil_aot.compiler.gpu_targets import GpuTargets
+from cuvil_aot.compiler.passes import PassLog, run_pipeline
+from cuvil_aot.compiler.toolchain import cc as cc_mod
+from cuvil_aot.compiler.toolchain import nvcc as nvcc_mod
+from cuvil_aot.errors import CompileError, Diagnostic, SourceSpan
+from cuvil_aot.options import Options
+
+__all__ = ["Artifact", "Options", "build", "compile_ir", "generate_sources", "key_components"]
+
+
+@dataclass
+class Artifact:
+    """A built extension and what it was built from."""
+
+    path: Path
+    ext_name: str
+    manifest: dict[str, Any]
+    sources: dict[str, str] = field(default_factory=dict)
+    passes: PassLog = field(default_factory=PassLog)
+
+
+def compile_ir(module: types.ModuleType, options: Options) -> tuple[LoweredModule, PassLog,
+                                                                      dict[str, list[Any]]]:
+    lowered = lower_module(module)
+    log = PassLog()
+    fused = {name: [(sig, run_pipeline(fn, options.dump, log=log)) for sig, fn in sigs]
+             for name, sigs in lowered.functions.items()}
+    return lowered, log, fused
+
+
+def generate_sources(module: types.ModuleType, options: Options,
+                     cuda: GpuTargets | None = None) -> tuple[LoweredModule, PassLog, str,
+                                                             dict[str, str]]:
+    lowered, log, fused = compile_ir(module, options)
+    levels = list(options.cpu_levels) or [host.cpu_level()]
+    draft = _generate(fused, "_cvk_draft", levels, cuda)
+    digest = hashlib.sha256("".join(draft.values()).encode()).hexdigest()[:16]
+    ext_name = f"_cvk_{digest}"
+    return lowered, log, ext_name, _generate(fused, ext_name, levels, cuda)
+
+
+def _generate(fused: dict[str, list[Any]], ext_name: str, levels: list[int],
+              cuda: GpuTargets | None = None) -> dict[str, str]:
+    try:
+        src = generate(ext_name, fused, levels, cuda)
+    except Unsupported as exc:
+        span = exc.span if isinstance(exc.span, SourceSpan) else None
+        raise CompileError(Diagnostic(span, str(exc))) from None
+    sources = {"kernels.h": src.kernels_h, "kernels.c": src.kernels_c, "module.c": src.module_c}
+    return sources | ({"kernels.cu": src.kernels_cu} if cuda is not None else {})
+
+
+def gpu_build(options: Options) -> nvcc_mod.GpuBuild | None:
+    """The nvcc and CUDA architectures of a build; None builds CPU-only."""
+    return nvcc_mod.resolve(options.cuda_archs, options.cuda_home)
+
+
+def build(module: types.ModuleType, options: Options | None = None,
+          out_dir: Path | None = None) -> Artifact:
+    """Compile every marked function of ``module`` into one extension in ``out_dir``."""
+    options = options or Options()
+    compiler = cc_mod.find_compiler(options.cc)
+    gpu = gpu_build(options)
+    lowered, log, ext_name, sources = generate_sources(module, options,
+                                                       gpu.targets if gpu else None)
+    levels = list(options.cpu_levels) or [host.cpu_level()]
+    workdir = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="cuvil_aot-"))
+    job = gpu.start(sources["kernels.cu"], workdir) if gpu else None  # alongside the C builds
+    cpu_sources = {name: text for name, text in sources.items() if name != "kernels.cu"}
+    path = cc_mod.build_extension(compiler, cpu_sources, ext_name, workdir, levels,
+                                  options.extra_includes,
+                                  (lambda: [job.embed(compiler)]) if job else None)
+    manifest = {
+        "module": module.__name__,
+        "ext_name": ext_name,
+        "functions": {name: [str(sig) for sig, _ in sigs]
+                      for name, sigs in lowered.functions.items()},
+        "source_hash": hashlib.sha256(json.dumps(lowered.sources, sort_keys=True).encode())
+        .hexdigest(),
+        "compiler": compiler.identity,
+        "cflags": list(cc_mod.CFLAGS),
+        "cpu_levels": levels,
+        "cuda": {"nvcc": gpu.nvcc.identity, "archs": list(gpu.archs)} if gpu else None,
+    }
+    (workdir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+    return Artifact(path, ext_name, manifest, sources, log)
+
+
+def _cuda_key(options: Options) -> str:
+    gpu = gpu_build(options)
+    return f"{gpu.nvcc.identity} {','.join(gpu.archs)}" if gpu else "none"
+
+
+def _sha(value: object) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+
+
+def key_components(module: types.ModuleType, options: Options | None = None) -> dict[str, str]:
+    """Every input that changes the built extension, by name: the full cache key."""
+    options = options or Options()
+    lowered = lower_module(module)
+    compiler = cc_mod.find_compiler(options.cc)
+    levels = list(options.cpu_levels) or [host.cpu_level()]
+    return {
+        "module": module.__name__,
+        "source": _sha(lowered.sources),
+        "inlined": _sha(lowered.trace.inlined),
+        "globals": _sha(lowered.trace.globals_read),
+        "signatures": _sha({name: [str(sig) for sig, _ in sigs]
+                            for name, sigs in lowered.functions.items()}),
+        "cuvil_aot": host.package_hash(),
+        # The flags of a CUVIL_AOT_CC like "gcc -fsanitize=address" change the code too.
+        "cc": " ".join([compiler.identity, *compiler.command[1:]]),
+        "cflags": " ".join(cc_mod.CFLAGS),
+        "cpu_levels": ",".join(map(str, levels)),
+        "cuda": _cuda_key(options),
+        "python_abi": host.python_abi(),
+        "numpy": host.numpy_abi(),
+    }
+

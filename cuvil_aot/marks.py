@@ -1,0 +1,79 @@
+"""What a mark is: the dtype/shape annotations and the marked-function record.
+
+Base vocabulary: the compiler reads marks (signatures, the original function), the
+loader finds them in a module, and ``api.Dispatcher`` adds the call behaviour on top.
+Nothing here imports the rest of cuvil_aot.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+
+class DType:
+    """An array dtype for annotations: ``cv.f32["B", 128]`` is a float32 array of shape (B, 128)."""
+
+    def __init__(self, short: str, np_dtype: str):
+        self.short = short
+        self.np_dtype = np_dtype
+
+    def __getitem__(self, dims: Any) -> ArrayType:
+        return ArrayType(self, dims if isinstance(dims, tuple) else (dims,))
+
+    def __repr__(self) -> str:
+        return f"cv.{self.short}"
+
+
+class ArrayType:
+    """An annotation: dtype plus dims, each an int, a symbol ("B") or an expression ("4H")."""
+
+    def __init__(self, dtype: DType, dims: tuple[Any, ...]):
+        self.dtype = dtype
+        self.dims = dims
+
+    def __repr__(self) -> str:
+        return f"{self.dtype.short}[{','.join(str(d) for d in self.dims)}]"
+
+
+f16 = DType("f16", "float16")
+f32 = DType("f32", "float32")
+f64 = DType("f64", "float64")
+i32 = DType("i32", "int32")
+i64 = DType("i64", "int64")
+bool_ = DType("bool_", "bool")
+
+FALLBACKS = (None, "python")
+
+
+class Marked:
+    """A function marked for compilation: the original, its signatures, its fallback, and
+    the compiled code once bound (set by the runtime's binding)."""
+
+    def __init__(self, fn: Callable[..., Any], signatures: Sequence[str] | None,
+                 fallback: str | None):
+        if fallback not in FALLBACKS:
+            raise ValueError(f"fallback must be None or 'python', got {fallback!r}")
+        functools.update_wrapper(cast(Any, self), fn)
+        self.py_func = cast(types.FunctionType, fn)
+        self.signatures = tuple(signatures) if signatures is not None else None
+        self.fallback = fallback
+        self.compiled: Callable[..., Any] | None = None
+
+
+def as_marked(value: object) -> object:
+    """A global bound to compiled code (a CompiledFunction) counts through its mark."""
+    return getattr(value, "dispatcher", value) if not isinstance(value, types.ModuleType) else value
+
+
+def marked(module: types.ModuleType) -> dict[str, Marked]:
+    """The marked functions defined in ``module``, by the global name they are bound to, in
+    file order; a global already bound to compiled code counts through its mark."""
+    found = {}
+    for name, value in vars(module).items():
+        value = as_marked(value)
+        if isinstance(value, Marked) and value.py_func.__module__ == module.__name__:
+            found[name] = value
+    return dict(sorted(found.items(), key=lambda kv: kv[1].py_func.__code__.co_firstlineno))

@@ -1,0 +1,44 @@
+/* The driver layer's interface (cuda.c): the CUDA driver, contexts, modules,
+ * launches, scratch memory, and the settings it runs with.
+ *
+ * Dependencies go one way: gpu_arrays.c (the array adapters, gpu_internal.h)
+ * and runtime_module.c use cuda.c; cuda.c uses nothing of theirs and includes
+ * only this header. Include Python.h first. */
+#ifndef CUVIL_AOT_CUDA_INTERNAL_H
+#define CUVIL_AOT_CUDA_INTERNAL_H
+
+#include "cuvil_aot/cuda_driver.h"
+
+/* Set by cuvil_aot._runtime.configure (from the knobs, cuvil_aot/knobs.py); read at
+ * each use, under the GIL. Defaults: one-kernel launches and the pool on, not strict. */
+typedef struct {
+    int one_kernel; /* CUVIL_AOT_CUDA_ONE=0 clears it: kernels launched one by one */
+    int pool;       /* CUVIL_AOT_CUDA_POOL=0 clears it: intermediates from the framework */
+    int strict;     /* CUVIL_AOT_MODE=strict: a PTX JIT at module load is an error */
+} cv_cuda_settings;
+extern cv_cuda_settings cv_cuda_config;
+
+/* Loads the driver and makes the device's primary context current. */
+int cv_cuda_enter(int device);
+/* The device that holds a device pointer. */
+int cv_cuda_device_of(uintptr_t ptr, int *device);
+/* The device of the current context, or 0 when there is none. */
+int cv_cuda_current_device(int *device);
+/* Makes `consumer` wait for the work queued so far on `producer`. */
+int cv_cuda_order(int device, uintptr_t producer, uintptr_t consumer);
+int cv_cuda_sm_count(int device);
+int cv_cuda_launch(cv_cuda_module *m, int device, int kernel, uint32_t grid_x, uint32_t grid_y,
+                   uint32_t block, uint32_t smem, uintptr_t stream, void *args);
+int cv_cuda_launch_one(cv_cuda_module *m, int device, int kernel, uint32_t grid, uint32_t block,
+                       uintptr_t stream, void *args, int cooperative);
+int cv_cuda_save_context(void **out);
+void cv_cuda_restore_context(void *ctx);
+/* Device memory ordered on `stream` from the runtime's pool: 0 and *out set,
+ * 1 when the pool is off or the driver or device has no memory pools, -1 on error. */
+int cv_cuda_scratch(int device, size_t bytes, uintptr_t stream, void **out);
+/* Returns scratch memory to the pool once `stream` reaches this point. */
+void cv_cuda_scratch_free(int device, void *p, size_t bytes, uintptr_t stream);
+/* Raises cuvil_aot.CudaError with a formatted message; returns -1. */
+int cv_cuda_raise(const char *fmt, ...);
+
+#endif

@@ -1,0 +1,41 @@
+"""Every elementwise op lowers on both targets: a new Op cannot land in the C table alone
+(or in neither), nor may a table keep an op the IR no longer has."""
+
+from __future__ import annotations
+
+import pytest
+
+from cuvil_aot.compiler.codegen import ops_c, ops_cuda
+from cuvil_aot.compiler.ir.ops import BINARY, ELEMENTWISE, UNARY, Op
+from cuvil_aot.compiler.ir.types import DTYPES
+
+# CAST converts between two dtypes: ops_c.cast lowers it on both targets, not the tables
+TABLE_OPS = ELEMENTWISE - {Op.CAST}
+LANGUAGES = {"c": ops_c.C, "cuda": ops_cuda.CUDA}
+
+
+@pytest.mark.parametrize("name", sorted(LANGUAGES))
+def test_the_table_holds_every_elementwise_op_and_no_other(name):
+    table = LANGUAGES[name].code_for_op
+    assert set(table) - TABLE_OPS == set(), "ops that are not elementwise"
+    assert TABLE_OPS - set(table) == set(), "elementwise ops without a lowering"
+
+
+@pytest.mark.parametrize("op", sorted(TABLE_OPS, key=lambda o: o.name))
+def test_every_elementwise_op_renders_in_c_and_cuda_for_some_dtype(op):
+    arity = 1 if op in UNARY else 2 if op in BINARY else 3
+    args = [f"a{i}" for i in range(arity)]
+    for language in LANGUAGES.values():
+        rendered = []
+        for dtype in DTYPES:
+            try:
+                rendered.append(language.render(op, dtype, args))
+            except ops_c.Unsupported:
+                continue
+        assert rendered, f"{op.name} lowers on no dtype"
+
+
+def test_cast_lowers_between_every_pair_of_dtypes():
+    for src in DTYPES:
+        for dst in DTYPES:
+            assert ops_c.cast("x", src, dst)
