@@ -74,7 +74,9 @@ def optimize(fn: Callable[..., Any] | None = None, *, signatures: Sequence[str] 
 def compile_module(module: types.ModuleType, **options: Any) -> LoadableArtifact:
     """Compile every marked function of ``module`` into one extension.
 
-    Returns an artifact; ``artifact.load()`` imports it and binds the functions.
+    Returns an artifact; ``artifact.load()`` imports it and binds the functions. A function
+    the compiler refused is left out (``artifact.refused`` says why): once loaded, calling
+    it raises that CompileError, or with ``fallback="python"`` runs the original.
     """
     from cuvil_aot import knobs
     from cuvil_aot.load import builder

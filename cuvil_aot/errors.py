@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 import warnings
 from dataclasses import dataclass
 
@@ -52,19 +53,46 @@ class Diagnostic:
 
 
 class CompileError(Exception):
-    """One or more errors in the user's code, each with file:line:col and a caret."""
+    """One or more errors in the user's code, each with file:line:col and a caret.
 
-    def __init__(self, diagnostics: list[Diagnostic] | Diagnostic):
+    ``rendered`` is the text of diagnostics rendered earlier (a refused function's, kept in
+    its module's build manifest); ``diagnostics`` is then empty."""
+
+    def __init__(self, diagnostics: list[Diagnostic] | Diagnostic, rendered: str | None = None):
         self.diagnostics = diagnostics if isinstance(diagnostics, list) else [diagnostics]
-        super().__init__("\n" + "\n\n".join(d.render() for d in self.diagnostics))
+        text = rendered if rendered is not None else render_all(self.diagnostics)
+        super().__init__("\n" + text)
+
+
+def render_all(diagnostics: list[Diagnostic]) -> str:
+    """Diagnostics as a CompileError shows them, each once, blank lines between."""
+    return "\n\n".join(dict.fromkeys(d.render() for d in diagnostics))
+
+
+INTERNAL = "internal cuvil_aot error (this is a bug in cuvil_aot, please report it)"
 
 
 class InternalCompilerError(RuntimeError):
     """A bug in cuvil_aot itself, not in the user's code."""
 
     def __init__(self, message: str):
-        super().__init__("internal cuvil_aot error (this is a bug in cuvil_aot, please report "
-                         f"it): {message}")
+        super().__init__(f"{INTERNAL}: {message}")
+
+
+def internal_diagnostic(span: SourceSpan | None, exc: BaseException) -> Diagnostic:
+    """A crash of the compiler while it compiled the code at ``span``: the user's line,
+    the exception, and where in cuvil_aot it was raised (for the report)."""
+    where = ""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        last = frames[-1]
+        inside = os.path.relpath(last.filename, os.path.dirname(_PACKAGE.rstrip(os.sep))) \
+            if last.filename.startswith(_PACKAGE) else os.path.basename(last.filename)
+        where = f" (raised at {inside}:{last.lineno} in {last.name})"
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    if isinstance(exc, InternalCompilerError):
+        text = str(exc).removeprefix(f"{INTERNAL}: ")
+    return Diagnostic(span, f"{INTERNAL}: {text}{where}")
 
 
 class SignatureError(TypeError):
@@ -90,7 +118,7 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
     """Warn, attributed to the first caller outside cuvil_aot (the user's import or call),
     so the message never shows one of cuvil_aot's own source lines."""
-    level, frame = 1, sys._getframe(1)
+    level, frame = 2, sys._getframe(1)  # stacklevel 2 is our caller
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         level, frame = level + 1, frame.f_back  # type: ignore[assignment]
     warnings.warn(message, category, stacklevel=level)

@@ -41,7 +41,7 @@ class Knobs:
     """CUVIL_AOT_HOOK: 1 installs the import hook at startup (through the opt-in .pth file)."""
     cuda_archs: str = ""
     """CUVIL_AOT_CUDA_ARCHS: GPU targets, e.g. "sm_90,compute_90"; "none" builds CPU-only;
-    default toolchain.nvcc.DEFAULT_ARCHS."""
+    default: the GPUs this machine has (load/gpus.py), CPU-only without one."""
     cuda_one: bool = True
     """CUVIL_AOT_CUDA_ONE: 0 launches a GPU call's kernels one by one instead of as one
     (cooperative) kernel, to compare; 1 (default) uses the one kernel where it can run."""

@@ -31,7 +31,7 @@ def parse_cases(text: str) -> list[tuple[str, str, str]]:
 def render(tmp_path: Path, name: str, source: str) -> str:
     module = load_source(tmp_path, HEADER + source, name=f"diag_{name}")
     with pytest.raises(CompileError) as info:
-        lower_module(module)
+        lower_module(module).check()  # every refused function's diagnostics, at once
     return str(info.value).strip("\n").replace(str(tmp_path) + "/", "")
 
 

@@ -15,7 +15,8 @@ import pytest
 from cuvil_aot import _runtime as rt
 from cuvil_aot import knobs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(rt.__file__).resolve().parent.parent
+"""Where this process imports cuvil_aot from: site-packages in CI, the checkout here."""
 DEFAULTS = {"cuda_one": True, "cuda_pool": True, "mode": "import"}
 
 
@@ -76,8 +77,9 @@ def _runtime_info(**env: str) -> subprocess.CompletedProcess[str]:
     code = ("import json, cuvil_aot\nfrom cuvil_aot import _runtime\n"
             "i = _runtime.info()\nprint(json.dumps({k: i[k] for k in "
             f"{sorted(DEFAULTS)!r}}}))")
+    # Not from the checkout's root: there `-c` would import the sources (no _runtime in CI).
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, env={**clean, **env})
+                          timeout=120, env={**clean, **env}, cwd=ROOT)
 
 
 @pytest.mark.parametrize("env, want", [

@@ -7,7 +7,9 @@ over the very bytes that get installed), gets each one's extension through the
 compile cache (``artifacts.build_next_to``: built on a miss, in parallel), which writes
 the prebuilt extension and its manifest next to the module, and writes what it did
 to the request's ``result`` file. Errors go to stderr with the user's own file paths,
-every failing module reported, and the exit status is 1.
+every failing module reported (a module with a refused function fails: a wheel ships
+whole modules only; a crash of the compiler on one module fails that module only), and
+the exit status is 1.
 
 A separate process keeps the user's module-level code and imports out of the
 backend's interpreter. The unpacked wheel comes first on its PYTHONPATH, so
@@ -102,7 +104,7 @@ def _import_all(request: dict[str, Any], failures: list[str]) -> list[ModuleType
 def run(request: dict[str, Any]) -> int:
     from cuvil_aot import importer
     from cuvil_aot.cache import CacheError
-    from cuvil_aot.cli.commands import Progress
+    from cuvil_aot.cli.commands import Progress, crash
     from cuvil_aot.errors import BuildError, CompileError
 
     importer.uninstall()  # an opted-in hook would bind (and build) at import already
@@ -125,11 +127,14 @@ def run(request: dict[str, Any]) -> int:
             record = _compile(module, config, arcnames[module.__name__])
         except (CompileError, BuildError, CacheError, ModuleFailed, OSError) as exc:
             message = _message(exc, request["root"], request["sources"])
-            failures.append(f"error: {module.__name__}: {message}")
-            progress.step(f"{module.__name__}: FAILED")
-            return None
-        progress.step(f"{module.__name__}: {record['how']} in {record['seconds']:.2f} s")
-        return record
+        except Exception as exc:  # a crash of cuvil_aot: report it, compile the others
+            message = _message(RuntimeError(crash(exc)), request["root"], request["sources"])
+        else:
+            progress.step(f"{module.__name__}: {record['how']} in {record['seconds']:.2f} s")
+            return record
+        failures.append(f"error: {module.__name__}: {message}")
+        progress.step(f"{module.__name__}: FAILED")
+        return None
 
     with ThreadPoolExecutor(max(1, request["jobs"])) as pool:
         records = [r for r in pool.map(one, modules) if r is not None]

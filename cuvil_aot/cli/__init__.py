@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "each module (what the import hook prefers)")
     build.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
                        help="modules built at the same time (default 1)")
+    build.add_argument("--cuda-archs", metavar="ARCHS",
+                       help="GPU targets, e.g. sm_80,sm_90,compute_90, or none (default: "
+                            "CUVIL_AOT_CUDA_ARCHS, else the GPUs of this machine)")
     build.set_defaults(run=cli_commands.cmd_build)
 
     cli_cache.add_parser(sub, _parser)

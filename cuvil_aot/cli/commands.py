@@ -15,8 +15,9 @@ from typing import TextIO
 from cuvil_aot import host, importer, knobs, marks
 from cuvil_aot.cache import CacheError
 from cuvil_aot.cli import targets
-from cuvil_aot.errors import BuildError, CompileError
+from cuvil_aot.errors import BuildError, CompileError, internal_diagnostic
 from cuvil_aot.load import artifacts, prebuilt
+from cuvil_aot.options import parse_archs
 
 
 def settings(**changes: object) -> artifacts.Settings:
@@ -69,6 +70,7 @@ def _build_one(module: ModuleType, config: artifacts.Settings, inplace: bool) ->
         path, outcome = artifacts.build_next_to(module, config)
     else:
         outcome = artifacts.get_extension(module, config)[1]
+        artifacts.check_refused(outcome)  # the good functions are cached; still a failure
     line = f"{module.__name__}: {outcome.how} in {outcome.seconds:.2f} s"
     if not inplace:
         return line
@@ -86,6 +88,13 @@ def cmd_build(args: argparse.Namespace) -> int:
         print("nothing to build: no marked functions in the targets", file=sys.stderr)
         return 1
     config = settings(mode="import", use_prebuilt=False)
+    if args.cuda_archs is not None:  # else CUVIL_AOT_CUDA_ARCHS, else this machine's GPUs
+        try:
+            parse_archs(args.cuda_archs)
+        except ValueError as exc:
+            print(f"error: --cuda-archs: {exc}", file=sys.stderr)
+            return 2
+        config = config._replace(cuda_archs=args.cuda_archs)
     progress = Progress(len(modules), sys.stderr)
     failures: list[str] = []
 
@@ -95,12 +104,21 @@ def cmd_build(args: argparse.Namespace) -> int:
         except (CompileError, BuildError, ImportError, OSError, CacheError) as exc:
             failures.append(f"error: {module.__name__}: {exc}")
             progress.step(f"{module.__name__}: FAILED")
+        except Exception as exc:  # a crash of cuvil_aot: report it, build the other modules
+            failures.append(f"error: {module.__name__}: {crash(exc)}")
+            progress.step(f"{module.__name__}: FAILED")
 
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         list(pool.map(one, modules))
     for failure in failures:
         print(failure, file=sys.stderr)
     return 1 if failures else 0
+
+
+def crash(exc: BaseException) -> str:
+    """An exception no stage turned into a user error, worded as the bug it is (with
+    where in cuvil_aot it was raised, for the report)."""
+    return internal_diagnostic(None, exc).message
 
 
 # --- show ---------------------------------------------------------------------------------
@@ -117,11 +135,12 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 1
     status = 0
     for module in modules:
-        try:
-            lowered = lower_module(module)
-        except CompileError as exc:
-            print(f"error in {module.__name__}:{exc}", file=sys.stderr)
-            status = 1
+        lowered = lower_module(module)
+        for name, diags in lowered.refused.items():  # the others are still shown
+            if function in (None, name):
+                print(f"error in {module.__name__}:{CompileError(diags)}", file=sys.stderr)
+                status = 1
+        if function in lowered.refused:
             continue
         names = [function] if function else list(lowered.functions)
         for name in names:

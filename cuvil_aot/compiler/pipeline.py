@@ -29,7 +29,7 @@ from cuvil_aot.compiler.gpu_targets import GpuTargets
 from cuvil_aot.compiler.passes import PassLog, run_pipeline
 from cuvil_aot.compiler.toolchain import cc as cc_mod
 from cuvil_aot.compiler.toolchain import nvcc as nvcc_mod
-from cuvil_aot.errors import CompileError, Diagnostic, SourceSpan
+from cuvil_aot.errors import CompileError, Diagnostic, SourceSpan, internal_diagnostic
 from cuvil_aot.options import Options
 
 __all__ = ["Artifact", "Options", "build", "compile_ir", "generate_sources", "key_components"]
@@ -48,11 +48,26 @@ class Artifact:
 
 def compile_ir(module: types.ModuleType, options: Options) -> tuple[LoweredModule, PassLog,
                                                                       dict[str, list[Any]]]:
+    """Lower and optimize function by function: one the passes fail on is refused (at its
+    def line) and left out, like one the frontend refused (``lowered.refused``)."""
     lowered = lower_module(module)
     log = PassLog()
-    fused = {name: [(sig, run_pipeline(fn, options.dump, log=log)) for sig, fn in sigs]
-             for name, sigs in lowered.functions.items()}
+    fused = {}
+    for name, sigs in list(lowered.functions.items()):
+        try:
+            fused[name] = [(sig, run_pipeline(fn, options.dump, log=log)) for sig, fn in sigs]
+        except Exception as exc:  # a bug in a pass
+            lowered.refuse(name, [_diagnostic(exc, lowered.defs.get(name))])
     return lowered, log, fused
+
+
+def _diagnostic(exc: Exception, def_span: SourceSpan | None) -> Diagnostic:
+    """A codegen refusal at its own span, else at the function's def; any other exception
+    of the compiler is an internal error there."""
+    if isinstance(exc, Unsupported):
+        span = exc.span if isinstance(exc.span, SourceSpan) else def_span
+        return Diagnostic(span, str(exc))
+    return internal_diagnostic(def_span, exc)
 
 
 def generate_sources(module: types.ModuleType, options: Options,
@@ -60,19 +75,35 @@ def generate_sources(module: types.ModuleType, options: Options,
                                                              dict[str, str]]:
     lowered, log, fused = compile_ir(module, options)
     levels = list(options.cpu_levels) or [host.cpu_level()]
-    draft = _generate(fused, "_cvk_draft", levels, cuda)
+    draft = _generate_refusing(lowered, fused, levels, cuda)
     digest = hashlib.sha256("".join(draft.values()).encode()).hexdigest()[:16]
     ext_name = f"_cvk_{digest}"
     return lowered, log, ext_name, _generate(fused, ext_name, levels, cuda)
 
 
+def _generate_refusing(lowered: LoweredModule, fused: dict[str, list[Any]], levels: list[int],
+                       cuda: GpuTargets | None) -> dict[str, str]:
+    """The draft sources; a function codegen fails on is refused and taken out of
+    ``fused`` (found by generating each function alone, on a failure only)."""
+    try:
+        return _generate(fused, "_cvk_draft", levels, cuda)
+    except Exception as exc:
+        failure = exc
+    for name in list(fused):
+        try:
+            _generate({name: fused[name]}, "_cvk_draft", levels, cuda)
+        except Exception as exc:
+            lowered.refuse(name, [_diagnostic(exc, lowered.defs.get(name))])
+            del fused[name]
+    try:
+        return _generate(fused, "_cvk_draft", levels, cuda)
+    except Exception:  # only together do they fail: a bug no one function shows
+        raise CompileError(_diagnostic(failure, None)) from failure
+
+
 def _generate(fused: dict[str, list[Any]], ext_name: str, levels: list[int],
               cuda: GpuTargets | None = None) -> dict[str, str]:
-    try:
-        src = generate(ext_name, fused, levels, cuda)
-    except Unsupported as exc:
-        span = exc.span if isinstance(exc.span, SourceSpan) else None
-        raise CompileError(Diagnostic(span, str(exc))) from None
+    src = generate(ext_name, fused, levels, cuda)
     sources = {"kernels.h": src.kernels_h, "kernels.c": src.kernels_c, "module.c": src.module_c}
     return sources | ({"kernels.cu": src.kernels_cu} if cuda is not None else {})
 
@@ -102,6 +133,7 @@ def build(module: types.ModuleType, options: Options | None = None,
         "ext_name": ext_name,
         "functions": {name: [str(sig) for sig, _ in sigs]
                       for name, sigs in lowered.functions.items()},
+        "refused": lowered.rendered_refusals(),
         "source_hash": hashlib.sha256(json.dumps(lowered.sources, sort_keys=True).encode())
         .hexdigest(),
         "compiler": compiler.identity,
@@ -135,6 +167,8 @@ def key_components(module: types.ModuleType, options: Options | None = None) -> 
         "globals": _sha(lowered.trace.globals_read),
         "signatures": _sha({name: [str(sig) for sig, _ in sigs]
                             for name, sigs in lowered.functions.items()}),
+        # What a refused function's call says is in the build: a moved error is a miss.
+        "refused": _sha(lowered.rendered_refusals()),
         "cuvil_aot": host.package_hash(),
         # The flags of a CUVIL_AOT_CC like "gcc -fsanitize=address" change the code too.
         "cc": " ".join([compiler.identity, *compiler.command[1:]]),

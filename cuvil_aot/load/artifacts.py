@@ -13,6 +13,10 @@ In order, cheapest first:
    processes) unless the mode is ``strict``. A key another process keeps locked for
    ``settings.lock_timeout`` seconds (a stopped builder) is built in the private store.
 
+A module compiles function by function: the build manifest in an entry's metadata names
+the functions the compiler refused (``refused``, each with its rendered diagnostics);
+``bind_module`` binds those to ``binding.Refused``, which raises them at the call.
+
 An entry whose metadata cannot be right (``ext_name``, ``ext_file``) is set aside like
 a damaged one and rebuilt; one that goes away or bad between publish and load (a
 ``cache clear``) is a miss, published again.
@@ -39,7 +43,7 @@ from cuvil_aot.cache import CacheError, CacheKey, Entry, LockTimeout, Store
 from cuvil_aot.cache.fsutil import sweep_dead
 from cuvil_aot.cache.key import digest_of
 from cuvil_aot.cache.store import STALE_TMP_S
-from cuvil_aot.errors import BuildError
+from cuvil_aot.errors import BuildError, CompileError
 from cuvil_aot.load import builder, prebuilt, prekey, shortcuts, toolstamp
 from cuvil_aot.load.settings import BUILD_DIR_PREFIX, MissingExtension, Outcome, Settings
 from cuvil_aot.load.stores import build_aside, fall_back
@@ -47,12 +51,14 @@ from cuvil_aot.load.stores import open_store as open_store  # entry points open 
 from cuvil_aot.runtime import binding, extension
 
 __all__ = ["MissingExtension", "Outcome", "Settings", "bind_module", "build_next_to",
-           "ensure_bound", "get_extension", "last_outcome", "open_store"]
+           "check_refused", "ensure_bound", "get_extension", "last_outcome", "open_store",
+           "refused"]
 
 
 _registry_lock = threading.Lock()
 _loaded: dict[str, types.ModuleType] = {}
 _outcomes: dict[str, Outcome] = {}
+_refused: dict[str, dict[str, str]] = {}  # key digest -> refused function -> diagnostics
 
 
 def last_outcome(module: str) -> Outcome | None:
@@ -80,14 +86,42 @@ def _ext_of(entry: Entry) -> tuple[str, str]:
     return name, file
 
 
+def _refused_of(entry: Entry) -> dict[str, str]:
+    """The functions the build of ``entry`` refused, with their diagnostics (_BadMetadata
+    if that record is not what a build writes)."""
+    build = entry.manifest.metadata.get("build")
+    found = build.get("refused", {}) if isinstance(build, dict) else {}
+    if not isinstance(found, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in found.items()):
+        raise _BadMetadata("its metadata's refused functions are not names and texts")
+    return dict(found)
+
+
 def _load_from(entry: Entry, key: CacheKey) -> types.ModuleType:
     """Load the verified extension of ``entry``: _BadMetadata if its metadata is wrong,
     CacheError if its file is gone or damaged."""
     name, file = _ext_of(entry)
+    refused_here = _refused_of(entry)
     with entry.verified(file) as (origin, real_path):
         ext = extension.load(name, origin, real_path)
     with _registry_lock:
+        _refused[key.digest] = refused_here
         return _loaded.setdefault(key.digest, ext)
+
+
+def refused(outcome: Outcome) -> dict[str, str]:
+    """The marked functions of ``outcome``'s module that its build refused -> their
+    rendered diagnostics (a prebuilt extension never has any)."""
+    with _registry_lock:
+        return dict(_refused.get(outcome.key.digest, {})) if outcome.key is not None else {}
+
+
+def check_refused(outcome: Outcome) -> None:
+    """CompileError with every refused function's diagnostics: what a build that ships
+    (``build``, a wheel) must not get past."""
+    found = refused(outcome)
+    if found:
+        raise CompileError([], rendered="\n\n".join(found.values()))
 
 
 def _open(store: Store, key: CacheKey, entry: Entry) -> types.ModuleType | None:
@@ -331,13 +365,14 @@ def bind_module(module: types.ModuleType, settings: Settings) -> Outcome:
     if not marked:
         return Outcome(module.__name__, "nothing")
     ext, outcome = get_extension(module, settings)
-    missing = [name for name in marked if not hasattr(ext, name)]
+    refusals = refused(outcome)
+    missing = [name for name in marked if name not in refusals and not hasattr(ext, name)]
     if missing:
         raise ImportError(
             f"cuvil_aot: the extension loaded for {module.__name__!r} lacks {missing}",
             name=module.__name__,
         )
-    binding.bind(module, ext, marked)
+    binding.bind(module, ext, marked, refusals)
     return outcome
 
 
@@ -345,8 +380,10 @@ def build_next_to(module: types.ModuleType, settings: Settings) -> tuple[Path, O
     """Get or build ``module``'s extension through the cache, then write it and its
     manifest next to the module's source: what ``build --inplace`` and the PEP 517
     backend ship. Raises CacheError if the module has no cheap key (no .py file, or a
-    dependency without one)."""
+    dependency without one), CompileError if a function was refused (nothing is written:
+    what ships compiles whole)."""
     outcome = get_extension(module, settings._replace(use_prebuilt=False))[1]
+    check_refused(outcome)
     source = prekey.source_file(module)
     cheap = prekey.components(module, settings.cpu_levels, settings.cuda_request)
     if source is None or cheap is None or outcome.key is None:

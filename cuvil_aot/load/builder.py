@@ -60,7 +60,8 @@ def gpu_build(settings: Settings) -> GpuBuild | None:
 
 
 def compile_module(module: types.ModuleType, settings: Settings) -> LoadableArtifact:
-    """Compile every marked function of ``module`` into one extension (no cache)."""
+    """Compile every marked function of ``module`` into one extension (no cache); the
+    refused ones are in the artifact's ``refused``."""
     from cuvil_aot.compiler import pipeline
 
     artifact = pipeline.build(module, settings.build_options)
@@ -69,17 +70,19 @@ def compile_module(module: types.ModuleType, settings: Settings) -> LoadableArti
 
 class LoadableArtifact:
     """What ``cuvil_aot.compile_module`` returns: the compiler's artifact (its ``path``,
-    ``ext_name``, ``manifest``, ``sources`` and ``passes``) and ``load()``."""
+    ``ext_name``, ``manifest``, ``sources`` and ``passes``), ``refused`` (each function the
+    compiler refused -> its diagnostics, rendered) and ``load()``."""
 
     def __init__(self, artifact: Artifact) -> None:
         self.path, self.ext_name, self.manifest = artifact.path, artifact.ext_name, \
             artifact.manifest
         self.sources, self.passes = artifact.sources, artifact.passes
+        self.refused: dict[str, str] = dict(artifact.manifest.get("refused") or {})
 
     def load(self) -> types.ModuleType:
         """Import the extension and bind the marked functions of its module to it."""
         ext = extension.load(self.ext_name, self.path)
         module = sys.modules.get(str(self.manifest["module"]))
         if module is not None:
-            binding.bind(module, ext)
+            binding.bind(module, ext, refused=self.refused)
         return ext

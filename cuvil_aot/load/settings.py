@@ -7,7 +7,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from cuvil_aot.cache import DEFAULT_MAX_BYTES, CacheKey
+from cuvil_aot.cache import DEFAULT_MAX_BYTES, CacheError, CacheKey, default_cache_dir
+from cuvil_aot.errors import warn_user
+from cuvil_aot.load import gpus, toolstamp
 from cuvil_aot.options import Options, parse_archs
 
 if TYPE_CHECKING:
@@ -64,12 +66,26 @@ class Settings(NamedTuple):
                    lock_timeout=knobs.lock_timeout)
 
     @property
-    def cuda_request(self) -> str:
-        """The GPU targets asked for, as the cheap key records them."""
+    def cuda_targets(self) -> tuple[str, ...]:
+        """The GPU targets of a build: Options', else CUVIL_AOT_CUDA_ARCHS, else the GPUs
+        this machine has (gpus.py); () builds CPU-only."""
         archs = getattr(self.options, "cuda_archs", None)
         if archs is not None:
-            return ",".join(archs) or "none"
-        return self.cuda_archs.replace(" ", "").replace(";", ",") or "default"
+            return tuple(archs)
+        if self.cuda_archs:
+            return parse_archs(self.cuda_archs)
+        return gpus.archs(self._memo_dir())
+
+    @property
+    def cuda_request(self) -> str:
+        """The GPU targets asked for, as the cheap key records them: a new GPU is a miss."""
+        return ",".join(self.cuda_targets) or "none"
+
+    def _memo_dir(self) -> Path | None:
+        try:
+            return Path(self.cache_dir or default_cache_dir())
+        except CacheError:
+            return None
 
     @property
     def compiler_override(self) -> str:
@@ -84,9 +100,9 @@ class Settings(NamedTuple):
         """The options a build gets: ``options`` with the knobs' compiler, CUDA toolkit and
         GPU targets where it leaves them unset (the compiler reads no environment)."""
         options = self.options or Options()
-        archs = options.cuda_archs
-        if archs is None and self.cuda_archs:
-            archs = parse_archs(self.cuda_archs)
+        archs = self.cuda_targets
+        if not archs and options.cuda_archs is None and not self.cuda_archs:
+            _say_cpu_only(self.cuda_home)
         return replace(options, cc=options.cc or self.cc, cuda_archs=archs,
                        cuda_home=options.cuda_home or self.cuda_home)
 
@@ -97,3 +113,15 @@ class Outcome(NamedTuple):
     """nothing, loaded (already in this process), prebuilt, shortcut, cached or built."""
     key: CacheKey | None = None
     seconds: float = 0.0
+
+
+_said: list[bool] = []
+
+
+def _say_cpu_only(cuda_home: str) -> None:
+    """Once per process, where nvcc could build GPU code but no GPU asks for it."""
+    if not _said and toolstamp.nvcc_stamp(cuda_home):
+        _said.append(True)
+        warn_user("cuvil_aot: no NVIDIA GPU here, so modules are built for the CPU only; set "
+                  "CUVIL_AOT_CUDA_ARCHS (e.g. sm_90,compute_90) to add GPU code for other "
+                  "machines", RuntimeWarning)

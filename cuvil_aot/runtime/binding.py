@@ -2,16 +2,47 @@
 
 from __future__ import annotations
 
+import functools
+import threading
 import types
 from collections.abc import Mapping
+from typing import Any
 
-from cuvil_aot.errors import SignatureError
+from cuvil_aot.errors import CompileError, SignatureError, warn_user
 from cuvil_aot.marks import Marked, marked
 
 
+class Refused:
+    """A marked function the compiler refused (the rest of its module was compiled).
+
+    A call raises its CompileError (file:line:col and caret, as the build rendered it);
+    with ``fallback="python"`` it warns once, naming the reason, and runs the original."""
+
+    def __init__(self, mark: Marked, reason: str) -> None:
+        functools.update_wrapper(self, mark.py_func)
+        self.dispatcher, self.signatures, self.reason = mark, mark.signatures, reason
+        self.py_func = mark.py_func
+        self._warned = threading.Event()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.dispatcher.fallback != "python":
+            raise CompileError([], rendered=self.reason)
+        if not self._warned.is_set():
+            self._warned.set()
+            warn_user(f"{self.py_func.__qualname__} was not compiled, running the Python "
+                      f"function:\n{self.reason}", RuntimeWarning)
+        return self.py_func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return (f"<cuvil_aot function {self.py_func.__module__}.{self.py_func.__qualname__} "
+                "(not compiled)>")
+
+
 def bind(module: types.ModuleType, ext: types.ModuleType,
-         functions: Mapping[str, Marked] | None = None) -> None:
-    """Point the marked functions of ``module`` (default: all of them) at ``ext``.
+         functions: Mapping[str, Marked] | None = None,
+         refused: Mapping[str, str] | None = None) -> None:
+    """Point the marked functions of ``module`` (default: all of them) at ``ext``, and
+    those in ``refused`` (name -> the rendered diagnostics) at a ``Refused``.
 
     The module's globals become CompiledFunction objects, whose calls go straight to the
     extension (vectorcall, no Python frame); each mark kept elsewhere (a Dispatcher
@@ -20,10 +51,15 @@ def bind(module: types.ModuleType, ext: types.ModuleType,
         CompiledFunction,
     )
 
+    refused = refused or {}
     for name, mark in (marked(module) if functions is None else functions).items():
-        fallback = SignatureError if mark.fallback == "python" else None
-        fast = CompiledFunction(getattr(ext, name), mark.py_func, fallback)
-        fast.dispatcher = mark
-        fast.signatures = mark.signatures
+        fast: Any
+        if name in refused:
+            fast = Refused(mark, refused[name])
+        else:
+            fallback = SignatureError if mark.fallback == "python" else None
+            fast = CompiledFunction(getattr(ext, name), mark.py_func, fallback)
+            fast.dispatcher = mark
+            fast.signatures = mark.signatures
         mark.compiled = fast
         setattr(module, name, fast)

@@ -299,6 +299,11 @@ static void archs_text(const cv_cuda_module *m, char *buf, size_t size) {
 static int check_arch(const cv_cuda_module *m, int device) {
     int cc = devices[device].cc;
     char archs[256];
+    if (!m->image)
+        return cv_cuda_raise("this module was built without GPU code (no GPU was found where "
+                             "it was built, CUVIL_AOT_CUDA_ARCHS=none, or no nvcc): rebuild it "
+                             "for device %d with CUVIL_AOT_CUDA_ARCHS=sm_%d, or pass NumPy "
+                             "arrays to run it on the CPU", device, cc);
     for (int i = 0; i < m->nsass; i++)
         if (m->sass[i] / 10 == cc / 10 && m->sass[i] <= cc) return 0;
     archs_text(m, archs, sizeof archs);

@@ -36,8 +36,9 @@ from cuvil_aot.compiler.ir.node import Node
 STREAMED = {"float32": "f32", "float64": "f64"}  # dtypes that non-temporal stores take
 
 
-def emit_kernel(name: str, group: Group, buffers: set[int]) -> Kernel:
-    em = KernelEmitter(name, group, buffers)
+def emit_kernel(name: str, group: Group, buffers: set[int],
+                hoisted: dict[int, str] | None = None) -> Kernel:
+    em = KernelEmitter(name, group, buffers, hoisted)
     body = Writer(1)
     if group.kind is Kind.GEMM:
         _gemm_body(em, body)
@@ -72,8 +73,8 @@ def _args_struct(k: Kernel, w: Writer) -> None:
         w.line(f"int64_t s[{max(1, len(k.operands))}][{k.nloops}];")
         w.line("int64_t chunk, nchunk;")
         w.line("int stream;  /* outputs go out through cv_stream_* (kernel.h) */")
-        for pname, node in sorted(k.scalars.items()):
-            w.line(f"{ops_c.CTYPE[scalar_dtype(node)]} arg_{pname};")
+        for field_name, node in sorted(k.scalars.items()):
+            w.line(f"{ops_c.CTYPE[scalar_dtype(node)]} {field_name};")
         for sym in sorted(k.symbols):
             w.line(f"int64_t sym_{sym};")
 

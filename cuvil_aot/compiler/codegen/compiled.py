@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cuvil_aot.compiler.codegen import host_scalars
 from cuvil_aot.compiler.codegen.c import emit_kernel
 from cuvil_aot.compiler.codegen.kernel_emitter import Kernel
 from cuvil_aot.compiler.codegen.launch import Storage, matmul_operand
@@ -24,6 +25,7 @@ class Compiled:
     buffers: list[Node] = field(default_factory=list)
     symbols: list[str] = field(default_factory=list)
     contiguous: set[int] = field(default_factory=set)  # params read through a regrouping reshape
+    hoisted: dict[int, str] = field(default_factory=dict)  # host_scalars.find
 
     @property
     def storage(self) -> Storage:
@@ -34,14 +36,14 @@ class Compiled:
 def lower_signature(prefix: str, name: str, fn: Function, sig: Signature) -> Compiled:
     """The CPU kernels (one per fusion group), the buffers they store to, the parameters
     that must be C-contiguous (read through a regrouping reshape) and the symbols."""
-    comp = Compiled(prefix, name, fn, sig)
+    comp = Compiled(prefix, name, fn, sig, hoisted=host_scalars.find(fn))
     for group in fn.groups:
         for dest in group.dests:
             if not any(dest.buffer is b for b in comp.buffers):
                 comp.buffers.append(dest.buffer)
     buffer_ids = {id(b) for b in comp.buffers}
     for g, group in enumerate(fn.groups):
-        comp.kernels.append(emit_kernel(f"{prefix}_k{g}", group, buffer_ids))
+        comp.kernels.append(emit_kernel(f"{prefix}_k{g}", group, buffer_ids, comp.hoisted))
     params = {id(p): i for i, p in enumerate(fn.param_nodes)}
     for k in comp.kernels:
         for op in k.operands:

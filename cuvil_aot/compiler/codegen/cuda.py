@@ -51,8 +51,9 @@ HEADER = '#include <cooperative_groups.h>\n#include "cuvil_aot/cuda_gemm.h"\n'
 KERNELS = {Kind.ELEMENTWISE: elementwise_kernels, Kind.ROW: row_kernels, Kind.GEMM: gemm_kernels}
 
 
-def emit_kernel(name: str, group: Group, buffers: set[int]) -> CudaKernel:
-    em = CudaEmitter(name, group, buffers)
+def emit_kernel(name: str, group: Group, buffers: set[int],
+                hoisted: dict[int, str] | None = None) -> CudaKernel:
+    em = CudaEmitter(name, group, buffers, hoisted)
     w = Writer()
     KERNELS[group.kind](em, w)
     em.k.code = w.text()
@@ -75,8 +76,8 @@ def args_struct(k: CudaKernel, w: Writer) -> None:
             w.line("int64_t vec;  /* 1: the GEMV reads B as float4 */")
             w.line("int64_t split;  /* > 1: k in chunks, partial sums in part (_ksum adds) */")
             w.line("char *part;")
-        for pname, node in sorted(k.scalars.items()):
-            w.line(f"{ops_c.CTYPE[scalar_dtype(node)]} arg_{pname};")
+        for field_name, node in sorted(k.scalars.items()):
+            w.line(f"{ops_c.CTYPE[scalar_dtype(node)]} {field_name};")
         for sym in sorted(k.symbols):
             w.line(f"int64_t sym_{sym};")
 

@@ -68,8 +68,9 @@ def unit_axis(k: CudaKernel) -> int | None:
 class CudaEmitter(KernelEmitter):
     language = ops_cuda.CUDA  # libdevice math, cuda_kernel.h's helpers
 
-    def __init__(self, name: str, group: Group, buffers: set[int]):
-        super().__init__(name, group, buffers)
+    def __init__(self, name: str, group: Group, buffers: set[int],
+                 hoisted: dict[int, str] | None = None):
+        super().__init__(name, group, buffers, hoisted)
         self.k: CudaKernel = CudaKernel(name, group)
         self.row_cache: RowCache | None = None  # set while a cached row kernel is emitted
 

@@ -31,7 +31,7 @@ def lower(comps: list[Compiled]) -> GpuPlan:
     gp = GpuPlan()
     for comp in comps:
         buffers = {id(b) for b in comp.buffers}
-        kernels = [cuda.emit_kernel(f"{comp.prefix}_g{g}", group, buffers)
+        kernels = [cuda.emit_kernel(f"{comp.prefix}_g{g}", group, buffers, comp.hoisted)
                    for g, group in enumerate(comp.fn.groups)]
         gp.kernels[comp.prefix] = kernels
         for k in kernels:

@@ -48,7 +48,7 @@ class Kernel:
     name: str
     group: Group
     operands: list[Operand] = field(default_factory=list)
-    scalars: dict[str, Node] = field(default_factory=dict)  # scalar parameters used
+    scalars: dict[str, Node] = field(default_factory=dict)  # by field: arg_x, host_0
     symbols: set[str] = field(default_factory=set)
     struct: str = ""  # the arguments struct typedef
     code: str = ""  # the kernel function
@@ -82,10 +82,12 @@ class Body:
 class KernelEmitter:
     language: ops_c.CLanguage = ops_c.C  # the op table (the GPU emitter has its own)
 
-    def __init__(self, name: str, group: Group, buffers: set[int]):
+    def __init__(self, name: str, group: Group, buffers: set[int],
+                 hoisted: dict[int, str] | None = None):
         self.k = Kernel(name, group)
         self.group = group
         self.buffers = buffers
+        self.hoisted = hoisted or {}  # values the wrapper computes (host_scalars.py)
         self.own = {id(r) for r in group.roots}
         self.stage_vars: dict[int, str] = {}
         self.nloops = self.k.nloops
@@ -125,11 +127,12 @@ class KernelEmitter:
         return value
 
     def _expr(self, node: Node, m: IndexMap, body: Body) -> str:
+        if id(node) in self.hoisted:
+            return self.scalar(self.hoisted[id(node)], node)
         if node.op is Op.CONST:
             return self.constant(node)
         if node.op is Op.PARAM and self.is_scalar(node):
-            self.k.scalars[node.attrs[1]] = node
-            return ops_c.cast(f"a->arg_{node.attrs[1]}", scalar_dtype(node), node.dtype)
+            return self.scalar(f"arg_{node.attrs[1]}", node)
         if any(node is t for t in self.group.accumulators):
             return self.accumulator()
         if id(node) in self.stashed and m == identity(self.nloops):
@@ -165,6 +168,12 @@ class KernelEmitter:
     def accumulator(self) -> str:
         """A GEMM epilogue's accumulator value at the current element."""
         return "acc_row[i" + str(self.nloops - 1) + "]"
+
+    def scalar(self, field_name: str, node: Node) -> str:
+        """A number the wrapper passes in the arguments struct (a scalar parameter, a
+        hoisted value), as ``node``'s dtype."""
+        self.k.scalars[field_name] = node
+        return ops_c.cast(f"a->{field_name}", scalar_dtype(node), node.dtype)
 
     def is_scalar(self, node: Node) -> bool:
         return node.type.weak and node.shape == ()

@@ -71,8 +71,8 @@ def fill_args(w: Writer, k: Kernel, st: Storage, var: str) -> None:
         for v, s in enumerate(strides):
             if s != "0":
                 w.line(f"{var}.s[{j}][{v}] = {s};")
-    for name in sorted(k.scalars):
-        w.line(f"{var}.arg_{name} = c->arg_{name};")
+    for field_name in sorted(k.scalars):
+        w.line(f"{var}.{field_name} = c->{field_name};")
     for sym in sorted(k.symbols):
         w.line(f"{var}.sym_{sym} = S_{sym};")
 

@@ -167,6 +167,20 @@ class CLanguage:
 C = CLanguage()
 
 
+class HostLanguage(CLanguage):
+    """The C table for the numbers the wrapper computes once per call (host_scalars.py):
+    libm's math, as Python's math module and NumPy's float64 scalars compute it."""
+
+    def lowerings(self) -> dict[Op, Lowering]:
+        table = super().lowerings()
+        for op, name in {**_VMATH, Op.SIN: "sin", Op.COS: "cos"}.items():
+            table[op] = self.libm(name)
+        return table
+
+
+HOST = HostLanguage()
+
+
 def render(op: Op, dtype: str, args: list[str]) -> str:
     """C expression for ``op`` computing in ``dtype`` on operand expressions ``args``."""
     return C.render(op, dtype, args)

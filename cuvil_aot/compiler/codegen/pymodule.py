@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cuvil_aot.compiler.codegen import gpu_wrapper, ops_c
+from cuvil_aot.compiler.codegen import gpu_wrapper, host_scalars, ops_c
 from cuvil_aot.compiler.codegen.compiled import Compiled, lower_signature
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, lower
 from cuvil_aot.compiler.codegen.kernel_emitter import Kernel
@@ -85,6 +85,7 @@ def match_function(w: Writer, comp: Compiled) -> None:
         for p in params:
             if p.is_scalar:
                 w.line(f"{'double' if p.type.dtype == 'float64' else 'int64_t'} arg_{p.name};")
+        host_scalars.fields(w, comp.fn, comp.hoisted)
     sig = f"static int {comp.prefix}_match(PyObject **argv, {comp.prefix}_call *c, char *why, " \
           "size_t nwhy, int *shape_err)"
     with w.block(sig):
@@ -222,13 +223,18 @@ def _result(w: Writer, comp: Compiled) -> None:
     if not comp.fn.returns_tuple:
         w.line(f"result = {items[0]};")
         w.line("Py_INCREF(result);")
-        if not comp.fn.outputs[0].shape:
-            w.line("result = PyArray_Return((PyArrayObject *)result);")
+        if not comp.fn.outputs[0].shape:  # a NumPy scalar, as NumPy returns it
+            w.line("if (!outs[0]) result = PyArray_Return((PyArrayObject *)result);")
         return
     w.line(f"result = PyTuple_New({len(items)});")
     w.line("if (!result) goto done;")
-    for i, item in enumerate(items):
-        w.line(f"{{ PyObject *o = {item}; Py_INCREF(o); PyTuple_SET_ITEM(result, {i}, o); }}")
+    for i, (item, o) in enumerate(zip(items, comp.fn.outputs)):
+        with w.block(""):
+            w.line(f"PyObject *o = {item}; Py_INCREF(o);")
+            if not o.shape:
+                w.line(f"if (!outs[{i}]) o = PyArray_Return((PyArrayObject *)o);")
+                w.line("if (!o) { Py_CLEAR(result); goto done; }")
+            w.line(f"PyTuple_SET_ITEM(result, {i}, o);")
 
 
 def wrapper_function(w: Writer, index: int, name: str, comps: list[Compiled]) -> None:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from cuvil_aot.compiler.codegen import ops_c
 from cuvil_aot.compiler.codegen.compiled import Compiled
+from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.ir.construct import Message
 from cuvil_aot.compiler.ir.node import toposort
 from cuvil_aot.compiler.ir.types import Dim, Shape, shape_str
 
@@ -31,18 +33,18 @@ def can_overflow(d: Dim) -> bool:
     return len(d.terms) > 1 or any(len(m) + (c != 1) > 1 for m, c in d.terms)
 
 
-def checked(d: Dim) -> str:
-    """``d`` as a C int64 expression that sets the local ``ovf`` where it overflows."""
+def checked(d: Dim, flag: str = "ovf") -> str:
+    """``d`` as a C int64 expression that sets the local ``flag`` where it overflows."""
     parts = []
     for m, c in d.terms:
         factors = ([f"(int64_t){c}"] if c != 1 or not m else []) + [f"S_{s}" for s in m]
         expr = factors[0]
         for f in factors[1:]:
-            expr = f"cv_mul({expr}, {f}, &ovf)"
+            expr = f"cv_mul({expr}, {f}, &{flag})"
         parts.append(expr)
     expr = parts[0] if parts else "0"
     for p in parts[1:]:
-        expr = f"cv_add({expr}, {p}, &ovf)"
+        expr = f"cv_add({expr}, {p}, &{flag})"
     return expr
 
 
@@ -96,3 +98,47 @@ def size_checks(comp: Compiled) -> list[Extent]:
 
 def shape_text(e: Extent) -> str:
     return "shape " + shape_str(e.shape)
+
+
+def assumption_checks(w: Writer, comp: Compiled) -> None:
+    """The dimensions the body assumed equal (``construct.Assumption``), in program order,
+    once the symbols are bound: where they differ, NumPy's ValueError (the match function
+    returns -1); where NumPy would broadcast the operands instead (a size-1 dimension), no
+    match, with the refusal as the reason."""
+    for a in comp.fn.assumptions:
+        with w.block(""):
+            w.line("int bad = 0;")
+            w.line(f"const int64_t L = {checked(a.left, 'bad')}, R = {checked(a.right, 'bad')};")
+            with w.block("if (bad || L != R)"):
+                if a.fits:
+                    with w.block(f"if (!bad && {_numpy_broadcasts(a.fits)})"):
+                        w.line(f"snprintf(why, nwhy, {_printf(a.refusal)});")
+                        w.line("*shape_err = 1;")
+                        w.line("return 0;")
+                w.line(f"PyErr_Format(PyExc_ValueError, {_printf(a.error)});")
+                w.line("return -1;")
+
+
+def _numpy_broadcasts(fits: tuple[tuple[Dim, Dim, bool], ...]) -> str:
+    """A C condition: NumPy broadcasts the op (``Assumption.fits``)."""
+    terms = []
+    for p, q, both in fits:
+        p_c, q_c = checked(p, "bad"), checked(q, "bad")
+        terms.append(f"({p_c} == {q_c} || {p_c} == 1{f' || {q_c} == 1' if both else ''})")
+    return "(" + " && ".join(terms) + ")"
+
+
+def _printf(message: Message) -> str:
+    """A printf format (a C string literal) and its arguments: text as it is, static
+    dimensions as numbers, symbolic ones as ``%lld`` of their values."""
+    fmt, args = "", []
+    for part in message:
+        if isinstance(part, str):
+            fmt += part.replace("%", "%%")
+        elif part.is_static:
+            fmt += str(part.value)
+        else:
+            fmt += "%lld"
+            args.append(f"(long long){checked(part, 'bad')}")
+    text = fmt.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+    return '"' + text + '"' + "".join(f", {x}" for x in args)

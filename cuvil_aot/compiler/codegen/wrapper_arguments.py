@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from cuvil_aot.compiler.codegen import host_scalars
 from cuvil_aot.compiler.codegen.binding import Bind, Check, plan
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.launch import dim
 from cuvil_aot.compiler.codegen.shape_checks import (
     TOO_BIG,
+    assumption_checks,
     can_overflow,
     checked,
     shape_text,
@@ -69,9 +71,10 @@ def match_scalar(w: Writer, i: int, name: str, p: Param) -> None:
 
 def match_dims(w: Writer, comp: Compiled, dim_of: Callable[[int, int], str]) -> None:
     """Binds the symbols from the argument shapes (``dim_of(param, axis)``), checks the
-    rest, computes derived symbols and run-time requirements, checks that every array
+    rest, computes derived symbols and run-time requirements, checks the dimensions the
+    body assumed equal (shape_checks.assumption_checks), checks that every array
     of the call fits (shape_checks.py: the arithmetic is overflow-checked) and fills
-    ``c->sym``."""
+    ``c->sym`` and the numbers computed once per call (host_scalars.py)."""
     steps, origin = plan(comp.sig.params)
     for sym in comp.symbols:
         w.line(f"int64_t S_{sym} = 0;")
@@ -91,6 +94,7 @@ def match_dims(w: Writer, comp: Compiled, dim_of: Callable[[int, int], str]) -> 
         with w.block("if (ovf)"):
             text, args = values(derived + exprs)
             fail(w, True, f"the sizes{text}: {TOO_BIG}", *args)
+    assumption_checks(w, comp)
     for e in size_checks(comp):
         dims = ", ".join(checked(d) for d in e.dims)
         with w.block(f"if (cv_too_big(&ovf, {e.nbytes}, {len(e.dims)}, "
@@ -99,6 +103,7 @@ def match_dims(w: Writer, comp: Compiled, dim_of: Callable[[int, int], str]) -> 
             fail(w, True, f"{shape_text(e)}{text}: {TOO_BIG}", *args)
     for s, sym in enumerate(comp.symbols):
         w.line(f"c->sym[{s}] = S_{sym};")
+    host_scalars.compute(w, comp.fn, comp.hoisted)
 
 
 def _match_dim(w: Writer, n: int, step: Bind | Check, comp: Compiled,

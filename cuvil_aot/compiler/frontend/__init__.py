@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import types
 from dataclasses import dataclass, field
+from typing import Any
 
 from cuvil_aot.compiler.frontend.interp import POISON, Interpreter, Trace
 from cuvil_aot.compiler.frontend.signature import Signature, SignatureSyntaxError, signatures_of
@@ -13,44 +14,92 @@ from cuvil_aot.compiler.frontend.source import (
     signature_diagnostic,
 )
 from cuvil_aot.compiler.frontend.user_error import UserError
+from cuvil_aot.compiler.frontend.values import to_node
+from cuvil_aot.compiler.ir.construct import assuming
 from cuvil_aot.compiler.ir.node import Function, Node
 from cuvil_aot.compiler.ir.ops import Op
-from cuvil_aot.errors import CompileError, Diagnostic
-from cuvil_aot.marks import marked
+from cuvil_aot.compiler.ir.types import Dim, TensorType
+from cuvil_aot.errors import (
+    CompileError,
+    Diagnostic,
+    SourceSpan,
+    internal_diagnostic,
+    render_all,
+)
+from cuvil_aot.marks import Marked, marked
 
 __all__ = ["LoweredModule", "lower_module"]
 
 
 @dataclass
 class LoweredModule:
+    """The lowered functions of a module, and those refused, each with its diagnostics.
+
+    A refused function is left out of the build; calling it raises its diagnostics."""
+
     name: str
     functions: dict[str, list[tuple[Signature, Function]]] = field(default_factory=dict)
     trace: Trace = field(default_factory=Trace)
     sources: dict[str, str] = field(default_factory=dict)  # marked function -> normalized AST
+    refused: dict[str, list[Diagnostic]] = field(default_factory=dict)
+    defs: dict[str, SourceSpan | None] = field(default_factory=dict)  # each def line
+
+    def refuse(self, name: str, diagnostics: list[Diagnostic]) -> None:
+        """Take ``name`` out of the build; its diagnostics say why (each once)."""
+        self.functions.pop(name, None)
+        found = self.refused.setdefault(name, [])
+        found += [d for d in diagnostics if d not in found]
+
+    def rendered_refusals(self) -> dict[str, str]:
+        """Each refused function's diagnostics as its CompileError shows them."""
+        return {name: render_all(diags) for name, diags in self.refused.items()}
+
+    def check(self) -> None:
+        """Raise one CompileError with every diagnostic of every refused function."""
+        if self.refused:
+            raise CompileError([d for diags in self.refused.values() for d in diags])
 
 
 def lower_module(module: types.ModuleType) -> LoweredModule:
-    """Lower every signature of every marked function; raise CompileError with all errors."""
+    """Lower every signature of every marked function, function by function: one refused
+    (an error in it, or a crash of the compiler on it) lands in ``refused`` with its
+    diagnostics, and the others still lower. ``check()`` raises them all at once."""
     result = LoweredModule(module.__name__)
-    diagnostics: list[Diagnostic] = []
     for name, dispatcher in marked(module).items():
         fn = dispatcher.py_func
+        diagnostics: list[Diagnostic] = []
         try:
-            result.sources[name] = function_source(fn).normalized
-            signatures = signatures_of(dispatcher)
-        except (SignatureSyntaxError, SourceUnavailable) as exc:
-            diagnostics.append(signature_diagnostic(fn, str(exc)))
-            continue
-        lowered = []
-        for sig in signatures:
-            function = lower_function(name, fn, sig, result.trace, diagnostics)
-            if function is not None:
-                lowered.append((sig, function))
-        result.functions[name] = lowered
-    if diagnostics:
-        unique = list({d.render(): d for d in diagnostics}.values())  # once per signature
-        raise CompileError(unique)
+            lowered = _lower_marked(name, dispatcher, result, diagnostics)
+        except Exception as exc:  # a bug in cuvil_aot: refuse this function, at its def
+            diagnostics.append(internal_diagnostic(def_span(fn), exc))
+        if diagnostics:
+            result.refuse(name, diagnostics)
+        else:
+            result.functions[name] = lowered
     return result
+
+
+def def_span(fn: types.FunctionType) -> SourceSpan | None:
+    """The def line of ``fn``, or None when its source cannot be read."""
+    return signature_diagnostic(fn, "").span
+
+
+def _lower_marked(name: str, dispatcher: Marked, result: LoweredModule,
+                  diagnostics: list[Diagnostic]) -> list[tuple[Signature, Function]]:
+    fn = dispatcher.py_func
+    try:
+        result.sources[name] = function_source(fn).normalized
+        result.defs[name] = def_span(fn)
+        signatures = signatures_of(dispatcher)
+    except (SignatureSyntaxError, SourceUnavailable) as exc:
+        diagnostics.append(signature_diagnostic(fn, str(exc)))
+        return []
+    lowered = []
+    for sig in signatures:
+        function = lower_function(name, fn, sig, result.trace, diagnostics)
+        if function is not None:
+            lowered.append((sig, function))
+    return lowered
 
 
 def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Trace,
@@ -59,24 +108,41 @@ def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Tra
     interp = Interpreter(trace, diagnostics)
     params = tuple(Node(Op.PARAM, p.type, attrs=(i, p.name)) for i, p in enumerate(sig.params))
     try:
-        value = interp.call_function(fn, list(params), {}, None)
+        with assuming() as facts:  # dimensions NumPy checks at the call (construct.unify)
+            value = interp.call_function(fn, list(params), {}, None)
     except UserError as err:
         diagnostics.append(err.diagnostic)
         return None
     if len(diagnostics) > before or value is POISON:
         return None
-    outputs = value if isinstance(value, tuple) else (value,)
-    # A returned parameter or constant still needs a kernel that copies it out.
-    outputs = tuple(Node(Op.CAST, o.type, (o,), span=o.span)
-                    if isinstance(o, Node) and o.op in (Op.PARAM, Op.CONST) and not o.type.weak
-                    else o for o in outputs)
     src = function_source(fn)
-    for out in outputs:
-        if not isinstance(out, Node) or out.type.weak:
+    outputs = []
+    for out in value if isinstance(value, tuple) else (value,):
+        node = _returned(out, src.span(src.tree))
+        if node is None:
             diagnostics.append(Diagnostic(
-                src.span(src.tree), f"{name} must return arrays (or a tuple of arrays), got "
-                f"{type(out).__name__}", "return NumPy array expressions"))
+                src.span(src.tree), f"{name} must return arrays or numbers (or a tuple of "
+                f"them), got a {type(out).__name__}", "return NumPy array expressions"))
             return None
-    return Function(name, sig.params, params, outputs, isinstance(value, tuple),
+        outputs.append(node)
+    nodes = facts.apply(params + tuple(outputs))  # one symbol for dimensions assumed equal
+    return Function(name, sig.params, nodes[:len(params)], nodes[len(params):],
+                    isinstance(value, tuple),
                     requirements=tuple(dict.fromkeys(interp.requirements)),
-                    derived=tuple(dict.fromkeys(interp.derived)))
+                    derived=tuple(dict.fromkeys(interp.derived)),
+                    assumptions=tuple(dict.fromkeys(facts.made)))
+
+
+def _returned(value: Any, span: SourceSpan) -> Node | None:
+    """What the function returns as an output node; None if it is no array or number.
+
+    A parameter or constant still needs a kernel that copies it out, and a Python number
+    (weak under NEP 50) comes back as NumPy's scalar of its type (np.float64, np.int64)."""
+    if isinstance(value, bool | int | float | Dim) and not isinstance(value, Node):
+        value = to_node(value, span)
+    if not isinstance(value, Node):
+        return None
+    if value.type.weak or value.op in (Op.PARAM, Op.CONST):
+        return Node(Op.CAST, TensorType(value.type.dtype, value.type.shape), (value,),
+                    span=value.span)
+    return value

@@ -12,6 +12,22 @@ Casts, reshapes and permutations need no dtype rule and live in
 
 Builders raise ``ShapeError``/``DtypeError`` with a plain message; the
 interpreter attaches source spans.
+
+Shapes are NumPy's, checked where NumPy checks them: at the call. Dimensions of
+different arguments that an op needs equal (``a + b`` with ``a: f32[A]``,
+``b: f32[B]``; the inner dimensions of ``x @ w``; the other axes of a concatenate or
+stack; a reshape's element count) are assumed equal while compiling
+(``construct.unify``) and checked by the wrapper, which raises NumPy's ValueError
+with NumPy's message where they differ. Only dimensions that differ for every size
+(``3`` and ``4``) are compile errors.
+
+Size-1 broadcasting of a symbolic dimension is refused at the call, not decided there:
+compiled code broadcasts exactly the dimensions the signature makes 1, so for
+``a + b`` above a call with ``a`` of shape (1,) and ``b`` of shape (4,), which NumPy
+broadcasts, raises a SignatureShapeError (a ValueError) saying that the arrays must
+have equal sizes and to write the same symbol for both, or a literal 1 where the size
+is 1. Deciding it at run time would need a stride-0 variant of every kernel that reads
+such an operand; the refusal keeps one kernel and never answers wrongly.
 """
 
 from __future__ import annotations
@@ -22,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_aot.compiler.ir.construct import ShapeError, cast, reshape
+from cuvil_aot.compiler.ir import construct as C
+from cuvil_aot.compiler.ir.construct import Message, ShapeError, cast, reshape
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import COMPARE, NUMPY, Op
 from cuvil_aot.compiler.ir.types import Dim, Shape, TensorType, dtype_of, shape_str
@@ -64,27 +81,76 @@ def const(value: bool | int | float | Dim, dtype: str | None = None,
     return Node(Op.CONST, TensorType(kind, (), weak=True), attrs=(value,), span=span)
 
 
-def broadcast_shapes(a: Shape, b: Shape) -> Shape:
+def broadcast_shapes(a: Shape, b: Shape, span: SourceSpan | None = None,
+                     shown: Sequence[Shape] | None = None) -> Shape:
+    """NumPy's broadcast of two shapes (``shown``: the shapes its error names)."""
+    return broadcast_all((a, b), span, shown)
+
+
+def broadcast_all(shapes: Sequence[Shape], span: SourceSpan | None = None,
+                  shown: Sequence[Shape] | None = None) -> Shape:
+    """NumPy's broadcast of ``shapes``: symbolic dimensions that differ are assumed equal
+    and checked at the call, where one of them being 1 is refused (module docstring)."""
+    shown = shapes if shown is None else shown
+    numpy: list[str | Dim] = ["operands could not be broadcast together with shapes "]
+    for shape in shown:
+        numpy += [*C.numpy_shape(shape), " "]
+    ndim = max((len(s) for s in shapes), default=0)
+    axes = [[s[-i] for s in shapes if i <= len(s)] for i in range(1, ndim + 1)]
+    fits = [(p, q, True) for dims in axes for n, p in enumerate(dims) for q in dims[n + 1:]
+            if not (C.same(p, q) or C.same(p, 1) or C.same(q, 1))]
     out: list[Dim] = []
-    for i in range(1, max(len(a), len(b)) + 1):
-        da = a[-i] if i <= len(a) else Dim.of(1)
-        db = b[-i] if i <= len(b) else Dim.of(1)
-        if da == db or db == Dim.of(1):
-            out.append(da)
-        elif da == Dim.of(1):
-            out.append(db)
-        else:
-            why = "differ" if da.is_static and db.is_static else "may differ at run time"
-            raise ShapeError(f"shapes {shape_str(a)} and {shape_str(b)} cannot be broadcast "
-                             f"together: dimensions {da} and {db} {why}")
+    for dims in axes:
+        kept = Dim.of(1)
+        for d in dims:
+            if C.same(d, 1) or C.same(d, kept):
+                continue
+            if C.same(kept, 1):
+                kept = d
+                continue
+            if not C.unify(kept, d, numpy, fits, _refusal(shown, kept, d, span)):
+                why = "differ" if kept.is_static and d.is_static else "may differ at run time"
+                raise ShapeError(f"shapes {' and '.join(shape_str(s) for s in shown)} cannot be "
+                                 f"broadcast together: dimensions {kept} and {d} {why}")
+        out.append(C.resolved(kept))
     return tuple(reversed(out))
 
 
+def _refusal(shapes: Sequence[Shape], a: Dim, b: Dim, span: SourceSpan | None) -> Message:
+    """Why a call where ``a`` or ``b`` is 1 (NumPy would broadcast) is refused."""
+    parts: list[str | Dim] = ["the arrays of shapes "]
+    for i, shape in enumerate(shapes):
+        parts += [" " if i else "", *C.numpy_shape(shape)]
+    where = ""
+    if span is not None:
+        expr = span.text[span.col:span.end_col] if span.end_line == span.line else span.text
+        where = f" (line {span.line}: {expr.strip()})"
+    parts.append(f" must have equal sizes{where}: compiled code broadcasts only dimensions "
+                 f"the signature makes 1, and {a} and {b} are not; write one symbol for both, "
+                 "or a literal 1 where the size is 1")
+    return tuple(parts)
+
+
 def broadcast_to(x: Node, shape: Shape, span: SourceSpan | None = None) -> Node:
-    if x.shape == shape:
+    """``x`` broadcast to ``shape`` (a symbolic dimension of ``x`` that differs from the
+    target is assumed equal to it, and checked at the call)."""
+    if C.same_shape(x.shape, shape):
         return x
-    if broadcast_shapes(x.shape, shape) != shape:
+    if x.type.ndim > len(shape):
         raise ShapeError(f"cannot broadcast shape {shape_str(x.shape)} to {shape_str(shape)}")
+    numpy = ("operands could not be broadcast together with remapped shapes "
+             "[original->remapped]: ", *C.numpy_shape(x.shape), "  and requested shape ",
+             *C.numpy_shape(shape))
+    pairs = list(zip(reversed(x.shape), reversed(shape)))
+    fits = [(d, t, False) for d, t in pairs if not (C.same(d, t) or C.same(d, 1))]
+    for d, target in pairs:
+        if not C.same(d, 1) and not C.unify(target, d, numpy, fits,
+                                            _refusal((x.shape, shape), d, target, span)):
+            raise ShapeError(f"cannot broadcast shape {shape_str(x.shape)} to "
+                             f"{shape_str(shape)}")
+    if C.same_shape(x.shape, shape):
+        return x
+    shape = tuple(C.resolved(d) for d in shape)
     if x.op is Op.CONST:
         return x.replace(type=TensorType(x.dtype, shape, x.type.weak))
     return Node(Op.BROADCAST, TensorType(x.dtype, shape, x.type.weak), (x,), span=span or x.span)
@@ -104,9 +170,7 @@ def elementwise(op: Op, args: Sequence[Node], span: SourceSpan | None = None) ->
                     cast(args[2], compute, span)]
     else:
         operands = [cast(a, compute, span) for a in args]
-    shape: Shape = ()
-    for a in operands:
-        shape = broadcast_shapes(shape, a.shape)
+    shape = broadcast_all([a.shape for a in operands], span)
     operands = [broadcast_to(a, shape, span) for a in operands]
     return Node(op, TensorType(result, shape, weak), tuple(operands), span=span)
 
@@ -158,11 +222,19 @@ def count(x: Node, axes: tuple[int, ...]) -> Dim:
     return n
 
 
+def inner_dims_match(k_a: Dim, k_b: Dim) -> bool:
+    """Whether the inner dimensions of a matmul match, or are now assumed to (NumPy's
+    error where they differ at the call)."""
+    numpy = ("matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
+             "signature (n?,k),(k,m?)->(n?,m?) (size ", k_b, " is different from ", k_a, ")")
+    return C.unify(k_a, k_b, numpy)
+
+
 def matmul(a: Node, b: Node, span: SourceSpan | None = None) -> Node:
     """``a @ b`` for 2-D and batched 3-D operands (1-D ones are handled by the caller)."""
     if a.type.ndim not in (2, 3) or b.type.ndim not in (2, 3):
         raise ShapeError("matmul supports 1-D, 2-D and 3-D operands")
-    if a.shape[-1] != b.shape[-2]:
+    if not inner_dims_match(a.shape[-1], b.shape[-2]):
         raise ShapeError(f"inner dimensions differ: {shape_str(a.shape)} @ {shape_str(b.shape)} "
                          f"({a.shape[-1]} != {b.shape[-2]})")
     if "bool" in (a.dtype, b.dtype):
@@ -170,15 +242,15 @@ def matmul(a: Node, b: Node, span: SourceSpan | None = None) -> Node:
     result, _ = numpy_result(Op.MATMUL, ((a.dtype, False), (b.dtype, False)))
     batch: Shape = ()
     if a.type.ndim == 3 or b.type.ndim == 3:
-        batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    shape = batch + (a.shape[-2], b.shape[-1])
+        batch = broadcast_shapes(a.shape[:-2], b.shape[:-2], span, (a.shape, b.shape))
+    shape = batch + (C.resolved(a.shape[-2]), C.resolved(b.shape[-1]))
     return Node(Op.MATMUL, TensorType(result, shape), (cast(a, result), cast(b, result)), span=span)
 
 
 def slice_axes(x: Node, starts: Sequence[Dim], steps: Sequence[Dim], sizes: Sequence[Dim],
                span: SourceSpan | None = None) -> Node:
     if all(s == Dim.of(0) for s in starts) and all(s == Dim.of(1) for s in steps) \
-            and tuple(sizes) == x.shape:
+            and C.same_shape(tuple(sizes), x.shape):
         return x
     return Node(Op.SLICE, TensorType(x.dtype, tuple(sizes), x.type.weak), (x,),
                 attrs=(tuple(starts), tuple(steps)), span=span)
@@ -193,16 +265,35 @@ def concat(parts: Sequence[Node], axis: int, span: SourceSpan | None = None) -> 
     axis = normalize_axes((axis,), ndim)[0]
     dtype = dtype_of(np.result_type(*[np.empty(0, p.dtype) for p in parts]))
     size = Dim.of(0)
-    for p in parts:
+    for index, p in enumerate(parts):
         if p.type.ndim != ndim:
             raise ShapeError("all the input arrays must have the same number of dimensions")
         for i in range(ndim):
-            if i != axis and p.shape[i] != parts[0].shape[i]:
+            numpy = ("all the input array dimensions except for the concatenation axis must "
+                     f"match exactly, but along dimension {i}, the array at index 0 has size ",
+                     parts[0].shape[i], f" and the array at index {index} has size ", p.shape[i])
+            if i != axis and not C.unify(parts[0].shape[i], p.shape[i], numpy):
                 raise ShapeError(f"all the input array dimensions except for the concatenation "
                                  f"axis must match: {shape_str(parts[0].shape)} vs "
                                  f"{shape_str(p.shape)}")
         size = size + p.shape[axis]
-    shape = tuple(size if i == axis else d for i, d in enumerate(parts[0].shape))
+    shape = tuple(C.resolved(size if i == axis else d)
+                  for i, d in enumerate(parts[0].shape))
     srcs = tuple(cast(p, dtype, span) for p in parts)
     return Node(Op.CONCAT, TensorType(dtype, shape), srcs, attrs=(axis,), span=span)
 
+
+def stack(parts: Sequence[Node], axis: int, span: SourceSpan | None = None) -> Node:
+    """``np.stack``: arrays of one shape (dimensions that may differ are assumed equal and
+    checked at the call) joined along a new axis."""
+    if not parts:
+        raise ShapeError("need at least one array to stack")
+    first = parts[0].shape
+    for p in parts[1:]:
+        numpy = ("all input arrays must have the same shape",)
+        if len(p.shape) != len(first) or \
+                not all(C.unify(a, b, numpy) for a, b in zip(first, p.shape)):
+            raise ShapeError("all input arrays must have the same shape")
+    axis = normalize_axes((axis,), len(first) + 1)[0]
+    expanded = [reshape(p, p.shape[:axis] + (Dim.of(1),) + p.shape[axis:], span) for p in parts]
+    return concat(expanded, axis, span)

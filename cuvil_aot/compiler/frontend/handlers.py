@@ -9,6 +9,7 @@ are the registries ``numpy_api.call`` dispatches through.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,17 @@ import numpy as np
 from cuvil_aot.compiler.frontend import builder as B
 from cuvil_aot.compiler.frontend.operators import binary, matmul
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
-from cuvil_aot.compiler.frontend.values import apply, dtype_arg, fold, to_node
+from cuvil_aot.compiler.frontend.values import (
+    apply,
+    dtype_arg,
+    fold,
+    is_number,
+    is_symbolic,
+    python_value,
+    run_time_origin,
+    strong,
+    to_node,
+)
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
@@ -36,33 +47,57 @@ class Ctx:
     arg_spans: Sequence[SourceSpan]
 
 
-def _unary(op: Op) -> Handler:
-    def handler(ctx: Ctx, x: Any, /) -> Node:
-        return apply(op, [x], ctx.span)
+# A NumPy function returns NumPy values, strongly typed (NEP 50): np.sqrt(2.0) is an
+# np.float64 even where its argument was a Python float. On numbers known now NumPy
+# computes it; otherwise the node of a result from Python scalars is made strong.
+
+def _now(fn: Any, args: Sequence[Any], ctx: Ctx) -> Any:
+    """``fn(*args)`` on numbers known at compile time: NumPy's own scalar result."""
+    try:
+        with np.errstate(all="ignore"):  # NumPy's warnings (log(0)) are not errors
+            out = fn(*(fold(a) for a in args))
+    except Exception as exc:  # the user's constant computation failed, as NumPy's would
+        raise UserError(f"np.{fn.__name__}(): {type(exc).__name__}: {exc}", ctx.span) from None
+    if not is_number(out):
+        raise UserError(f"np.{fn.__name__}() gives {np.asarray(out).dtype}, which is not "
+                        "supported", ctx.span)
+    return out
+
+
+def _unary(fn: Any, op: Op) -> Handler:
+    def handler(ctx: Ctx, x: Any, /) -> Any:
+        if is_number(x):
+            return _now(fn, [x], ctx)
+        return strong(apply(op, [x], ctx.span))
     return handler
 
 
-def _binary(op: Op) -> Handler:
+def _binary(fn: Any, op: Op) -> Handler:
     def handler(ctx: Ctx, x1: Any, x2: Any, /) -> Any:
+        if is_number(x1) and is_number(x2):
+            return _now(fn, [x1, x2], ctx)
         if op is Op.POW:
-            return binary("Pow", to_node(x1, ctx.span), x2, ctx.span, ctx.span, ctx.span)
-        return apply(op, [x1, x2], ctx.span)
+            base = to_node(x1, ctx.span)
+            if base.type.weak and to_node(x2, ctx.span).type.weak:  # NumPy's rule, not Python's
+                base = strong(base)
+            return strong(binary("Pow", base, x2, ctx.span, ctx.span, ctx.span))
+        return strong(apply(op, [x1, x2], ctx.span))
     return handler
 
 
 def _logical(op: Op) -> Handler:
     def handler(ctx: Ctx, x1: Any, x2: Any, /) -> Node:
         a, b = (C.cast(to_node(v, ctx.span), "bool") for v in (x1, x2))
-        return apply(op, [a, b], ctx.span)
+        return strong(apply(op, [a, b], ctx.span))
     return handler
 
 
 def logical_not(ctx: Ctx, x: Any, /) -> Node:
-    return apply(Op.INVERT, [C.cast(to_node(x, ctx.span), "bool")], ctx.span)
+    return strong(apply(Op.INVERT, [C.cast(to_node(x, ctx.span), "bool")], ctx.span))
 
 
 def where(ctx: Ctx, condition: Any, x: Any, y: Any, /) -> Node:
-    return apply(Op.WHERE, [condition, x, y], ctx.span)
+    return strong(apply(Op.WHERE, [condition, x, y], ctx.span))
 
 
 def clip(ctx: Ctx, a: Any, a_min: Any = None, a_max: Any = None) -> Node:
@@ -73,7 +108,7 @@ def clip(ctx: Ctx, a: Any, a_min: Any = None, a_max: Any = None) -> Node:
         out = apply(Op.MAXIMUM, [out, a_min], ctx.span)
     if a_max is not None:
         out = apply(Op.MINIMUM, [out, a_max], ctx.span)
-    return out
+    return strong(out)
 
 
 # Reductions ------------------------------------------------------------------------
@@ -165,8 +200,13 @@ def method_transpose(ctx: Ctx, a: Node, *axes: Any) -> Node:
 
 def _shape_arg(shape: Any, ctx: Ctx) -> tuple[Any, ...]:
     dims = tuple(shape) if isinstance(shape, tuple | list) else (shape,)
-    if not all(isinstance(d, int | Dim) for d in dims):
-        raise UserError("a shape must be a tuple of ints or dimensions", ctx.span)
+    for d in dims:
+        if isinstance(d, Node) and not d.shape:
+            raise UserError(f"a shape must be made of ints and dimensions; this one has a "
+                            f"number computed at run time from {run_time_origin(d)}",
+                            ctx.span, "+, -, * of dimensions and exact // by a constant")
+        if not isinstance(d, int | Dim):
+            raise UserError("a shape must be a tuple of ints or dimensions", ctx.span)
     return dims
 
 
@@ -216,11 +256,7 @@ def concatenate(ctx: Ctx, arrays: Any, /, axis: int = 0) -> Node:
 
 
 def stack(ctx: Ctx, arrays: Any, axis: int = 0) -> Node:
-    parts = _sequence(arrays, ctx)
-    if any(p.shape != parts[0].shape for p in parts):
-        raise UserError("all input arrays must have the same shape", ctx.span)
-    expanded = [expand_dims(ctx, p, axis) for p in parts]
-    return checked(B.concat, expanded, axis, ctx.span, span=ctx.span)
+    return checked(B.stack, _sequence(arrays, ctx), axis, ctx.span, span=ctx.span)
 
 
 def broadcast_to(ctx: Ctx, array: Any, shape: Any) -> Node:
@@ -237,14 +273,82 @@ def copy(ctx: Ctx, a: Node) -> Node:
 
 
 def _scalar_type(dtype: str) -> Handler:
-    def handler(ctx: Ctx, value: Any = 0, /) -> Node:
-        if isinstance(value, Node):
-            return C.cast(value, dtype, ctx.span)
-        if isinstance(value, Dim) and not value.is_static:
-            return C.cast(to_node(value, ctx.span), dtype, ctx.span)
-        return B.const(np.asarray(fold(value)).astype(dtype).item(), dtype, ctx.span)
+    """np.float32(v) and its kin: a NumPy scalar now, or a strongly typed cast."""
+    def handler(ctx: Ctx, value: Any = 0, /) -> Any:
+        if isinstance(value, Node) or is_symbolic(value):
+            return strong(C.cast(to_node(value, ctx.span), dtype, ctx.span))
+        if not is_number(value):
+            raise UserError(f"np.{np.dtype(dtype).type.__name__}() of "
+                            f"{type(value).__name__} is not supported", ctx.span)
+        with np.errstate(all="ignore"):
+            return np.asarray(fold(value)).astype(dtype)[()]
     return handler
 
+
+# Python's builtins and math functions on numbers known only at run time: Python values
+# (weak), as Python computes them. On numbers known now Python itself runs them.
+
+def _py_convert(kind: type) -> Handler:
+    def handler(ctx: Ctx, x: Any = 0, /) -> Any:
+        return python_value(x, kind, ctx.span)
+    return handler
+
+
+def _py_math(op: Op, to_int: bool = False) -> Handler:
+    """math.sqrt and its kin: a float of a float; math.floor and math.ceil: an int."""
+    def handler(ctx: Ctx, x: Any, /) -> Any:
+        if to_int and not is_float(to_node(x, ctx.span).dtype):
+            return python_value(x, int, ctx.span)  # math.floor(n) is n for an int
+        out = apply(op, [python_value(x, float, ctx.span)], ctx.span)
+        return python_value(out, int, ctx.span) if to_int else out
+    return handler
+
+
+def py_pow(ctx: Ctx, x: Any, y: Any, /) -> Node:
+    return apply(Op.POW, [python_value(v, float, ctx.span) for v in (x, y)], ctx.span)
+
+
+def py_abs(ctx: Ctx, x: Any, /) -> Any:
+    if isinstance(x, Dim) and x.known_nonnegative():
+        return x  # a size, or a sum of sizes
+    node = to_node(x, ctx.span)
+    if node.type.weak and node.dtype == "bool":
+        node = python_value(node, int, ctx.span)  # abs(True) == 1
+    return apply(Op.ABS, [node], ctx.span)
+
+
+def _py_extremum(better: str) -> Handler:
+    """min / max of numbers: the first one no other beats, as Python picks it."""
+    def handler(ctx: Ctx, *args: Any) -> Any:
+        values = list(args[0]) if len(args) == 1 and isinstance(args[0], tuple | list) \
+            else list(args)
+        if not values:
+            raise UserError("expected at least one number", ctx.span)
+        result = values[0]
+        for v in values[1:]:
+            beats = binary(better, v, result, ctx.span, ctx.span, ctx.span)
+            if isinstance(beats, Node):
+                result = apply(Op.WHERE, [beats, v, result], ctx.span)
+            elif beats:
+                result = v
+        return result
+    return handler
+
+
+def py_power(ctx: Ctx, base: Any, exp: Any, /) -> Any:
+    return binary("Pow", base, exp, ctx.span, ctx.span, ctx.span)
+
+
+PY_FUNCTIONS: dict[Any, Handler] = {
+    float: _py_convert(float), int: _py_convert(int), bool: _py_convert(bool), abs: py_abs,
+    pow: py_power,
+    min: _py_extremum("Lt"), max: _py_extremum("Gt"), math.pow: py_pow,
+    math.floor: _py_math(Op.FLOOR, True), math.ceil: _py_math(Op.CEIL, True),
+    **{getattr(math, name): _py_math(op) for name, op in (
+        ("sqrt", Op.SQRT), ("exp", Op.EXP), ("expm1", Op.EXPM1), ("log", Op.LOG),
+        ("log1p", Op.LOG1P), ("tanh", Op.TANH), ("sin", Op.SIN), ("cos", Op.COS),
+        ("fabs", Op.ABS))},
+}
 
 UNARY = {np.exp: Op.EXP, np.expm1: Op.EXPM1, np.log: Op.LOG, np.log1p: Op.LOG1P,
          np.sqrt: Op.SQRT, np.square: Op.SQUARE, np.tanh: Op.TANH, np.sin: Op.SIN,
@@ -260,8 +364,8 @@ REDUCTIONS = {np.sum: Op.SUM, np.prod: Op.PROD, np.max: Op.MAX, np.amax: Op.MAX,
               np.min: Op.MIN, np.amin: Op.MIN}
 
 FUNCTIONS: dict[Any, Handler] = {
-    **{fn: _unary(op) for fn, op in UNARY.items()},
-    **{fn: _binary(op) for fn, op in BINARY.items()},
+    **{fn: _unary(fn, op) for fn, op in UNARY.items()},
+    **{fn: _binary(fn, op) for fn, op in BINARY.items()},
     **{fn: _reduction(op) for fn, op in REDUCTIONS.items()},
     np.logical_and: _logical(Op.AND), np.logical_or: _logical(Op.OR),
     np.logical_xor: _logical(Op.XOR), np.logical_not: logical_not,

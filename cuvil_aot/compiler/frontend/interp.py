@@ -25,13 +25,13 @@ from cuvil_aot.compiler.frontend import numpy_api, subscript
 from cuvil_aot.compiler.frontend.operators import binary
 from cuvil_aot.compiler.frontend.source import FunctionSource, function_source
 from cuvil_aot.compiler.frontend.user_error import UserError
-from cuvil_aot.compiler.frontend.values import apply, fold
+from cuvil_aot.compiler.frontend.values import apply, fold, python_value, run_time_origin, to_node
 from cuvil_aot.compiler.ir.construct import ShapeError
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
 from cuvil_aot.compiler.ir.types import Dim
 from cuvil_aot.digest import Undigestible, describe
-from cuvil_aot.errors import Diagnostic, SourceSpan
+from cuvil_aot.errors import Diagnostic, SourceSpan, internal_diagnostic
 
 MAX_UNROLL = 4096
 MAX_INLINE_DEPTH = 64
@@ -116,6 +116,11 @@ class Interpreter:
                 self._poison_targets(stmt)
             except ShapeError as err:  # from a builder without a closer span
                 self.diagnostics.append(Diagnostic(self.span(stmt), str(err)))
+                self._poison_targets(stmt)
+            except _Return:
+                raise
+            except Exception as exc:  # a bug in cuvil_aot: refuse the function, at this line
+                self.diagnostics.append(internal_diagnostic(self.span(stmt), exc))
                 self._poison_targets(stmt)
 
     def _poison_targets(self, stmt: ast.stmt) -> None:
@@ -266,29 +271,53 @@ class Interpreter:
         cond = self.eval(expr.test)
         if cond is POISON:
             return POISON
-        return self.eval(expr.body if self.compile_time_bool(cond, expr.test) else expr.orelse)
+        truth = self.truth(cond, expr.test)
+        if not isinstance(truth, Node):
+            return self.eval(expr.body if truth else expr.orelse)
+        body, orelse = self.eval(expr.body), self.eval(expr.orelse)  # known at run time:
+        if body is POISON or orelse is POISON:  # both computed, one picked
+            return POISON
+        return apply(Op.WHERE, [truth, body, orelse], self.span(expr))
 
     def expr_BoolOp(self, expr: ast.BoolOp) -> Any:
-        result: Any = None
-        for value_expr in expr.values:
-            result = self.eval(value_expr)
-            if result is POISON:
-                return POISON
-            truth = self.compile_time_bool(result, value_expr)
-            if isinstance(expr.op, ast.And) != truth:
-                return result
-        return result
+        return self.bool_op(isinstance(expr.op, ast.And), expr.values)
+
+    def bool_op(self, is_and: bool, values: list[ast.expr]) -> Any:
+        """``a and b and ...`` as Python: the first value that decides; a value known only
+        at run time picks between itself and the rest's value then."""
+        result = self.eval(values[0])
+        if result is POISON or len(values) == 1:
+            return result
+        truth = self.truth(result, values[0])
+        if not isinstance(truth, Node):
+            return self.bool_op(is_and, values[1:]) if truth == is_and else result
+        rest = self.bool_op(is_and, values[1:])
+        if rest is POISON:
+            return POISON
+        picked = [rest, result] if is_and else [result, rest]
+        return apply(Op.WHERE, [truth, *picked], self.span(values[0]))
+
+    def truth(self, value: Any, where: ast.AST) -> Any:
+        """``bool(value)``: a bool when known at compile time, else a run-time scalar."""
+        if isinstance(value, Node):
+            if value.shape:
+                raise UserError("the truth value of an array is not known at compile time",
+                                self.span(where), "np.where(cond, a, b) to select elementwise")
+            return python_value(value, bool, self.span(where))
+        if isinstance(value, Dim) and not value.is_static:
+            if value.known_positive():
+                return True
+            return binary("NotEq", value, 0, *[self.span(where)] * 3)
+        return bool(fold(value))
 
     def compile_time_bool(self, value: Any, where: ast.AST) -> bool:
-        if isinstance(value, Node):
-            raise UserError("the truth value of an array is not known at compile time",
-                            self.span(where), "np.where(cond, a, b) to select elementwise")
-        if isinstance(value, Dim):
-            if not value.is_static:
-                raise UserError(f"the symbolic dimension {value} is not known at compile time",
-                                self.span(where))
-            value = value.value
-        return bool(value)
+        truth = self.truth(value, where)
+        if isinstance(truth, Node):
+            raise UserError(f"this condition depends on {run_time_origin(truth)}, known only "
+                            "at run time", self.span(where),
+                            "static dimensions in the signature, or pick values with "
+                            "`a if cond else b` or np.where(cond, a, b)")
+        return bool(truth)
 
     def expr_BinOp(self, expr: ast.BinOp) -> Any:
         return self.binop(expr.op, self.eval(expr.left), self.eval(expr.right), expr)
@@ -301,12 +330,20 @@ class Interpreter:
         if isinstance(expr.op, ast.UAdd):
             return value
         if isinstance(expr.op, ast.Not):
-            return not self.compile_time_bool(value, expr.operand)
-        if isinstance(value, Node):
-            op = Op.NEG if isinstance(expr.op, ast.USub) else Op.INVERT
-            return apply(op, [value], span)
+            truth = self.truth(value, expr.operand)
+            return apply(Op.INVERT, [truth], span) if isinstance(truth, Node) else not truth
+        if isinstance(expr.op, ast.USub) and isinstance(value, Dim):
+            return fold(-value)
+        if isinstance(value, Node | Dim):
+            node = to_node(value, span)
+            if node.type.weak and node.dtype == "bool":  # Python: -True == -1, ~True == -2
+                node = python_value(node, int, span)
+            return apply(Op.NEG if isinstance(expr.op, ast.USub) else Op.INVERT, [node], span)
         fn = operator.neg if isinstance(expr.op, ast.USub) else operator.invert
-        return fold(fn(value))
+        try:
+            return fold(fn(value))
+        except TypeError as exc:  # the user's constant arithmetic failed, as Python would
+            raise UserError(f"TypeError: {exc}", span) from None
 
     def binop(self, op: ast.operator, left: Any, right: Any, expr: ast.AST) -> Any:
         if left is POISON or right is POISON:
@@ -350,6 +387,16 @@ class Interpreter:
         return self.subscript(value, index, expr)
 
     def subscript(self, value: Any, index: Any, expr: ast.AST) -> Any:
+        parts = index if isinstance(index, tuple) else (index,)
+        for part in parts:
+            bounds = (part.start, part.stop, part.step) if isinstance(part, slice) else (part,)
+            for bound in bounds:
+                if isinstance(bound, Node) and not bound.shape:
+                    raise UserError(f"an index must be known at compile time or be a dimension; "
+                                    f"this one is computed at run time from "
+                                    f"{run_time_origin(bound)}", self.span(expr),
+                                    "+, -, * of dimensions and exact // by a constant "
+                                    "(declare a size as 2H to halve it)")
         if isinstance(value, Node):
             node, needs = subscript.index(value, index, self.span(expr))
             for need in needs:

@@ -2,9 +2,10 @@
 
 ``attribute`` resolves ``x.shape``, ``x.T`` or a method of an array, and
 ``call`` dispatches a call to the handler of the NumPy function or array
-method (``handlers``), to a builtin or ``math`` function computed at compile
-time, or reports it unsupported. Calls to the user's own Python functions
-never get here: the interpreter inlines them.
+method (``handlers``), to a builtin or ``math`` function (computed at compile
+time on numbers known then, else by its handler), or reports it unsupported.
+Calls to the user's own Python functions never get here: the interpreter
+inlines them.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_aot.compiler.frontend.handlers import FUNCTIONS, METHODS, Ctx
+from cuvil_aot.compiler.frontend.handlers import FUNCTIONS, METHODS, PY_FUNCTIONS, Ctx
 from cuvil_aot.compiler.frontend.user_error import UserError
-from cuvil_aot.compiler.frontend.values import apply, fold
+from cuvil_aot.compiler.frontend.values import apply, fold, is_symbolic, run_time_origin
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
@@ -94,24 +95,51 @@ def call(fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
     found = FUNCTIONS.get(_key(fn))
     if found is not None:
         return _invoke(found, ctx, args, kwargs, f"np.{getattr(fn, '__name__', fn)}()")
-    has_array = any(isinstance(a, Node) for a in [*args, *kwargs.values()])
-    if fn is abs and len(args) == 1 and isinstance(args[0], Node):
+    has_array = any(isinstance(a, Node) and a.shape for a in [*args, *kwargs.values()])
+    if fn is abs and len(args) == 1 and isinstance(args[0], Node) and args[0].shape:
         return apply(Op.ABS, args, span)
     if fn is len and len(args) == 1 and isinstance(args[0], Node):
         if not args[0].shape:
             raise UserError("len() of a 0-d array", span)
         return fold(args[0].shape[0])
-    if (fn in vars(builtins).values() or getattr(fn, "__module__", None) == "math") \
-            and not has_array:
-        try:
+    name = getattr(fn, "__name__", None) or repr(fn)
+    run_time = _run_time(args, kwargs)
+    py_handler = PY_FUNCTIONS.get(_key(fn))
+    if run_time is not None and py_handler is not None and not has_array:
+        return _invoke(py_handler, ctx, args, kwargs, f"{name}()")
+    if _is_python_builtin(fn) and not has_array:
+        try:  # dimensions add and multiply as Python ints do: sum(x.shape), len(x.shape)
             return fold(fn(*args, **kwargs))
         except Exception as exc:  # the user's compile-time computation failed
+            if run_time is not None:
+                raise UserError(f"{name}() of a number known only at run time (from "
+                                f"{run_time}) is not supported", span, PY_SUPPORTED) from None
             raise UserError(f"{type(exc).__name__}: {exc}", span) from None
     if isinstance(fn, type) and fn in (float, int, bool):
         raise UserError(f"{fn.__name__}() of an array is not supported", span,
                         ".astype(...) for arrays")
     name = getattr(fn, "__qualname__", None) or repr(fn)
     raise UserError(f"calling {name} is not supported", span, SUPPORTED_FUNCTIONS)
+
+
+PY_SUPPORTED = ("float, int, bool, abs, min, max, pow, "
+                "math.sqrt/exp/expm1/log/log1p/tanh/sin/cos/fabs/floor/ceil/pow")
+
+
+def _is_python_builtin(fn: Any) -> bool:
+    return fn in vars(builtins).values() or getattr(fn, "__module__", None) == "math"
+
+
+def _run_time(args: list[Any], kwargs: dict[str, Any]) -> str | None:
+    """What the run-time numbers among the arguments come from; None if there are none."""
+    flat = [v for a in [*args, *kwargs.values()]
+            for v in (a if isinstance(a, tuple | list) else (a,))]
+    for v in flat:
+        if is_symbolic(v):
+            return f"the symbolic dimension {v}"
+        if isinstance(v, Node) and not v.shape:
+            return run_time_origin(v)
+    return None
 
 
 def _invoke(handler: Callable[..., Any], ctx: Ctx, args: list[Any], kwargs: dict[str, Any],

@@ -1,9 +1,11 @@
 """Python's binary operators on arrays and compile-time values.
 
 ``binary`` takes the operator by its AST name (``Add``, ``MatMult``, ``Lt``...):
-on two compile-time values it computes the result now (symbolic dimensions
-included, where the result is again a dimension); otherwise it builds the
-NumPy operation, with NumPy's fast paths for ``x ** 2`` and ``x ** 0.5``.
+on two compile-time values it computes the result now; on symbolic dimensions
+too where the result is again a dimension (``N + 1``, ``4*H // 2``) or a
+comparison true for every size. Otherwise it builds the operation: Python's
+on Python numbers known only at run time (``D ** 0.5`` is a Python float),
+NumPy's on arrays, with NumPy's fast paths for ``x ** 2`` and ``x ** 0.5``.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+import numpy as np
+
 from cuvil_aot.compiler.frontend import builder as B
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
-from cuvil_aot.compiler.frontend.values import apply, fold, to_node
+from cuvil_aot.compiler.frontend.values import apply, fold, is_symbolic, python_value, to_node
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
@@ -37,8 +41,15 @@ def binary(name: str, left: Any, right: Any, span: SourceSpan, left_span: Source
     if name == "MatMult":
         return matmul(to_node(left, left_span), to_node(right, right_span), span,
                       left_span, right_span)
+    left, right = fold(left), fold(right)
     if not isinstance(left, Node) and not isinstance(right, Node):
-        return _fold_binary(name, left, right, span)
+        if not is_symbolic(left) and not is_symbolic(right):
+            return _fold_binary(name, left, right, span)
+        known = dim_binary(name, left, right)
+        if known is not None:
+            return known
+    if _python_scalars(left, right):
+        return _python_binary(name, left, right, span)
     if name == "Pow":
         special = _power(left, right, span)
         if special is not None:
@@ -47,22 +58,98 @@ def binary(name: str, left: Any, right: Any, span: SourceSpan, left_span: Source
 
 
 def _fold_binary(name: str, left: Any, right: Any, span: SourceSpan) -> Any:
-    if isinstance(left, Dim) or isinstance(right, Dim):
-        if name in ("Add", "Sub", "Mult"):
-            return fold(_PY_BINARY[name](Dim.of(left), Dim.of(right)))
-        if name == "FloorDiv":
-            quotient = Dim.of(left).exact_div(Dim.of(right))
-            if quotient is not None:
-                return fold(quotient)
-        if name in ("Eq", "NotEq") and Dim.of(left) == Dim.of(right):
-            return name == "Eq"
-        raise UserError(f"'{name}' on the symbolic dimension {left} and {right} cannot be "
-                        "computed at compile time", span,
-                        "+, -, * of dimensions and exact // by a constant")
+    """Both operands known now: Python computes it (NumPy, for NumPy scalars)."""
+    if name in ("Eq", "NotEq") and isinstance(left, tuple) and isinstance(right, tuple) \
+            and any(is_symbolic(v) for v in (*left, *right)):
+        same = _tuples_equal(left, right, span)
+        if name == "Eq":
+            return same
+        return apply(Op.INVERT, [same], span) if isinstance(same, Node) else not same
     try:
-        return _PY_BINARY[name](left, right)
+        with np.errstate(all="ignore"):  # NumPy scalars overflow to inf, as NumPy's do
+            return _PY_BINARY[name](left, right)
     except Exception as exc:  # the user's constant arithmetic failed, as Python would
         raise UserError(f"{type(exc).__name__}: {exc}", span) from None
+
+
+def _tuples_equal(left: tuple[Any, ...], right: tuple[Any, ...], span: SourceSpan) -> Any:
+    """``x.shape == (4, H)``: item by item, as Python compares tuples; known at run time
+    where a symbolic dimension may or may not equal its counterpart."""
+    if len(left) != len(right):
+        return False
+    result: Any = True
+    for a, b in zip(left, right):
+        numbers = all(isinstance(v, int | Dim) for v in (a, b))
+        same = binary("Eq", a, b, span, span, span) if numbers else _fold_binary("Eq", a, b, span)
+        if same is False:
+            return False
+        if isinstance(same, Node):
+            result = same if result is True else apply(Op.AND, [result, same], span)
+    return result
+
+
+def dim_binary(name: str, left: Any, right: Any) -> Any:
+    """Dimensions in integer arithmetic whose result is again a dimension (a polynomial),
+    or a comparison that holds for every size (``2*N + 1 > N``); None when it is known
+    only at run time."""
+    if not all(isinstance(v, int | Dim) for v in (left, right)):
+        return None
+    a, b = Dim.of(left), Dim.of(right)
+    if name in ("Add", "Sub", "Mult"):
+        return fold(_PY_BINARY[name](a, b))
+    if name == "FloorDiv" and b != Dim.of(0):
+        return fold(a.exact_div(b))
+    if name == "Mod" and b != Dim.of(0) and a.exact_div(b) is not None:
+        return 0
+    if name == "Pow" and b.is_static and 0 <= b.value <= MAX_DIM_POWER:
+        result = Dim.of(1)
+        for _ in range(b.value):
+            result = result * a
+        return fold(result)
+    if name in _COMPARE:
+        return _compare(name, a - b)
+    return None
+
+
+MAX_DIM_POWER = 8
+_COMPARE = ("Lt", "LtE", "Gt", "GtE", "Eq", "NotEq")
+
+
+def _compare(name: str, diff: Dim) -> bool | None:
+    """``a <name> b`` from the sign of ``diff = a - b`` where it holds for every size of its
+    symbols (sizes are >= 0: ``N + 1 > 0``, ``2*N >= N``); None where it may go either way."""
+    pos, nonneg = diff.known_positive(), diff.known_nonnegative()
+    neg, nonpos = (-diff).known_positive(), (-diff).known_nonnegative()
+    zero = diff == Dim.of(0)
+    true, false = {"Gt": (pos, nonpos), "GtE": (nonneg, neg), "Lt": (neg, nonneg),
+                   "LtE": (nonpos, pos), "Eq": (zero, pos or neg),
+                   "NotEq": (pos or neg, zero)}[name]
+    return True if true else False if false else None
+
+
+def _python_scalars(left: Any, right: Any) -> bool:
+    """Both operands Python numbers, at least one known only at run time (a weak 0-d node,
+    a symbolic dimension): the operator follows Python, not NumPy."""
+    def python(v: Any) -> bool:
+        if isinstance(v, Node):
+            return v.type.weak and not v.shape
+        return isinstance(v, bool | int | float | Dim) and not isinstance(v, np.generic)
+    return python(left) and python(right)
+
+
+_ARITHMETIC = ("Add", "Sub", "Mult", "Div", "FloorDiv", "Mod", "Pow")
+
+
+def _python_binary(name: str, left: Any, right: Any, span: SourceSpan) -> Node:
+    """Python's operator on Python numbers known at run time: booleans compute as ints
+    (``True + True == 2``), an int to a negative power is a float."""
+    a, b = to_node(left, span), to_node(right, span)
+    if name in _ARITHMETIC:
+        a, b = (python_value(v, int, span) if v.dtype == "bool" else v for v in (a, b))
+        negative = isinstance(right, int | float) and right < 0
+        if name == "Pow" and a.dtype == b.dtype == "int64" and negative:
+            a = python_value(a, float, span)
+    return apply(_BINARY[name], [a, b], span)
 
 
 def _power(base: Any, exponent: Any, span: SourceSpan) -> Node | None:
@@ -87,7 +174,7 @@ def matmul(a: Node, b: Node, span: SourceSpan, a_span: SourceSpan, b_span: Sourc
     if a.type.ndim == 0 or b.type.ndim == 0 or a.type.ndim > 3 or b.type.ndim > 3:
         raise UserError("matmul operands must have 1, 2 or 3 dimensions", span, notes=notes)
     if a.type.ndim == 1 and b.type.ndim == 1:
-        if a.shape[0] != b.shape[0]:
+        if not B.inner_dims_match(a.shape[0], b.shape[0]):
             raise UserError(f"matmul: inner dimensions differ ({a.shape[0]} != {b.shape[0]})",
                             span, notes=notes)
         return checked(B.reduce, Op.SUM, apply(Op.MUL, [a, b], span), None, False, span,

@@ -1,8 +1,11 @@
 """Values the frontend computes with: IR nodes and compile-time Python values.
 
-Arrays are IR nodes; ints, floats, bools and shape dimensions known at
-compile time stay Python values until an array operation needs them as
-nodes (weakly typed constants, as NumPy treats Python scalars).
+Arrays are IR nodes; ints, floats, bools, NumPy scalars and shape dimensions
+known at compile time stay Python values until an array operation needs them
+as nodes (Python scalars weakly typed, NumPy scalars strongly, as NEP 50 says).
+A value known only at run time that is not an array (a Python scalar
+parameter, a number computed from a symbolic dimension: ``D ** 0.5``) is a
+0-d node; ``weak`` when it stands for a Python scalar.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
-from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.node import Node, toposort
 from cuvil_aot.compiler.ir.ops import Op
-from cuvil_aot.compiler.ir.types import DTYPES, Dim, dtype_of
+from cuvil_aot.compiler.ir.types import DTYPES, Dim, TensorType, dtype_of, shape_str
 from cuvil_aot.errors import SourceSpan
+
+PY_KINDS = {float: "float64", int: "int64", bool: "bool"}  # the dtype a Python scalar is in
 
 
 def fold(value: Any) -> Any:
@@ -31,12 +36,12 @@ def to_node(value: Any, span: SourceSpan) -> Node:
     """An array operand: a node as it is, a Python or NumPy scalar as a constant."""
     if isinstance(value, Node):
         return value
+    if isinstance(value, np.generic) and value.dtype.name in DTYPES:  # np.float64 is a float
+        return B.const(value.item(), value.dtype.name, span)
     if isinstance(value, bool | int | float):
         return B.const(value, span=span)
     if isinstance(value, Dim):
         return B.const(value, span=span) if not value.is_static else B.const(value.value, span=span)
-    if isinstance(value, np.generic) and value.dtype.name in DTYPES:
-        return B.const(value.item(), value.dtype.name, span)
     if isinstance(value, np.ndarray):
         raise UserError("NumPy arrays captured from outside the function are not supported",
                         span, "pass the array as an argument")
@@ -60,3 +65,66 @@ def apply(op: Op, args: Sequence[Any], span: SourceSpan) -> Node:
     """The elementwise ``op`` on arrays or scalars, broadcast and promoted as NumPy does."""
     nodes = [to_node(a, span) for a in args]
     return checked(B.elementwise, op, nodes, span, span=span)
+
+
+def is_symbolic(value: Any) -> bool:
+    """A dimension known only at run time."""
+    return isinstance(value, Dim) and not value.is_static
+
+
+def is_number(value: Any) -> bool:
+    """A number known at compile time: a Python or NumPy scalar or a static dimension."""
+    if isinstance(value, Dim):
+        return value.is_static
+    if isinstance(value, np.generic):
+        return value.dtype.name in DTYPES
+    return isinstance(value, bool | int | float)
+
+
+def is_scalar(value: Any) -> bool:
+    """A number, known at compile time or at run time (a 0-d node, a symbolic dimension)."""
+    return is_number(value) or is_symbolic(value) or isinstance(value, Node) and not value.shape
+
+
+def python_value(value: Any, kind: type, span: SourceSpan) -> Any:
+    """``float(value)``, ``int(value)`` or ``bool(value)`` as Python computes it: now when
+    the value is known, else a weak 0-d node (a Python scalar known at run time)."""
+    value = fold(value)
+    if not isinstance(value, Node | Dim):
+        try:
+            return kind(value)
+        except Exception as exc:  # the user's conversion failed, as Python would
+            raise UserError(f"{type(exc).__name__}: {exc}", span) from None
+    x = to_node(value, span)
+    if x.shape:
+        raise UserError(f"{kind.__name__}() of an array of shape {shape_str(x.shape)} is not "
+                        "supported "
+                        "(only of a number)", span, ".astype(...) for arrays")
+    dtype = PY_KINDS[kind]
+    if x.dtype == dtype and x.type.weak:
+        return x
+    return Node(Op.CAST, TensorType(dtype, (), weak=True), (x,), span=span)
+
+
+def strong(x: Node) -> Node:
+    """``x`` as a NumPy scalar (what a NumPy function returns for Python scalars)."""
+    if not x.type.weak:
+        return x
+    if x.op is Op.PARAM:  # the parameter stays a Python scalar; its value is a NumPy one
+        return Node(Op.CAST, TensorType(x.dtype, x.shape), (x,), span=x.span)
+    return x.replace(type=TensorType(x.dtype, x.shape))
+
+
+def run_time_origin(x: Node) -> str:
+    """What a run-time value depends on, in the user's words."""
+    symbols = sorted({s for n in toposort([x]) if n.op is Op.CONST and isinstance(n.attrs[0], Dim)
+                      for s in n.attrs[0].symbols})
+    params = [str(n.attrs[1]) for n in toposort([x]) if n.op is Op.PARAM]
+    parts = []
+    if symbols:
+        parts.append(f"the symbolic dimension{'s' if len(symbols) > 1 else ''} "
+                     + ", ".join(symbols))
+    if params:
+        parts.append(f"the value{'s' if len(params) > 1 else ''} of "
+                     + ", ".join(f"'{p}'" for p in params))
+    return " and ".join(parts) or "values computed at run time"

@@ -66,11 +66,12 @@ class Function:
     refused: tuple[str, ...] = ()  # fusions refused, with reasons
     requirements: tuple[tuple[Any, str], ...] = ()  # (dim that must be >= 0, why) at run time
     derived: tuple[tuple[str, Any, int], ...] = ()  # (symbol, length, step): ceil(length/step)
+    assumptions: tuple[Any, ...] = ()  # construct.Assumption: dims assumed equal, checked
 
     def replace(self, **changes: Any) -> Function:
         fields = {f: getattr(self, f) for f in ("name", "params", "param_nodes", "outputs",
                                                 "returns_tuple", "groups", "refused",
-                                                "requirements", "derived")}
+                                                "requirements", "derived", "assumptions")}
         fields.update(changes)
         return Function(**fields)
 

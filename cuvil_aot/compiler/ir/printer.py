@@ -24,6 +24,7 @@ def format_function(fn: Function) -> str:
     lines = [f"func {fn.name}(" + ", ".join(f"{p.name}: {p.type}" for p in fn.params) + ")"]
     lines += [f"  # requires {expr} >= 0" for expr, _ in fn.requirements]
     lines += [f"  # {name} = ceil(({length}) / {step})" for name, length, step in fn.derived]
+    lines += [f"  # assumes {a.left} == {a.right}" for a in fn.assumptions]
     count = 0
     for node in toposort(fn.outputs):
         if node.op is Op.PARAM:

@@ -124,6 +124,11 @@ class Dim:
         """True when every coefficient is >= 0 (symbols are sizes, so >= 0)."""
         return all(c >= 0 for _, c in self.terms)
 
+    def known_positive(self) -> bool:
+        """True when the value is > 0 for every size of the symbols: no negative
+        coefficient and a positive constant term (``N + 1``, ``2*N*M + 3``)."""
+        return self.known_nonnegative() and dict(self.terms).get((), 0) > 0
+
     def linear_in(self, symbol: str) -> tuple[int, Dim] | None:
         """(c, rest) with self == c*symbol + rest and symbol absent from rest."""
         coeff, rest = 0, {}

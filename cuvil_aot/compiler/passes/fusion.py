@@ -72,6 +72,7 @@ def describe(node: Node) -> str:
 
 
 def run(fn: Function) -> Function:
+    fn = _distinct_outputs(fn)
     plan = Plan(fn, toposort(fn.outputs), {})
     plan.uses = users(plan.nodes)
     for out in fn.outputs:
@@ -81,6 +82,19 @@ def run(fn: Function) -> Function:
     walks = _settle_loop_spaces(plan)
     groups = _merge(plan, walks)
     return fn.replace(groups=tuple(_order(groups)), refused=tuple(plan.refused))
+
+
+def _distinct_outputs(fn: Function) -> Function:
+    """A value returned twice (``return y, y``, or two returns CSE made one) is two arrays,
+    as in NumPy: each later return of it is a copy, with its own buffer."""
+    seen: set[int] = set()
+    outputs = []
+    for out in fn.outputs:
+        if id(out) in seen:
+            out = Node(Op.CAST, out.type, (out,), span=out.span)
+        seen.add(id(out))
+        outputs.append(out)
+    return fn.replace(outputs=tuple(outputs))
 
 
 def strip_views(node: Node) -> tuple[Node, bool]:
