@@ -5,27 +5,16 @@ Regenerate the expected output with ``pytest tests/test_diagnostics.py --update-
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 from conftest import load_source
+from helpers.golden import HEADER, parse_cases
 
 from cuvil_aot.compiler.frontend import lower_module
 from cuvil_aot.errors import CompileError
 
 DATA = Path(__file__).parent / "data" / "diagnostics.test"
-HEADER = 'import numpy as np\nimport cuvil_aot as cv\n\n'
-
-
-def parse_cases(text: str) -> list[tuple[str, str, str]]:
-    """[case NAME] source [out] expected, repeated."""
-    parts = re.split(r"^\[case (\w+)\]\n", text, flags=re.M)[1:]
-    cases = []
-    for name, block in zip(parts[::2], parts[1::2]):
-        source, _, expected = block.partition("[out]\n")
-        cases.append((name, source, expected.rstrip("\n")))
-    return cases
 
 
 def render(tmp_path: Path, name: str, source: str) -> str:

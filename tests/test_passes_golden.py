@@ -8,27 +8,16 @@ of ``PIPELINE``. Regenerate it with ``pytest tests/test_passes_golden.py --updat
 from __future__ import annotations
 
 import fcntl
-import re
 from pathlib import Path
 
 import pytest
 from conftest import load_source
+from helpers.golden import HEADER, parse_cases
 
 from cuvil_aot.compiler.frontend import lower_module
 from cuvil_aot.compiler.passes import PASS_NAMES, PassLog, run_pipeline
 
 DATA = Path(__file__).parent / "data" / "passes.test"
-HEADER = "import numpy as np\nimport cuvil_aot as cv\n\n"
-
-
-def parse_cases(text: str) -> list[tuple[str, str, str]]:
-    """[case NAME] source [out] expected, repeated."""
-    parts = re.split(r"^\[case (\w+)\]\n", text, flags=re.M)[1:]
-    cases = []
-    for name, block in zip(parts[::2], parts[1::2]):
-        source, _, expected = block.partition("[out]\n")
-        cases.append((name, source, expected.rstrip("\n")))
-    return cases
 
 
 def render(tmp_path: Path, name: str, source: str) -> str:
