@@ -1,4 +1,4 @@
-"""GEMM of the native runtime (cuvil_aot._runtime._gemm, store epilogue) vs NumPy.
+"""GEMM of the native runtime (cuvil_aot.runtime.native._gemm, store epilogue) vs NumPy.
 
 Run with OpenBLAS on its own CPU detection, from outside the repo root:
 
@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from cuvil_aot import _runtime as rt
+from cuvil_aot.runtime import native as rt
 
 SHAPES = [  # m, k, n, B given as W.T (W row-major n x k, as torch's Linear)
     (4096, 1024, 4096, False),

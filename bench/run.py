@@ -56,8 +56,8 @@ def vmath_includes() -> tuple[str, ...]:
 
 
 def runtime_is_stale() -> bool:
-    """Whether native/ changed after cuvil_aot/_runtime*.so was built (rebuild it first)."""
-    built = [p.stat().st_mtime for p in (ROOT / "cuvil_aot").glob("_runtime*.so")]
+    """Whether native/ changed after cuvil_aot/runtime/native*.so was built (rebuild it first)."""
+    built = [p.stat().st_mtime for p in (ROOT / "cuvil_aot/runtime").glob("native*.so")]
     paths = [*(ROOT / "native/src").glob("*.[ch]"), ROOT / "native/include/cuvil_aot/runtime.h"]
     sources = [p.stat().st_mtime for p in paths if p.exists()]
     return not built or max(sources) > max(built)

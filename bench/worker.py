@@ -39,7 +39,7 @@ ATOL_REL = 2e-4
 
 def _bind_prebuilt() -> None:
     """Bind the extensions run.py built (else the first call compiles the module)."""
-    from cuvil_aot import _runtime  # noqa: F401  (extensions import the runtime)
+    from cuvil_aot.runtime import native  # noqa: F401  (extensions import the runtime)
     from cuvil_aot.runtime import binding, extension
 
     exts = json.loads(os.environ.get("CUVIL_BENCH_EXT", "{}"))

@@ -1,16 +1,16 @@
 """cuvil_aot's own PEP 517 backend (``backend-path = ["."]`` in pyproject.toml).
 
-scikit-build-core builds ``native/`` (the ``_runtime`` extension) and the wheel; then
+scikit-build-core builds ``native/`` (the ``cuvil_aot.runtime.native`` extension) and the wheel; then
 cuvil_aot's AOT pass compiles ``cuvil_aot/nn.py`` into it, so the installed wheel
 ships ``cuvil_aot.nn`` precompiled, and the wheel is retagged manylinux like the wheels
 of user projects (cuvil_aot/build/manylinux.py).
 
 The compiler that runs is the one inside the wheel just built: its worker process
 imports ``cuvil_aot`` from the unpacked wheel (PYTHONPATH), with the fresh
-``_runtime`` beside it. Compiling needs only the headers (shipped in the wheel); the
-generated module imports ``cuvil_aot._runtime`` when *it* is imported, at run time.
+``cuvil_aot.runtime.native`` beside it. Compiling needs only the headers (shipped in the wheel); the
+generated module imports ``cuvil_aot.runtime.native`` when *it* is imported, at run time.
 This process only reads and rewrites zip files with the source tree's
-``cuvil_aot.build`` (pure Python, no ``_runtime``).
+``cuvil_aot.build`` (pure Python, no ``cuvil_aot.runtime.native``).
 """
 
 from __future__ import annotations

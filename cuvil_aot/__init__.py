@@ -44,7 +44,7 @@ def _configure_runtime() -> None:
     differ from their defaults, the runtime's own, are passed: none set, no call. A source
     tree without the built runtime (cuvil_aot's own build) skips it."""
     try:
-        from cuvil_aot import _runtime
+        from cuvil_aot.runtime import native
     except ImportError:
         return
     from cuvil_aot import knobs
@@ -55,7 +55,7 @@ def _configure_runtime() -> None:
                             "cuda_pool", "mode")
                if getattr(settings, name) != getattr(default, name)}
     if changed:
-        _runtime.configure(**changed)
+        native.configure(**changed)
 
 
 _configure_runtime()

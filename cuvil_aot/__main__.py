@@ -21,12 +21,12 @@ def installed_instead() -> Path | None:
     """The installed cuvil_aot's folder when this one is a source tree without a built
     runtime that shadows it; else None."""
     here = Path(__file__).resolve().parent
-    if any(here.glob("_runtime*")):
+    if any((here / "runtime").glob("native*")):
         return None
     others = [p for p in sys.path if p and Path(p).resolve() != here.parent]
     spec = PathFinder.find_spec("cuvil_aot", others)
     folders = list(spec.submodule_search_locations or []) if spec is not None else []
-    if not folders or not any(Path(folders[0]).glob("_runtime*")):
+    if not folders or not any((Path(folders[0]) / "runtime").glob("native*")):
         return None
     return Path(folders[0])
 

@@ -117,6 +117,6 @@ def cpu_level() -> int:
     detected, lowered by CUVIL_AOT_CPU_LEVEL (1 where the machine is not x86-64)."""
     if os.uname().machine.lower() not in ("x86_64", "amd64"):
         return 1
-    from cuvil_aot import _runtime  # type: ignore[attr-defined,import-untyped,unused-ignore]
+    from cuvil_aot.runtime import native  # type: ignore[attr-defined,import-untyped,unused-ignore]
 
-    return int(_runtime.info()["cpu_level"])
+    return int(native.info()["cpu_level"])

@@ -77,12 +77,12 @@ def test_wheel_runs_strict_without_compiler(backend: str, frontend: str, cache: 
 @pytest.mark.slow
 @pytest.mark.skipif(not X86, reason="x86-64 levels")
 def test_installed_wheel_picks_each_cpu_level(cache: Path, tmp_path: Path) -> None:
-    from cuvil_aot import _runtime
+    from cuvil_aot.runtime import native
 
     project = W.make_project(tmp_path / "project", "setuptools")
     wheel = W.build_wheel("pip", project, tmp_path / "dist", W.clean_env(cache))
     python = _check_runs(wheel, tmp_path)
-    for level in range(1, _runtime.info()["detected_cpu_level"] + 1):
+    for level in range(1, native.info()["detected_cpu_level"] + 1):
         env = W.runtime_env(tmp_path / "runtime-cache", W.empty_bin(tmp_path),
                             CUVIL_AOT_MODE="strict", CUVIL_AOT_CPU_LEVEL=str(level))
         report = W.probe(python, env, cwd=tmp_path)

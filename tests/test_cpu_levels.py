@@ -43,14 +43,14 @@ print(json.dumps([ext.cpu_level, err]))
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86-64 levels")
 def test_every_level_gives_numpys_answer(tmp_path):
-    from cuvil_aot import _runtime
+    from cuvil_aot.runtime import native
 
     module = compile_source(tmp_path, SOURCE, cpu_levels=(1, 2, 3, 4))
     art = module.__artifact__
     script = textwrap.dedent(CHILD.format(moddir=str(tmp_path), modname=module.__name__,
                                           ext=art.ext_name, path=str(art.path)))
     root = str(Path(cuvil_aot.__file__).resolve().parents[1])
-    detected = _runtime.info()["detected_cpu_level"]
+    detected = native.info()["detected_cpu_level"]
     for level in range(1, detected + 1):
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                               cwd=tmp_path, env={"PYTHONPATH": root,

@@ -24,7 +24,7 @@ from test_elementwise import SOURCE as ELEMENTWISE
 from test_matmul import SOURCE as MATMUL
 from test_reductions import SOURCE as REDUCTIONS
 
-from cuvil_aot import _runtime
+from cuvil_aot.runtime import native
 from cuvil_aot.compiler import pipeline
 from cuvil_aot.errors import CudaError
 from cuvil_aot.options import DEFAULT_ARCHS
@@ -414,9 +414,9 @@ for attempt in range(2):  # the launch finds the sticky error, then every call s
 @pytest.fixture
 def runtime_mode():
     """Sets the runtime's CUVIL_AOT_MODE (read at import, not per call); restored after."""
-    before = _runtime.info()["mode"]
-    yield lambda mode: _runtime.configure(mode=mode)
-    _runtime.configure(mode=before)
+    before = native.info()["mode"]
+    yield lambda mode: native.configure(mode=mode)
+    native.configure(mode=before)
 
 
 def test_fatbin_lists_every_arch_and_the_device_needs_no_jit(tmp_path, runtime_mode):

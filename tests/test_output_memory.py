@@ -15,7 +15,7 @@ import pytest
 from conftest import assert_close, compile_source
 
 import cuvil_aot
-from cuvil_aot import _runtime as rt
+from cuvil_aot.runtime import native as rt
 from cuvil_aot import knobs
 
 SOURCE = """

@@ -1,4 +1,4 @@
-"""The native runtime cuvil_aot._runtime: CPU levels, the pool, GEMM vs NumPy."""
+"""The native runtime cuvil_aot.runtime.native: CPU levels, the pool, GEMM vs NumPy."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cuvil_aot import _runtime as rt
+from cuvil_aot.runtime import native as rt
 
 DETECTED = rt.info()["detected_cpu_level"]
 LEVELS = list(range(1, DETECTED + 1))
@@ -57,7 +57,7 @@ def test_cpu_level_only_lowers():
 
 def test_capsule_is_exported():
     assert type(rt._C_API).__name__ == "PyCapsule"
-    assert "cuvil_aot._runtime._C_API" in repr(rt._C_API)
+    assert "cuvil_aot.runtime.native._C_API" in repr(rt._C_API)
 
 
 # ---- the pool ----------------------------------------------------------------

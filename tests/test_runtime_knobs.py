@@ -1,6 +1,6 @@
 """The knobs the native runtime runs with (CUVIL_AOT_CUDA_ONE, CUVIL_AOT_CUDA_POOL,
-CUVIL_AOT_MODE): read and checked by cuvil_aot.knobs, handed to _runtime.configure at
-import (the runtime reads no environment), and reported by _runtime.info()."""
+CUVIL_AOT_MODE): read and checked by cuvil_aot.knobs, handed to native.configure at
+import (the runtime reads no environment), and reported by native.info()."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cuvil_aot import _runtime as rt
+from cuvil_aot.runtime import native as rt
 from cuvil_aot import knobs
 
 ROOT = Path(rt.__file__).resolve().parent.parent
@@ -70,12 +70,12 @@ def test_configure_rejects_a_bad_mode_and_keeps_the_settings():
 
 
 def _runtime_info(**env: str) -> subprocess.CompletedProcess[str]:
-    """_runtime.info() after ``import cuvil_aot`` in a child with these knobs set."""
+    """native.info() after ``import cuvil_aot`` in a child with these knobs set."""
     clean = {k: v for k, v in os.environ.items()
              if k not in ("CUVIL_AOT_CUDA_ONE", "CUVIL_AOT_CUDA_POOL", "CUVIL_AOT_MODE")}
     clean["PYTHONPATH"] = os.pathsep.join([str(ROOT), clean.get("PYTHONPATH", "")])
-    code = ("import json, cuvil_aot\nfrom cuvil_aot import _runtime\n"
-            "i = _runtime.info()\nprint(json.dumps({k: i[k] for k in "
+    code = ("import json, cuvil_aot\nfrom cuvil_aot.runtime import native\n"
+            "i = native.info()\nprint(json.dumps({k: i[k] for k in "
             f"{sorted(DEFAULTS)!r}}}))")
     # Not from the checkout's root: there `-c` would import the sources (no _runtime in CI).
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

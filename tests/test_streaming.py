@@ -16,7 +16,7 @@ import pytest
 from conftest import assert_close, check, compile_source, load_source, poisoned
 
 import cuvil_aot
-from cuvil_aot import _runtime
+from cuvil_aot.runtime import native
 from cuvil_aot.compiler import pipeline
 
 SOURCE = """
@@ -103,7 +103,7 @@ def test_every_level_streams_right(tmp_path):
     script = CHILD.format(moddir=str(tmp_path), modname=module.__name__, ext=art.ext_name,
                           path=str(art.path), n=BIG)
     root = str(Path(cuvil_aot.__file__).resolve().parents[1])
-    for level in range(1, _runtime.info()["detected_cpu_level"] + 1):
+    for level in range(1, native.info()["detected_cpu_level"] + 1):
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                               cwd=tmp_path, env={"PYTHONPATH": root,
                                                  "CUVIL_AOT_CPU_LEVEL": str(level)})

@@ -7,7 +7,7 @@
 #   CV_SANITIZE_KEEP=1 tools/sanitize.sh ...      keep the scratch directory afterwards
 #
 # What it does, in a scratch directory (the checkout is not touched):
-#   1. copies cuvil_aot/ and native/, and builds cuvil_aot/_runtime there with
+#   1. copies cuvil_aot/ and native/, and builds cuvil_aot/runtime/native there with
 #      -fsanitize=address,undefined;
 #   2. builds a sanitized Python host (tools/sanitize_host.c: CPython's main linked
 #      with the sanitizers, so the ASan runtime comes first without LD_PRELOAD, leak
@@ -41,12 +41,12 @@ fi
 
 echo "== building the sanitized runtime in $WORK"
 cp -r "$REPO/cuvil_aot" "$REPO/native" "$WORK/"
-find "$WORK/cuvil_aot" \( -name '_runtime*.so' -o -name __pycache__ \) -prune -exec rm -rf {} +
+find "$WORK/cuvil_aot" \( -name 'native*.so' -o -name __pycache__ \) -prune -exec rm -rf {} +
 PYINC=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 EXT=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 # shellcheck disable=SC2086
 "$CC" $SAN -O1 -shared -fPIC -std=gnu11 -I"$WORK/native/include" -I"$PYINC" \
-    "$WORK"/native/src/*.c -o "$WORK/cuvil_aot/_runtime$EXT" -lpthread -ldl -lm
+    "$WORK"/native/src/*.c -o "$WORK/cuvil_aot/runtime/native$EXT" -lpthread -ldl -lm
 
 echo "== building the sanitized Python host"
 mkdir -p "$WORK/bin"
@@ -91,7 +91,7 @@ echo "== the sanitized runtime loads and the generated code is instrumented"
 import sys, types
 from pathlib import Path
 import numpy as np
-import cuvil_aot._runtime as rt
+import cuvil_aot.runtime.native as rt
 from cuvil_aot import knobs
 from cuvil_aot.compiler import pipeline
 from cuvil_aot.load.settings import Settings

@@ -14,7 +14,7 @@ the exit status is 1.
 A separate process keeps the user's module-level code and imports out of the
 backend's interpreter. The unpacked wheel comes first on its PYTHONPATH, so
 cuvil_aot's own build runs the compiler of the wheel it builds, with the freshly
-built ``_runtime``.
+built ``cuvil_aot.runtime.native``.
 """
 
 from __future__ import annotations
@@ -108,9 +108,9 @@ def run(request: dict[str, Any]) -> int:
     from cuvil_aot.errors import BuildError, CompileError
 
     importer.uninstall()  # an opted-in hook would bind (and build) at import already
-    # Extensions import cuvil_aot._runtime when loaded; two threads doing the first
+    # Extensions import cuvil_aot.runtime.native when loaded; two threads doing the first
     # import at once see a partly initialized package, so it is done here, once.
-    importlib.import_module("cuvil_aot._runtime")
+    importlib.import_module("cuvil_aot.runtime.native")
     try:
         archs, note = gpu.plan(request["cuda"], tuple(request["cuda_archs"]))
     except gpu.CudaRequired as exc:

@@ -9,7 +9,7 @@ from typing import Any
 def _bound_extensions() -> dict[str, Any]:
     """module name -> the extension its marked functions are bound to, for every loaded
     module that has some (found by exact type: no attribute of foreign objects is read)."""
-    from cuvil_aot._runtime import CompiledFunction  # type: ignore[attr-defined,import-untyped,unused-ignore]
+    from cuvil_aot.runtime.native import CompiledFunction  # type: ignore[attr-defined,import-untyped,unused-ignore]
 
     found: dict[str, Any] = {}
     for name, module in list(sys.modules.items()):
@@ -26,7 +26,7 @@ def info() -> dict[str, Any]:
     the thread pool, and for each module bound to compiled code: the x86-64 level of
     the kernel table it picked at import, its extension file and how it was found
     (prebuilt, cached, built...)."""
-    from cuvil_aot import _runtime  # type: ignore[attr-defined,import-untyped,unused-ignore]
+    from cuvil_aot.runtime import native  # type: ignore[attr-defined,import-untyped,unused-ignore]
     from cuvil_aot._version import __version__
     from cuvil_aot.load import artifacts
 
@@ -38,4 +38,4 @@ def info() -> dict[str, Any]:
             "extension": getattr(ext, "__file__", None),
             "how": outcome.how if outcome is not None else None,
         }
-    return {"version": __version__, **_runtime.info(), "modules": modules}
+    return {"version": __version__, **native.info(), "modules": modules}

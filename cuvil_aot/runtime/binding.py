@@ -47,7 +47,7 @@ def bind(module: types.ModuleType, ext: types.ModuleType,
     The module's globals become CompiledFunction objects, whose calls go straight to the
     extension (vectorcall, no Python frame); each mark kept elsewhere (a Dispatcher
     imported by another module) forwards to the same object."""
-    from cuvil_aot._runtime import (  # type: ignore[attr-defined,import-untyped,unused-ignore]
+    from cuvil_aot.runtime.native import (  # type: ignore[attr-defined,import-untyped,unused-ignore]
         CompiledFunction,
     )
 

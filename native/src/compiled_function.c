@@ -1,4 +1,4 @@
-/* cuvil_aot._runtime.CompiledFunction: what a marked function becomes once its
+/* cuvil_aot.runtime.native.CompiledFunction: what a marked function becomes once its
  * module is compiled. Calls go straight to the generated METH_FASTCALL
  * function through vectorcall (no Python frame in between); the object also
  * carries what users expect of a function: __name__, __doc__, __wrapped__ and
@@ -133,7 +133,7 @@ static PyMemberDef cf_members[] = {
 
 PyTypeObject cv_CompiledFunctionType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "cuvil_aot._runtime.CompiledFunction",
+    .tp_name = "cuvil_aot.runtime.native.CompiledFunction",
     .tp_doc = "A marked function bound to its compiled code.",
     .tp_basicsize = sizeof(CompiledFunction),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,

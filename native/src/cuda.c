@@ -10,7 +10,7 @@
  *
  * The lowest GPU layer: it uses nothing of gpu_arrays.c (the array adapters,
  * which call it) and never calls into Python but to raise and warn. Its
- * settings (cv_cuda_config) come from cuvil_aot._runtime.configure.
+ * settings (cv_cuda_config) come from cuvil_aot.runtime.native.configure.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -9,7 +9,7 @@
 
 #include "cuvil_aot/cuda_driver.h"
 
-/* Set by cuvil_aot._runtime.configure (from the knobs, cuvil_aot/knobs.py); read at
+/* Set by cuvil_aot.runtime.native.configure (from the knobs, cuvil_aot/knobs.py); read at
  * each use, under the GIL. Defaults: one-kernel launches and the pool on, not strict. */
 typedef struct {
     int one_kernel; /* CUVIL_AOT_CUDA_ONE=0 clears it: kernels launched one by one */

@@ -1,4 +1,4 @@
-/* The extension module cuvil_aot._runtime: exports the C API capsule that
+/* The extension module cuvil_aot.runtime.native: exports the C API capsule that
  * generated modules call through, the pool/ISA configuration, and test hooks
  * that drive the pool and the GEMM from Python. */
 #define PY_SSIZE_T_CLEAN
@@ -156,7 +156,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "cuvil_aot._runtime",
+    .m_name = "cuvil_aot.runtime.native",
     .m_doc = "The native runtime of cuvil_aot: CPU level detection, thread pool, GEMM.",
     .m_size = -1,
     .m_methods = methods,
@@ -164,7 +164,7 @@ static struct PyModuleDef module = {
 
 extern PyTypeObject cv_CompiledFunctionType; /* compiled_function.c */
 
-PyMODINIT_FUNC PyInit__runtime(void) {
+PyMODINIT_FUNC PyInit_native(void) {
     cv_out_init();
     if (PyType_Ready(&cv_CompiledFunctionType) < 0)
         return NULL;

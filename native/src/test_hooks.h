@@ -1,4 +1,4 @@
-/* Python-callable test hooks of cuvil_aot._runtime (include Python.h first). */
+/* Python-callable test hooks of cuvil_aot.runtime.native (include Python.h first). */
 #ifndef CUVIL_AOT_TEST_HOOKS_H
 #define CUVIL_AOT_TEST_HOOKS_H
 

@@ -102,7 +102,7 @@ def nobody_reason(pythonpath: str) -> str | None:
     ids = nobody()
     if os.geteuid() != 0 or ids is None or shutil.which("setpriv") is None:
         return "needs root, setpriv and a 'nobody' user"
-    code = ("import sysconfig, os, numpy, cuvil_aot._runtime\n"
+    code = ("import sysconfig, os, numpy, cuvil_aot.runtime.native\n"
             "assert os.access(sysconfig.get_paths()['include'], os.R_OK)")
     cmd = as_nobody([sys.executable, "-c", code])
     if subprocess.run(cmd, capture_output=True, env={**os.environ, "PYTHONPATH": pythonpath},

@@ -1,7 +1,7 @@
 /* The C API of cuvil_aot's native runtime, shared by every generated module.
  *
- * The runtime is the extension module cuvil_aot._runtime. It exports one
- * capsule, "cuvil_aot._runtime._C_API", holding a cv_runtime_api table. A
+ * The runtime is the extension module cuvil_aot.runtime.native. It exports one
+ * capsule, "cuvil_aot.runtime.native._C_API", holding a cv_runtime_api table. A
  * generated module imports it once at init (cv_import_runtime below) and calls
  * through the table, so common code is compiled once, not per module.
  *
@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define CV_RUNTIME_ABI_VERSION 5
-#define CV_RUNTIME_CAPSULE "cuvil_aot._runtime._C_API"
+#define CV_RUNTIME_CAPSULE "cuvil_aot.runtime.native._C_API"
 
 /* x86-64 micro-architecture levels (psABI): 1 = baseline, 2 = v2 (SSE4.2,
  * POPCNT), 3 = v3 (AVX2, FMA, BMI2), 4 = v4 (AVX-512 F/BW/CD/DQ/VL). */
@@ -76,7 +76,7 @@ typedef struct {
 typedef struct cv_runtime_api {
     int abi_version;
     /* The level generated code may use: the detected level, lowered by
-     * cuvil_aot._runtime.configure(cpu_level=...). */
+     * cuvil_aot.runtime.native.configure(cpu_level=...). */
     int (*cpu_level)(void);
     int (*num_threads)(void);
     /* Runs fn over [0, n) split into chunks of at least `grain` indices on the
@@ -104,7 +104,7 @@ typedef struct cv_runtime_api {
 /* For generated modules: fetch the table, checking its ABI version. */
 static inline const cv_runtime_api *cv_import_runtime(void) {
     /* PyCapsule_Import does not import submodules: import the runtime first. */
-    PyObject *runtime = PyImport_ImportModule("cuvil_aot._runtime");
+    PyObject *runtime = PyImport_ImportModule("cuvil_aot.runtime.native");
     if (!runtime) return NULL;
     Py_DECREF(runtime);
     const cv_runtime_api *api =
