@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--no-c", action="store_true", help="leave out the generated C")
     show.add_argument("--module-c", action="store_true",
                       help="with MODULE:FUNCTION, the C of the whole module, not the function's")
+    show.add_argument("--timings", action="store_true",
+                      help="build the module (not through the cache) and print how long each "
+                           "stage took, instead of the IR and the C")
     show.set_defaults(run=cli_commands.cmd_show)
 
     run = _parser("run", sub, "run a script with the import hook installed")

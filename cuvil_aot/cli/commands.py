@@ -133,6 +133,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     modules = load_targets([target], sys.stderr)
     if modules is None:
         return 1
+    if args.timings:
+        return _show_timings(modules)
     status = 0
     for module in modules:
         lowered = lower_module(module)
@@ -168,6 +170,25 @@ def cmd_show(args: argparse.Namespace) -> int:
                 print(f"=== {what}: generated {file} (extension {ext_name}) ===")
                 print(text)
     return status
+
+
+def _show_timings(modules: list[ModuleType]) -> int:
+    """Build each module in a scratch folder with this process's settings and print its
+    timeline: when each stage started and how long it took (nvcc runs beside the C)."""
+    import tempfile
+
+    from cuvil_aot.compiler import pipeline
+    from cuvil_aot.compiler.timeline import Timeline, table
+
+    options = artifacts.Settings.from_knobs(knobs.read()).build_options
+    for module in modules:
+        timeline = Timeline()
+        with tempfile.TemporaryDirectory(prefix="cuvil_aot-timings-") as folder:
+            pipeline.build(module, options, Path(folder), timeline)
+        total = max((t["start"] + t["seconds"] for t in timeline.as_list()), default=0.0)
+        print(f"=== {module.__name__}: built in {total:.2f} s ===")
+        print(table(timeline.as_list()))
+    return 0
 
 
 def _only(module: ModuleType, name: str) -> ModuleType:

@@ -27,6 +27,7 @@ from cuvil_aot.compiler.codegen.pymodule import generate
 from cuvil_aot.compiler.frontend import LoweredModule, lower_module
 from cuvil_aot.compiler.gpu_targets import GpuTargets
 from cuvil_aot.compiler.passes import PassLog, run_pipeline
+from cuvil_aot.compiler.timeline import Timeline
 from cuvil_aot.compiler.toolchain import cc as cc_mod
 from cuvil_aot.compiler.toolchain import nvcc as nvcc_mod
 from cuvil_aot.errors import CompileError, Diagnostic, SourceSpan, internal_diagnostic
@@ -71,14 +72,18 @@ def _diagnostic(exc: Exception, def_span: SourceSpan | None) -> Diagnostic:
 
 
 def generate_sources(module: types.ModuleType, options: Options,
-                     cuda: GpuTargets | None = None) -> tuple[LoweredModule, PassLog, str,
-                                                             dict[str, str]]:
-    lowered, log, fused = compile_ir(module, options)
+                     cuda: GpuTargets | None = None, timeline: Timeline | None = None
+                     ) -> tuple[LoweredModule, PassLog, str, dict[str, str]]:
+    timeline = timeline or Timeline()
+    with timeline.stage("frontend and passes"):
+        lowered, log, fused = compile_ir(module, options)
     levels = list(options.cpu_levels) or [host.cpu_level()]
-    draft = _generate_refusing(lowered, fused, levels, cuda)
-    digest = hashlib.sha256("".join(draft.values()).encode()).hexdigest()[:16]
-    ext_name = f"_cvk_{digest}"
-    return lowered, log, ext_name, _generate(fused, ext_name, levels, cuda)
+    with timeline.stage("code generation"):
+        draft = _generate_refusing(lowered, fused, levels, cuda)
+        digest = hashlib.sha256("".join(draft.values()).encode()).hexdigest()[:16]
+        ext_name = f"_cvk_{digest}"
+        sources = _generate(fused, ext_name, levels, cuda)
+    return lowered, log, ext_name, sources
 
 
 def _generate_refusing(lowered: LoweredModule, fused: dict[str, list[Any]], levels: list[int],
@@ -114,20 +119,33 @@ def gpu_build(options: Options) -> nvcc_mod.GpuBuild | None:
 
 
 def build(module: types.ModuleType, options: Options | None = None,
-          out_dir: Path | None = None) -> Artifact:
-    """Compile every marked function of ``module`` into one extension in ``out_dir``."""
+          out_dir: Path | None = None, timeline: Timeline | None = None) -> Artifact:
+    """Compile every marked function of ``module`` into one extension in ``out_dir``;
+    ``timeline`` hears each stage as it starts and keeps when it ran."""
     options = options or Options()
-    compiler = cc_mod.find_compiler(options.cc)
-    gpu = gpu_build(options)
+    timeline = timeline or Timeline()
+    with timeline.stage("finding the compilers"):
+        compiler = cc_mod.find_compiler(options.cc)
+        gpu = gpu_build(options)
     lowered, log, ext_name, sources = generate_sources(module, options,
-                                                       gpu.targets if gpu else None)
+                                                       gpu.targets if gpu else None, timeline)
     levels = list(options.cpu_levels) or [host.cpu_level()]
     workdir = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="cuvil_aot-"))
+    nvcc_stage = f"nvcc {','.join(gpu.archs)}" if gpu else ""
+    nvcc_began = timeline.starting(nvcc_stage) if gpu else 0.0
     job = gpu.start(sources["kernels.cu"], workdir) if gpu else None  # alongside the C builds
+
+    def fatbin() -> list[Path]:
+        assert job is not None
+        timeline.starting(f"waiting for {nvcc_stage}")
+        obj = job.embed(compiler)
+        timeline.record(nvcc_stage, nvcc_began, job.finished)
+        return [obj]
+
     cpu_sources = {name: text for name, text in sources.items() if name != "kernels.cu"}
-    path = cc_mod.build_extension(compiler, cpu_sources, ext_name, workdir, levels,
-                                  options.extra_includes,
-                                  (lambda: [job.embed(compiler)]) if job else None)
+    with timeline.stage(f"C compiler (x86-64 levels {','.join(map(str, levels))}) and link"):
+        path = cc_mod.build_extension(compiler, cpu_sources, ext_name, workdir, levels,
+                                      options.extra_includes, fatbin if job else None)
     manifest = {
         "module": module.__name__,
         "ext_name": ext_name,
@@ -140,6 +158,7 @@ def build(module: types.ModuleType, options: Options | None = None,
         "cflags": list(cc_mod.CFLAGS),
         "cpu_levels": levels,
         "cuda": {"nvcc": gpu.nvcc.identity, "archs": list(gpu.archs)} if gpu else None,
+        "timings": timeline.as_list(),
     }
     (workdir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
     return Artifact(path, ext_name, manifest, sources, log)

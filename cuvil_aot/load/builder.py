@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from cuvil_aot.cache import CacheKey
+from cuvil_aot.load.progress import Progress
 from cuvil_aot.load.settings import BUILD_DIR_PREFIX, Settings
 from cuvil_aot.runtime import binding, extension
 
@@ -40,12 +41,15 @@ def full_key(module: types.ModuleType, settings: Settings) -> CacheKey:
 def build_bytes(module: types.ModuleType, settings: Settings) -> Built:
     """Compile ``module`` in a private temp directory and keep only the extension's bytes."""
     from cuvil_aot.compiler import pipeline
+    from cuvil_aot.compiler.timeline import Timeline
 
     folder = Path(tempfile.mkdtemp(prefix=f"{BUILD_DIR_PREFIX}{os.getpid()}-"))
+    progress = Progress(module.__name__)
     try:
-        artifact = pipeline.build(module, settings.build_options, folder)
+        artifact = pipeline.build(module, settings.build_options, folder, Timeline(progress))
         data = artifact.path.read_bytes()
     finally:
+        progress.close()
         shutil.rmtree(folder, ignore_errors=True)
     name = artifact.path.name
     return Built(name, data, {"ext_name": artifact.ext_name, "ext_file": name,

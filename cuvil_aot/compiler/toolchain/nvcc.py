@@ -15,6 +15,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,8 +69,12 @@ class FatbinJob:
     proc: subprocess.Popen[str]
     fatbin: Path
 
+    finished: float | None = None
+    """When nvcc was seen done (time.perf_counter), for the build's timeline."""
+
     def wait(self) -> Path:
         output, _ = self.proc.communicate()
+        self.finished = time.perf_counter()
         if self.proc.returncode != 0:
             raise BuildError("nvcc failed (this is a bug in cuvil_aot's CUDA code generation):\n"
                              f"$ {shlex.join(self.cmd)}\n{output}")
