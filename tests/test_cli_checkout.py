@@ -15,7 +15,8 @@ import cuvil_aot
 INSTALLED = Path(cuvil_aot.__file__).resolve().parent
 
 
-@pytest.mark.skipif(not any((INSTALLED / "runtime").glob("native*")), reason="no built runtime to defer to")
+@pytest.mark.skipif(not any((INSTALLED / "runtime").glob("native*")),
+                    reason="no built runtime to defer to")
 def test_show_runs_from_a_checkout_without_a_built_runtime(tmp_path: Path) -> None:
     checkout = tmp_path / "checkout"
     shutil.copytree(INSTALLED, checkout / "cuvil_aot",

@@ -24,11 +24,10 @@ from test_elementwise import SOURCE as ELEMENTWISE
 from test_matmul import SOURCE as MATMUL
 from test_reductions import SOURCE as REDUCTIONS
 
-from cuvil_aot.runtime import native
 from cuvil_aot.compiler import pipeline
 from cuvil_aot.errors import CudaError
 from cuvil_aot.options import DEFAULT_ARCHS
-from cuvil_aot.runtime import extension
+from cuvil_aot.runtime import extension, native
 
 pytestmark = pytest.mark.gpu
 

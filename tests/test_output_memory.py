@@ -15,8 +15,8 @@ import pytest
 from conftest import assert_close, compile_source
 
 import cuvil_aot
-from cuvil_aot.runtime import native as rt
 from cuvil_aot import knobs
+from cuvil_aot.runtime import native as rt
 
 SOURCE = """
 import numpy as np

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cuvil_aot.runtime import native as rt
 from cuvil_aot import knobs
+from cuvil_aot.runtime import native as rt
 
 ROOT = Path(rt.__file__).resolve().parent.parent
 """Where this process imports cuvil_aot from: site-packages in CI, the checkout here."""

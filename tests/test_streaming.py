@@ -16,8 +16,8 @@ import pytest
 from conftest import assert_close, check, compile_source, load_source, poisoned
 
 import cuvil_aot
-from cuvil_aot.runtime import native
 from cuvil_aot.compiler import pipeline
+from cuvil_aot.runtime import native
 
 SOURCE = """
 import numpy as np

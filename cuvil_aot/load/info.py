@@ -26,9 +26,9 @@ def info() -> dict[str, Any]:
     the thread pool, and for each module bound to compiled code: the x86-64 level of
     the kernel table it picked at import, its extension file and how it was found
     (prebuilt, cached, built...)."""
-    from cuvil_aot.runtime import native  # type: ignore[attr-defined,import-untyped,unused-ignore]
     from cuvil_aot._version import __version__
     from cuvil_aot.load import artifacts
+    from cuvil_aot.runtime import native  # type: ignore[attr-defined,import-untyped,unused-ignore]
 
     modules = {}
     for name, ext in sorted(_bound_extensions().items()):
