@@ -8,7 +8,7 @@ from cuvil_aot._version import __version__
 from cuvil_aot.api import compile_module, optimize
 from cuvil_aot.errors import CompileError, CudaError, SignatureError
 from cuvil_aot.importer import install, uninstall
-from cuvil_aot.marks import bool_, f16, f32, f64, i32, i64
+from cuvil_aot.marks import bool_, f16, f32, f64, i8, i16, i32, i64, u8, u64
 
 __all__ = [
     "__version__",
@@ -20,11 +20,15 @@ __all__ = [
     "f16",
     "f32",
     "f64",
+    "i8",
+    "i16",
     "i32",
     "i64",
     "info",
     "install",
     "optimize",
+    "u8",
+    "u64",
     "uninstall",
 ]
 

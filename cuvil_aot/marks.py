@@ -41,9 +41,14 @@ class ArrayType:
 f16 = DType("f16", "float16")
 f32 = DType("f32", "float32")
 f64 = DType("f64", "float64")
+i8 = DType("i8", "int8")
+i16 = DType("i16", "int16")
 i32 = DType("i32", "int32")
 i64 = DType("i64", "int64")
+u8 = DType("u8", "uint8")
+u64 = DType("u64", "uint64")
 bool_ = DType("bool_", "bool")
+ARRAY_DTYPES = (f16, f32, f64, i8, i16, i32, i64, u8, u64, bool_)  # every annotation dtype
 
 FALLBACKS = (None, "python")
 

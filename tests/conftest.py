@@ -73,7 +73,8 @@ def compile_source(directory: Path, source: str, **options: Any) -> ModuleType:
     build_dir.mkdir()
     opts = pipeline.Options(**{"cuda_archs": (), **options})  # CPU-only unless asked
     artifact = pipeline.build(module, opts, out_dir=build_dir)
-    binding.bind(module, extension.load(artifact.ext_name, artifact.path))
+    binding.bind(module, extension.load(artifact.ext_name, artifact.path),
+                 refused=artifact.manifest.get("refused", {}))  # they raise when called
     module.__artifact__ = artifact  # type: ignore[attr-defined]
     return module
 

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from conftest import assert_close, poisoned, to64
 
-DTYPES = {"f16": "float16", "f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64",
-          "bool_": "bool"}
+DTYPES = {"f16": "float16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16",
+          "i32": "int32", "i64": "int64", "u8": "uint8", "u64": "uint64", "bool_": "bool"}
 _PARAM = re.compile(r"(\w+)\[([^\]]*)\]|\bfloat\b|\bint\b")
 _DIM = re.compile(r"(\d*)\*?([A-Za-z_]\w*)?")
 
@@ -104,6 +104,8 @@ def random_array(rng: np.random.Generator, dtype: str, shape: tuple[int, ...],
         return rng.random(shape) < 0.5
     if dtype.startswith("int"):
         return rng.integers(-50, 51, shape).astype(dtype)
+    if dtype.startswith("uint"):
+        return rng.integers(0, 101, shape).astype(dtype)
     a = (rng.standard_normal(shape) * 3).astype(dtype)
     if special and a.size:
         mask = rng.random(shape) < 0.1

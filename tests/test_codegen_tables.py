@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
+import numpy as np
 import pytest
 
-from cuvil_aot.compiler.codegen import ops_c, ops_cuda
+from cuvil_aot.compiler.codegen import gpu_wrapper, ops_c, ops_cuda, pymodule
 from cuvil_aot.compiler.ir.ops import BINARY, ELEMENTWISE, UNARY, Op
 from cuvil_aot.compiler.ir.types import DTYPES
 
@@ -39,3 +43,30 @@ def test_cast_lowers_between_every_pair_of_dtypes():
     for src in DTYPES:
         for dst in DTYPES:
             assert ops_c.cast("x", src, dst)
+
+
+def test_every_dtype_has_an_entry_in_every_table():
+    tables = [ops_c.CTYPE, ops_c.STORAGE, ops_c.ITEMSIZE, ops_c.FAMILY, pymodule.TYPENUM,
+              gpu_wrapper.DT]
+    for dtype in DTYPES:
+        assert all(dtype in table for table in tables), dtype
+        assert ops_c.ITEMSIZE[dtype] == np.dtype(dtype).itemsize
+
+
+def test_integer_literals_and_extremes_are_the_dtypes_own(tmp_path):
+    """C agrees: each integer dtype's extremes (where a MAX or MIN starts) and literals of
+    them, checked by the C compiler itself."""
+    lines = ["#include <stdint.h>"]
+    for dtype in DTYPES:
+        if np.dtype(dtype).kind not in "iu":
+            continue
+        info = np.iinfo(dtype)
+        for high, value in ((True, int(info.max)), (False, int(info.min))):
+            ctype, bound = ops_c.CTYPE[dtype], ops_c.extreme(dtype, high)
+            literal = ops_c.literal(value, dtype)
+            lines.append(f"_Static_assert(({ctype}){bound} == {literal} && "
+                         f"(double){literal} == {float(value)!r}, \"{dtype} {bound}\");")
+    source = tmp_path / "extremes.c"
+    source.write_text("\n".join(lines) + "\n")
+    subprocess.run(["cc", "-std=gnu11", "-Werror", "-fsyntax-only", str(Path(source))],
+                   check=True)

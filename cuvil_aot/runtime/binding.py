@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 import types
 from collections.abc import Mapping
@@ -38,6 +39,14 @@ class Refused:
                 "(not compiled)>")
 
 
+def defaults_of(fn: Any) -> tuple[tuple[int, str, Any], ...]:
+    """(position, name, value) of each parameter of ``fn`` with a default: a call that
+    leaves one out gets it, as the Python function would."""
+    return tuple((i, p.name, p.default)
+                 for i, p in enumerate(inspect.signature(fn).parameters.values())
+                 if p.default is not inspect.Parameter.empty)
+
+
 def bind(module: types.ModuleType, ext: types.ModuleType,
          functions: Mapping[str, Marked] | None = None,
          refused: Mapping[str, str] | None = None) -> None:
@@ -58,7 +67,8 @@ def bind(module: types.ModuleType, ext: types.ModuleType,
             fast = Refused(mark, refused[name])
         else:
             fallback = SignatureError if mark.fallback == "python" else None
-            fast = CompiledFunction(getattr(ext, name), mark.py_func, fallback)
+            fast = CompiledFunction(getattr(ext, name), mark.py_func, fallback,
+                                    defaults_of(mark.py_func))
             fast.dispatcher = mark
             fast.signatures = mark.signatures
         mark.compiled = fast

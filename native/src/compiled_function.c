@@ -15,6 +15,7 @@ typedef struct {
     PyObject *compiled;    /* the generated builtin function */
     PyObject *py_func;     /* the original Python function */
     PyObject *fallback;    /* None, or the SignatureError type to fall back on */
+    PyObject *defaults;    /* tuple of (position, name, value): parameters with defaults */
     PyObject *dict;        /* __name__, __doc__, ... copied from py_func */
     int warned;
 } CompiledFunction;
@@ -45,20 +46,77 @@ static PyObject *cf_fallback(CompiledFunction *self, PyObject *const *args, size
     return PyObject_Vectorcall(self->py_func, args, nargsf, kwnames);
 }
 
+static int cf_named(PyObject *kwnames, PyObject *name) {
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++)
+        if (PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, k), name) == 0) return 1;
+    return 0;
+}
+
+/* The compiled function with the defaults of the parameters the call leaves out passed
+ * by keyword, as Python would bind them; NULL and no error when none is left out. */
+static PyObject *cf_call_with_defaults(CompiledFunction *self, PyObject *const *args,
+                                       size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    Py_ssize_t nd = PyTuple_GET_SIZE(self->defaults), missing = 0;
+    PyObject **stack = PyMem_Malloc(sizeof(PyObject *) * (size_t)(nargs + nkw + nd + 1));
+    PyObject *names = PyList_New(0);
+    PyObject *result = NULL;
+    if (!stack || !names) goto done;
+    for (Py_ssize_t i = 0; i < nargs + nkw; i++) stack[i] = args[i];
+    for (Py_ssize_t k = 0; k < nkw; k++)
+        if (PyList_Append(names, PyTuple_GET_ITEM(kwnames, k)) < 0) goto done;
+    for (Py_ssize_t d = 0; d < nd; d++) {
+        PyObject *entry = PyTuple_GET_ITEM(self->defaults, d);
+        PyObject *name = PyTuple_GET_ITEM(entry, 1);
+        if (PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 0)) < nargs || cf_named(kwnames, name))
+            continue;
+        stack[nargs + nkw + missing++] = PyTuple_GET_ITEM(entry, 2);
+        if (PyList_Append(names, name) < 0) goto done;
+    }
+    if (missing == 0) goto done;
+    PyObject *all = PyList_AsTuple(names);
+    if (!all) goto done;
+    result = PyObject_Vectorcall(self->compiled, stack, (size_t)nargs, all);
+    Py_DECREF(all);
+done:
+    if (!stack && !PyErr_Occurred()) PyErr_NoMemory();
+    PyMem_Free(stack);
+    Py_XDECREF(names);
+    return result;
+}
+
 static PyObject *cf_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
                                PyObject *kwnames) {
     CompiledFunction *self = (CompiledFunction *)callable;
-    PyObject *result = PyObject_Vectorcall(self->compiled, args, nargsf, kwnames);
+    PyObject *result = NULL;
+    if (PyTuple_GET_SIZE(self->defaults) > 0) {
+        result = cf_call_with_defaults(self, args, nargsf, kwnames);
+        if (!result && PyErr_Occurred()) goto failed;
+    }
+    if (!result) result = PyObject_Vectorcall(self->compiled, args, nargsf, kwnames);
+failed:
     if (!result && self->fallback != Py_None && PyErr_ExceptionMatches(self->fallback))
         return cf_fallback(self, args, nargsf, kwnames);
     return result;
 }
 
 static PyObject *cf_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"compiled", "py_func", "fallback", NULL};
-    PyObject *compiled, *py_func, *fallback = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O", kwlist, &compiled, &py_func, &fallback))
+    static char *kwlist[] = {"compiled", "py_func", "fallback", "defaults", NULL};
+    PyObject *compiled, *py_func, *fallback = Py_None, *defaults = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|OO!", kwlist, &compiled, &py_func,
+                                     &fallback, &PyTuple_Type, &defaults))
         return NULL;
+    Py_ssize_t nd = defaults ? PyTuple_GET_SIZE(defaults) : 0;
+    for (Py_ssize_t d = 0; d < nd; d++) {
+        PyObject *e = PyTuple_GET_ITEM(defaults, d);
+        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 3 || !PyLong_Check(PyTuple_GET_ITEM(e, 0))
+            || !PyUnicode_Check(PyTuple_GET_ITEM(e, 1))) {
+            PyErr_SetString(PyExc_TypeError, "defaults must be (position, name, value) tuples");
+            return NULL;
+        }
+    }
     if (!PyCallable_Check(compiled) || !PyCallable_Check(py_func)) {
         PyErr_SetString(PyExc_TypeError, "compiled and py_func must be callable");
         return NULL;
@@ -69,8 +127,9 @@ static PyObject *cf_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     self->compiled = Py_NewRef(compiled);
     self->py_func = Py_NewRef(py_func);
     self->fallback = Py_NewRef(fallback);
+    self->defaults = defaults ? Py_NewRef(defaults) : PyTuple_New(0);
     self->dict = PyDict_New();
-    if (!self->dict) {
+    if (!self->defaults || !self->dict) {
         Py_DECREF(self);
         return NULL;
     }
@@ -99,6 +158,7 @@ static int cf_traverse(CompiledFunction *self, visitproc visit, void *arg) {
     Py_VISIT(self->compiled);
     Py_VISIT(self->py_func);
     Py_VISIT(self->fallback);
+    Py_VISIT(self->defaults);
     Py_VISIT(self->dict);
     return 0;
 }
@@ -107,6 +167,7 @@ static int cf_clear(CompiledFunction *self) {
     Py_CLEAR(self->compiled);
     Py_CLEAR(self->py_func);
     Py_CLEAR(self->fallback);
+    Py_CLEAR(self->defaults);
     Py_CLEAR(self->dict);
     return 0;
 }

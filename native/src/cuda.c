@@ -69,6 +69,9 @@ static struct {
     CUresult (*EventCreate)(CUevent *, unsigned);
     CUresult (*EventRecord)(CUevent, CUstream);
     CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
+    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*StreamSynchronize)(CUstream);
     /* Optional (CUDA 11.2+): stream-ordered allocation from a pool. */
     CUresult (*MemPoolCreate)(CUmemoryPool *, const pool_props *);
     CUresult (*MemPoolSetAttribute)(CUmemoryPool, int, void *);
@@ -83,7 +86,8 @@ static const char *const symbols[] = {
     "cuGetErrorName", "cuGetErrorString", "cuInit", "cuDeviceGet", "cuDeviceGetAttribute",
     "cuDevicePrimaryCtxRetain", "cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxGetDevice",
     "cuModuleLoadData", "cuModuleGetFunction", "cuLaunchKernel", "cuPointerGetAttribute",
-    "cuEventCreate", "cuEventRecord", "cuStreamWaitEvent",
+    "cuEventCreate", "cuEventRecord", "cuStreamWaitEvent", "cuMemsetD8Async",
+    "cuMemcpyDtoHAsync_v2", "cuStreamSynchronize",
 };
 static const char *const optional_symbols[] = {
     "cuMemPoolCreate", "cuMemPoolSetAttribute", "cuMemAllocFromPoolAsync", "cuMemFreeAsync",
@@ -440,6 +444,20 @@ int cv_cuda_scratch(int device, size_t bytes, uintptr_t stream, void **out) {
         return -1;
     *out = (void *)(uintptr_t)p;
     return 0;
+}
+
+int cv_cuda_zero(int device, void *p, size_t bytes, uintptr_t stream) {
+    if (cv_cuda_enter(device) < 0) return -1;
+    return check(cu.MemsetD8Async((CUdeviceptr)(uintptr_t)p, 0, bytes, (CUstream)stream),
+                 "cuMemsetD8Async", NULL);
+}
+
+int cv_cuda_read(int device, void *dst, const void *src, size_t bytes, uintptr_t stream) {
+    if (cv_cuda_enter(device) < 0) return -1;
+    if (check(cu.MemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, bytes, (CUstream)stream),
+              "cuMemcpyDtoHAsync", NULL) < 0)
+        return -1;
+    return check(cu.StreamSynchronize((CUstream)stream), "cuStreamSynchronize", NULL);
 }
 
 void cv_cuda_scratch_free(int device, void *p, size_t bytes, uintptr_t stream) {

@@ -38,6 +38,11 @@ void cv_cuda_restore_context(void *ctx);
 int cv_cuda_scratch(int device, size_t bytes, uintptr_t stream, void **out);
 /* Returns scratch memory to the pool once `stream` reaches this point. */
 void cv_cuda_scratch_free(int device, void *p, size_t bytes, uintptr_t stream);
+/* Zeroes `bytes` of device memory at p, ordered on `stream`; 0, or -1 on error. */
+int cv_cuda_zero(int device, void *p, size_t bytes, uintptr_t stream);
+/* Copies `bytes` of device memory at src to dst once `stream` reaches this point, and
+ * waits for it (and so for all work queued on `stream` before); 0, or -1 on error. */
+int cv_cuda_read(int device, void *dst, const void *src, size_t bytes, uintptr_t stream);
 /* Raises cuvil_aot.CudaError with a formatted message; returns -1. */
 int cv_cuda_raise(const char *fmt, ...);
 

@@ -40,9 +40,10 @@ struct cv_gpu_kind {
 static struct cv_gpu_kind kinds[MAX_KINDS];
 static int nkinds;
 
-static const char *const dtype_names[] = {"bool", "int32", "int64", "float16", "float32",
-                                          "float64"};
-static const int dtype_sizes[] = {1, 4, 8, 2, 4, 8};
+/* By CV_DT_* */
+static const char *const dtype_names[] = {"bool",    "int32",   "int64", "float16", "float32",
+                                          "float64", "int8",    "int16", "uint8",   "uint64"};
+static const int dtype_sizes[] = {1, 4, 8, 2, 4, 8, 1, 2, 1, 8};
 
 /* A function of cuvil_aot.runtime.gpu_adapters (new reference), imported once. */
 static PyObject *gpu_adapter(const char *name) {
@@ -110,7 +111,9 @@ static int dl_dtype(DLDataType t) {
     if (t.lanes != 1) return -1;
     if (t.code == kDLFloat) return t.bits == 16 ? CV_DT_FLOAT16 : t.bits == 32 ? CV_DT_FLOAT32
                                  : t.bits == 64 ? CV_DT_FLOAT64 : -1;
-    if (t.code == kDLInt) return t.bits == 32 ? CV_DT_INT32 : t.bits == 64 ? CV_DT_INT64 : -1;
+    if (t.code == kDLInt) return t.bits == 8 ? CV_DT_INT8 : t.bits == 16 ? CV_DT_INT16
+                               : t.bits == 32 ? CV_DT_INT32 : t.bits == 64 ? CV_DT_INT64 : -1;
+    if (t.code == kDLUInt) return t.bits == 8 ? CV_DT_UINT8 : t.bits == 64 ? CV_DT_UINT64 : -1;
     if (t.code == kDLBool && t.bits == 8) return CV_DT_BOOL;
     return -1;
 }
@@ -160,7 +163,9 @@ static int typestr_dtype(const char *s) {
     switch (s[1]) {
     case 'f': return size == 2 ? CV_DT_FLOAT16 : size == 4 ? CV_DT_FLOAT32
                    : size == 8 ? CV_DT_FLOAT64 : -1;
-    case 'i': return size == 4 ? CV_DT_INT32 : size == 8 ? CV_DT_INT64 : -1;
+    case 'i': return size == 1 ? CV_DT_INT8 : size == 2 ? CV_DT_INT16 : size == 4 ? CV_DT_INT32
+                   : size == 8 ? CV_DT_INT64 : -1;
+    case 'u': return size == 1 ? CV_DT_UINT8 : size == 8 ? CV_DT_UINT64 : -1;
     case 'b': return size == 1 ? CV_DT_BOOL : -1;
     default: return -1;
     }
@@ -322,8 +327,10 @@ static void set_error(void *ctx, const char *kind, const char *message) {
 
 static int empty_exchange(const DLPackExchangeAPI *x, const cv_gpu_array *like, int dtype,
                           int ndim, const int64_t *shape, cv_gpu_array *out) {
-    static const DLDataType types[] = {{kDLBool, 8, 1}, {kDLInt, 32, 1}, {kDLInt, 64, 1},
-                                       {kDLFloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1}};
+    static const DLDataType types[] = {{kDLBool, 8, 1},   {kDLInt, 32, 1},   {kDLInt, 64, 1},
+                                       {kDLFloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1},
+                                       {kDLInt, 8, 1},    {kDLInt, 16, 1},   {kDLUInt, 8, 1},
+                                       {kDLUInt, 64, 1}}; /* by CV_DT_* */
     DLTensor proto = {NULL, {kDLCUDA, like->device}, ndim, types[dtype], (int64_t *)shape,
                       NULL, 0};
     DLManagedTensorVersioned *mt = NULL;
@@ -483,5 +490,6 @@ static void gpu_scratch_free(cv_gpu_array *a, uintptr_t stream) {
 const cv_gpu_api cv_gpu_api_table = {
     gpu_array,     gpu_release,      gpu_empty,        gpu_wrap,       gpu_contiguous, gpu_stream,
     gpu_order_after, cv_cuda_sm_count, cv_cuda_launch, gpu_scratch, gpu_scratch_free,
-    cv_cuda_launch_one, cv_cuda_save_context, cv_cuda_restore_context,
+    cv_cuda_launch_one, cv_cuda_save_context, cv_cuda_restore_context, cv_cuda_zero,
+    cv_cuda_read,
 };

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from cuvil_aot.compiler.codegen import ops_c
+from cuvil_aot.compiler.codegen import gather_access, ops_c
 from cuvil_aot.compiler.codegen.c_loops import decompose, extent, fast_condition, split_loop
 from cuvil_aot.compiler.codegen.c_row import row_body
 from cuvil_aot.compiler.codegen.kernel_emitter import (
@@ -77,6 +77,7 @@ def _args_struct(k: Kernel, w: Writer) -> None:
             w.line(f"{ops_c.CTYPE[scalar_dtype(node)]} {field_name};")
         for sym in sorted(k.symbols):
             w.line(f"int64_t sym_{sym};")
+        gather_access.fields(k, w)
 
 
 def _prologue(k: Kernel, w: Writer) -> None:

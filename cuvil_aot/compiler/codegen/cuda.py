@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cuvil_aot.compiler.codegen import ops_c
+from cuvil_aot.compiler.codegen import gather_access, ops_c
 from cuvil_aot.compiler.codegen.cuda_elementwise import elementwise_kernels
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaEmitter, CudaKernel
 from cuvil_aot.compiler.codegen.cuda_gemm import gemm_kernels
@@ -80,6 +80,7 @@ def args_struct(k: CudaKernel, w: Writer) -> None:
             w.line(f"{ops_c.CTYPE[scalar_dtype(node)]} {field_name};")
         for sym in sorted(k.symbols):
             w.line(f"int64_t sym_{sym};")
+        gather_access.fields(k, w)
 
 
 def source(kernels: list[CudaKernel], ones: Sequence[str] = ()) -> str:

@@ -1,7 +1,8 @@
 """Elementwise CUDA kernels: ``_s32``/``_s64``, grid-stride loops decomposing a flat
 index into the loop variables (32-bit where every offset fits), and ``_flat`` where every
 operand runs contiguously along the loop space and is aligned: VEC elements per step
-through 16-byte (for 4-byte types) vectors."""
+through 16-byte (for 4-byte types) vectors. A kernel that gathers has no ``_flat`` body:
+its entry runs the strided loop, and the host never picks it."""
 
 from __future__ import annotations
 
@@ -25,8 +26,10 @@ def elementwise_kernels(em: CudaEmitter, w: Writer) -> None:
     k, nloops = em.k, em.nloops
     roots = list(zip(em.group.roots, em.group.dests))
     strided = filled(GpuBody(Writer()), lambda b: store_roots(em, b, roots))
-    scalar = filled(GpuBody(Writer(), flat=True), lambda b: store_roots(em, b, roots))
-    lanes = [GpuBody(Writer(), lane=lane) for lane in range(VEC)]
+    gathers = bool(k.gathers)  # a gather's table is never read at the flat index
+    scalar = None if gathers else filled(GpuBody(Writer(), flat=True),
+                                         lambda b: store_roots(em, b, roots))
+    lanes = [] if gathers else [GpuBody(Writer(), lane=lane) for lane in range(VEC)]
     for body in lanes:
         store_roots(em, body, roots)
     with w.block(f"template <class I> static __device__ __forceinline__ void "
@@ -43,6 +46,9 @@ def elementwise_kernels(em: CudaEmitter, w: Writer) -> None:
                "(I)(gridDim.x * blockDim.x));")
     entry(w, k, "s32", f"{BLOCK}", f"{k.name}_strided<int32_t>(a);")
     entry(w, k, "s64", f"{BLOCK}", f"{k.name}_strided<int64_t>(a);")
+    if scalar is None:  # never launched (gpu_launch._flat_condition), but correct
+        entry(w, k, "flat", f"{BLOCK}", f"{k.name}_strided<int64_t>(a);")
+        return
     with w.block(f'extern "C" __global__ void __launch_bounds__({BLOCK}) '
                  f"{k.name}_flat(const __grid_constant__ {k.name}_args a_)"):
         w.line(f"const {k.name}_args *a = &a_;")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cuvil_aot.compiler.codegen import ops_c, ops_cuda
+from cuvil_aot.compiler.codegen import gather_access, ops_c, ops_cuda
 from cuvil_aot.compiler.codegen.cuda_geometry import ENTRIES, GEMM_TC
 from cuvil_aot.compiler.codegen.kernel_emitter import Body, Kernel, KernelEmitter, dest_map
 from cuvil_aot.compiler.codegen.writer import Writer
@@ -77,6 +77,15 @@ class CudaEmitter(KernelEmitter):
     def accumulator(self) -> str:
         return "acc"
 
+    def loop_index(self, body: Body) -> str:
+        """In a 1-D kernel the flat index is the loop variable (``_flat``: ``t``, and
+        ``t + lane`` in a step's lane)."""
+        if isinstance(body, GpuBody) and body.lane is not None:
+            return f"(int64_t)(t + {body.lane})"
+        if isinstance(body, GpuBody) and body.flat:
+            return "(int64_t)t"
+        return super().loop_index(body)
+
     def offset(self, j: int, body: Body) -> str:
         body.used.add(j)
         if isinstance(body, GpuBody) and body.flat:
@@ -122,6 +131,17 @@ class CudaEmitter(KernelEmitter):
                         f"(&p{j}[{offset}]) : {vtype}{{}};")
             return body.local(ctype, f"V > 1 ? ({ctype}){vec}.v[r % V] : {scalar}")
         return super().load(base, view, m, body)
+
+    def fetch(self, j: int, offset: str, ok: str, body: Body) -> str:
+        """A gather's table load: in a cached row kernel's pass only for slots in the row."""
+        return super().fetch(j, offset, f"in && {ok}" if predicated(self, body) else ok, body)
+
+    def report(self, ok: str, value: str, axis: int, size: str, body: Body,
+               flag: int) -> None:
+        if predicated(self, body):
+            ok = f"(!in || {ok})"
+        body.w.line(gather_access.CUDA_REPORT.format(ok=ok, value=value, axis=axis, size=size,
+                                                     flag=flag))
 
     def _along_row(self, j: int) -> bool:
         """Operand j runs along the row: in ``_bcu32`` contiguously, in runs of V."""

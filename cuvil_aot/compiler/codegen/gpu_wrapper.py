@@ -16,7 +16,7 @@ offers no C one.
 
 from __future__ import annotations
 
-from cuvil_aot.compiler.codegen import cuda_one
+from cuvil_aot.compiler.codegen import cuda_one, gather_access
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.gpu_launch import GpuStorage, launches
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan
@@ -34,9 +34,9 @@ from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.gpu_targets import GpuTargets
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.signature import render_type
+from cuvil_aot.compiler.ir.types import DTYPES
 
-DT = {"bool": "CV_DT_BOOL", "int32": "CV_DT_INT32", "int64": "CV_DT_INT64",
-      "float16": "CV_DT_FLOAT16", "float32": "CV_DT_FLOAT32", "float64": "CV_DT_FLOAT64"}
+DT = {dtype: f"CV_DT_{dtype.upper()}" for dtype in DTYPES}  # native/.../cuda_driver.h
 
 
 def module_table(w: Writer, gp: GpuPlan, targets: GpuTargets | None) -> None:
@@ -174,6 +174,9 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
         w.line(f"cv_gpu_array kpart[{nk}]; int kpart_on[{nk}] = {{0}};  /* split-K sums */")
         w.line("(void)kpart;")
         w.line("(void)argv; (void)stream; (void)sm; (void)gb; (void)copies; (void)scratch;")
+        gathers = any(k.gathers for k in gp.kernels[comp.prefix])
+        if gathers:
+            w.line(gather_access.GPU_DECLARE)
         for s, sym in enumerate(comp.symbols):
             w.line(f"const int64_t S_{sym} = c->sym[{s}]; (void)S_{sym};")
         empty_reduction_checks(w, comp)
@@ -189,11 +192,15 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
         for b, buffer in enumerate(comp.buffers):
             _buffer(w, comp, b, buffer)
         w.line("if ((sm = api->gpu->sm_count(dev)) < 0) goto done;")
+        if gathers:
+            gather_access.gpu_flag(w)
         launches(w, comp.prefix, gp, st)
         index = {id(b): i for i, b in enumerate(comp.buffers)}
         for o in fn.outputs:  # new arrays get their Python objects while the kernels run
             b = index[id(o)]
             w.line(f"if (!obj[{b}] && !(obj[{b}] = api->gpu->wrap(&gb[{b}]))) goto done;")
+        if gathers:
+            gather_access.gpu_flag_check(w)
         for o in fn.outputs:
             b = index[id(o)]
             w.line(f"if (user[{b}] && PyObject_SetItem(user[{b}], Py_Ellipsis, obj[{b}]) < 0) "
@@ -207,6 +214,8 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
         w.line(f"for (int g = 0; g < {nk}; g++) if (kpart_on[g]) "
                "api->gpu->scratch_free(&kpart[g], stream);")
         w.line(f"for (int i = 0; i < {nparams}; i++) Py_XDECREF(copies[i]);")
+        if gathers:
+            w.line(gather_access.GPU_RELEASE)
         w.line("if (saved) api->gpu->restore_context(caller_ctx);")
         w.line("return result;")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cuvil_aot.compiler.codegen import ops_c
+from cuvil_aot.compiler.codegen import gather_access, ops_c
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Dest, Group
 from cuvil_aot.compiler.ir.indexing import IndexMap, identity, through, var_map
@@ -50,6 +50,7 @@ class Kernel:
     operands: list[Operand] = field(default_factory=list)
     scalars: dict[str, Node] = field(default_factory=dict)  # by field: arg_x, host_0
     symbols: set[str] = field(default_factory=set)
+    gathers: dict[str, tuple[int, int]] = field(default_factory=dict)  # a->g{j}_{axis}: (j, axis)
     struct: str = ""  # the arguments struct typedef
     code: str = ""  # the kernel function
 
@@ -147,6 +148,10 @@ class KernelEmitter:
             return self.stage_vars[id(node)]
         if node.op is Op.PARAM or (id(node) in self.buffers and id(node) not in self.own):
             return self.load(node, None, m, body)
+        if node.op is Op.IOTA:
+            return self.ramp(m, body)
+        if node.op is Op.GATHER:
+            return gather_access.emit(self, node, m, body)
         if node.op in MOVEMENT:
             sub = through(node, m, self.nloops)
             if sub is None:
@@ -164,6 +169,27 @@ class KernelEmitter:
                     raise ops_c.Unsupported(f"{exc} is not supported", node.span) from None
             return body.local(ops_c.CTYPE[node.dtype], value)
         raise ops_c.Unsupported(f"{node.op.name.lower()} inside a {self.group.kind.value} kernel")
+
+    def ramp(self, m: IndexMap, body: Body) -> str:
+        """An index ramp (np.arange) at its own element: fusion gives each ramp a 1-D
+        kernel of its own, whose loop variable is its index."""
+        if m != identity(1) or self.nloops != 1:
+            raise ops_c.Unsupported("an index ramp outside its own kernel")
+        return body.local("int64_t", self.loop_index(body))
+
+    def loop_index(self, body: Body) -> str:
+        """The index of a 1-D kernel's current element."""
+        return "(int64_t)i0"
+
+    def fetch(self, j: int, offset: str, ok: str, body: Body) -> str:
+        """Operand j at ``offset`` where ``ok`` holds, else 0 (a gather's table)."""
+        return gather_access.guarded_load(self, j, offset, ok, body)
+
+    def report(self, ok: str, value: str, axis: int, size: str, body: Body,
+               flag: int) -> None:
+        """Where ``ok`` fails, index ``value`` of ``axis`` (of ``size``) is out of range."""
+        body.w.line(gather_access.C_REPORT.format(ok=ok, value=value, axis=axis, size=size,
+                                                  flag=flag))
 
     def accumulator(self) -> str:
         """A GEMM epilogue's accumulator value at the current element."""

@@ -75,6 +75,11 @@ def fill_args(w: Writer, k: Kernel, st: Storage, var: str) -> None:
         w.line(f"{var}.{field_name} = c->{field_name};")
     for sym in sorted(k.symbols):
         w.line(f"{var}.sym_{sym} = S_{sym};")
+    for name, (j, axis) in sorted(k.gathers.items()):
+        op = k.operands[j]
+        w.line(f"{var}.{name} = {st.strides(op.base, op.view)[axis]};")
+    if k.gathers:
+        w.line(f"{var}.gerr = gerr;")
 
 
 def _product(dims: Shape) -> str:

@@ -2,7 +2,12 @@
 
 Values of float16 are computed in float (NumPy rounds after every op; we
 round once at the store), so the families are: f (float), d (double),
-i32, i64 and b (bool, stored as one byte).
+i8, i16, i32, i64, u8, u64 and b (bool, stored as one byte).
+
+NumPy's integers wrap after every op. C computes the small ones (i8, i16, u8) in
+int, exactly, and each op's result is stored in a local of its own C type
+(``const int8_t v3 = ...``, kernel_emitter.Body.local), which wraps it: so they
+share the int32 helpers (floor division, remainder, power), exact before that wrap.
 
 ``CLanguage.lowerings`` maps every elementwise op to its lowering, a format of the
 operand expressions or a small method where the family matters; CAST is the one
@@ -16,14 +21,19 @@ from collections.abc import Callable
 
 from cuvil_aot.compiler.ir.ops import Op
 
-CTYPE = {"bool": "cv_bool", "int32": "int32_t", "int64": "int64_t", "float16": "float",
+CTYPE = {"bool": "cv_bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
+         "int64": "int64_t", "uint8": "uint8_t", "uint64": "uint64_t", "float16": "float",
          "float32": "float", "float64": "double"}
 STORAGE = {**CTYPE, "float16": "cv_f16"}
-ITEMSIZE = {"bool": 1, "int32": 4, "int64": 8, "float16": 2, "float32": 4, "float64": 8}
-FAMILY = {"bool": "b", "int32": "i32", "int64": "i64", "float16": "f", "float32": "f",
-          "float64": "d"}
+ITEMSIZE = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint64": 8,
+            "float16": 2, "float32": 4, "float64": 8}
+FAMILY = {"bool": "b", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+          "uint8": "u8", "uint64": "u64", "float16": "f", "float32": "f", "float64": "d"}
 FLOATS = ("f", "d")
-INTEGERS = ("i32", "i64")
+UNSIGNED = ("u8", "u64")
+INTEGERS = ("i8", "i16", "i32", "i64", *UNSIGNED)
+# The helper of each integer family (see the module docstring for the small ones)
+INT_HELPER = {"i8": "i32", "i16": "i32", "u8": "i32", "i32": "i32", "i64": "i64", "u64": "u64"}
 
 # An op's expression from the family it computes in and its operand expressions; None
 # where that family has no lowering.
@@ -80,6 +90,7 @@ class CLanguage:
             Op.ABS: self.absolute,
             Op.FLOOR: self.rounding("floor"),
             Op.CEIL: self.rounding("ceil"),
+            Op.RINT: self.rounding("rint"),  # ties to even in the default rounding mode
             Op.SQRT: self.libm("sqrt"),
             Op.SIN: self.trigonometric("sin"),
             Op.COS: self.trigonometric("cos"),
@@ -118,30 +129,36 @@ class CLanguage:
     @staticmethod
     def floor_division(name: str) -> Lowering:
         """floor_divide / remainder: Python's sign rules, as NumPy computes them."""
-        suffixes = {"f": "f", "d": "", "i32": "_i32", "i64": "_i64"}
-        return lambda fam, args: call(f"cv_{name}{suffixes[fam]}", args)
+        def lowering(fam: str, args: list[str]) -> str:
+            suffix = float_suffix(fam) if fam in FLOATS else f"_{INT_HELPER[fam]}"
+            return call(f"cv_{name}{suffix}", args)
+        return lowering
 
     @staticmethod
     def power(fam: str, args: list[str]) -> str:
         if fam in FLOATS:
             return call(f"pow{float_suffix(fam)}", args)
-        return call(f"cv_power_{fam}", args)
+        return call(f"cv_power_{INT_HELPER[fam]}", args)
 
     @staticmethod
     def sign(fam: str, args: list[str]) -> str:
         if fam in FLOATS:
             return call(f"cv_sign{float_suffix(fam)}", args)
+        if fam in UNSIGNED:
+            return f"({args[0]} > 0)"
         return f"(({args[0]} > 0) - ({args[0]} < 0))"
 
     @staticmethod
     def absolute(fam: str, args: list[str]) -> str:
         if fam in FLOATS:
             return call(f"fabs{float_suffix(fam)}", args)
-        return f"({args[0]} < 0 ? -{args[0]} : {args[0]})"
+        if fam in UNSIGNED:
+            return args[0]
+        return f"({args[0]} < 0 ? -{args[0]} : {args[0]})"  # |INT8_MIN| wraps to itself
 
     @staticmethod
     def rounding(name: str) -> Lowering:
-        """floor / ceil: libm on floats, nothing to do on integers."""
+        """floor / ceil / rint: libm on floats, nothing to do on integers."""
         return lambda fam, args: call(f"{name}{float_suffix(fam)}", args) if fam in FLOATS \
             else args[0]
 
@@ -203,8 +220,12 @@ def literal(value: bool | int | float, dtype: str) -> str:
     fam = FAMILY[dtype]
     if fam == "b":
         return "1" if value else "0"
+    if fam == "i64":  # -2^63 has no literal: 2^63 does not fit in long long
+        return "INT64_MIN" if int(value) == -2**63 else f"((int64_t){int(value)}LL)"
+    if fam == "u64":
+        return f"((uint64_t){int(value)}ULL)"
     if fam in INTEGERS:
-        return f"((int64_t){int(value)}LL)" if fam == "i64" else f"((int32_t){int(value)})"
+        return f"(({CTYPE[dtype]}){int(value)})"
     v = float(value)
     if v != v:
         return f"(({CTYPE[dtype]})NAN)"
@@ -223,7 +244,8 @@ def extreme(dtype: str, high: bool) -> str:
     fam = FAMILY[dtype]
     if fam in FLOATS:
         return "INFINITY" if high else "-INFINITY"
-    bits = {"i32": "32", "i64": "64"}.get(fam)
-    if bits is None:
+    if fam == "b":
         return "1" if high else "0"
-    return f"INT{bits}_MAX" if high else f"INT{bits}_MIN"
+    if fam in UNSIGNED:
+        return f"{dtype.upper()}_MAX" if high else "0"
+    return f"{dtype.upper()}_{'MAX' if high else 'MIN'}"

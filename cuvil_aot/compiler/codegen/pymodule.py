@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from cuvil_aot.compiler.codegen import gpu_wrapper, host_scalars, ops_c
 from cuvil_aot.compiler.codegen.compiled import Compiled, lower_signature
+from cuvil_aot.compiler.codegen.gather_access import index_error, param_checks
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, lower
 from cuvil_aot.compiler.codegen.kernel_emitter import Kernel
 from cuvil_aot.compiler.codegen.launch import dim, launch
@@ -30,9 +31,9 @@ from cuvil_aot.compiler.gpu_targets import GpuTargets
 from cuvil_aot.compiler.ir.group import Kind
 from cuvil_aot.compiler.ir.node import Function, Param
 from cuvil_aot.compiler.ir.signature import Signature, render_type
+from cuvil_aot.compiler.ir.types import DTYPES
 
-TYPENUM = {"bool": "NPY_BOOL", "int32": "NPY_INT32", "int64": "NPY_INT64",
-           "float16": "NPY_FLOAT16", "float32": "NPY_FLOAT32", "float64": "NPY_FLOAT64"}
+TYPENUM = {dtype: f"NPY_{dtype.upper()}" for dtype in DTYPES}  # NPY_INT8, NPY_BOOL, ...
 
 
 @dataclass
@@ -118,11 +119,12 @@ def _match_param(w: Writer, i: int, name: str, p: Param) -> None:
 def exec_function(w: Writer, comp: Compiled) -> None:
     """Runs every kernel; no Python API calls, so it runs without the GIL."""
     sig = f"static int {comp.prefix}_exec(PyArrayObject **in, char **buf, " \
-          f"const {comp.prefix}_call *c)"
+          f"const {comp.prefix}_call *c, int64_t *gerr)"
     with w.block(sig):
-        w.line("(void)in; (void)buf; (void)c;")
+        w.line("(void)in; (void)buf; (void)c; (void)gerr;")
         for s, sym in enumerate(comp.symbols):
             w.line(f"const int64_t S_{sym} = c->sym[{s}]; (void)S_{sym};")
+        param_checks(w, comp.fn, comp.storage.params, comp.hoisted)
         for k in comp.kernels:
             launch(w, k, comp.storage)
         w.line("return 0;")
@@ -143,6 +145,7 @@ def run_function(w: Writer, comp: Compiled) -> None:
         w.line(f"char *buf[{max(1, nbuf)}] = {{0}};")
         w.line(f"int owned[{max(1, nbuf)}] = {{0}};")
         w.line("int rc = 0;")
+        w.line("int64_t gerr[4] = {0, 0, 0, 0};  /* a gather's index out of range */")
         for s, sym in enumerate(comp.symbols):
             w.line(f"const int64_t S_{sym} = c->sym[{s}]; (void)S_{sym};")
         empty_reduction_checks(w, comp)
@@ -168,11 +171,12 @@ def run_function(w: Writer, comp: Compiled) -> None:
         big = " || ".join(f"{_work(k)} > 16384" for k in comp.kernels) or "0"
         with w.block(f"if ({big})"):
             w.line("Py_BEGIN_ALLOW_THREADS")
-            w.line(f"rc = {comp.prefix}_exec(in, buf, c);")
+            w.line(f"rc = {comp.prefix}_exec(in, buf, c, gerr);")
             w.line("Py_END_ALLOW_THREADS")
         with w.block("else"):
-            w.line(f"rc = {comp.prefix}_exec(in, buf, c);")
+            w.line(f"rc = {comp.prefix}_exec(in, buf, c, gerr);")
         w.line("if (rc) { PyErr_NoMemory(); goto done; }")
+        index_error(w, "gerr")
         for b, buffer in enumerate(comp.buffers):
             if id(buffer) in out_index:
                 w.line(f"if (user[{b}] && PyArray_CopyInto(user[{b}], arr[{b}]) < 0) goto done;")

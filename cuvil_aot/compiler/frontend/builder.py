@@ -42,7 +42,7 @@ from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.construct import Message, ShapeError, cast, reshape
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import COMPARE, NUMPY, Op
-from cuvil_aot.compiler.ir.types import Dim, Shape, TensorType, dtype_of, shape_str
+from cuvil_aot.compiler.ir.types import Dim, Shape, TensorType, dtype_of, is_int, shape_str
 from cuvil_aot.errors import SourceSpan
 
 
@@ -158,6 +158,8 @@ def broadcast_to(x: Node, shape: Shape, span: SourceSpan | None = None) -> Node:
 
 def elementwise(op: Op, args: Sequence[Node], span: SourceSpan | None = None) -> Node:
     """An elementwise op with NumPy broadcasting and promotion."""
+    if op in COMPARE and (exact := _exact_int_compare(op, args[0], args[1], span)) is not None:
+        return exact
     if op is Op.WHERE:
         result = compute = _where_dtype(args[1], args[2])
     else:
@@ -165,6 +167,8 @@ def elementwise(op: Op, args: Sequence[Node], span: SourceSpan | None = None) ->
     weak = all(a.type.weak for a in args)
     if weak:
         result, compute = _python_kind(result), _python_kind(compute)
+    elif is_int(compute) and op not in COMPARE and op is not Op.WHERE:
+        _check_python_ints(args, compute)  # (np.where casts a Python int unchecked)
     if op is Op.WHERE:
         operands = [cast(args[0], "bool", span), cast(args[1], compute, span),
                     cast(args[2], compute, span)]
@@ -173,6 +177,70 @@ def elementwise(op: Op, args: Sequence[Node], span: SourceSpan | None = None) ->
     shape = broadcast_all([a.shape for a in operands], span)
     operands = [broadcast_to(a, shape, span) for a in operands]
     return Node(op, TensorType(result, shape, weak), tuple(operands), span=span)
+
+
+def _check_python_ints(args: Sequence[Node], compute: str) -> None:
+    """NEP 50: arithmetic of an integer array with a Python int its dtype cannot hold
+    (``int8 + 300``) raises, as in NumPy (a Python int known only at run time wraps)."""
+    for a in args:
+        value = _python_int(a)
+        if value is not None and not _holds(compute, value):
+            raise DtypeError(f"Python integer {value} out of bounds for {compute}")
+
+
+# Comparisons of integers are exact in NumPy where no dtype holds both operands: against a
+# Python int out of the array's range (``uint8 < -1``: all False), and uint64 against a
+# signed integer (NumPy 2 compares them exactly, not in the float64 of their promotion).
+_MIRRORED = {Op.LT: Op.GT, Op.LE: Op.GE, Op.GT: Op.LT, Op.GE: Op.LE, Op.EQ: Op.EQ,
+             Op.NE: Op.NE}
+
+
+def _apart(op: Op, above: bool) -> bool:
+    """``x op y`` where x is above y (``above``) or below it, never equal."""
+    return {Op.EQ: False, Op.NE: True}.get(op, (op in (Op.GT, Op.GE)) == above)
+
+
+def _exact_int_compare(op: Op, a: Node, b: Node, span: SourceSpan | None) -> Node | None:
+    """``a op b`` where NumPy's promotion would not compare exactly; None elsewhere."""
+    for x, y, x_op in ((a, b, op), (b, a, _MIRRORED[op])):
+        if x.type.weak or not is_int(x.dtype) or not is_int(y.dtype):
+            continue
+        value = _python_int(y)
+        if value is not None and not _holds(x.dtype, value):
+            return _every(x, _apart(x_op, value < 0), span)
+        signed = np.dtype(y.dtype).kind == "i"
+        if x.dtype == "uint64" and signed and value is None:
+            return _compare_unsigned(x_op, x, y, span)
+        if y.type.weak and value is None and x.dtype != "int64":
+            return elementwise(x_op, [cast(x, "int64", span), y], span)  # y known at run time
+    return None
+
+
+def _compare_unsigned(op: Op, x: Node, y: Node, span: SourceSpan | None) -> Node:
+    """``x op y`` for uint64 ``x`` and signed ``y``: where y < 0, x is above it."""
+    shape = broadcast_shapes(x.shape, y.shape, span)
+    srcs = (broadcast_to(x, shape, span), broadcast_to(cast(y, "uint64", span), shape, span))
+    unsigned = Node(op, TensorType("bool", shape), srcs, span=span)
+    if _apart(op, True):
+        return elementwise(Op.OR, [elementwise(Op.LT, [y, const(0)], span), unsigned], span)
+    return elementwise(Op.AND, [elementwise(Op.GE, [y, const(0)], span), unsigned], span)
+
+
+def _every(x: Node, value: bool, span: SourceSpan | None) -> Node:
+    """A boolean array of ``x``'s shape, all ``value`` (x == x holds for integers)."""
+    return Node(Op.EQ if value else Op.NE, TensorType("bool", x.shape), (x, x), span=span)
+
+
+def _python_int(node: Node) -> int | None:
+    """The value of a Python int constant; None for anything else (a Python int known
+    only at run time included)."""
+    value = node.attrs[0] if node.op is Op.CONST and node.type.weak else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _holds(dtype: str, value: int) -> bool:
+    info = np.iinfo(dtype)
+    return int(info.min) <= value <= int(info.max)
 
 
 def _python_kind(dtype: str) -> str:

@@ -113,7 +113,7 @@ def clip(ctx: Ctx, a: Any, a_min: Any = None, a_max: Any = None) -> Node:
 
 # Reductions ------------------------------------------------------------------------
 
-def _axes(axis: Any, ctx: Ctx) -> tuple[int, ...] | None:
+def axes_arg(axis: Any, ctx: Ctx) -> tuple[int, ...] | None:
     if axis is None:
         return None
     axes = axis if isinstance(axis, tuple | list) else (axis,)
@@ -125,7 +125,8 @@ def _axes(axis: Any, ctx: Ctx) -> tuple[int, ...] | None:
 def _reduction(op: Op) -> Handler:
     def handler(ctx: Ctx, a: Any, axis: Any = None, keepdims: bool = False) -> Node:
         x = to_node(a, ctx.span)
-        return checked(B.reduce, op, x, _axes(axis, ctx), bool(keepdims), ctx.span, span=ctx.span)
+        return checked(B.reduce, op, x, axes_arg(axis, ctx), bool(keepdims), ctx.span,
+                       span=ctx.span)
     return handler
 
 
@@ -140,7 +141,8 @@ def _arg_reduction(op: Op) -> Handler:
             return out
         if isinstance(axis, tuple | list):
             raise UserError(f"{op.name.lower()} takes a single integer axis", ctx.span)
-        return checked(B.reduce, op, x, _axes(axis, ctx), bool(keepdims), ctx.span, span=ctx.span)
+        return checked(B.reduce, op, x, axes_arg(axis, ctx), bool(keepdims), ctx.span,
+                       span=ctx.span)
     return handler
 
 
@@ -148,7 +150,7 @@ def mean(ctx: Ctx, a: Any, axis: Any = None, keepdims: bool = False) -> Node:
     x = to_node(a, ctx.span)
     if not is_float(x.dtype):
         x = C.cast(x, "float64", ctx.span)
-    axes = checked(B.normalize_axes, _axes(axis, ctx), x.type.ndim, span=ctx.span)
+    axes = checked(B.normalize_axes, axes_arg(axis, ctx), x.type.ndim, span=ctx.span)
     total = checked(B.reduce, Op.SUM, x, axes, bool(keepdims), ctx.span, span=ctx.span)
     return apply(Op.DIV, [total, fold(B.count(x, axes))], ctx.span)
 
@@ -157,7 +159,7 @@ def var(ctx: Ctx, a: Any, axis: Any = None, ddof: int = 0, keepdims: bool = Fals
     x = to_node(a, ctx.span)
     if not is_float(x.dtype):
         x = C.cast(x, "float64", ctx.span)
-    axes = checked(B.normalize_axes, _axes(axis, ctx), x.type.ndim, span=ctx.span)
+    axes = checked(B.normalize_axes, axes_arg(axis, ctx), x.type.ndim, span=ctx.span)
     centered = apply(Op.SUB, [x, mean(ctx, x, axes, True)], ctx.span)
     sq = checked(B.reduce, Op.SUM, apply(Op.SQUARE, [centered], ctx.span), axes, bool(keepdims),
                 ctx.span, span=ctx.span)
@@ -198,20 +200,20 @@ def method_transpose(ctx: Ctx, a: Node, *axes: Any) -> Node:
     return transpose(ctx, a, axes or None)
 
 
-def _shape_arg(shape: Any, ctx: Ctx) -> tuple[Any, ...]:
+def shape_arg(shape: Any, ctx: Ctx) -> tuple[Any, ...]:
     dims = tuple(shape) if isinstance(shape, tuple | list) else (shape,)
     for d in dims:
         if isinstance(d, Node) and not d.shape:
             raise UserError(f"a shape must be made of ints and dimensions; this one has a "
                             f"number computed at run time from {run_time_origin(d)}",
-                            ctx.span, "+, -, * of dimensions and exact // by a constant")
+                            ctx.span, "+, -, * of dimensions, and // or % by a constant")
         if not isinstance(d, int | Dim):
             raise UserError("a shape must be a tuple of ints or dimensions", ctx.span)
     return dims
 
 
 def reshape(ctx: Ctx, a: Any, shape: Any, /) -> Node:
-    return checked(C.reshape, to_node(a, ctx.span), _shape_arg(shape, ctx), ctx.span, span=ctx.span)
+    return checked(C.reshape, to_node(a, ctx.span), shape_arg(shape, ctx), ctx.span, span=ctx.span)
 
 
 def method_reshape(ctx: Ctx, a: Node, *shape: Any) -> Node:
@@ -237,7 +239,7 @@ def squeeze(ctx: Ctx, a: Any, axis: Any = None) -> Node:
     if axis is None:
         axes = tuple(i for i, d in enumerate(x.shape) if d == Dim.of(1))
     else:
-        axes = checked(B.normalize_axes, _axes(axis, ctx), x.type.ndim, span=ctx.span)
+        axes = checked(B.normalize_axes, axes_arg(axis, ctx), x.type.ndim, span=ctx.span)
         for i in axes:
             if x.shape[i] != Dim.of(1):
                 raise UserError("cannot select an axis to squeeze out which has size not "
@@ -260,7 +262,7 @@ def stack(ctx: Ctx, arrays: Any, axis: int = 0) -> Node:
 
 
 def broadcast_to(ctx: Ctx, array: Any, shape: Any) -> Node:
-    dims = tuple(Dim.of(d) for d in _shape_arg(shape, ctx))
+    dims = tuple(Dim.of(d) for d in shape_arg(shape, ctx))
     return checked(B.broadcast_to, to_node(array, ctx.span), dims, ctx.span, span=ctx.span)
 
 
@@ -375,7 +377,7 @@ FUNCTIONS: dict[Any, Handler] = {
     np.expand_dims: expand_dims, np.squeeze: squeeze, np.concatenate: concatenate,
     np.stack: stack, np.broadcast_to: broadcast_to,
     **{getattr(np, d): _scalar_type(d) for d in ("float16", "float32", "float64", "int32",
-                                                 "int64")},
+                                                 "int64", "int8", "int16", "uint8", "uint64")},
 }
 FUNCTIONS[np.bool_] = _scalar_type("bool")
 

@@ -351,7 +351,25 @@ class Interpreter:
         span = self.span(expr)
         left_span = self.span(expr.left) if isinstance(expr, ast.BinOp) else span
         right_span = self.span(expr.right) if isinstance(expr, ast.BinOp) else span
-        return binary(type(op).__name__, left, right, span, left_span, right_span)
+        name = type(op).__name__
+        if name in ("FloorDiv", "Mod"):
+            quotient = self.floor_quotient(left, right)
+            if quotient is not None:
+                return fold(quotient if name == "FloorDiv" else Dim.of(left) - quotient * right)
+        return binary(name, left, right, span, left_span, right_span)
+
+    def floor_quotient(self, left: Any, right: Any) -> Dim | None:
+        """``left // right`` for a size and a positive constant that need not divide it: a
+        symbol the call computes, floor(n / k) = ceil((n - (k - 1)) / k) (None where
+        dimension arithmetic has the answer already, or it is no such quotient)."""
+        if not isinstance(left, Dim) or left.is_static or not left.known_nonnegative() \
+                or isinstance(right, bool) or not isinstance(right, int) or right <= 0 \
+                or left.exact_div(right) is not None:
+            return None
+        length = left - (right - 1)
+        name = subscript.derived_symbol(length, right)
+        self.derived.append((name, length, right))
+        return Dim.of(name)
 
     def expr_Compare(self, expr: ast.Compare) -> Any:
         if len(expr.ops) != 1:
@@ -389,14 +407,14 @@ class Interpreter:
     def subscript(self, value: Any, index: Any, expr: ast.AST) -> Any:
         parts = index if isinstance(index, tuple) else (index,)
         for part in parts:
-            bounds = (part.start, part.stop, part.step) if isinstance(part, slice) else (part,)
+            # a run-time int as an index is a gather (gather.py); as a slice bound, refused
+            bounds = (part.start, part.stop, part.step) if isinstance(part, slice) else ()
             for bound in bounds:
                 if isinstance(bound, Node) and not bound.shape:
                     raise UserError(f"an index must be known at compile time or be a dimension; "
                                     f"this one is computed at run time from "
                                     f"{run_time_origin(bound)}", self.span(expr),
-                                    "+, -, * of dimensions and exact // by a constant "
-                                    "(declare a size as 2H to halve it)")
+                                    "+, -, * of dimensions, and // or % by a constant")
         if isinstance(value, Node):
             node, needs = subscript.index(value, index, self.span(expr))
             for need in needs:

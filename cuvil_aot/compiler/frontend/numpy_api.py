@@ -18,13 +18,20 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_aot.compiler.frontend.handlers import FUNCTIONS, METHODS, PY_FUNCTIONS, Ctx
+from cuvil_aot.compiler.frontend import creation, einsum, gather, linalg, shapes
+from cuvil_aot.compiler.frontend.handlers import FUNCTIONS as CORE_FUNCTIONS
+from cuvil_aot.compiler.frontend.handlers import METHODS as CORE_METHODS
+from cuvil_aot.compiler.frontend.handlers import PY_FUNCTIONS, Ctx
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import apply, fold, is_symbolic, run_time_origin
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
 from cuvil_aot.errors import SourceSpan
+
+METHODS = {**CORE_METHODS, **creation.METHODS, **gather.METHODS, **shapes.METHODS}
+FUNCTIONS = {**CORE_FUNCTIONS, **creation.FUNCTIONS, **einsum.FUNCTIONS, **gather.FUNCTIONS,
+             **linalg.FUNCTIONS, **shapes.FUNCTIONS}
 
 SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/square/tanh/sin/"
                        "cos/abs/sign/floor/ceil, sum/mean/max/min/prod/var/std/argmax/argmin, "
@@ -107,6 +114,8 @@ def call(fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
     py_handler = PY_FUNCTIONS.get(_key(fn))
     if run_time is not None and py_handler is not None and not has_array:
         return _invoke(py_handler, ctx, args, kwargs, f"{name}()")
+    if _is_list_method(fn):  # a list built in the function holds arrays as Python does
+        return fn(*args, **kwargs)
     if _is_python_builtin(fn) and not has_array:
         try:  # dimensions add and multiply as Python ints do: sum(x.shape), len(x.shape)
             return fold(fn(*args, **kwargs))
@@ -124,6 +133,15 @@ def call(fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
 
 PY_SUPPORTED = ("float, int, bool, abs, min, max, pow, "
                 "math.sqrt/exp/expm1/log/log1p/tanh/sin/cos/fabs/floor/ceil/pow")
+
+
+LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "reverse", "copy", "index",
+                          "count"})
+
+
+def _is_list_method(fn: Any) -> bool:
+    return type(getattr(fn, "__self__", None)) is list and getattr(fn, "__name__", "") \
+        in LIST_METHODS
 
 
 def _is_python_builtin(fn: Any) -> bool:

@@ -167,21 +167,50 @@ def _power(base: Any, exponent: Any, span: SourceSpan) -> Node | None:
     return None
 
 
+def _folded_batches(a: Node, b: Node, span: SourceSpan,
+                    notes: tuple[tuple[SourceSpan, str], ...]) -> Node:
+    """``a @ b`` with several batch axes: they broadcast as NumPy's, then fold into one,
+    so the GEMM sees (batch, m, k) @ (batch, k, n); with one matrix on the right the rows
+    of every batch are one matrix."""
+    batch = checked(B.broadcast_shapes, a.shape[:-2], b.shape[:-2], span,
+                    (a.shape, b.shape), span=span, notes=notes)
+    if b.type.ndim == 2:
+        rows = C.reshape(a, (C.total(a.shape[:-1]), a.shape[-1]), span)
+        out = checked(B.matmul, rows, b, span, span=span, notes=notes)
+        return C.reshape(out, (*a.shape[:-1], out.shape[-1]), span)
+
+    def folded(x: Node) -> Node:
+        full = checked(B.broadcast_to, x, (*batch, *x.shape[-2:]), span, span=span)
+        return C.reshape(full, (C.total(batch), *full.shape[-2:]), span)
+
+    out = checked(B.matmul, folded(a), folded(b), span, span=span, notes=notes)
+    return C.reshape(out, (*batch, *out.shape[-2:]), span)
+
+
 def matmul(a: Node, b: Node, span: SourceSpan, a_span: SourceSpan, b_span: SourceSpan) -> Node:
     """``a @ b`` with NumPy's 1-D cases: a dot product, or a vector promoted to a matrix."""
     notes = ((a_span, f"left operand has shape {shape_str(a.shape)}"),
              (b_span, f"right operand has shape {shape_str(b.shape)}"))
-    if a.type.ndim == 0 or b.type.ndim == 0 or a.type.ndim > 3 or b.type.ndim > 3:
-        raise UserError("matmul operands must have 1, 2 or 3 dimensions", span, notes=notes)
+    if a.type.ndim == 0 or b.type.ndim == 0:
+        raise UserError("matmul: an operand has no dimensions", span, "np.multiply (*)",
+                        notes=notes)
     if a.type.ndim == 1 and b.type.ndim == 1:
         if not B.inner_dims_match(a.shape[0], b.shape[0]):
             raise UserError(f"matmul: inner dimensions differ ({a.shape[0]} != {b.shape[0]})",
                             span, notes=notes)
-        return checked(B.reduce, Op.SUM, apply(Op.MUL, [a, b], span), None, False, span,
-                       span=span)
+        total = checked(B.reduce, Op.SUM, apply(Op.MUL, [a, b], span), None, False, span,
+                        span=span)
+        # NumPy's dot keeps the operands' dtype where sum would widen it: int8 wraps (the
+        # sum in int64 taken mod 2^8 is the same), a dot of booleans is any(a & b)
+        dtype, _ = checked(B.numpy_result, Op.MATMUL, ((a.dtype, False), (b.dtype, False)),
+                           span=span)
+        return C.cast(total, dtype, span)
     a2 = C.reshape(a, (1, a.shape[0]), span) if a.type.ndim == 1 else a
     b2 = C.reshape(b, (b.shape[0], 1), span) if b.type.ndim == 1 else b
-    out = checked(B.matmul, a2, b2, span, span=span, notes=notes)
+    if max(a2.type.ndim, b2.type.ndim) > 3:
+        out = _folded_batches(a2, b2, span, notes)
+    else:
+        out = checked(B.matmul, a2, b2, span, span=span, notes=notes)
     if a.type.ndim == 1:
         out = C.reshape(out, out.shape[:-2] + out.shape[-1:], span)
     if b.type.ndim == 1:

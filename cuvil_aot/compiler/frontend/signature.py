@@ -14,11 +14,12 @@ from typing import Any
 from cuvil_aot.compiler.ir.node import Param
 from cuvil_aot.compiler.ir.signature import Signature as Signature  # re-exported
 from cuvil_aot.compiler.ir.types import Dim, TensorType
-from cuvil_aot.marks import ArrayType, DType, Marked, bool_, f16, f32, f64, i32, i64
+from cuvil_aot.marks import ARRAY_DTYPES, ArrayType, DType, Marked, bool_
 
-_DTYPES = {d.short: d for d in (f16, f32, f64, i32, i64, bool_)} | {"bool": bool_}
+_DTYPES = {d.short: d for d in ARRAY_DTYPES} | {"bool": bool_}
 _SCALARS = {"float": "float64", "int": "int64", "bool": "bool"}
-SYNTAX = 'f32[B, 128], f64[4H], i64[N], float, int (dtypes: f16 f32 f64 i32 i64 bool_)'
+SYNTAX = ("f32[B, 128], f64[4H], i64[N], float, int "
+          f"(dtypes: {' '.join(d.short for d in ARRAY_DTYPES)})")
 
 
 class SignatureSyntaxError(ValueError):

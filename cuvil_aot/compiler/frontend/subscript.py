@@ -1,4 +1,5 @@
-"""``x[...]`` on an array: basic indexing with ints, slices, ``None`` and ``...``.
+"""``x[...]`` on an array: basic indexing with ints, slices, ``None`` and ``...``
+(integer arrays among them: a gather, see gather.py).
 
 Bounds known at compile time are checked now. Symbolic bounds that cannot be
 proven in range become run-time requirements (checked by the wrapper once
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
+from cuvil_aot.compiler.frontend.gather import advanced
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import fold
 from cuvil_aot.compiler.ir import construct as C
@@ -41,10 +43,12 @@ def index(x: Node, idx: Any, span: SourceSpan) -> tuple[Node, list[Requirement |
     Symbolic bounds that cannot be proven in range become run-time requirements,
     checked by the wrapper once the argument shapes are known."""
     items = list(idx) if isinstance(idx, tuple) else [idx]
-    for item in items:
-        if isinstance(item, Node | list | np.ndarray):
-            raise UserError("indexing with arrays (advanced indexing) is not supported", span,
-                            "basic slicing, None and integer indices")
+    if any(isinstance(item, Node | list | np.ndarray) for item in items):
+        if sum(1 for i in items if i is not None and i is not Ellipsis) > x.type.ndim:
+            raise UserError(f"too many indices: the array has {x.type.ndim} dimensions", span)
+        basic, gather_from = advanced(x, items, span)  # arrays: a gather (gather.py)
+        sliced, basic_needs = index(x, tuple(basic), span)
+        return gather_from(sliced), basic_needs
     if sum(1 for i in items if i is Ellipsis) > 1:
         raise UserError("an index can only have a single ellipsis ('...')", span)
     used = sum(1 for i in items if i is not None and i is not Ellipsis)

@@ -84,6 +84,14 @@ def through(node: Node, m: IndexMap, nloops: int) -> IndexMap | None:
     raise ValueError(f"not a movement op: {node.op}")
 
 
+def gather_map(node: Node, m: IndexMap, nloops: int) -> IndexMap:
+    """The affine part of the table access of a gather (Op.GATHER) indexed by ``m``: 0 on
+    the gathered axes, whose positions the index arrays give (codegen adds index * stride
+    for each). No in-place read has this map, so a table never merges with its reader."""
+    axis, k, n = node.attrs[0], len(node.srcs) - 1, len(node.srcs[1].shape)
+    return m[:axis] + (zero(nloops),) * k + m[axis + n:]
+
+
 def contiguous_strides(shape: Shape) -> tuple[Dim, ...]:
     """Element strides of a C-contiguous array of ``shape``."""
     strides: list[Dim] = []

@@ -34,6 +34,7 @@ class Op(enum.Enum):
     COS = enum.auto()
     FLOOR = enum.auto()
     CEIL = enum.auto()
+    RINT = enum.auto()  # to the nearest integer, ties to even (np.rint)
     INVERT = enum.auto()
     CAST = enum.auto()
     # elementwise, binary
@@ -72,10 +73,19 @@ class Op(enum.Enum):
     BROADCAST = enum.auto()  # to self.type.shape, source rank <= result rank
     RESHAPE = enum.auto()  # to self.type.shape
     CONCAT = enum.auto()  # attrs: (axis,)
+    # creation: int64 0, 1, ..., n - 1 for self.type.shape == (n,) (np.arange)
+    IOTA = enum.auto()
+    # gather: srcs (table, index arrays of one shape S), attrs (axis, user_axes, take); the
+    # result table.shape[:axis] + S + table.shape[axis + len(index arrays):] holds at
+    # (p, s, q) table[p, wrap(idx_0[s]), ..., q]: each index wrapped once when negative,
+    # out of range raising IndexError at the call (NumPy's message names user_axes[k];
+    # take: np.take's, which has its own for an empty axis)
+    GATHER = enum.auto()
 
 
 UNARY = frozenset({Op.NEG, Op.ABS, Op.SIGN, Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.SQRT,
-                   Op.SQUARE, Op.TANH, Op.SIN, Op.COS, Op.FLOOR, Op.CEIL, Op.INVERT, Op.CAST})
+                   Op.SQUARE, Op.TANH, Op.SIN, Op.COS, Op.FLOOR, Op.CEIL, Op.RINT, Op.INVERT,
+                   Op.CAST})
 BINARY = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW, Op.MAXIMUM,
                     Op.MINIMUM, Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE, Op.AND, Op.OR, Op.XOR})
 COMPARE = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
@@ -89,7 +99,7 @@ NUMPY: dict[Op, Callable[..., Any]] = {
     Op.NEG: np.negative, Op.ABS: np.absolute, Op.SIGN: np.sign, Op.EXP: np.exp,
     Op.EXPM1: np.expm1, Op.LOG: np.log, Op.LOG1P: np.log1p, Op.SQRT: np.sqrt,
     Op.SQUARE: np.square, Op.TANH: np.tanh, Op.SIN: np.sin, Op.COS: np.cos,
-    Op.FLOOR: np.floor, Op.CEIL: np.ceil, Op.INVERT: np.invert,
+    Op.FLOOR: np.floor, Op.CEIL: np.ceil, Op.RINT: np.rint, Op.INVERT: np.invert,
     Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: np.true_divide,
     Op.FLOORDIV: np.floor_divide, Op.MOD: np.remainder, Op.POW: np.power,
     Op.MAXIMUM: np.maximum, Op.MINIMUM: np.minimum, Op.LT: np.less, Op.LE: np.less_equal,

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cuvil_aot.compiler.ir.node import Param
-from cuvil_aot.marks import bool_, f16, f32, f64, i32, i64
+from cuvil_aot.marks import ARRAY_DTYPES
 
-_SHORT_NAMES = {d.np_dtype: d.short for d in (f16, f32, f64, i32, i64, bool_)}
+_SHORT_NAMES = {d.np_dtype: d.short for d in ARRAY_DTYPES}
 _SCALAR_NAMES = {"float64": "float", "int64": "int", "bool": "bool"}
 
 

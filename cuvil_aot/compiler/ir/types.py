@@ -14,7 +14,8 @@ import numpy as np
 # Monomial: sorted tuple of symbol names (with repetition for powers); () is 1.
 Monomial = tuple[str, ...]
 
-DTYPES = ("bool", "int32", "int64", "float16", "float32", "float64")
+DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint64", "float16", "float32",
+          "float64")
 
 
 def dtype_of(np_dtype: object) -> str:
@@ -30,7 +31,8 @@ def is_float(dtype: str) -> bool:
 
 
 def is_int(dtype: str) -> bool:
-    return dtype.startswith("int")
+    """Signed or unsigned integers (not bool)."""
+    return dtype.startswith(("int", "uint"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,11 @@ stores t2; no buffer exists for t0 or t1.
 
 The rules, in order:
 
-1. Materialized (buffers): outputs, concatenations, matmul operands that are
-   computed values, sources of reshapes that regroup elements, the root of
+1. Materialized (buffers): outputs, concatenations, index ramps (np.arange: a
+   1-D kernel of its own, read by its users through views), matmul operands that are
+   computed values, sources of reshapes that regroup elements, computed tables
+   of gathers (``np.eye(C)[labels]``: read at positions the data decides; the
+   gather itself and its index arrays run inline in its consumer), the root of
    every GEMM group, and reductions that cannot run inside their consumer.
 2. A matmul absorbs its single-user elementwise consumers of the same shape
    into its epilogue; ``x @ a + y @ b`` becomes one GEMM of two terms.
@@ -34,7 +37,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from cuvil_aot.compiler.ir.group import Dest, Group, Kind, LoopSpace
-from cuvil_aot.compiler.ir.indexing import IndexMap, identity, through, var_map
+from cuvil_aot.compiler.ir.indexing import IndexMap, gather_map, identity, through, var_map
 from cuvil_aot.compiler.ir.node import Function, Node, toposort, users
 from cuvil_aot.compiler.ir.ops import ELEMENTWISE, MOVEMENT, REDUCE, Op
 from cuvil_aot.compiler.ir.types import Dim, shape_str
@@ -112,16 +115,27 @@ def _required_buffers(plan: Plan) -> None:
     for node in plan.nodes:
         if node.op is Op.CONCAT:
             plan.add_buffer(node, "concatenation")
+        elif node.op is Op.IOTA:  # a 1-D ramp of its own; its users read it as a view
+            plan.add_buffer(node, "index ramp (np.arange)")
+        elif node.op is Op.GATHER and not gathers_in_place(node.srcs[0]):
+            plan.add_buffer(node.srcs[0], "gathered table (read at data-dependent positions)")
         elif node.op is Op.MATMUL:
             for operand in node.srcs:
                 base, regroups = strip_views(operand)
-                if base.op is not Op.PARAM or regroups:
-                    plan.add_buffer(operand if regroups else base, "matmul operand")
+                if base.op is not Op.PARAM or regroups:  # a constant is stored as viewed
+                    plan.add_buffer(operand if regroups or base.op is Op.CONST else base,
+                                    "matmul operand")
         elif node.op is Op.RESHAPE and through(node, identity(len(node.shape)),
                                                len(node.shape)) is None:
             src = node.srcs[0]
             if src.op is not Op.PARAM:
                 plan.add_buffer(src, "source of a reshape that regroups elements")
+
+
+def gathers_in_place(table: Node) -> bool:
+    """A gather reads a parameter as it is, or flattened (np.take(a, ids), read as a
+    C-contiguous array); any other table is a buffer."""
+    return table.op is Op.PARAM or (table.op is Op.RESHAPE and table.srcs[0].op is Op.PARAM)
 
 
 def _gemm_groups(plan: Plan) -> None:
@@ -185,12 +199,26 @@ def _settle_loop_spaces(plan: Plan) -> dict[int, Walk]:
                 changed |= _walk(plan, root, walk, gemm=accumulators, inline=roots)
             elif root.op is Op.CONCAT:
                 walk = Walk(LoopSpace(root.shape))
+                changed |= _settle_parts(plan, root)
             else:
                 walk = Walk(_loop_space(plan, root))
                 changed |= _walk(plan, root, walk)
             walks[id(root)] = walk
         if not changed:
             return walks
+
+
+def _settle_parts(plan: Plan, concat: Node) -> bool:
+    """Each part of a concatenation is computed in a loop over its own shape, straight
+    into its slice of the result: one that cannot be (a matmul, a reduction) gets a
+    buffer of its own, copied in; what a part reads that cannot run inline does too."""
+    changed = False
+    for part in concat.srcs:
+        if part.op not in ELEMENTWISE and part.op not in MOVEMENT:
+            changed |= plan.add_buffer(part, "a part of a concatenation computed apart")
+        elif id(part) not in plan.buffers:
+            changed |= _walk(plan, part, Walk(LoopSpace(part.shape)))
+    return changed
 
 
 def _loop_space(plan: Plan, root: Node) -> LoopSpace:
@@ -248,6 +276,10 @@ def _walk(plan: Plan, root: Node, walk: Walk, gemm: tuple[Node, ...] = (),
             walk.loads.append((node, m))
         elif node.op is Op.CONST or any(node is t for t in gemm):
             continue
+        elif node.op is Op.GATHER:  # the table is loaded; the index arrays run inline
+            table, axis, n = node.srcs[0], node.attrs[0], len(node.srcs[1].shape)
+            walk.loads.append((table, gather_map(node, m, nloops)))
+            stack.extend((s, m[axis:axis + n], False) for s in node.srcs[1:])
         elif node.op in REDUCE:
             fits = (space.reduce_axes and node.attrs[0] == space.reduce_axes
                     and node.srcs[0].shape == space.shape and m == per_row)
@@ -296,7 +328,7 @@ def _merge(plan: Plan, walks: dict[int, Walk]) -> list[Group]:
             continue
         for leaf, m in walk.loads:
             j = owner.get(id(leaf))
-            if j is None or id(leaf) in plan.gemm_of or leaf.op is Op.CONCAT:
+            if j is None or id(leaf) in plan.gemm_of or leaf.op in (Op.CONCAT, Op.IOTA):
                 continue
             other = walks[id(leaf)]
             if other.space == walk.space and walk.space.natural_map(leaf) == m \
@@ -339,7 +371,7 @@ def _make_groups(plan: Plan, roots: list[Node], walks: dict[int, Walk]) -> list[
                       tuple(Dest(r) for r in gemm_roots), terms=terms,
                       accumulators=accumulators)]
     if first.op is Op.CONCAT:
-        return _concat_groups(first)
+        return _concat_groups(plan, first)
     space = walks[id(first)].space
     stages: list[Node] = []
     for r in roots:
@@ -351,11 +383,13 @@ def _make_groups(plan: Plan, roots: list[Node], walks: dict[int, Walk]) -> list[
     return [Group(kind, space, tuple(roots), tuple(Dest(r) for r in roots), tuple(stages))]
 
 
-def _concat_groups(node: Node) -> list[Group]:
+def _concat_groups(plan: Plan, node: Node) -> list[Group]:
     axis = node.attrs[0]
     offset = Dim.of(0)
     groups = []
     for part in node.srcs:
+        if id(part) in plan.buffers:  # computed by its own kernel: copied in
+            part = Node(Op.CAST, part.type, (part,), span=part.span)
         groups.append(Group(Kind.ELEMENTWISE, LoopSpace(part.shape), (part,),
                             (Dest(node, axis, offset),)))
         offset = offset + part.shape[axis]

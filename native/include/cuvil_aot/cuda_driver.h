@@ -21,7 +21,8 @@
 
 struct _object; /* PyObject, without including Python.h */
 
-/* Element types, numbered as generated code names them. */
+/* Element types, numbered as generated code names them (new ones go last: built
+ * extensions keep their numbers). */
 enum {
     CV_DT_BOOL = 0,
     CV_DT_INT32 = 1,
@@ -29,6 +30,10 @@ enum {
     CV_DT_FLOAT16 = 3,
     CV_DT_FLOAT32 = 4,
     CV_DT_FLOAT64 = 5,
+    CV_DT_INT8 = 6,
+    CV_DT_INT16 = 7,
+    CV_DT_UINT8 = 8,
+    CV_DT_UINT64 = 9,
 };
 
 struct cv_gpu_kind; /* how to make and order arrays of one Python type (runtime-owned) */
@@ -123,6 +128,11 @@ typedef struct cv_gpu_api {
      * the current context's device as the current device). */
     int (*save_context)(void **out);
     void (*restore_context)(void *ctx);
+    /* Zeroes `bytes` of device memory at p, ordered on `stream` (a call's gather flag). */
+    int (*zero)(int device, void *p, size_t bytes, uintptr_t stream);
+    /* Copies `bytes` at device address src to dst after the work queued on `stream`,
+     * and waits for it: a call that gathers reads its flag so (gpu_wrapper.py). */
+    int (*read)(int device, void *dst, const void *src, size_t bytes, uintptr_t stream);
 } cv_gpu_api;
 
 #endif

@@ -43,12 +43,21 @@ CV_DEV void cv_gemv_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t r
     }
 }
 
-/* The GEMV's partial sums: one array per (T, MR), not per epilogue type, so that the
- * GEMVs of a one-kernel (cuda.py) share it within the 48 KB of static shared memory. */
+/* The GEMV's partial sums: one buffer for every GEMV of a kernel, whatever its T, MR
+ * and epilogue, so that a one-kernel (cuda.py) holding float and double GEMVs of both
+ * row counts stays within the 48 KB of static shared memory (one array per (T, MR) took
+ * 60 KB in an attention module computing in both). The phases run one after another. */
+#define CV_GEMV_MAX_MR 4
+CV_DEV unsigned char *cv_gemv_buffer() {
+    __shared__ __align__(16) unsigned char raw[CV_GEMV_THREADS / 32 * CV_GEMV_MAX_MR * 32 *
+                                               sizeof(double)];
+    return raw;
+}
+
 template <class T, int MR>
 CV_DEV T (*cv_gemv_parts())[MR][32] {
-    __shared__ T part[CV_GEMV_THREADS / 32][MR][32];
-    return part;
+    static_assert(MR <= CV_GEMV_MAX_MR && sizeof(T) <= sizeof(double), "GEMV parts fit");
+    return reinterpret_cast<T (*)[MR][32]>(cv_gemv_buffer());
 }
 
 /* Nothing runs after a GEMV tile (see cv_gemv's `after`). */

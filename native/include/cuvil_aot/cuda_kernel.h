@@ -92,12 +92,31 @@ CV_DEV T cv_power_int(T a, T b) {
         if (b & 1) r *= base;
     return (T)r;
 }
-CV_DEV int32_t cv_floordivi32(int32_t a, int32_t b) { return cv_floordiv_int(a, b); }
-CV_DEV int64_t cv_floordivi64(int64_t a, int64_t b) { return cv_floordiv_int(a, b); }
-CV_DEV int32_t cv_remainderi32(int32_t a, int32_t b) { return cv_remainder_int(a, b); }
-CV_DEV int64_t cv_remainderi64(int64_t a, int64_t b) { return cv_remainder_int(a, b); }
-CV_DEV int32_t cv_poweri32(int32_t a, int32_t b) { return cv_power_int(a, b); }
-CV_DEV int64_t cv_poweri64(int64_t a, int64_t b) { return cv_power_int(a, b); }
+/* Unsigned: no negative operands, so no sign fix-ups (and no MIN // -1). */
+template <class T>
+CV_DEV T cv_floordiv_uint(T a, T b) { return b ? (T)(a / b) : (T)0; }
+template <class T>
+CV_DEV T cv_remainder_uint(T a, T b) { return b ? (T)(a % b) : (T)0; }
+template <class T>
+CV_DEV T cv_power_uint(T a, T b) {
+    uint64_t r = 1, base = a;
+    for (; b; b >>= 1, base *= base)
+        if (b & 1) r *= base;
+    return (T)r;
+}
+/* One per integer family of ops_c.FAMILY. The small types compute in int (C++'s
+ * promotion) and the (T) of the result wraps them, as NumPy wraps after each op. */
+#define CV_INT_HELPERS(T, fam, kind)                                                  \
+    CV_DEV T cv_floordiv##fam(T a, T b) { return cv_floordiv_##kind(a, b); }          \
+    CV_DEV T cv_remainder##fam(T a, T b) { return cv_remainder_##kind(a, b); }        \
+    CV_DEV T cv_power##fam(T a, T b) { return cv_power_##kind(a, b); }
+CV_INT_HELPERS(int8_t, i8, int)
+CV_INT_HELPERS(int16_t, i16, int)
+CV_INT_HELPERS(int32_t, i32, int)
+CV_INT_HELPERS(int64_t, i64, int)
+CV_INT_HELPERS(uint8_t, u8, uint)
+CV_INT_HELPERS(uint64_t, u64, uint)
+#undef CV_INT_HELPERS
 
 /* Reduction operators of row stages; max/min propagate NaN as NumPy does. */
 struct cv_op_sum {

@@ -6,9 +6,11 @@
 #include "cuvil_aot/cuda_driver.h"
 #include "cuvil_aot/pywrap.h"
 
-static const char *const cv_dtype_names[] = {"bool", "int32", "int64", "float16", "float32",
-                                             "float64"};
-static const int cv_dtype_sizes[] = {1, 4, 8, 2, 4, 8};
+/* By CV_DT_* */
+static const char *const cv_dtype_names[] = {"bool",    "int32",   "int64", "float16",
+                                             "float32", "float64", "int8",  "int16",
+                                             "uint8",   "uint64"};
+static const int cv_dtype_sizes[] = {1, 4, 8, 2, 4, 8, 1, 2, 1, 8};
 
 /* One kernel's launch, planned before any is made (see gpu_wrapper._launches). */
 typedef struct cv_gpu_plan {

@@ -82,5 +82,16 @@ static inline void cv_stream_fence(void) {}
 CV_NP_INTPOW(int32_t, i32)
 CV_NP_INTPOW(int64_t, i64)
 #undef CV_NP_INTPOW
+/* int8, int16 and uint8 use the int32 helpers: exact on their values, and the
+ * kernel's typed local wraps the result (ops_c.py). uint64 has its own. */
+static inline uint64_t cv_power_u64(uint64_t a, uint64_t b) {
+    uint64_t r = 1;
+    for (; b; b >>= 1, a *= a)
+        if (b & 1) r *= a;
+    return r;
+}
+/* NumPy: a zero divisor gives 0 */
+static inline uint64_t cv_floor_divide_u64(uint64_t a, uint64_t b) { return b ? a / b : 0; }
+static inline uint64_t cv_remainder_u64(uint64_t a, uint64_t b) { return b ? a % b : 0; }
 
 #endif
