@@ -39,8 +39,11 @@ ATOL_REL = 2e-4
 
 def _bind_prebuilt() -> None:
     """Bind the extensions run.py built (else the first call compiles the module)."""
-    from cuvil_aot.runtime import native  # noqa: F401  (extensions import the runtime)
-    from cuvil_aot.runtime import binding, extension
+    from cuvil_aot.runtime import (
+        binding,
+        extension,
+        native,  # noqa: F401  (extensions import the runtime)
+    )
 
     exts = json.loads(os.environ.get("CUVIL_BENCH_EXT", "{}"))
     for mod_name, (ext_name, path) in exts.items():
