@@ -1,8 +1,9 @@
 """What nvcc adds to a first build: a fresh process's first import of examples/models.py
-through the import hook (empty cache) with CUVIL_AOT_CUDA_ARCHS none, sm_90 and the
-default list; then nvcc's own phases (`--time`) on that module's generated CUDA source
-for sm_90 (bench/gpu/gen_models.cuh), and the same source with the tensor-core GEMM
-entries emptied, for their share. Needs nvcc; no GPU.
+through the import hook (empty cache) with CUVIL_AOT_CUDA_ARCHS none, sm_90, unset (the
+GPUs this machine's driver reports: CPU only where there is none) and the wheel's list;
+then nvcc's own phases (`--time`) on that module's generated CUDA source for sm_90
+(bench/gpu/gen_models.cuh), and the same source with the tensor-core GEMM entries
+emptied, for their share. Needs nvcc; no GPU.
 
     python bench/build_time.py > bench/build_time.txt
 """
@@ -18,6 +19,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from cuvil_aot.options import DEFAULT_ARCHS
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "bench" / "gpu" / "gen_models.cuh"
@@ -74,8 +77,10 @@ def main() -> None:
     nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {cpu}, "
           f"{os.cpu_count()} cores; {nvcc.strip().splitlines()[-1]}")
+    wheel = ",".join(DEFAULT_ARCHS)
     for label, archs in (("none (CPU only)", "none"), ("sm_90", "sm_90"),
-                         ("the default list", None)):
+                         ("unset (this machine's GPUs)", None),
+                         (f"{wheel} (the wheel's list)", wheel)):
         print(f"first import of examples/models.py, CUVIL_AOT_CUDA_ARCHS={label}: "
               f"{first_import_s(archs):.2f} s", flush=True)
     source = SOURCE.read_text()
