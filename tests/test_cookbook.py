@@ -41,8 +41,7 @@ REFUSED = {
     "decode_attend_prefix": "a slice bound from a run-time int (k_cache[:, :t + 1])",
     # embeddings
     "positions_from_padding_mask": "np.cumsum",
-    "sinusoidal_position_encoding": "np.arange(0, d, 2) with a step; in-place slice "
-                                    "assignment (pe[:, 0::2] = ...)",
+    "sinusoidal_position_encoding": "in-place slice assignment (pe[:, 0::2] = ...)",
     # normalization
     "group_norm": "reshape (B, C, L) -> (B, 4, -1) with C not declared a multiple of 4",
     # recurrent

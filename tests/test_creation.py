@@ -53,7 +53,8 @@ def ramps(x):
     n = x.shape[0]
     return (np.arange(n), np.arange(2, n + 2), np.arange(n, dtype=np.float32) * x,
             np.arange(10, 0, -3), np.arange(0.5, 3.0, 0.25, dtype=np.float32),
-            np.arange(1.0, 2.0, 0.1), np.arange(5, dtype=np.int32), np.arange(0))
+            np.arange(1.0, 2.0, 0.1), np.arange(5, dtype=np.int32), np.arange(0),
+            np.arange(3, n), np.arange(1, n, 3), np.arange(0, n, 2, dtype=np.float32))
 
 @cv.optimize(signatures=["f32[N,D]"])
 def positions(x):

@@ -17,6 +17,7 @@ import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
 from cuvil_aot.compiler.frontend.handlers import Ctx, Handler, shape_arg
+from cuvil_aot.compiler.frontend.subscript import derived_symbol
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import (
     apply,
@@ -113,6 +114,19 @@ def _size(value: Any, what: str, ctx: Ctx) -> Any:
     return value
 
 
+def _count(length: Dim, step: Any, ctx: Ctx) -> Dim:
+    """How many of start, start + step, ... lie below a symbolic stop: ceil(length / step),
+    0 where the length is negative (NumPy's empty range), a size the call computes."""
+    if isinstance(step, bool) or not isinstance(step, int | np.integer) or step <= 0:
+        raise UserError("np.arange up to a symbolic dimension takes an int start and a "
+                        "positive int step", ctx.span, "np.arange(start, n, step)")
+    if step == 1 and length.known_nonnegative():
+        return length
+    name = derived_symbol(length, int(step))
+    ctx.derived.append((name, length, int(step)))
+    return Dim.of(name)
+
+
 def arange(ctx: Ctx, start_or_stop: Any, stop: Any = None, step: Any = None, /,
            dtype: Any = None) -> Node:
     start, stop = (0, start_or_stop) if stop is None else (start_or_stop, stop)
@@ -126,10 +140,10 @@ def arange(ctx: Ctx, start_or_stop: Any, stop: Any = None, step: Any = None, /,
     kind = dtype_arg(dtype, ctx.span) if dtype is not None else \
         np.arange(start, start + step, step).dtype.name
     if is_symbolic(stop):
-        if step != 1 or not isinstance(start, int | np.integer):
-            raise UserError("np.arange up to a symbolic dimension takes an int start and a "
-                            "step of 1", ctx.span, "np.arange(start, n) * step")
-        n: int | Dim = stop - int(start)
+        if isinstance(start, bool) or not isinstance(start, int | np.integer):
+            raise UserError("np.arange up to a symbolic dimension takes an int start",
+                            ctx.span, "np.arange(start, n, step)")
+        n: int | Dim = _count(stop - int(start), step, ctx)
     else:
         n = max(0, math.ceil((float(stop) - float(start)) / float(step)))
     # NumPy fills start + i * delta in the result dtype, delta being the difference of its

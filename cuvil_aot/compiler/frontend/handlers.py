@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -41,10 +41,13 @@ Handler = Callable[..., Any]
 
 @dataclass(frozen=True)
 class Ctx:
-    """What every handler gets first: the call's span and its arguments' spans."""
+    """What every handler gets first: the call's span and its arguments' spans, and where
+    to record sizes the call computes (``derived``: (symbol, length, step) for
+    ceil(length / step), as subscript.Derived)."""
 
     span: SourceSpan
     arg_spans: Sequence[SourceSpan]
+    derived: list[tuple[str, Dim, int]] = field(default_factory=list)
 
 
 # A NumPy function returns NumPy values, strongly typed (NEP 50): np.sqrt(2.0) is an

@@ -453,7 +453,7 @@ class Interpreter:
         target = getattr(fn, "py_func", fn)  # a decorated function inlines its Python body
         if isinstance(target, types.FunctionType) and not numpy_api.is_numpy(target):
             return self.call_function(target, args, kwargs, span)
-        return numpy_api.call(fn, args, kwargs, span, arg_spans)
+        return numpy_api.call(fn, args, kwargs, span, arg_spans, self.derived)
 
     def describe(self, value: Any) -> str:
         if isinstance(value, Node):

@@ -27,6 +27,7 @@ from cuvil_aot.compiler.frontend.values import apply, fold, is_symbolic, run_tim
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
+from cuvil_aot.compiler.ir.types import Dim
 from cuvil_aot.errors import SourceSpan
 
 METHODS = {**CORE_METHODS, **creation.METHODS, **gather.METHODS, **shapes.METHODS}
@@ -93,9 +94,11 @@ def _key(fn: Any) -> Any:
 
 
 def call(fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
-         arg_spans: Sequence[SourceSpan]) -> Any:
-    """``fn(*args, **kwargs)`` for anything but the user's own Python functions."""
-    ctx = Ctx(span, arg_spans)
+         arg_spans: Sequence[SourceSpan],
+         derived: list[tuple[str, Dim, int]] | None = None) -> Any:
+    """``fn(*args, **kwargs)`` for anything but the user's own Python functions; sizes the
+    call must compute land in ``derived``."""
+    ctx = Ctx(span, arg_spans, derived if derived is not None else [])
     if isinstance(fn, Method):
         handler = METHODS[fn.name]
         return _invoke(handler, ctx, [fn.node, *args], kwargs, f"{fn.name}()")
