@@ -36,7 +36,6 @@ MODULES = ("attention", "embeddings", "normalization", "activations", "recurrent
 # What each refused snippet needs, missing features first (several where it needs several).
 REFUSED = {
     # attention
-    "mha_heads_folded": "a nested def (a local helper function)",
     "kv_cache_write": "in-place slice assignment (k_cache[:, t] = k)",
     "decode_attend_prefix": "a slice bound from a run-time int (k_cache[:, :t + 1])",
     # embeddings

@@ -1,5 +1,6 @@
 """Smaller pieces of NumPy inference code uses, against NumPy on random shapes: lists
-built with append and stacked, a matmul of a constant array, matmuls of 4-D operands,
+built with append and stacked, functions defined inside the compiled one, a matmul of a
+constant array, matmuls of 4-D operands,
 np.finfo/iinfo, np.outer, np.pad in constant mode."""
 
 from __future__ import annotations
@@ -23,6 +24,17 @@ def rnn(x: cv.f32[3, "B", "D"], w: cv.f32["D", "D"]):
         outs.append(h)
     outs.reverse()
     return np.stack(outs), len(outs)
+
+@cv.optimize
+def nested(x: cv.f32["B", "D"], w: cv.f32["D", "D"]):
+    scale = 2.0
+
+    def layer(h, bias=1.0):
+        return np.tanh(h @ w * scale + bias)
+
+    y = layer(x)
+    scale = 0.5  # read when layer runs, as Python's closures do
+    return layer(y, bias=0.0), layer(x, 2.0)
 
 @cv.optimize
 def limits(x: cv.f32["T", "D"]):
@@ -67,6 +79,7 @@ def test_against_numpy(m, a: int, b: int, seed: int) -> None:
         return r.standard_normal(shape).astype(np.float32)
 
     check(m.rnn, f32(3, a, b), f32(b, b))
+    check(m.nested, f32(a, b), f32(b, b))
     check(m.limits, f32(a, b))
     check(m.outer, f32(a), f32(b))
     check(m.outer, r.standard_normal((a, 2)), r.standard_normal(b))

@@ -18,10 +18,11 @@ import builtins
 import inspect
 import operator
 import types
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cuvil_aot.compiler.frontend import numpy_api, subscript
+from cuvil_aot.compiler.frontend import local_functions, numpy_api, subscript
 from cuvil_aot.compiler.frontend.operators import binary
 from cuvil_aot.compiler.frontend.source import FunctionSource, function_source
 from cuvil_aot.compiler.frontend.user_error import UserError
@@ -37,7 +38,7 @@ MAX_UNROLL = 4096
 MAX_INLINE_DEPTH = 64
 
 SUPPORTED_STATEMENTS = ("assignments (also tuple unpacking and +=), return, "
-                        "if on compile-time values, for _ in range(CONSTANT)")
+                        "if on compile-time values, for _ in range(CONSTANT), def")
 
 
 class _Poison:
@@ -66,7 +67,7 @@ class Trace:
 @dataclass
 class Frame:
     src: FunctionSource
-    scope: dict[str, Any]
+    scope: MutableMapping[str, Any]
     globals: dict[str, Any]
 
 
@@ -142,6 +143,35 @@ class Interpreter:
         if isinstance(stmt.value, ast.Constant):  # docstring
             return
         self.eval(stmt.value)
+
+    def stmt_FunctionDef(self, stmt: ast.FunctionDef) -> None:
+        why = local_functions.unsupported_parts(stmt)
+        if why is not None:
+            raise UserError(f"{why} is not supported", self.span(stmt), "def f(a, b=1):")
+        defaults = [self.eval(d) for d in stmt.args.defaults]
+        frame = self.frames[-1]
+        frame.scope[stmt.name] = local_functions.LocalFunction(
+            stmt, local_functions.signature(stmt, defaults), frame.scope)
+
+    def call_local(self, fn: local_functions.LocalFunction, args: list[Any],
+                   kwargs: dict[str, Any], span: SourceSpan) -> Any:
+        """Inline a function defined inside the compiled one, in its defining source."""
+        if len(self.frames) >= MAX_INLINE_DEPTH:
+            raise UserError(f"call depth over {MAX_INLINE_DEPTH} while inlining "
+                            f"{fn.node.name} (recursion is not supported)", span)
+        try:
+            scope = fn.scope(args, kwargs)
+        except TypeError as exc:
+            raise UserError(f"{fn.node.name}(): {exc}", span) from None
+        outer = self.frames[-1]
+        self.frames.append(Frame(outer.src, scope, outer.globals))
+        try:
+            self.run_block(fn.node.body)
+        except _Return as ret:
+            return ret.value
+        finally:
+            self.frames.pop()
+        return None
 
     def stmt_Pass(self, stmt: ast.Pass) -> None:
         pass
@@ -450,6 +480,8 @@ class Interpreter:
             return POISON
         span = self.span(expr)
         arg_spans = [self.span(a) for a in expr.args]
+        if isinstance(fn, local_functions.LocalFunction):
+            return self.call_local(fn, args, kwargs, span)
         target = getattr(fn, "py_func", fn)  # a decorated function inlines its Python body
         if isinstance(target, types.FunctionType) and not numpy_api.is_numpy(target):
             return self.call_function(target, args, kwargs, span)
