@@ -42,7 +42,6 @@ REFUSED = {
     "positions_from_padding_mask": "np.cumsum",
     "sinusoidal_position_encoding": "in-place slice assignment (pe[:, 0::2] = ...)",
     # normalization
-    "group_norm": "reshape (B, C, L) -> (B, 4, -1) with C not declared a multiple of 4",
     # recurrent
     "rnn_over_time": "for over range() of a symbolic dimension",
     # quantization

@@ -1,5 +1,7 @@
-"""``n // k`` and ``n % k`` of a symbolic size by a constant that need not divide it: sizes
-the call computes (floor), usable in slices and reshapes, checked against NumPy."""
+"""``n // k`` and ``n % k`` of a symbolic size by a constant that need not divide it, and a
+reshape's -1 that the other sizes need not divide: sizes the call computes (floor),
+usable in slices and reshapes, checked against NumPy (its ValueError where they do not
+fit)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,13 @@ def thirds(x: cv.f32["N"]):
     return x.reshape(x.shape[0] // 3, 3)
 
 @cv.optimize
+def group_norm(x: cv.f32["B", "C", "L"]):
+    b, c, l = x.shape
+    g = x.reshape(b, 4, -1)
+    g = (g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)
+    return g.reshape(b, c, l), x.reshape(-1, 3)
+
+@cv.optimize
 def quotients(x: cv.f64["N"]):
     n = x.shape[0]
     return x[: n // 3] * (n % 3), x[n // 2 :], np.float64(n // 7)
@@ -48,3 +57,4 @@ def test_against_numpy(m, t: int, d: int, seed: int) -> None:
     check(m.heads, r.standard_normal((2, t, d)).astype(np.float32))  # D % 4: NumPy's error
     check(m.quotients, r.standard_normal(d))
     check(m.thirds, r.standard_normal(d).astype(np.float32))  # N % 3: NumPy's ValueError
+    check(m.group_norm, r.standard_normal((2, d, t + 1)).astype(np.float32), scale=8)

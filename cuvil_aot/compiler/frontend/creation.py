@@ -17,7 +17,6 @@ import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
 from cuvil_aot.compiler.frontend.handlers import Ctx, Handler, shape_arg
-from cuvil_aot.compiler.frontend.subscript import derived_symbol
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import (
     apply,
@@ -122,7 +121,7 @@ def _count(length: Dim, step: Any, ctx: Ctx) -> Dim:
                         "positive int step", ctx.span, "np.arange(start, n, step)")
     if step == 1 and length.known_nonnegative():
         return length
-    name = derived_symbol(length, int(step))
+    name = C.derived_symbol(length, int(step))
     ctx.derived.append((name, length, int(step)))
     return Dim.of(name)
 

@@ -216,7 +216,28 @@ def shape_arg(shape: Any, ctx: Ctx) -> tuple[Any, ...]:
 
 
 def reshape(ctx: Ctx, a: Any, shape: Any, /) -> Node:
-    return checked(C.reshape, to_node(a, ctx.span), shape_arg(shape, ctx), ctx.span, span=ctx.span)
+    x = to_node(a, ctx.span)
+    dims = _floor_inferred(x, shape_arg(shape, ctx), ctx)
+    return checked(C.reshape, x, dims, ctx.span, span=ctx.span)
+
+
+def _floor_inferred(x: Node, dims: tuple[Any, ...], ctx: Ctx) -> tuple[Any, ...]:
+    """A -1 that the other sizes, a constant k, do not divide as polynomials ((B, C, L)
+    into (B, 4, -1)): floor(size / k), a size the call computes; the reshape then checks
+    at the call that the sizes fit, raising NumPy's ValueError where they do not."""
+    minus = [i for i, d in enumerate(dims) if Dim.of(d) == Dim.of(-1)]
+    known = C.resolved(C.total(tuple(Dim.of(d) for i, d in enumerate(dims) if i not in minus)))
+    size = C.resolved(C.total(x.shape))
+    if len(minus) != 1 or len(known.terms) != 1 or size.exact_div(known) is not None:
+        return dims
+    (monomial, k), = known.terms  # known = k * monomial: size / monomial, then floor by k
+    quotient = size.exact_div(Dim(((monomial, 1),)))
+    if k <= 1 or quotient is None or not quotient.known_nonnegative():
+        return dims
+    length = quotient - (k - 1)
+    name = C.derived_symbol(length, k)
+    ctx.derived.append((name, length, k))
+    return tuple(Dim.of(name) if i in minus else d for i, d in enumerate(dims))
 
 
 def method_reshape(ctx: Ctx, a: Node, *shape: Any) -> Node:

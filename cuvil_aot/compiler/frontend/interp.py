@@ -27,7 +27,7 @@ from cuvil_aot.compiler.frontend.operators import binary
 from cuvil_aot.compiler.frontend.source import FunctionSource, function_source
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import apply, fold, python_value, run_time_origin, to_node
-from cuvil_aot.compiler.ir.construct import ShapeError
+from cuvil_aot.compiler.ir.construct import ShapeError, derived_symbol
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
 from cuvil_aot.compiler.ir.types import Dim
@@ -397,7 +397,7 @@ class Interpreter:
                 or left.exact_div(right) is not None:
             return None
         length = left - (right - 1)
-        name = subscript.derived_symbol(length, right)
+        name = derived_symbol(length, right)
         self.derived.append((name, length, right))
         return Dim.of(name)
 

@@ -10,7 +10,6 @@ the wrapper computes.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,15 +125,11 @@ def _ceil_div(length: Dim, step: int, needs: list[Requirement | Derived]) -> Dim
     size = length if step == 1 else (length + (step - 1)).exact_div(step)
     if size is not None:
         return size
-    name = derived_symbol(length, step)  # ceil(length / step) is no polynomial: a run-time symbol
+    name = C.derived_symbol(length, step)  # ceil(length / step) is no polynomial: a run-time symbol
     needs.append(Derived(name, length, step))
     return Dim.of(name)
 
 
-def derived_symbol(length: Dim, step: int) -> str:
-    """A stable name for ceil(length / step)."""
-    digest = hashlib.sha256(f"{length}/{step}".encode()).hexdigest()[:8]
-    return f"ceil{step}_{digest}"
 
 
 def _bounds(start: Dim, stop: Dim, dim: Dim, span: SourceSpan) -> list[Requirement]:

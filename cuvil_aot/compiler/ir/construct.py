@@ -20,6 +20,7 @@ written.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -36,6 +37,13 @@ from cuvil_aot.errors import SourceSpan
 
 class ShapeError(Exception):
     """Shapes that no op of this kind accepts."""
+
+
+def derived_symbol(length: Dim, step: int) -> str:
+    """A stable name for ceil(length / step): a size the call computes (a strided slice,
+    a floor division of a size, an inferred -1), as Function.derived records it."""
+    digest = hashlib.sha256(f"{length}/{step}".encode()).hexdigest()[:8]
+    return f"ceil{step}_{digest}"
 
 
 def total(shape: Shape) -> Dim:
