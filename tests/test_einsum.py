@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import check, load_source
+from gpu_harness import dim_size, parse_signature
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_elementwise import view_of
@@ -118,23 +119,20 @@ def _source() -> str:
 
 
 SOURCE = _source()
-SIGNATURE = re.compile(r"(f16|f32|f64|i32|i64|bool_)\[([^\]]*)\]|(float|int)")
-DTYPES = {"f16": "float16", "f32": "float32", "f64": "float64", "i32": "int32",
-          "i64": "int64", "bool_": "bool"}
 
 
 def arguments(data: st.DataObject, sig: str, sizes: dict[str, int],
               special: bool = True) -> list[object]:
     """Fresh arguments for ``sig``: every symbol's size from ``sizes``."""
     args: list[object] = []
-    for dtype, dims, scalar in SIGNATURE.findall(sig):
-        if scalar:
-            args.append(data.draw(st.floats(-4, 4, width=16)) if scalar == "float"
+    for param in parse_signature(sig):
+        if isinstance(param, str):
+            args.append(data.draw(st.floats(-4, 4, width=16)) if param == "float"
                         else data.draw(st.integers(-4, 4)))
             continue
-        shape = tuple(int(d) if d.isdigit() else sizes[d] for d in dims.split(","))
-        x = data.draw(view_of(shape, DTYPES[dtype], special))
-        args.append(x * np.float16(0.1) if dtype == "f16" else x)  # f16 products stay exact-ish
+        dtype, dims = param
+        x = data.draw(view_of(tuple(dim_size(d, sizes) for d in dims), dtype, special))
+        args.append(x * np.float16(0.1) if dtype == "float16" else x)  # f16 products stay exact-ish
     return args
 
 
@@ -150,7 +148,8 @@ def summed_terms(subscripts: str, sizes: dict[str, int]) -> int:
 SYMBOLS = sorted(({d for subscripts, dims, _ in CASES.values()
                    for shape in operand_dims(subscripts, dims) for d in shape.split(",")}
                   | {d for _, *sigs in MIXED.values() for sig in sigs
-                     for _, dims, _ in SIGNATURE.findall(sig) for d in dims.split(",")})
+                     for param in parse_signature(sig) if not isinstance(param, str)
+                     for d in param[1]})
                  - {"", "1"})
 # Where a letter is summed before its product with another operand (or three operands are
 # contracted pairwise) the products differ from those of NumPy's loops, so NaN and Inf may
@@ -179,12 +178,12 @@ def random_arguments(rng: np.random.Generator, sig: str, sizes: dict[str, int]) 
     """Larger operands than hypothesis draws element by element: normal values, and now
     and then a transposed view."""
     args: list[object] = []
-    for dtype, dims, _ in SIGNATURE.findall(sig):
-        shape = tuple(int(d) if d.isdigit() else sizes[d] for d in dims.split(","))
-        if dtype.startswith("i"):
-            x = rng.integers(-9, 9, shape).astype(DTYPES[dtype])
+    for dtype, dims in parse_signature(sig):  # type: ignore[misc]
+        shape = tuple(dim_size(d, sizes) for d in dims)
+        if dtype.startswith("int"):
+            x = rng.integers(-9, 9, shape).astype(dtype)
         else:
-            x = rng.standard_normal(shape).astype(DTYPES[dtype])
+            x = rng.standard_normal(shape).astype(dtype)
         args.append(x.T.copy().T if rng.random() < 0.5 else x)
     return args
 

@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 from conftest import check
+from gpu_harness import dim_size, parse_signature
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_elementwise import view_of
@@ -71,16 +72,12 @@ def _source() -> str:
 
 
 SOURCE = _source()
-SIGNATURE = re.compile(r"(f16|f32|f64|i32|i64|bool_)\[([^\]]*)\]")
-DTYPES = {"f16": "float16", "f32": "float32", "f64": "float64", "i32": "int32",
-          "i64": "int64", "bool_": "bool"}
 dims = st.integers(0, 5)
 
 
 def argument(data: st.DataObject, sig: str, sizes: dict[str, int]) -> np.ndarray:
-    (dtype, spec), = SIGNATURE.findall(sig)
-    shape = tuple(int(d) if d.isdigit() else sizes[d] for d in spec.split(","))
-    return data.draw(view_of(shape, DTYPES[dtype]))
+    (dtype, dims), = parse_signature(sig)
+    return data.draw(view_of(tuple(dim_size(d, sizes) for d in dims), dtype))
 
 
 @pytest.mark.parametrize("name", [name for name, _, _ in CALLS])
@@ -116,9 +113,8 @@ def test_max_norms_of_empty_axes_are_zero(compiled):
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_refused_forms_point_at_the_call(compiled, name):
     sig, call, message = REFUSED[name]
-    (_, spec), = SIGNATURE.findall(sig)
-    args = [np.ones((2, 3, 4)[:spec.count(",") + 1], np.float32), *([1.0] if "float" in sig
-                                                                     else [])]
+    (_, dims), *scalars = parse_signature(sig)
+    args = [np.ones((2, 3, 4)[:len(dims)], np.float32), *(1.0 for _ in scalars)]
     with pytest.raises(cv.CompileError) as info:
         getattr(compiled, f"refused_{name}")(*args)
     first, source_line, caret = str(info.value).strip("\n").splitlines()[:3]

@@ -48,6 +48,7 @@ if [ "${GPU_CHECK_TESTS:-}" != none ]; then
     python3 -m pytest -c "$ROOT/pyproject.toml" --rootdir "$ROOT" -m gpu -n 4 --dist loadgroup \
         -p no:cacheprovider -p no:warnings --timeout 300 -q -rfE ${GPU_CHECK_TESTS:-} \
         "$ROOT/tests/test_gpu.py" "$ROOT/tests/test_gpu_gemm.py" "$ROOT/tests/test_gather.py" \
+        "$ROOT/tests/test_small_ints.py" "$ROOT/tests/test_cookbook_gpu.py" \
         > "$OUT/pytest.log" 2>&1
     echo "pytest exit $?" | tee -a "$OUT/summary.txt"
     grep -E "passed|failed|error" "$OUT/pytest.log" | tail -3 | tee -a "$OUT/summary.txt"

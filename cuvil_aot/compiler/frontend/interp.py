@@ -87,9 +87,7 @@ class Interpreter:
     def call_function(self, fn: types.FunctionType, args: list[Any], kwargs: dict[str, Any],
                       call_span: SourceSpan | None) -> Any:
         """Inline ``fn`` with the given argument values and return its result."""
-        if len(self.frames) >= MAX_INLINE_DEPTH:
-            raise UserError(f"call depth over {MAX_INLINE_DEPTH} while inlining {fn.__name__} "
-                            "(recursion is not supported)", call_span)
+        self.check_depth(fn.__name__, call_span)
         src = function_source(fn)
         self.trace.inlined.setdefault(f"{fn.__module__}.{fn.__qualname__}", src.normalized)
         try:
@@ -97,10 +95,18 @@ class Interpreter:
         except TypeError as exc:
             raise UserError(f"{fn.__name__}(): {exc}", call_span) from None
         bound.apply_defaults()
-        frame = Frame(src, dict(bound.arguments), fn.__globals__)
+        return self.run_frame(Frame(src, dict(bound.arguments), fn.__globals__), src.tree.body)
+
+    def check_depth(self, name: str, span: SourceSpan | None) -> None:
+        if len(self.frames) >= MAX_INLINE_DEPTH:
+            raise UserError(f"call depth over {MAX_INLINE_DEPTH} while inlining {name} "
+                            "(recursion is not supported)", span)
+
+    def run_frame(self, frame: Frame, body: list[ast.stmt]) -> Any:
+        """Run an inlined function's ``body`` in ``frame``: the value it returns."""
         self.frames.append(frame)
         try:
-            self.run_block(src.tree.body)
+            self.run_block(body)
         except _Return as ret:
             return ret.value
         finally:
@@ -156,22 +162,13 @@ class Interpreter:
     def call_local(self, fn: local_functions.LocalFunction, args: list[Any],
                    kwargs: dict[str, Any], span: SourceSpan) -> Any:
         """Inline a function defined inside the compiled one, in its defining source."""
-        if len(self.frames) >= MAX_INLINE_DEPTH:
-            raise UserError(f"call depth over {MAX_INLINE_DEPTH} while inlining "
-                            f"{fn.node.name} (recursion is not supported)", span)
+        self.check_depth(fn.node.name, span)
         try:
             scope = fn.scope(args, kwargs)
         except TypeError as exc:
             raise UserError(f"{fn.node.name}(): {exc}", span) from None
         outer = self.frames[-1]
-        self.frames.append(Frame(outer.src, scope, outer.globals))
-        try:
-            self.run_block(fn.node.body)
-        except _Return as ret:
-            return ret.value
-        finally:
-            self.frames.pop()
-        return None
+        return self.run_frame(Frame(outer.src, scope, outer.globals), fn.node.body)
 
     def stmt_Pass(self, stmt: ast.Pass) -> None:
         pass

@@ -35,10 +35,13 @@ FUNCTIONS = {**CORE_FUNCTIONS, **creation.FUNCTIONS, **einsum.FUNCTIONS, **gathe
              **linalg.FUNCTIONS, **shapes.FUNCTIONS}
 
 SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/square/tanh/sin/"
-                       "cos/abs/sign/floor/ceil, sum/mean/max/min/prod/var/std/argmax/argmin, "
-                       "matmul/dot, transpose/reshape/expand_dims/concatenate/stack")
+                       "cos/abs/sign/floor/ceil/round/rint, sum/mean/max/min/prod/var/std/argmax/"
+                       "argmin, matmul/dot/einsum/outer/linalg.norm, transpose/swapaxes/"
+                       "moveaxis/reshape/expand_dims/concatenate/stack/split/pad, take/"
+                       "take_along_axis, arange/zeros/ones/full/empty/eye/tri/triu/tril")
 SUPPORTED_METHODS = ("sum, mean, max, min, prod, var, std, argmax, argmin, astype, reshape, "
-                     "transpose, clip, squeeze, T, shape, ndim, size, dtype")
+                     "transpose, swapaxes, clip, round, take, squeeze, T, shape, ndim, size, "
+                     "dtype")
 
 
 @dataclass(frozen=True)
