@@ -231,8 +231,11 @@ def test_reductions_give_numpys_dtypes(compiled, name, data, a, b):
     _check_all(compiled, data, name, {"A": a, "B": b})
 
 
-@pytest.mark.parametrize("name", [*QUANTIZE, "dequantize", "dequantize_u8", "qlinear",
-                                  "annotated"])
+# round_trip is a float of a floor: at a rounding boundary float64 and float32 disagree by
+# a whole step (x = 0.5, s = 0.33333334: x / s + 0.5 is 2.0 in float32, 1.99999996 in
+# float64), so it is checked by its property below, not against float64.
+@pytest.mark.parametrize("name", ["quantize", "quantize_u8", "dequantize", "dequantize_u8",
+                                  "qlinear", "annotated"])
 @settings(max_examples=20, deadline=None)
 @given(data=st.data(), n=dims, d=dims)
 def test_quantize_and_dequantize(compiled, name, data, n, d):
@@ -306,10 +309,6 @@ def too_big(x: cv.i8["N"]):
     return x + 300
 
 @cv.optimize
-def int_matmul(a: cv.i8["N", "K"], b: cv.i8["K", "M"]):
-    return a @ b
-
-@cv.optimize
 def fine(x: cv.u8["N"]):
     return x - 1
 '''
@@ -320,8 +319,7 @@ def test_what_numpy_refuses_or_we_do_not_support_is_a_compile_error(tmp_path):
     refused = pipeline.build(module, pipeline.Options(cuda_archs=()),
                              out_dir=tmp_path).manifest["refused"]
     assert "Python integer 300 out of bounds for int8" in refused["too_big"]
-    assert "matmul on int8" in refused["int_matmul"]
-    assert set(refused) == {"too_big", "int_matmul"}
+    assert set(refused) == {"too_big"}  # integer matmul: test_int_matmul.py
 
 
 # What the CUDA header adds for these dtypes: its integer helpers, reductions and warp

@@ -4,6 +4,7 @@
 #
 #   tools/gpu_check.sh OUTDIR            tests + benchmarks (torch.compile included)
 #   GPU_CHECK_BENCH=quick|none ...       shorter benchmarks without torch.compile, or none
+#   GPU_CHECK_BENCH=transformers ...     bench/gpu_transformers.py alone
 #   GPU_CHECK_TESTS="-k softmax" ...     extra pytest arguments (none: no tests)
 set -uo pipefail
 OUT=$(realpath -m "${1:?usage: tools/gpu_check.sh OUTDIR}")
@@ -49,6 +50,8 @@ if [ "${GPU_CHECK_TESTS:-}" != none ]; then
         -p no:cacheprovider -p no:warnings --timeout 300 -q -rfE ${GPU_CHECK_TESTS:-} \
         "$ROOT/tests/test_gpu.py" "$ROOT/tests/test_gpu_gemm.py" "$ROOT/tests/test_gather.py" \
         "$ROOT/tests/test_small_ints.py" "$ROOT/tests/test_cookbook_gpu.py" \
+        "$ROOT/tests/test_scan_sort.py" "$ROOT/tests/test_inplace.py" \
+        "$ROOT/tests/test_int_matmul.py" "$ROOT/tests/test_runtime_ints.py" \
         > "$OUT/pytest.log" 2>&1
     echo "pytest exit $?" | tee -a "$OUT/summary.txt"
     grep -E "passed|failed|error" "$OUT/pytest.log" | tail -3 | tee -a "$OUT/summary.txt"
@@ -66,6 +69,8 @@ case "${GPU_CHECK_BENCH:-full}" in
            python3 "$ROOT/bench/gpu_cold.py" "$OUT" 2>&1 | tee -a "$OUT/bench.log" ;;
     *) anchor 2>&1 | tee "$OUT/bench.log"
        python3 "$ROOT/bench/gpu_bench.py" "$OUT" --compile 2>&1 | tee -a "$OUT/bench.log"
-       python3 "$ROOT/bench/gpu_cold.py" "$OUT" --compile 2>&1 | tee -a "$OUT/bench.log" ;;
+       python3 "$ROOT/bench/gpu_cold.py" "$OUT" --compile 2>&1 | tee -a "$OUT/bench.log"
+       python3 "$ROOT/bench/gpu_transformers.py" "$OUT" 2>&1 | tee -a "$OUT/bench.log" ;;
+    transformers) python3 "$ROOT/bench/gpu_transformers.py" "$OUT" 2>&1 | tee "$OUT/bench.log" ;;
 esac
 cat "$OUT/summary.txt"

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from cuvil_aot.compiler.codegen import gather_access, ops_c
 from cuvil_aot.compiler.codegen.c_loops import decompose, extent, fast_condition, split_loop
 from cuvil_aot.compiler.codegen.c_row import row_body
+from cuvil_aot.compiler.codegen.c_scan import INCLUDE, scan_body
 from cuvil_aot.compiler.codegen.kernel_emitter import (
     COSTLY,
     Body,
@@ -47,6 +48,8 @@ def emit_kernel(name: str, group: Group, buffers: set[int],
     else:
         if group.kind is Kind.ROW:
             row_body(em, body)
+        elif group.kind is Kind.SCAN:
+            scan_body(em, body)
         else:
             _elementwise_body(em, body)
         signature = f"static void {name}(void *vctx, int64_t t0, int64_t t1)"
@@ -54,6 +57,8 @@ def emit_kernel(name: str, group: Group, buffers: set[int],
     _args_struct(em.k, decl)
     em.k.struct = decl.text()
     w = Writer()
+    if group.kind is Kind.SCAN:
+        w.line(INCLUDE)
     with w.block(signature):
         w.line(f"const {name}_args *a = (const {name}_args *)vctx;")
         _prologue(em.k, w)

@@ -56,4 +56,6 @@ def lower_signature(prefix: str, name: str, fn: Function, sig: Signature) -> Com
                     comp.contiguous.add(params[id(base)])
     comp.symbols = sorted({s for p in sig.params for d in p.type.shape for s in d.symbols})
     comp.symbols += [name for name, _, _ in fn.derived]
+    comp.symbols += [s for r in fn.run_time for s in r.defines if s not in comp.symbols]
+    comp.symbols += [symbol for symbol, _, _, _ in fn.indices]  # assign.py's int indices
     return comp

@@ -40,6 +40,7 @@ from cuvil_aot.compiler.codegen.cuda_emitter import CudaEmitter, CudaKernel
 from cuvil_aot.compiler.codegen.cuda_gemm import gemm_kernels
 from cuvil_aot.compiler.codegen.cuda_geometry import ENTRIES
 from cuvil_aot.compiler.codegen.cuda_rows import REDUCE_OP, row_kernels
+from cuvil_aot.compiler.codegen.cuda_scan import scan_kernels
 from cuvil_aot.compiler.codegen.kernel_emitter import scalar_dtype
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Group, Kind
@@ -48,7 +49,8 @@ from cuvil_aot.compiler.ir.group import Group, Kind
 __all__ = ["ENTRIES", "HEADER", "REDUCE_OP", "args_struct", "emit_kernel", "source"]
 
 HEADER = '#include <cooperative_groups.h>\n#include "cuvil_aot/cuda_gemm.h"\n'
-KERNELS = {Kind.ELEMENTWISE: elementwise_kernels, Kind.ROW: row_kernels, Kind.GEMM: gemm_kernels}
+KERNELS = {Kind.ELEMENTWISE: elementwise_kernels, Kind.ROW: row_kernels, Kind.GEMM: gemm_kernels,
+           Kind.SCAN: scan_kernels}
 
 
 def emit_kernel(name: str, group: Group, buffers: set[int],

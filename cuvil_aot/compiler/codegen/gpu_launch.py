@@ -21,6 +21,7 @@ from cuvil_aot.compiler.codegen.cuda_geometry import (
     ROW_RUN,
     VEC,
 )
+from cuvil_aot.compiler.codegen.cuda_scan import launch_scan
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan
 from cuvil_aot.compiler.codegen.kernel_emitter import Operand
 from cuvil_aot.compiler.codegen.launch import Storage, dim, fill_args, matmul_operand, operand_setup
@@ -179,6 +180,8 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
             w.line(f"one.v[{g}] = big && fits && len <= "
                    f"{cuda_one.ONE_ROW_CACHE * cuda_one.ONE_BLOCK} ? 4 : (fits ? 0 : 2) + big;")
             w.line(f"small = small && rows * len <= {ONE_WORK};")
+    elif k.group.kind is Kind.SCAN:
+        launch_scan(w, k, first, g)
     else:
         _gemm_terms(w, k, st)
         batch = "a.n[0]" if nloops == 3 else "1"

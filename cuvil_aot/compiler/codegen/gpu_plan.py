@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from cuvil_aot.compiler.codegen import cuda, cuda_one
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
+from cuvil_aot.compiler.ir.group import Kind
 
 
 @dataclass
@@ -37,7 +38,7 @@ def lower(comps: list[Compiled]) -> GpuPlan:
         for k in kernels:
             gp.first[k.name] = len(gp.names)
             gp.names.extend(k.entries)
-        if len(kernels) > 1:
+        if len(kernels) > 1 and all(k.group.kind is not Kind.SCAN for k in kernels):
             gp.one[comp.prefix] = len(gp.names)
             gp.names.append(f"{comp.prefix}_one")
     return gp

@@ -16,7 +16,7 @@ offers no C one.
 
 from __future__ import annotations
 
-from cuvil_aot.compiler.codegen import cuda_one, gather_access
+from cuvil_aot.compiler.codegen import cuda_one, gather_access, inplace_args
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.gpu_launch import GpuStorage, launches
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan
@@ -189,8 +189,11 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
         for i in sorted(comp.contiguous):
             _contiguous_input(w, i)
         out_argument(w, comp)
-        for b, buffer in enumerate(comp.buffers):
-            _buffer(w, comp, b, buffer)
+        outputs = {id(o): k for k, o in enumerate(fn.outputs)}
+        for b, buffer in enumerate(comp.buffers):  # (an argument's own array: inplace_args)
+            if id(buffer) not in outputs or not inplace_args.gpu_buffer(w, comp, b,
+                                                                         outputs[id(buffer)]):
+                _buffer(w, comp, b, buffer)
         w.line("if ((sm = api->gpu->sm_count(dev)) < 0) goto done;")
         if gathers:
             gather_access.gpu_flag(w)
@@ -264,7 +267,7 @@ def _buffer(w: Writer, comp: Compiled, b: int, buffer: Node) -> None:
 
 def _result(w: Writer, comp: Compiled, index: dict[int, int]) -> None:
     items = [f"(user[{index[id(o)]}] ? user[{index[id(o)]}] : obj[{index[id(o)]}])"
-             for o in comp.fn.outputs]
+             for o in comp.fn.outputs[:inplace_args.returned(comp)]]
     if not comp.fn.returns_tuple:
         w.line(f"result = {items[0]}; Py_INCREF(result);")
         return

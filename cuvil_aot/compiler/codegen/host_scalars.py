@@ -93,3 +93,13 @@ def _value(w: Writer, node: Node, names: dict[int, str]) -> str:
     name = f"h{len(names)}"
     w.line(f"const {ops_c.CTYPE[node.dtype]} {name} = {value};")
     return name
+
+
+def locals_of(w: Writer, roots: list[Node]) -> dict[int, str]:
+    """C locals of ``roots`` and what they are computed from, by node id, as the kernels
+    would compute them (in the match function, once ``S_*`` and ``c->arg_*`` are set;
+    run_time_sizes.py's slice bounds)."""
+    names: dict[int, str] = {}
+    for node in toposort(roots):
+        names[id(node)] = _value(w, node, names)
+    return names

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from cuvil_aot.compiler.codegen import gather_access, ops_c
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Dest, Group
-from cuvil_aot.compiler.ir.indexing import IndexMap, identity, through, var_map
+from cuvil_aot.compiler.ir.indexing import IndexMap, identity, through, unit_free, var_map
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import ELEMENTWISE, MOVEMENT, Op
 from cuvil_aot.compiler.ir.types import Dim, Shape
@@ -144,7 +144,7 @@ class KernelEmitter:
             body.conds.add(ok)
             dividend = self.expr(node.srcs[0], m, body)
             return body.local(ops_c.CTYPE[node.dtype], f"({dividend} * {rcp})")
-        if id(node) in self.stage_vars and m == self.per_row():
+        if id(node) in self.stage_vars and self.is_per_row(m):
             return self.stage_vars[id(node)]
         if node.op is Op.PARAM or (id(node) in self.buffers and id(node) not in self.own):
             return self.load(node, None, m, body)
@@ -219,6 +219,10 @@ class KernelEmitter:
     def per_row(self) -> IndexMap:
         return var_map(self.nloops, self.group.space.kept_axes)
 
+    def is_per_row(self, m: IndexMap) -> bool:
+        shape = self.group.space.shape
+        return unit_free(m, shape) == unit_free(self.per_row(), shape)
+
     def store(self, root: Node, dest: Dest, m: IndexMap, value: str, body: Body) -> None:
         j = self.operand(dest.buffer, None, dest_map(root, dest, m), dest)
         storage = ops_c.STORAGE[dest.buffer.dtype]
@@ -240,6 +244,8 @@ def dest_map(root: Node, dest: Dest, m: IndexMap) -> IndexMap:
     may hold it at an offset along one axis (a concatenation)."""
     if dest.buffer is root:
         return m
+    if dest.region is not None:  # an assignment's region (passes/inplace.py)
+        return tuple(a.scaled(st).plus(s0) for a, s0, st in zip(m, *dest.region))
     return tuple(a.plus(dest.offset) if k == dest.axis else a for k, a in enumerate(m))
 
 

@@ -93,7 +93,7 @@ def launch(w: Writer, k: Kernel, st: Storage) -> None:
         fill_args(w, k, st, "a")
         if group.kind is Kind.GEMM:
             _launch_gemm(w, k, st)
-        elif group.kind is Kind.ROW:
+        elif group.kind in (Kind.ROW, Kind.SCAN):  # per row of the kept axes
             kept = group.space.kept_shape
             row = tuple(group.space.shape[a] for a in group.space.reduce_axes)
             w.line(f"const int64_t row_len = {_product(row)};")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cuvil_aot.compiler.codegen import gpu_wrapper, host_scalars, ops_c
+from cuvil_aot.compiler.codegen import gpu_wrapper, host_scalars, inplace_args, ops_c
 from cuvil_aot.compiler.codegen.compiled import Compiled, lower_signature
 from cuvil_aot.compiler.codegen.gather_access import index_error, param_checks
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, lower
@@ -161,7 +161,8 @@ def run_function(w: Writer, comp: Compiled) -> None:
                 k = out_index[id(buffer)]
                 w.line(f"npy_intp shape{b}[{max(1, len(shape))}] = "
                        f"{{{', '.join(dim(d) for d in shape) or '0'}}};")
-                _output_buffer(w, comp.name, b, k, len(shape), buffer.dtype)
+                if not inplace_args.cpu_buffer(w, comp, b, k):  # an argument's own array
+                    _output_buffer(w, comp.name, b, k, len(shape), buffer.dtype)
             else:
                 size = " * ".join(dim(d) for d in shape) or "1"
                 storage = ops_c.STORAGE[buffer.dtype]
@@ -221,13 +222,13 @@ def _output_buffer(w: Writer, name: str, b: int, k: int, ndim: int, dtype: str) 
 def _result(w: Writer, comp: Compiled) -> None:
     index = {id(b): i for i, b in enumerate(comp.buffers)}
     items = []
-    for o in comp.fn.outputs:
+    for o in comp.fn.outputs[:inplace_args.returned(comp)]:
         b = index[id(o)]
         items.append(f"(user[{b}] ? (PyObject *)user[{b}] : (PyObject *)arr[{b}])")
     if not comp.fn.returns_tuple:
         w.line(f"result = {items[0]};")
         w.line("Py_INCREF(result);")
-        if not comp.fn.outputs[0].shape:  # a NumPy scalar, as NumPy returns it
+        if not comp.fn.outputs[0].shape and inplace_args.param_of(comp, 0) is None:
             w.line("if (!outs[0]) result = PyArray_Return((PyArrayObject *)result);")
         return
     w.line(f"result = PyTuple_New({len(items)});")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cuvil_aot.compiler.codegen import host_scalars
+from cuvil_aot.compiler.codegen import host_scalars, inplace_args, run_time_sizes
 from cuvil_aot.compiler.codegen.binding import Bind, Check, plan
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.launch import dim
@@ -81,11 +81,8 @@ def match_dims(w: Writer, comp: Compiled, dim_of: Callable[[int, int], str]) -> 
     w.line("int ovf = 0; (void)ovf;")
     for n, step in enumerate(steps):
         _match_dim(w, n, step, comp, origin, dim_of(step.param, step.axis))
-    derived = [length for _, length, _ in comp.fn.derived]
-    for name, length, step_size in comp.fn.derived:
-        with w.block(""):
-            w.line(f"const int64_t len = {checked(length)};")
-            w.line(f"S_{name} = len > 0 ? len / {step_size} + (len % {step_size} != 0) : 0;")
+    derived = run_time_sizes.emit(w, comp)  # ceil(length / step), run-time slices
+    inplace_args.index_symbols(w, comp)  # an assignment's run-time int indices
     exprs = [expr for expr, _ in comp.fn.requirements]
     for expr, why in comp.fn.requirements:
         with w.block(f"if ({checked(expr)} < 0 && !ovf)"):
@@ -158,8 +155,8 @@ def empty_reduction_checks(w: Writer, comp: Compiled) -> None:
 
 def out_argument(w: Writer, comp: Compiled) -> None:
     """``outs[k]``: the k-th array of ``out=`` (an array, or a tuple of one per output)."""
-    n = len(comp.fn.outputs)
-    w.line(f"PyObject *outs[{n}] = {{0}};")
+    n = inplace_args.returned(comp)  # (not the written arguments)
+    w.line(f"PyObject *outs[{max(1, len(comp.fn.outputs))}] = {{0}};")
     with w.block("if (out && out != Py_None)"):
         if n == 1:
             w.line("outs[0] = (PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1) ? "

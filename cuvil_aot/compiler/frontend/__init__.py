@@ -6,6 +6,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
+from cuvil_aot.compiler.frontend import assign
 from cuvil_aot.compiler.frontend.interp import POISON, Interpreter, Trace
 from cuvil_aot.compiler.frontend.signature import Signature, SignatureSyntaxError, signatures_of
 from cuvil_aot.compiler.frontend.source import (
@@ -125,12 +126,14 @@ def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Tra
                 f"them), got a {type(out).__name__}", "return NumPy array expressions"))
             return None
         outputs.append(node)
+    outputs, writes = assign.finish(interp, outputs, facts)  # arguments written into
     nodes = facts.apply(params + tuple(outputs))  # one symbol for dimensions assumed equal
     return Function(name, sig.params, nodes[:len(params)], nodes[len(params):],
-                    isinstance(value, tuple),
+                    isinstance(value, tuple), **writes,
                     requirements=tuple(dict.fromkeys(interp.requirements)),
                     derived=tuple(dict.fromkeys(interp.derived)),
-                    assumptions=tuple(dict.fromkeys(facts.made)))
+                    assumptions=tuple(dict.fromkeys(facts.made)),
+                    run_time=tuple(dict.fromkeys(interp.run_time)))
 
 
 def _returned(value: Any, span: SourceSpan) -> Node | None:

@@ -33,7 +33,7 @@ from cuvil_aot.compiler.frontend.values import (
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
-from cuvil_aot.compiler.ir.types import Dim, is_float
+from cuvil_aot.compiler.ir.types import Dim, TensorType, is_float
 from cuvil_aot.errors import SourceSpan
 
 Handler = Callable[..., Any]
@@ -291,11 +291,13 @@ def broadcast_to(ctx: Ctx, array: Any, shape: Any) -> Node:
 
 
 def astype(ctx: Ctx, a: Node, dtype: Any) -> Node:
-    return C.cast(a, dtype_arg(dtype, ctx.span), ctx.span)
+    cast = C.cast(a, dtype_arg(dtype, ctx.span), ctx.span)
+    return copy(ctx, a) if cast is a else cast  # a copy, as NumPy's (assign.py writes it)
 
 
 def copy(ctx: Ctx, a: Node) -> Node:
-    return a
+    """A new array (assign.py must not write the original through it); fusion drops it."""
+    return Node(Op.CAST, TensorType(a.dtype, a.shape), (a,), span=ctx.span)
 
 
 def _scalar_type(dtype: str) -> Handler:

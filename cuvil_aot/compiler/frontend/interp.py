@@ -22,7 +22,8 @@ from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cuvil_aot.compiler.frontend import local_functions, numpy_api, subscript
+from cuvil_aot.compiler.frontend import assign as assignment
+from cuvil_aot.compiler.frontend import local_functions, loops, numpy_api, subscript
 from cuvil_aot.compiler.frontend.operators import binary
 from cuvil_aot.compiler.frontend.source import FunctionSource, function_source
 from cuvil_aot.compiler.frontend.user_error import UserError
@@ -30,6 +31,7 @@ from cuvil_aot.compiler.frontend.values import apply, fold, python_value, run_ti
 from cuvil_aot.compiler.ir.construct import ShapeError, derived_symbol
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
+from cuvil_aot.compiler.ir.run_time import RunTimeSlice
 from cuvil_aot.compiler.ir.types import Dim
 from cuvil_aot.digest import Undigestible, describe
 from cuvil_aot.errors import Diagnostic, SourceSpan, internal_diagnostic
@@ -78,6 +80,7 @@ class Interpreter:
         self.frames: list[Frame] = []
         self.requirements: list[tuple[Dim, str]] = []  # run-time shape checks (slices)
         self.derived: list[tuple[str, Dim, int]] = []  # symbols = ceil(length / step)
+        self.run_time: list[RunTimeSlice] = []  # slices with run-time bounds
 
     # Spans -----------------------------------------------------------------
     def span(self, node: ast.AST) -> SourceSpan:
@@ -183,10 +186,9 @@ class Interpreter:
             self.assign(stmt.target, self.eval(stmt.value))
 
     def stmt_AugAssign(self, stmt: ast.AugAssign) -> None:
-        if not isinstance(stmt.target, ast.Name):
-            raise UserError("augmented assignment to anything but a name is not supported "
-                            "(arrays are immutable here)", self.span(stmt.target),
-                            "x = x + y")
+        if assignment.augmented(self, stmt, POISON):  # into an array, in place (assign.py)
+            return
+        assert isinstance(stmt.target, ast.Name)
         current = self.load_name(stmt.target.id, stmt.target)
         value = self.binop(stmt.op, current, self.eval(stmt.value), stmt)
         self.assign(stmt.target, value)
@@ -203,6 +205,7 @@ class Interpreter:
     def stmt_For(self, stmt: ast.For) -> None:
         if stmt.orelse:
             raise UserError("for ... else is not supported", self.span(stmt))
+        loops.check_range(stmt, self.eval, self.span(stmt.iter))  # run-time trip counts
         items = self.eval(stmt.iter)
         if items is POISON:
             return
@@ -238,9 +241,11 @@ class Interpreter:
                                 f"{len(target.elts)} names", self.span(target))
             for elt, item in zip(target.elts, value):
                 self.assign(elt, item)
+        elif isinstance(target, ast.Subscript):  # x[i] = v (assign.py)
+            assignment.setitem(self, target, value, POISON)
         else:
-            raise UserError("assignment to this kind of target is not supported (arrays are "
-                            "immutable here)", self.span(target), "assign to plain names")
+            raise UserError("assignment to this kind of target is not supported",
+                            self.span(target), "assign to names, x[i] = v")
 
     # Expressions -------------------------------------------------------------
     def eval(self, expr: ast.expr) -> Any:
@@ -432,21 +437,15 @@ class Interpreter:
         return self.subscript(value, index, expr)
 
     def subscript(self, value: Any, index: Any, expr: ast.AST) -> Any:
-        parts = index if isinstance(index, tuple) else (index,)
-        for part in parts:
-            # a run-time int as an index is a gather (gather.py); as a slice bound, refused
-            bounds = (part.start, part.stop, part.step) if isinstance(part, slice) else ()
-            for bound in bounds:
-                if isinstance(bound, Node) and not bound.shape:
-                    raise UserError(f"an index must be known at compile time or be a dimension; "
-                                    f"this one is computed at run time from "
-                                    f"{run_time_origin(bound)}", self.span(expr),
-                                    "+, -, * of dimensions, and // or % by a constant")
+        # a run-time int as an index is a gather (gather.py); as a slice bound, a size the
+        # call computes (runtime_slices.py)
         if isinstance(value, Node):
             node, needs = subscript.index(value, index, self.span(expr))
             for need in needs:
                 if isinstance(need, subscript.Derived):
                     self.derived.append((need.name, need.length, need.step))
+                elif isinstance(need, RunTimeSlice):
+                    self.run_time.append(need)
                 else:
                     self.requirements.append(need)
             return node

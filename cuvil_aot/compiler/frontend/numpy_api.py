@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_aot.compiler.frontend import creation, einsum, gather, linalg, shapes
+from cuvil_aot.compiler.frontend import creation, einsum, gather, linalg, scans, shapes
 from cuvil_aot.compiler.frontend.handlers import FUNCTIONS as CORE_FUNCTIONS
 from cuvil_aot.compiler.frontend.handlers import METHODS as CORE_METHODS
 from cuvil_aot.compiler.frontend.handlers import PY_FUNCTIONS, Ctx
@@ -30,18 +30,20 @@ from cuvil_aot.compiler.ir.ops import Op
 from cuvil_aot.compiler.ir.types import Dim
 from cuvil_aot.errors import SourceSpan
 
-METHODS = {**CORE_METHODS, **creation.METHODS, **gather.METHODS, **shapes.METHODS}
+METHODS = {**CORE_METHODS, **creation.METHODS, **gather.METHODS, **shapes.METHODS,
+           **scans.METHODS}
 FUNCTIONS = {**CORE_FUNCTIONS, **creation.FUNCTIONS, **einsum.FUNCTIONS, **gather.FUNCTIONS,
-             **linalg.FUNCTIONS, **shapes.FUNCTIONS}
+             **linalg.FUNCTIONS, **shapes.FUNCTIONS, **scans.FUNCTIONS}
 
 SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/square/tanh/sin/"
                        "cos/abs/sign/floor/ceil/round/rint, sum/mean/max/min/prod/var/std/argmax/"
                        "argmin, matmul/dot/einsum/outer/linalg.norm, transpose/swapaxes/"
                        "moveaxis/reshape/expand_dims/concatenate/stack/split/pad, take/"
-                       "take_along_axis, arange/zeros/ones/full/empty/eye/tri/triu/tril")
+                       "take_along_axis, arange/zeros/ones/full/empty/eye/tri/triu/tril, "
+                       "cumsum/cumprod/sort/argsort/argpartition/partition")
 SUPPORTED_METHODS = ("sum, mean, max, min, prod, var, std, argmax, argmin, astype, reshape, "
-                     "transpose, swapaxes, clip, round, take, squeeze, T, shape, ndim, size, "
-                     "dtype")
+                     "transpose, swapaxes, clip, round, take, squeeze, cumsum, cumprod, "
+                     "argsort, argpartition, T, shape, ndim, size, dtype")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
+from cuvil_aot.compiler.frontend.int_matmul import reduced_matmul
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
 from cuvil_aot.compiler.frontend.values import apply, fold, is_symbolic, python_value, to_node
 from cuvil_aot.compiler.ir import construct as C
@@ -153,7 +154,8 @@ def _python_binary(name: str, left: Any, right: Any, span: SourceSpan) -> Node:
 
 
 def _power(base: Any, exponent: Any, span: SourceSpan) -> Node | None:
-    """x ** 2 -> square, x ** 0.5 -> sqrt: what NumPy's fast paths compute."""
+    """x ** 2 -> square, x ** 0.5 -> sqrt (NumPy's fast paths), float x ** 3 and x ** 4 as
+    products."""
     if not isinstance(base, Node) or isinstance(exponent, Node | bool):
         return None
     if is_int(base.dtype) and isinstance(exponent, int) and exponent < 0:
@@ -164,7 +166,19 @@ def _power(base: Any, exponent: Any, span: SourceSpan) -> Node | None:
         return apply(Op.MUL, [base, 1], span)
     if exponent == 0.5 and base.dtype.startswith("float"):
         return apply(Op.SQRT, [base], span)
+    if exponent in (3, 4) and base.dtype.startswith("float"):
+        # GELU's x ** 3: multiplications vectorize where pow is a libm call per element;
+        # within an ulp of pow, as float32 tolerances allow (NumPy's own pow is libm's)
+        square = apply(Op.SQUARE, [base], span)
+        return apply(Op.MUL, [square, base if exponent == 3 else square], span)
     return None
+
+
+def _whole(x: Node, axes: int) -> bool:
+    """Whether a slice keeps its first ``axes`` axes whole."""
+    starts, steps = x.attrs
+    return all(s == Dim.of(0) for s in starts[:axes]) and all(s == Dim.of(1)
+                                                               for s in steps[:axes])
 
 
 def _folded_batches(a: Node, b: Node, span: SourceSpan,
@@ -179,7 +193,21 @@ def _folded_batches(a: Node, b: Node, span: SourceSpan,
         out = checked(B.matmul, rows, b, span, span=span, notes=notes)
         return C.reshape(out, (*a.shape[:-1], out.shape[-1]), span)
 
+    nb = len(batch)
+
     def folded(x: Node) -> Node:
+        # k.transpose(0, 1, 3, 2) or k_cache[:, :, :t + 1]: fold the stored array, then
+        # swap or slice its matrices; a folded array is a view, a folded transpose or
+        # slice would be a copy
+        if C.same_shape(x.shape[:-2], batch) and x.op is Op.PERMUTE \
+                and x.attrs[0][:nb] == tuple(range(nb)):
+            return C.permute(folded(x.srcs[0]), (0, *(p - nb + 1 for p in x.attrs[0][nb:])),
+                             span)
+        if C.same_shape(x.shape[:-2], batch) and x.op is Op.SLICE \
+                and _whole(x, nb) and C.same_shape(x.srcs[0].shape[:nb], batch):
+            (starts, steps), inner = x.attrs, folded(x.srcs[0])
+            return B.slice_axes(inner, (Dim.of(0), *starts[nb:]), (Dim.of(1), *steps[nb:]),
+                                (inner.shape[0], *x.shape[nb:]), span)
         full = checked(B.broadcast_to, x, (*batch, *x.shape[-2:]), span, span=span)
         return C.reshape(full, (C.total(batch), *full.shape[-2:]), span)
 
@@ -207,7 +235,10 @@ def matmul(a: Node, b: Node, span: SourceSpan, a_span: SourceSpan, b_span: Sourc
         return C.cast(total, dtype, span)
     a2 = C.reshape(a, (1, a.shape[0]), span) if a.type.ndim == 1 else a
     b2 = C.reshape(b, (b.shape[0], 1), span) if b.type.ndim == 1 else b
-    if max(a2.type.ndim, b2.type.ndim) > 3:
+    reduced = reduced_matmul(a2, b2, span, notes)  # integers: int_matmul.py
+    if reduced is not None:
+        out = reduced
+    elif max(a2.type.ndim, b2.type.ndim) > 3:
         out = _folded_batches(a2, b2, span, notes)
     else:
         out = checked(B.matmul, a2, b2, span, span=span, notes=notes)

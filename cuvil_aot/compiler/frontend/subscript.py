@@ -5,7 +5,8 @@ Bounds known at compile time are checked now. Symbolic bounds that cannot be
 proven in range become run-time requirements (checked by the wrapper once
 the argument shapes are known), and a symbolic slice length that is no
 polynomial of the dimensions, ceil(length / step), becomes a derived symbol
-the wrapper computes.
+the wrapper computes. Bounds or steps that are ints known only at run time
+(``x[:, : t + 1]``) take Python's clamping, per call: runtime_slices.py.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from typing import Any
 import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
+from cuvil_aot.compiler.frontend import runtime_slices
 from cuvil_aot.compiler.frontend.gather import advanced
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import fold
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.run_time import RunTimeSlice
 from cuvil_aot.compiler.ir.types import Dim
 from cuvil_aot.errors import SourceSpan
 
@@ -36,7 +39,10 @@ class Derived:
     step: int
 
 
-def index(x: Node, idx: Any, span: SourceSpan) -> tuple[Node, list[Requirement | Derived]]:
+Need = Requirement | Derived | RunTimeSlice  # what a slice needs of the call
+
+
+def index(x: Node, idx: Any, span: SourceSpan) -> tuple[Node, list[Need]]:
     """Basic indexing: ints, slices (constant or symbolic bounds), None and ``...``.
 
     Symbolic bounds that cannot be proven in range become run-time requirements,
@@ -57,7 +63,7 @@ def index(x: Node, idx: Any, span: SourceSpan) -> tuple[Node, list[Requirement |
     at = next((i for i, item in enumerate(items) if item is Ellipsis), len(items))
     items[at:at + 1] = [slice(None)] * (x.type.ndim - used)
     starts, steps, sizes, out_shape = [], [], [], []
-    needs: list[Requirement | Derived] = []
+    needs: list[Need] = []
     axis = 0
     for item in items:
         if item is None:
@@ -80,7 +86,7 @@ def index(x: Node, idx: Any, span: SourceSpan) -> tuple[Node, list[Requirement |
 
 
 def _int_index(i: int | Dim, dim: Dim, span: SourceSpan,
-               needs: list[Requirement | Derived]) -> tuple[Dim, Dim, Dim]:
+               needs: list[Need]) -> tuple[Dim, Dim, Dim]:
     i = Dim.of(i)
     if i.is_static and dim.is_static:
         if not -dim.value <= i.value < dim.value:
@@ -93,8 +99,12 @@ def _int_index(i: int | Dim, dim: Dim, span: SourceSpan,
 
 
 def _slice_bounds(s: slice, dim: Dim, span: SourceSpan,
-                  needs: list[Requirement | Derived]) -> tuple[Dim, Dim, Dim]:
+                  needs: list[Need]) -> tuple[Dim, Dim, Dim]:
     bounds = [fold(v) for v in (s.start, s.stop, s.step)]
+    if runtime_slices.is_run_time(bounds):  # ints known at run time: runtime_slices.py
+        start, step_dim, size, record = runtime_slices.slice_bounds(bounds, dim, span)
+        needs.append(record)
+        return start, step_dim, size
     step = 1 if bounds[2] is None else bounds[2]
     if not isinstance(step, int) or step == 0:
         raise UserError("slice steps must be nonzero integer constants", span)
@@ -121,7 +131,7 @@ def _symbolic_bound(value: Any, dim: Dim, default: Dim) -> Dim:
     return dim + bound if bound.is_static and bound.value < 0 else bound
 
 
-def _ceil_div(length: Dim, step: int, needs: list[Requirement | Derived]) -> Dim:
+def _ceil_div(length: Dim, step: int, needs: list[Need]) -> Dim:
     size = length if step == 1 else (length + (step - 1)).exact_div(step)
     if size is not None:
         return size

@@ -14,15 +14,18 @@ class Kind(enum.Enum):
     ELEMENTWISE = "elementwise"  # one loop nest over `shape`
     ROW = "row"  # per row of the kept axes: reduction stages, then the roots
     GEMM = "gemm"  # a sum of matmuls with the roots computed in its epilogue
+    SCAN = "scan"  # per row of the kept axes, one sequential pass along the row (ops.SCANS)
 
 
 @dataclass(frozen=True, slots=True)
 class Dest:
-    """Where a root is stored: its own buffer, or a slice of a concatenation's."""
+    """Where a root is stored: its own buffer, a slice of a concatenation's, or a region of
+    an assignment's (``region``: (starts, steps) per axis, as Op.SETITEM's attrs)."""
 
     buffer: Node
     axis: int = -1
     offset: Dim = Dim.of(0)
+    region: tuple[tuple[Dim, ...], tuple[Dim, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

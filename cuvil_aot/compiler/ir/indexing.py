@@ -52,6 +52,16 @@ def zero(nloops: int) -> Affine:
     return Affine((ZERO,) * nloops)
 
 
+def unit_free(m: IndexMap, extents: Shape) -> IndexMap:
+    """``m`` with the loop variables of extent 1 dropped (they are always 0): two maps of
+    one element compare equal however their paths spelled a size-1 axis."""
+    units = [v for v, d in enumerate(extents) if d == ONE]
+    if not units:
+        return m
+    return tuple(Affine(tuple(ZERO if v in units else c for v, c in enumerate(a.coeffs)),
+                        a.const) for a in m)
+
+
 def is_unit_reshape(src: Shape, dst: Shape) -> bool:
     """True when a reshape only inserts or removes axes of static size 1."""
     return [d for d in src if d != ONE] == [d for d in dst if d != ONE]
@@ -77,11 +87,41 @@ def through(node: Node, m: IndexMap, nloops: int) -> IndexMap | None:
         return tuple(zero(nloops) if d == ONE and node.shape[k + off] != ONE else m[k + off]
                      for k, d in enumerate(src.shape))
     if node.op is Op.RESHAPE:
-        if not is_unit_reshape(src.shape, node.shape):
+        groups = split_groups(src.shape, node.shape)
+        if groups is None:
             return None
-        kept = iter(a for a, d in zip(m, node.shape) if d != ONE)
-        return tuple(zero(nloops) if d == ONE else next(kept) for d in src.shape)
+        return tuple(_joined(m, node.shape, group, nloops) for group in groups)
     raise ValueError(f"not a movement op: {node.op}")
+
+
+def split_groups(src: Shape, dst: Shape) -> list[list[int]] | None:
+    """For each axis of ``src``, the consecutive axes of ``dst`` it is split into (a reshape
+    that only splits axes or adds and removes 1s), or None when the reshape merges axes.
+
+    ``(B, T, 768) -> (B, T, 12, 64)`` gives ``[[0], [1], [2, 3]]``: axis 2 is read at
+    ``64 * i2 + i3``, an affine map, so such a reshape is a view of any strided operand."""
+    groups, k = [], 0
+    for d in src:
+        group, size = [], ONE
+        while size != d:
+            if k == len(dst):
+                return None
+            group.append(k)
+            size, k = size * dst[k], k + 1
+        groups.append(group)
+    return groups if all(d == ONE for d in dst[k:]) else None
+
+
+def _joined(m: IndexMap, dst: Shape, group: list[int], nloops: int) -> Affine:
+    """The source index of one split axis: the row-major combination of its parts."""
+    out, scale = zero(nloops), ONE
+    for k in reversed(group):
+        if dst[k] != ONE:
+            part = m[k].scaled(scale)
+            out = Affine(tuple(a + b for a, b in zip(out.coeffs, part.coeffs)),
+                         out.const + part.const)
+        scale = scale * dst[k]
+    return out
 
 
 def gather_map(node: Node, m: IndexMap, nloops: int) -> IndexMap:

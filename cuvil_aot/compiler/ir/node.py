@@ -67,11 +67,19 @@ class Function:
     requirements: tuple[tuple[Any, str], ...] = ()  # (dim that must be >= 0, why) at run time
     derived: tuple[tuple[str, Any, int], ...] = ()  # (symbol, length, step): ceil(length/step)
     assumptions: tuple[Any, ...] = ()  # construct.Assumption: dims assumed equal, checked
+    # assignment into arguments (frontend/assign.py): (output, parameter) pairs, each output
+    # stored in that argument's own array; the last `hidden` outputs are not returned; and
+    # (symbol, 0-d int node, size, axis): a run-time int index, wrapped and checked at the call
+    inplace: tuple[tuple[int, int], ...] = ()
+    hidden: int = 0
+    indices: tuple[tuple[str, Any, Any, int], ...] = ()
+    run_time: tuple[Any, ...] = ()  # run_time.RunTimeSlice: symbols from run-time ints
 
     def replace(self, **changes: Any) -> Function:
         fields = {f: getattr(self, f) for f in ("name", "params", "param_nodes", "outputs",
                                                 "returns_tuple", "groups", "refused",
-                                                "requirements", "derived", "assumptions")}
+                                                "requirements", "derived", "assumptions",
+                                                "run_time", "inplace", "hidden", "indices")}
         fields.update(changes)
         return Function(**fields)
 

@@ -81,6 +81,18 @@ class Op(enum.Enum):
     # out of range raising IndexError at the call (NumPy's message names user_axes[k];
     # take: np.take's, which has its own for an empty axis)
     GATHER = enum.auto()
+    # assignment into a region (x[idx] = v, NumPy's __setitem__): srcs (old, value), attrs
+    # (starts, steps) per axis, Dims; the result is old with old[starts[a] + k * steps[a]
+    # for k < value.shape[a], per axis a] replaced by value (of old's dtype and rank: an int
+    # index is an axis of size 1). Fusion writes it in place (passes/inplace.py)
+    SETITEM = enum.auto()
+    # along axis attrs[0], one sequential pass per row (frontend/scans.py): running sum or
+    # product (in the result dtype; the source is cast to it), a stable sort with NaNs last,
+    # or its permutation (int64); the result has the source's shape
+    CUMSUM = enum.auto()
+    CUMPROD = enum.auto()
+    SORT = enum.auto()
+    ARGSORT = enum.auto()
 
 
 UNARY = frozenset({Op.NEG, Op.ABS, Op.SIGN, Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.SQRT,
@@ -92,6 +104,7 @@ COMPARE = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
 ELEMENTWISE = UNARY | BINARY | {Op.WHERE}
 REDUCE = frozenset({Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ARGMAX, Op.ARGMIN})
 MOVEMENT = frozenset({Op.PERMUTE, Op.SLICE, Op.BROADCAST, Op.RESHAPE})
+SCANS = frozenset({Op.CUMSUM, Op.CUMPROD, Op.SORT, Op.ARGSORT})  # a kernel of whole rows
 
 # The NumPy meaning of each computing op: it fixes the result dtype (through
 # NumPy's own type resolution, see frontend.builder) and is the test reference.
@@ -107,4 +120,5 @@ NUMPY: dict[Op, Callable[..., Any]] = {
     Op.AND: np.bitwise_and, Op.OR: np.bitwise_or, Op.XOR: np.bitwise_xor, Op.WHERE: np.where,
     Op.SUM: np.sum, Op.PROD: np.prod, Op.MAX: np.max, Op.MIN: np.min,
     Op.ARGMAX: np.argmax, Op.ARGMIN: np.argmin, Op.MATMUL: np.matmul,
+    Op.CUMSUM: np.cumsum, Op.CUMPROD: np.cumprod, Op.SORT: np.sort, Op.ARGSORT: np.argsort,
 }

@@ -25,6 +25,7 @@ def format_function(fn: Function) -> str:
     lines += [f"  # requires {expr} >= 0" for expr, _ in fn.requirements]
     lines += [f"  # {name} = ceil(({length}) / {step})" for name, length, step in fn.derived]
     lines += [f"  # assumes {a.left} == {a.right}" for a in fn.assumptions]
+    lines += [f"  # {r}" for r in fn.run_time]
     count = 0
     for node in toposort(fn.outputs):
         if node.op is Op.PARAM:
@@ -59,6 +60,8 @@ def format_group(index: int, group: Group, names: dict[int, str]) -> str:
     for root, dest in zip(group.roots, group.dests):
         target = "" if dest.buffer is root else f" -> {name(dest.buffer)}[axis {dest.axis} " \
                                                  f"+{dest.offset}]"
+        if dest.region is not None:  # an assignment's region: starts, steps
+            target = f" -> {name(dest.buffer)}[{_attr(dest.region[0])} by {_attr(dest.region[1])}]"
         stores.append(name(root) + target)
     parts.append("stores " + ", ".join(stores))
     return ", ".join(parts)

@@ -37,10 +37,18 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from cuvil_aot.compiler.ir.group import Dest, Group, Kind, LoopSpace
-from cuvil_aot.compiler.ir.indexing import IndexMap, gather_map, identity, through, var_map
+from cuvil_aot.compiler.ir.indexing import (
+    IndexMap,
+    gather_map,
+    identity,
+    through,
+    unit_free,
+    var_map,
+)
 from cuvil_aot.compiler.ir.node import Function, Node, toposort, users
-from cuvil_aot.compiler.ir.ops import ELEMENTWISE, MOVEMENT, REDUCE, Op
+from cuvil_aot.compiler.ir.ops import ELEMENTWISE, MOVEMENT, REDUCE, SCANS, Op
 from cuvil_aot.compiler.ir.types import Dim, shape_str
+from cuvil_aot.compiler.passes import inplace
 
 log = logging.getLogger("cuvil_aot.fusion")
 
@@ -75,16 +83,20 @@ def describe(node: Node) -> str:
 
 
 def run(fn: Function) -> Function:
+    fn, copies = inplace.prepare(fn)  # assignments: written in place (inplace.py)
     fn = _distinct_outputs(fn)
     plan = Plan(fn, toposort(fn.outputs), {})
     plan.uses = users(plan.nodes)
     for out in fn.outputs:
         plan.add_buffer(out, "function output")
+    for copy in copies:
+        plan.add_buffer(copy, "an argument's value before an assignment into it")
     _required_buffers(plan)
     _gemm_groups(plan)
     walks = _settle_loop_spaces(plan)
     groups = _merge(plan, walks)
-    return fn.replace(groups=tuple(_order(groups)), refused=tuple(plan.refused))
+    after = inplace.order_after(plan, groups)
+    return fn.replace(groups=tuple(_order(groups, after)), refused=tuple(plan.refused))
 
 
 def _distinct_outputs(fn: Function) -> Function:
@@ -115,13 +127,19 @@ def _required_buffers(plan: Plan) -> None:
     for node in plan.nodes:
         if node.op is Op.CONCAT:
             plan.add_buffer(node, "concatenation")
+        elif node.op is Op.SETITEM and not inplace.is_link(plan, node):
+            plan.add_buffer(node, "assignment (its kernels write in place)")
         elif node.op is Op.IOTA:  # a 1-D ramp of its own; its users read it as a view
             plan.add_buffer(node, "index ramp (np.arange)")
+        elif node.op in SCANS:  # its kernel owns whole rows; its users read its buffer
+            plan.add_buffer(node, "scan or sort (a kernel of whole rows)")
         elif node.op is Op.GATHER and not gathers_in_place(node.srcs[0]):
             plan.add_buffer(node.srcs[0], "gathered table (read at data-dependent positions)")
         elif node.op is Op.MATMUL:
             for operand in node.srcs:
                 base, regroups = strip_views(operand)
+                if regroups and _views_a_buffer(operand):
+                    continue  # the regrouped source is a buffer (the rule below): a view
                 if base.op is not Op.PARAM or regroups:  # a constant is stored as viewed
                     plan.add_buffer(operand if regroups or base.op is Op.CONST else base,
                                     "matmul operand")
@@ -130,6 +148,21 @@ def _required_buffers(plan: Plan) -> None:
             src = node.srcs[0]
             if src.op is not Op.PARAM:
                 plan.add_buffer(src, "source of a reshape that regroups elements")
+
+
+def _views_a_buffer(operand: Node) -> bool:
+    """Whether a matmul operand is strided views (permutes, slices, splits) of a regrouping
+    reshape of a computed value or a parameter: the value is a contiguous buffer (the
+    reshape rule), the parameter is made C-contiguous by the call (a copy only where the
+    caller's array is not), so the GEMM reads it in place (``(q @ k).reshape(B * H, T, T)``
+    costs no copy)."""
+    node = operand
+    while node.op in MOVEMENT:
+        if node.op is Op.RESHAPE and through(node, identity(len(node.shape)),
+                                              len(node.shape)) is None:
+            return node.srcs[0].op is not Op.CONST
+        node = node.srcs[0]
+    return False
 
 
 def gathers_in_place(table: Node) -> bool:
@@ -197,9 +230,10 @@ def _settle_loop_spaces(plan: Plan) -> dict[int, Walk]:
                 roots, _, accumulators = plan.gemms[plan.gemm_of[id(root)]]
                 walk = Walk(LoopSpace(root.shape))
                 changed |= _walk(plan, root, walk, gemm=accumulators, inline=roots)
-            elif root.op is Op.CONCAT:
+            elif root.op in (Op.CONCAT, Op.SETITEM):
                 walk = Walk(LoopSpace(root.shape))
-                changed |= _settle_parts(plan, root)
+                changed |= _settle_parts(plan, root.srcs if root.op is Op.CONCAT
+                                         else inplace.parts(plan, root))
             else:
                 walk = Walk(_loop_space(plan, root))
                 changed |= _walk(plan, root, walk)
@@ -208,12 +242,12 @@ def _settle_loop_spaces(plan: Plan) -> dict[int, Walk]:
             return walks
 
 
-def _settle_parts(plan: Plan, concat: Node) -> bool:
+def _settle_parts(plan: Plan, parts: tuple[Node, ...]) -> bool:
     """Each part of a concatenation is computed in a loop over its own shape, straight
     into its slice of the result: one that cannot be (a matmul, a reduction) gets a
     buffer of its own, copied in; what a part reads that cannot run inline does too."""
     changed = False
-    for part in concat.srcs:
+    for part in parts:
         if part.op not in ELEMENTWISE and part.op not in MOVEMENT:
             changed |= plan.add_buffer(part, "a part of a concatenation computed apart")
         elif id(part) not in plan.buffers:
@@ -224,6 +258,8 @@ def _settle_parts(plan: Plan, concat: Node) -> bool:
 def _loop_space(plan: Plan, root: Node) -> LoopSpace:
     if root.op in REDUCE:
         return LoopSpace(root.srcs[0].shape, root.attrs[0])
+    if root.op in SCANS:  # rows along its axis, its source computed inline
+        return LoopSpace(root.shape, (root.attrs[0],))
     for red in _reductions_reached(plan, root):
         space = LoopSpace(red.srcs[0].shape, red.attrs[0])
         if space.natural_map(root) is not None and _reaches_per_row(plan, root, red, space):
@@ -282,7 +318,9 @@ def _walk(plan: Plan, root: Node, walk: Walk, gemm: tuple[Node, ...] = (),
             stack.extend((s, m[axis:axis + n], False) for s in node.srcs[1:])
         elif node.op in REDUCE:
             fits = (space.reduce_axes and node.attrs[0] == space.reduce_axes
-                    and node.srcs[0].shape == space.shape and m == per_row)
+                    and node.srcs[0].shape == space.shape
+                    and unit_free(m, space.shape) == unit_free(per_row, space.shape)
+                    and root.op not in SCANS)  # a scan kernel runs no reduction stages
             if fits:
                 if not any(s is node for s in walk.stages):
                     walk.stages.append(node)
@@ -324,11 +362,12 @@ def _merge(plan: Plan, walks: dict[int, Walk]) -> list[Group]:
             for other_root in plan.gemms[plan.gemm_of[id(root)]][0]:
                 parent[find(owner[id(other_root)])] = find(i)
             continue
-        if root.op is Op.CONCAT:
+        if root.op in (Op.CONCAT, Op.SETITEM) or root.op in SCANS:
             continue
         for leaf, m in walk.loads:
             j = owner.get(id(leaf))
-            if j is None or id(leaf) in plan.gemm_of or leaf.op in (Op.CONCAT, Op.IOTA):
+            if j is None or id(leaf) in plan.gemm_of or leaf.op in (Op.CONCAT, Op.IOTA) \
+                    or leaf.op in SCANS or leaf.op is Op.SETITEM:
                 continue
             other = walks[id(leaf)]
             if other.space == walk.space and walk.space.natural_map(leaf) == m \
@@ -372,6 +411,8 @@ def _make_groups(plan: Plan, roots: list[Node], walks: dict[int, Walk]) -> list[
                       accumulators=accumulators)]
     if first.op is Op.CONCAT:
         return _concat_groups(plan, first)
+    if first.op is Op.SETITEM:
+        return inplace.groups(plan, first)
     space = walks[id(first)].space
     stages: list[Node] = []
     for r in roots:
@@ -380,6 +421,8 @@ def _make_groups(plan: Plan, roots: list[Node], walks: dict[int, Walk]) -> list[
                 stages.append(s)
     stages.sort(key=lambda n: plan.nodes.index(n))
     kind = Kind.ROW if space.reduce_axes else Kind.ELEMENTWISE
+    if first.op in SCANS:
+        kind = Kind.SCAN
     return [Group(kind, space, tuple(roots), tuple(Dest(r) for r in roots), tuple(stages))]
 
 
@@ -396,15 +439,16 @@ def _concat_groups(plan: Plan, node: Node) -> list[Group]:
     return groups
 
 
-def _order(groups: list[Group]) -> list[Group]:
-    """Groups sorted so that every buffer is written before it is read."""
+def _order(groups: list[Group], after: dict[int, set[int]]) -> list[Group]:
+    """Groups sorted so that every buffer is written before it is read (and each after the
+    groups ``after`` names)."""
     writer: dict[int, list[int]] = {}
     for i, g in enumerate(groups):
         for d in g.dests:
             writer.setdefault(id(d.buffer), []).append(i)
     deps: list[set[int]] = []
     for i, g in enumerate(groups):
-        needed: set[int] = set()
+        needed: set[int] = set(after.get(i, ()))
         for node in toposort(g.roots + g.terms):
             for j in writer.get(id(node), []):
                 if j != i and not any(node is r for r in g.roots):

@@ -1,0 +1,89 @@
+"""SCAN kernels in C: per row of the kept axes, one sequential pass along the row's axis.
+
+A running sum or product (np.cumsum, np.cumprod) adds each element's value, computed
+inline from the group's source expression, to an accumulator of the result dtype and
+stores it: NumPy's ``add.accumulate`` order, so float results round as NumPy's do. A
+sort (np.sort, np.argsort) loads the row's keys into scratch, sorts their positions
+stably with NaNs last (native rowsort.h), then stores the keys or the positions.
+"""
+
+from __future__ import annotations
+
+from cuvil_aot.compiler.codegen import ops_c
+from cuvil_aot.compiler.codegen.c_loops import decompose, extent
+from cuvil_aot.compiler.codegen.kernel_emitter import Body, KernelEmitter
+from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.ir.indexing import identity
+from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.ops import SCANS, Op
+from cuvil_aot.errors import InternalCompilerError
+
+INCLUDE = '#include "cuvil_aot/rowsort.h"'
+INIT = {Op.CUMSUM: "0", Op.CUMPROD: "1"}
+SYMBOL = {Op.CUMSUM: "+", Op.CUMPROD: "*"}
+BOOLEAN = {Op.CUMSUM: "|", Op.CUMPROD: "&"}  # NumPy's add and multiply of bools
+
+
+def scan_root(em: KernelEmitter) -> tuple[Node, int]:
+    """The group's one root (a node of ops.SCANS) and the loop variable along its rows."""
+    group = em.group
+    if len(group.roots) != 1 or group.roots[0].op not in SCANS \
+            or len(group.space.reduce_axes) != 1:
+        raise InternalCompilerError(f"{em.k.name}: a scan kernel has one scan root")
+    return group.roots[0], group.space.reduce_axes[0]
+
+
+def combine(op: Op, dtype: str, acc: str, value: str) -> str:
+    """``acc`` op ``value`` in ``dtype`` as NumPy computes one step of the scan: integers
+    wrap (computed unsigned: C's signed overflow is undefined), float16 rounds each step."""
+    fam = ops_c.FAMILY[dtype]
+    if fam == "b":
+        return f"({acc} {BOOLEAN[op]} {value})"
+    if fam in ops_c.INTEGERS:
+        return f"({ops_c.CTYPE[dtype]})((uint64_t)({acc}) {SYMBOL[op]} (uint64_t)({value}))"
+    step = f"({acc} {SYMBOL[op]} {value})"
+    return ops_c.cast(step, "float32", "float16") if dtype == "float16" else step
+
+
+def scan_body(em: KernelEmitter, w: Writer) -> None:
+    """The kernel's rows [t0, t1): a running sum or product, or a sort."""
+    root, axis = scan_root(em)
+    kept = list(em.group.space.kept_axes)
+    if root.op in (Op.CUMSUM, Op.CUMPROD):
+        _running(em, w, root, axis, kept)
+    else:
+        _sorted(em, w, root, axis, kept)
+
+
+def _running(em: KernelEmitter, w: Writer, root: Node, axis: int, kept: list[int]) -> None:
+    m = identity(em.nloops)
+    ctype = ops_c.CTYPE[root.dtype]
+    with w.block("for (int64_t t = t0; t < t1; t++)"):
+        decompose(em, w, kept, "t")
+        w.line(f"{ctype} acc = {INIT[root.op]};")
+        with w.block(f"for (int64_t i{axis} = 0; i{axis} < {extent(em, axis)}; i{axis}++)"):
+            body = Body(w, False, axis)
+            value = em.expr(root.srcs[0], m, body)
+            w.line(f"acc = {combine(root.op, root.dtype, 'acc', value)};")
+            em.store(root, em.group.dests[0], m, "acc", body)
+
+
+def _sorted(em: KernelEmitter, w: Writer, root: Node, axis: int, kept: list[int]) -> None:
+    m = identity(em.nloops)
+    src = root.srcs[0]
+    ktype, fam = ops_c.CTYPE[src.dtype], ops_c.FAMILY[src.dtype]
+    n = extent(em, axis)
+    loop = f"for (int64_t i{axis} = 0; i{axis} < {n}; i{axis}++)"
+    w.line(f"const int64_t len = {n};")
+    w.line(f"{ktype} *keys = ({ktype} *)cv_row_scratch((size_t)len * sizeof *keys);")
+    w.line("int64_t *perm = (int64_t *)cv_row_scratch(2 * (size_t)len * sizeof *perm);")
+    with w.block("for (int64_t t = t0; t < t1; t++)"):
+        decompose(em, w, kept, "t")
+        with w.block(loop):
+            w.line(f"keys[i{axis}] = {em.expr(src, m, Body(w, False, axis))};")
+        w.line(f"cv_argsort_{fam}(keys, perm, perm + len, len);")
+        with w.block(loop):
+            value = f"keys[perm[i{axis}]]" if root.op is Op.SORT else f"perm[i{axis}]"
+            em.store(root, em.group.dests[0], m, value, Body(w, False, axis))
+    w.line("free(keys);")
+    w.line("free(perm);")

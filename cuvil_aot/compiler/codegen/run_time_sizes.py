@@ -1,0 +1,99 @@
+"""Sizes the match function computes per call, once the argument shapes bind the symbols:
+ceil(length / step) (``Function.derived``: a strided slice, a floor division of a
+size, an inferred -1) and the start, length and step of a slice with run-time bounds
+(``Function.run_time``, ir/run_time.py), as Python's ``slice.indices`` computes them.
+
+One may read another's symbol (``x[:, :t][:, ::2]``, ``x[::2][t:]``), so they are
+computed in the order their symbols allow. Before (IR) and after (C)::
+
+    # run1a2b_start, run1a2b_len = slice(:add:int64(%t,1:int64):1) of S
+
+    {
+        const int64_t h0 = c->arg_t; ... const int64_t h2 = (h0 + h1);
+        Py_ssize_t step = 1;
+        Py_ssize_t start = 0, stop = (Py_ssize_t)h2;
+        const Py_ssize_t len = PySlice_AdjustIndices((Py_ssize_t)S_S, &start, &stop, step);
+        S_run1a2b_start = len > 0 ? start : 0;
+        S_run1a2b_len = len;
+    }
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cuvil_aot.compiler.codegen import host_scalars, ops_c
+from cuvil_aot.compiler.codegen.compiled import Compiled
+from cuvil_aot.compiler.codegen.shape_checks import checked
+from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.run_time import RunTimeSlice
+from cuvil_aot.compiler.ir.types import Dim
+
+
+def emit(w: Writer, comp: Compiled) -> list[Dim]:
+    """Computes every derived and run-time symbol of ``comp`` into its ``S_*`` local;
+    returns the dimensions computed overflow-checked (into ``ovf``)."""
+    fn = comp.fn
+    entries: list[Any] = list(fn.derived) + list(fn.run_time)
+    made = {name for name, _, _ in fn.derived} | {s for r in fn.run_time for s in r.defines}
+    bound = set(comp.symbols) - made
+    computed: list[Dim] = []
+    done: set[str] = set()
+    while entries:
+        ready = next((e for e in entries if _uses(e) <= bound), entries[0])
+        entries.remove(ready)
+        if isinstance(ready, RunTimeSlice):
+            if ready.key not in done:
+                _slice(w, ready)
+                computed.append(ready.dim)
+            done.add(ready.key)
+            bound |= set(ready.defines)
+            continue
+        name, length, step = ready
+        with w.block(""):
+            w.line(f"const int64_t len = {checked(length)};")
+            w.line(f"S_{name} = len > 0 ? len / {step} + (len % {step} != 0) : 0;")
+        computed.append(length)
+        bound.add(name)
+    return computed
+
+
+def _uses(entry: Any) -> frozenset[str]:
+    if isinstance(entry, RunTimeSlice):
+        return entry.uses
+    return entry[1].symbols  # type: ignore[no-any-return]
+
+
+def _slice(w: Writer, r: RunTimeSlice) -> None:
+    """``slice(start, stop, step).indices(n)`` and its length, as CPython computes them
+    (PySlice_Unpack's defaults and step clamp, then PySlice_AdjustIndices)."""
+    with w.block(""):
+        w.line(f"/* {str(r).replace('*/', '* /')} */")
+        nodes = [b for b in (r.start, r.stop, r.step) if isinstance(b, Node)]
+        names = host_scalars.locals_of(w, nodes)
+
+        def value(n: Node) -> str:
+            return f"(Py_ssize_t){ops_c.cast(names[id(n)], n.dtype, 'int64')}"
+
+        if isinstance(r.step, Node):
+            w.line(f"Py_ssize_t step = {value(r.step)};")
+            with w.block("if (step == 0)"):
+                w.line('PyErr_SetString(PyExc_ValueError, "slice step cannot be zero");')
+                w.line("return -1;")
+            w.line("if (step < -PY_SSIZE_T_MAX) step = -PY_SSIZE_T_MAX;")
+            first, last = "(step < 0 ? PY_SSIZE_T_MAX : 0)", "(step < 0 ? PY_SSIZE_T_MIN : " \
+                "PY_SSIZE_T_MAX)"
+        else:
+            w.line(f"Py_ssize_t step = {r.step};")
+            first, last = ("0", "PY_SSIZE_T_MAX") if r.step > 0 else \
+                ("PY_SSIZE_T_MAX", "PY_SSIZE_T_MIN")
+        start = first if r.start is None else value(r.start)
+        stop = last if r.stop is None else value(r.stop)
+        w.line(f"Py_ssize_t start = {start}, stop = {stop};")
+        w.line(f"const Py_ssize_t len = PySlice_AdjustIndices((Py_ssize_t){checked(r.dim)}, "
+               "&start, &stop, step);")
+        w.line(f"S_{r.start_symbol} = len > 0 ? start : 0;")
+        w.line(f"S_{r.size_symbol} = len;")
+        if r.step_symbol is not None:
+            w.line(f"S_{r.step_symbol} = step;")

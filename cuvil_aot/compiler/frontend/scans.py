@@ -1,0 +1,148 @@
+"""Scans and sorts: ``np.cumsum``, ``np.cumprod``, ``np.sort``, ``np.argsort``,
+``np.argpartition``, ``np.partition`` and their method forms.
+
+Each becomes one node of ``ops.SCANS`` along one axis (``axis=None``: of the array
+flattened, as NumPy), whose kernel owns whole rows (codegen c_scan.py, cuda_scan.py).
+A running sum or product has NumPy's result dtype (``np.cumsum`` of bool and of small
+ints is int64, of uint8 uint64, of a float its own; ``dtype=`` picks another) and
+computes in it, the source cast to it first, as NumPy's ``add.accumulate``. A sort is
+stable with NaNs last, so ``argsort`` equals NumPy's ``kind="stable"`` and every other
+kind's contract holds; a partition is a sort, which satisfies every ``kth``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from cuvil_aot.compiler.frontend import builder as B
+from cuvil_aot.compiler.frontend.handlers import Ctx, Handler
+from cuvil_aot.compiler.frontend.user_error import UserError, checked
+from cuvil_aot.compiler.frontend.values import dtype_arg, fold, is_symbolic, to_node
+from cuvil_aot.compiler.ir import construct as C
+from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.ops import Op
+from cuvil_aot.compiler.ir.types import Dim, TensorType, is_int
+
+SORT_KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
+ACCUMULATE: dict[Op, Callable[..., Any]] = {Op.CUMSUM: np.cumsum, Op.CUMPROD: np.cumprod}
+
+
+def _flat(x: Node, ctx: Ctx) -> Node:
+    return checked(C.reshape, x, (C.total(x.shape),), ctx.span, span=ctx.span)
+
+
+def _along(x: Node, axis: Any, ctx: Ctx) -> tuple[Node, int]:
+    """``x`` and the axis a scan runs along: ``axis=None`` flattens ``x`` first."""
+    if axis is None:
+        return _flat(x, ctx), 0
+    axis = fold(axis)
+    if isinstance(axis, bool) or not isinstance(axis, int | np.integer):
+        raise UserError("axis must be an int known at compile time or None", ctx.span,
+                        "axis=-1 (a constant), or axis=None for the flattened array")
+    return x, checked(B.normalize_axes, (int(axis),), x.type.ndim, span=ctx.span)[0]
+
+
+def _scan_node(op: Op, x: Node, axis: int, dtype: str, ctx: Ctx) -> Node:
+    return Node(op, TensorType(dtype, x.shape), (x,), attrs=(axis,), span=ctx.span)
+
+
+# Running sums and products ---------------------------------------------------------------
+
+def _accumulate(op: Op) -> Handler:
+    """np.cumsum / np.cumprod (and the methods): NumPy's result dtype, computed in it."""
+    def handler(ctx: Ctx, a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Node:
+        name = ACCUMULATE[op].__name__
+        if out is not None:
+            raise UserError(f"{name}(out=...) is not supported", ctx.span,
+                            f"y = np.{name}(x, axis) (a new array)")
+        x = to_node(a, ctx.span)
+        want = None if dtype is None else dtype_arg(dtype, ctx.span)
+        result = ACCUMULATE[op](np.zeros(1, x.dtype), dtype=want).dtype.name  # in DTYPES
+        if x.type.ndim == 0:  # NumPy scans a 0-d array as its one element (axis 0 or -1)
+            x = C.reshape(x, (1,), ctx.span)
+        x, ax = _along(x, axis, ctx)
+        return _scan_node(op, C.cast(x, result, ctx.span), ax, result, ctx)
+    return handler
+
+
+# Sorts -------------------------------------------------------------------------------
+
+def _sort_source(ctx: Ctx, a: Any, axis: Any, kind: Any, order: Any,
+                 stable: Any) -> tuple[Node, int]:
+    if order is not None:
+        raise UserError("order= (the fields of a structured array) is not supported", ctx.span,
+                        "sort a plain array")
+    if kind not in SORT_KINDS:
+        raise UserError(f"sort kind must be one of 'quicksort', 'mergesort', 'heapsort' or "
+                        f"'stable' (got {kind!r})", ctx.span,
+                        "leave kind out: the sort is stable, which satisfies every kind")
+    if stable is not None and kind is not None:
+        raise UserError("`kind` and keyword parameters can't be provided at the same time. "
+                        "Use only one of them.", ctx.span)
+    if stable not in (None, True, False):
+        raise UserError("stable= must be True, False or None", ctx.span)
+    return _along(to_node(a, ctx.span), axis, ctx)
+
+
+def sort(ctx: Ctx, a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
+         stable: Any = None) -> Node:
+    x, ax = _sort_source(ctx, a, axis, kind, order, stable)
+    return _scan_node(Op.SORT, x, ax, x.dtype, ctx)
+
+
+def argsort(ctx: Ctx, a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
+            stable: Any = None) -> Node:
+    x, ax = _sort_source(ctx, a, axis, kind, order, stable)
+    return _scan_node(Op.ARGSORT, x, ax, "int64", ctx)
+
+
+def method_sort(ctx: Ctx, a: Node, axis: Any = -1, kind: Any = None, order: Any = None, *,
+                stable: Any = None) -> Node:
+    raise UserError("x.sort() sorts the array in place, which is not supported", ctx.span,
+                    "x = np.sort(x, axis=-1) (a sorted copy)")
+
+
+def _check_kth(kth: Any, n: Dim, ctx: Ctx) -> None:
+    """NumPy's checks of a partition index: an int (or ints) in range of the axis. A
+    run-time int, or a symbolic axis, is not checked: the result is fully sorted, so it
+    satisfies the contract of any kth in range."""
+    items = list(kth) if isinstance(kth, tuple | list) else [kth]
+    for k in items:
+        k = fold(k)
+        if isinstance(k, bool | np.bool_):
+            raise UserError("Booleans unacceptable as partition index", ctx.span)
+        if isinstance(k, Node) and not k.shape and is_int(k.dtype) or is_symbolic(k):
+            continue
+        if isinstance(k, Node) or not isinstance(k, int | np.integer):
+            raise UserError("Partition index must be integer", ctx.span,
+                            "kth as an int, a negative int (-k) or an int parameter")
+        size = fold(C.resolved(n))
+        if isinstance(size, int) and not -size <= int(k) < size:
+            raise UserError(f"kth(={int(k) + size if k < 0 else int(k)}) out of bounds "
+                            f"({size})", ctx.span)
+
+
+def _partition(op: Op) -> Handler:
+    """np.argpartition / np.partition: a stable sort, a valid partition for every kth."""
+    def handler(ctx: Ctx, a: Any, kth: Any, axis: Any = -1, kind: Any = "introselect",
+                order: Any = None) -> Node:
+        if kind != "introselect":
+            raise UserError(f"select kind must be 'introselect' (got {kind!r})", ctx.span)
+        x, ax = _sort_source(ctx, a, axis, None, order, None)
+        _check_kth(kth, x.shape[ax], ctx)
+        return _scan_node(op, x, ax, "int64" if op is Op.ARGSORT else x.dtype, ctx)
+    return handler
+
+
+FUNCTIONS: dict[Any, Handler] = {
+    np.cumsum: _accumulate(Op.CUMSUM), np.cumprod: _accumulate(Op.CUMPROD),
+    np.sort: sort, np.argsort: argsort,
+    np.argpartition: _partition(Op.ARGSORT), np.partition: _partition(Op.SORT),
+}
+METHODS: dict[str, Handler] = {
+    "cumsum": _accumulate(Op.CUMSUM), "cumprod": _accumulate(Op.CUMPROD),
+    "argsort": argsort, "argpartition": _partition(Op.ARGSORT), "sort": method_sort,
+}
