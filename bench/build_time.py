@@ -1,6 +1,7 @@
 """What nvcc adds to a first build: a fresh process's first import of examples/models.py
-through the import hook (empty cache) with CUVIL_AOT_CUDA_ARCHS none, sm_90, unset (the
-GPUs this machine's driver reports: CPU only where there is none) and the wheel's list;
+and of bench/encoder.py (a 6-layer encoder module) through the import hook (empty cache)
+with CUVIL_AOT_CUDA_ARCHS none, sm_90, unset (the GPUs this machine's driver reports: CPU
+only where there is none) and the wheel's list;
 then nvcc's own phases (`--time`) on that module's generated CUDA source for sm_90
 (bench/gpu/gen_models.cuh), and the same source with the tensor-core GEMM entries
 emptied, for their share. Needs nvcc; no GPU.
@@ -33,12 +34,14 @@ t = time.perf_counter()
 import models
 print(time.perf_counter() - t)
 """
+MODULES = {"examples/models.py": ROOT / "examples" / "models.py",
+           "bench/encoder.py": ROOT / "bench" / "encoder.py"}
 
 
-def first_import_s(archs: str | None) -> float:
-    """Seconds of the first `import models` in a fresh process with an empty cache."""
+def first_import_s(module: Path, archs: str | None) -> float:
+    """Seconds of the first import of ``module`` in a fresh process with an empty cache."""
     work = Path(tempfile.mkdtemp())
-    (work / "models.py").write_text((ROOT / "examples" / "models.py").read_text())
+    (work / "models.py").write_text(module.read_text())
     env = {**os.environ, "CUVIL_AOT_CACHE_DIR": str(work / "cache"),
            "PYTHONPATH": os.pathsep.join([str(ROOT), str(work)])}
     env.pop("CUVIL_AOT_CUDA_ARCHS", None)
@@ -78,11 +81,12 @@ def main() -> None:
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {cpu}, "
           f"{os.cpu_count()} cores; {nvcc.strip().splitlines()[-1]}")
     wheel = ",".join(DEFAULT_ARCHS)
-    for label, archs in (("none (CPU only)", "none"), ("sm_90", "sm_90"),
-                         ("unset (this machine's GPUs)", None),
-                         (f"{wheel} (the wheel's list)", wheel)):
-        print(f"first import of examples/models.py, CUVIL_AOT_CUDA_ARCHS={label}: "
-              f"{first_import_s(archs):.2f} s", flush=True)
+    for name, module in MODULES.items():
+        for label, archs in (("none (CPU only)", "none"), ("sm_90", "sm_90"),
+                             ("unset (this machine's GPUs)", None),
+                             (f"{wheel} (the wheel's list)", wheel)):
+            print(f"first import of {name}, CUVIL_AOT_CUDA_ARCHS={label}: "
+                  f"{first_import_s(module, archs):.2f} s", flush=True)
     source = SOURCE.read_text()
     for label, text in (("as generated", source), ("tensor-core entries emptied",
                                                    without_tc(source))):

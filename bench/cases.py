@@ -8,6 +8,11 @@ from dataclasses import dataclass
 import numpy as np
 
 Shape = tuple[int, ...]
+CORE = ("cuvil_aot", "NumPy", "numexpr", "Numba", "PyTorch eager", "torch.compile",
+        "ONNX Runtime")
+TRANSFORMER = ("cuvil_aot", "NumPy", "PyTorch eager", "torch.compile", "ONNX Runtime",
+               "ONNX Runtime fused")
+COMPETITORS = tuple(dict.fromkeys(CORE + TRANSFORMER))
 
 
 @dataclass(frozen=True)
@@ -16,8 +21,10 @@ class Case:
     title: str
     model: str
     """the function's name, in ``module`` and in every impl_*.py"""
-    inputs: tuple[tuple[Shape, float], ...]
-    """(shape, scale) of each float32 input, drawn from a normal distribution"""
+    inputs: tuple[tuple, ...]
+    """(shape, scale[, kind]) of each float32 input: kind "normal" (the default) draws
+    scale * N(0, 1); "ones" 1 + scale * N(0, 1) (LayerNorm gammas); "mask" a 0/1 padding
+    mask (B, T) (see ``padding_mask``)"""
     outputs: tuple[Shape, ...]
     flops: float
     target: str
@@ -31,15 +38,46 @@ class Case:
     """fewer timed repeats"""
     parallel: bool = False
     """Numba with parallel=True"""
+    group: str = "core"
+    """the report's section; ``run.py --cases GROUP`` selects a whole group"""
+    competitors: tuple[str, ...] = CORE
+    """the competitors that implement this case (run.py runs no other on it)"""
+    target_vs_best: float | None = None
+    """the target as a speed-up over the best anchor (1.25: 1.25× faster than it)"""
+    weight_inputs: int = 0
+    """the number of trailing inputs that are weights (constants of a deployed model)"""
+    note: str = ""
+    """shown under the case's title in the report"""
 
     def make(self, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-        return tuple((rng.standard_normal(s) * k).astype(np.float32) for s, k in self.inputs)
+        return tuple(_draw(rng, *spec) for spec in self.inputs)
 
     @property
     def io_bytes(self) -> int:
         """Bytes of all inputs and outputs: what one call must move at least once."""
-        shapes = [s for s, _ in self.inputs] + list(self.outputs)
+        shapes = [spec[0] for spec in self.inputs] + list(self.outputs)
         return 4 * sum(math.prod(s) for s in shapes)
+
+    @property
+    def weight_bytes(self) -> int:
+        specs = self.inputs[len(self.inputs) - self.weight_inputs:]
+        return 4 * sum(math.prod(spec[0]) for spec in specs)
+
+
+def padding_mask(shape: Shape) -> np.ndarray:
+    """(B, T) ones; the last quarter of the tokens is padding (0) in the first ceil(B/2)
+    sequences (so a batch of 1 is padded too)."""
+    b, t = shape
+    mask = np.ones(shape, np.float32)
+    mask[:(b + 1) // 2, t - t // 4:] = 0.0
+    return mask
+
+
+def _draw(rng: np.random.Generator, shape: Shape, scale: float, kind: str = "normal"):
+    if kind == "mask":
+        return padding_mask(shape)
+    x = (rng.standard_normal(shape) * scale).astype(np.float32)
+    return x + np.float32(1.0) if kind == "ones" else x
 
 
 def _matmul(b: int, k: int, n: int) -> dict:
@@ -99,4 +137,88 @@ CASES = [
          target="≤ 1.5× one `np.add`", target_floor=1.5, module="bench.models"),
 ]
 
+
+# --- transformers (bench/transformers.py; issue 22) ------------------------------------
+
+D, FF, HEADS, HEAD = 768, 3072, 12, 64
+LAYER_PARAMS = 4 * D * D + 2 * D * FF
+"""the weights of the GEMMs of one BERT or GPT-2 layer"""
+W = 0.02
+"""BERT's and GPT-2's initializer range: weights and biases are 0.02 * N(0, 1)"""
+_LN = (((D,), 0.05, "ones"), ((D,), W))
+"""a LayerNorm's gamma (1 + 0.05 * N(0, 1)) and beta"""
+BERT_WEIGHTS = (((D, D), W), ((D,), W), ((D, D), W), ((D,), W), ((D, D), W), ((D,), W),
+                ((D, D), W), ((D,), W), *_LN, ((FF, D), W), ((FF,), W), ((D, FF), W), ((D,), W),
+                *_LN)
+"""wq bq wk bk wv bv wo bo g1 b1 wi bi wf bf g2 b2: (out, in) weights as in PyTorch"""
+GPT2_WEIGHTS = (*_LN, ((D, 3 * D), W), ((3 * D,), W), ((D, D), W), ((D,), W), *_LN,
+                ((D, FF), W), ((FF,), W), ((FF, D), W), ((D,), W))
+"""ln1 w_attn b_attn w_proj b_proj ln2 w_fc b_fc w_out b_out: (in, out) as in HF's Conv1D"""
+_ORT_NOTE = "ONNX Runtime fused (com.microsoft ops): "
+"""the case's note: what the fused graph runs (report_transformers.py says the rest)"""
+
+
+def _gemm_flops(b: int, t: int, kv: int | None = None) -> float:
+    """The projections and FFN (2 * tokens * params) and attention (Q K^T and P V)."""
+    return 2.0 * b * t * LAYER_PARAMS + 4.0 * b * HEADS * t * (kv or t) * HEAD
+
+
+def _bert(b: int, t: int, model: str = "bert_layer") -> dict:
+    return {"model": model, "inputs": (((b, t, D), 1.0), ((b, t), 1.0, "mask"), *BERT_WEIGHTS),
+            "outputs": ((b, t, D),), "flops": _gemm_flops(b, t),
+            "weight_inputs": len(BERT_WEIGHTS),
+            "note": _ORT_NOTE + "Attention (packed QKV weight (768, 2304), bias (2304,), "
+            "mask_index = the padding mask cast to int32), SkipLayerNormalization, "
+            + ("BiasGelu (erf)." if model == "bert_layer" else "FastGelu (tanh).")}
+
+
+def _gpt2(b: int, t: int) -> dict:
+    return {"model": "gpt2_block", "inputs": (((b, t, D), 1.0), *GPT2_WEIGHTS),
+            "outputs": ((b, t, D),), "flops": _gemm_flops(b, t),
+            "weight_inputs": len(GPT2_WEIGHTS),
+            "note": _ORT_NOTE + "LayerNormalization, Attention (unidirectional = 1, packed "
+            "weight (768, 2304)), SkipLayerNormalization (its input_skip_bias_sum output is "
+            "the residual), FastGelu. The GEMM FLOPs count causal attention as full T×T."}
+
+
+def _gpt2_decode(b: int, past: int) -> dict:
+    cache = (b, HEADS, past, HEAD)
+    return {"model": "gpt2_decode",
+            "inputs": (((b, 1, D), 1.0), (cache, 1.0), (cache, 1.0), *GPT2_WEIGHTS),
+            "outputs": ((b, 1, D), (b, HEADS, past + 1, HEAD), (b, HEADS, past + 1, HEAD)),
+            "flops": _gemm_flops(b, 1, past + 1), "weight_inputs": len(GPT2_WEIGHTS),
+            "note": _ORT_NOTE + "LayerNormalization, MatMul and Split into Q, K, V, "
+            "MultiHeadAttention (QKV bias, past_key / past_value in, present_key / "
+            "present_value out: the grown caches), SkipLayerNormalization, FastGelu. (Attention "
+            "takes one packed past (2, B, 12, P, 64): packing the two caches would copy them.)"}
+
+
+def _bert_stack(b: int, t: int, layers: int) -> dict:
+    one = _bert(b, t)
+    return {**one, "model": "bert_stack", "inputs": one["inputs"][:2] + BERT_WEIGHTS * layers,
+            "flops": layers * one["flops"], "weight_inputs": layers * len(BERT_WEIGHTS),
+            "note": f"bert_stack: {layers} bert_layer calls from a Python loop (cuvil_aot: the "
+            "dispatcher; NumPy: bert_layer.py_func; PyTorch: the eager function, or "
+            "torch.compile of the whole loop; ONNX Runtime: one graph of the layers, as an "
+            "exported model is). " + one["note"]}
+
+
+_T = {"module": "bench.transformers", "group": "transformers", "competitors": TRANSFORMER,
+      "target": "1.25× faster than the best anchor", "target_vs_best": 1.25}
+
+CASES += [
+    Case("bert_1x16", "BERT-base layer, 1×16 tokens (erf GELU)", **_bert(1, 16), **_T),
+    Case("bert_8x128", "BERT-base layer, 8×128 tokens (erf GELU)", **_bert(8, 128), **_T),
+    Case("bert_32x128", "BERT-base layer, 32×128 tokens (erf GELU)", **_bert(32, 128), **_T,
+         big=True),
+    Case("bert_tanh_8x128", "BERT-base layer, 8×128 tokens (tanh GELU)",
+         **_bert(8, 128, "bert_layer_tanh"), **_T),
+    Case("gpt2_1x128", "GPT-2-small block, prefill 1×128 tokens", **_gpt2(1, 128), **_T),
+    Case("gpt2_8x128", "GPT-2-small block, prefill 8×128 tokens", **_gpt2(8, 128), **_T),
+    Case("gpt2_decode_1", "GPT-2-small block, decode 1 token, 255 past", **_gpt2_decode(1, 255),
+         **_T),
+    Case("bert_stack_1x8", "4 BERT-base layers, 1×8 tokens, from a Python loop",
+         **_bert_stack(1, 8, 4), **_T),
+]
 BY_NAME = {c.name: c for c in CASES}
+GROUPS = {g: [c.name for c in CASES if c.group == g] for g in dict.fromkeys(c.group for c in CASES)}

@@ -10,6 +10,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import report_transformers
 from cases import BY_NAME, Case
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,6 +87,9 @@ def git_state() -> str:
 
 def floor_of(case: Case, fl: dict, l3: int) -> tuple[float, str]:
     """Seconds no implementation can beat on this machine, and how it was derived."""
+    if case.group == "transformers":
+        t_gemm, t_w, why = report_transformers.floors(case, fl, l3)
+        return max(t_gemm, t_w), why
     if case.name == "overhead":
         return fl["np_add_s"], "one `np.add` on 1-element arrays"
     in_l3 = case.io_bytes <= l3
@@ -145,7 +149,7 @@ def case_section(case: Case, results: dict[str, dict], fl: dict, l3: int) -> lis
     out_bytes = sum(4 * math.prod(s) for s in case.outputs)
     lines = [f"### {case.title}", "",
              f"Floor: {us(floor_s)} µs = {why}. Outputs: {mib(out_bytes)}. "
-             f"Target: {case.target}.", ""]
+             f"Target: {case.target}.", ""] + ([case.note, ""] if case.note else [])
     rows = []
     for comp, res in results.items():
         if not _ok(res):
@@ -193,6 +197,8 @@ def _target_met(case: Case, t: float, floor_s: float, anchors: dict[str, float])
         return t <= case.target_us * 1e-6
     if case.target_floor is not None:
         return t <= case.target_floor * floor_s
+    if case.target_vs_best is not None:
+        return report_transformers.target_met(case, t, anchors)
     return all(t < v for v in anchors.values())
 
 
@@ -243,12 +249,18 @@ def render(run: dict) -> str:
         f"the bandwidth being the L3 stream rate when those bytes fit in L3 ({l3 / MIB:.0f} "
         "MiB), else the copy rate. The SGEMM rate is OpenBLAS's, not the FMA peak of two "
         "AVX-512 cores, so a GEMM can beat that floor (× floor < 1).", "",
-        "## Summary (µs: median / best sample)", "",
     ]
-    rows = [summary_row(BY_NAME[n], res, fl, l3) for n, res in run["results"].items()]
-    lines += table(["case", "cuvil_aot", "NumPy", "best anchor (by median)", "floor",
-                    "cuvil / floor", "target", "target met", "faster than every anchor"], rows)
-    lines += ["", "## Cases", ""]
-    for name, res in run["results"].items():
+    if run.get("quick"):
+        lines[3:3] = ["- **Quick run (`--quick`): 3 single calls after one warm-up per "
+                      "measurement, a smoke test; its times are not results.**"]
+    core = {n: r for n, r in run["results"].items() if BY_NAME[n].group != "transformers"}
+    rows = [summary_row(BY_NAME[n], res, fl, l3) for n, res in core.items()]
+    if core:
+        header = ["case", "cuvil_aot", "NumPy", "best anchor (by median)", "floor",
+                  "cuvil / floor", "target", "target met", "faster than every anchor"]
+        lines += ["## Summary (µs: median / best sample)", "", *table(header, rows),
+                  "", "## Cases", ""]
+    for name, res in core.items():
         lines += case_section(BY_NAME[name], res, fl, l3)
+    lines += report_transformers.section(run, fl, l3, table, case_section)
     return "\n".join(lines) + "\n"

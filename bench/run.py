@@ -2,9 +2,17 @@
 on the CPU, with this machine's floors, in one run; writes bench/RESULTS.md.
 
     pip install -e '.[bench]'   # torch==2.13.0 is the CPU wheel
-    python bench/run.py [--cases a,b] [--competitors X,Y] [--rounds N] [--output PATH]
+    python bench/run.py [--cases a,b|GROUP] [--competitors X,Y] [--rounds N] [--output PATH]
+                        [--quick]
 
-Every (case, competitor) runs in a fresh process (worker.py) so that its RSS is its own.
+--cases takes case names and group names: "core" (the default), "transformers" (issue 22's
+BERT / GPT-2 cases of bench/transformers.py), "all". --quick checks every (case, competitor)
+and times it with a few calls only (a smoke test; its numbers mean little).
+CUVIL_BENCH_ORT_SPINNING=0 in the environment measures ONNX Runtime with
+session.intra_op.allow_spinning = "0".
+
+Every (case, competitor) runs in a fresh process (worker.py) so that its RSS is its own, and
+so that no competitor's threads (ONNX Runtime's spinning ones, say) slow another.
 The benchmark processes run without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE: where set
 (they are on these machines) they pin OpenBLAS to a slower kernel than its own CPU
 detection picks.
@@ -27,16 +35,15 @@ ROOT = HERE.parent
 OUT = HERE / "out"
 UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 NEEDS = {"numexpr": "numexpr", "Numba": "numba", "PyTorch eager": "torch",
-         "torch.compile": "torch", "ONNX Runtime": "onnxruntime"}
-CUVIL_MODULES = ("examples.models", "bench.models")
+         "torch.compile": "torch", "ONNX Runtime": "onnxruntime",
+         "ONNX Runtime fused": "onnxruntime"}
 VMATH_STUB = "#pragma once\n#include <math.h>\n" + "".join(
     f"#define cv_{f}f {f}f\n#define cv_{f} {f}\n"
     for f in ("exp", "expm1", "log", "log1p", "tanh", "sin", "cos"))
 
 sys.path[:0] = [str(ROOT), str(HERE)]
 import report  # noqa: E402
-from cases import BY_NAME, CASES  # noqa: E402
-from worker import COMPETITORS  # noqa: E402
+from cases import BY_NAME, COMPETITORS, GROUPS  # noqa: E402
 
 
 def child_env(extra: dict[str, str]) -> dict[str, str]:
@@ -63,14 +70,15 @@ def runtime_is_stale() -> bool:
     return not built or max(sources) > max(built)
 
 
-def build_cuvil() -> tuple[dict[str, list[str]], dict]:
-    """Build each cuvil_aot module once; workers load the extensions."""
+def build_cuvil(modules: list[str]) -> tuple[dict[str, list[str]], dict]:
+    """Build each cuvil_aot module once, for the CPU only; workers load the extensions."""
+    os.environ["CUVIL_AOT_CUDA_ARCHS"] = "none"
     from cuvil_aot.compiler import pipeline
 
     includes = vmath_includes()
     exts, info = {}, {"vmath": "stub (libm)" if includes else "native (vmath.h)",
                       "runtime_stale": runtime_is_stale(), "build_s": {}}
-    for name in CUVIL_MODULES:
+    for name in modules:
         out_dir = OUT / "build" / name
         out_dir.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
@@ -104,16 +112,17 @@ def run_all(cases: list[str], competitors: list[str], env: dict[str, str], round
     """Every (case, competitor) once per round, the floors before each round; rounds spread
     each pair over time, so a burst of other work on this shared machine hits one round,
     not the reported one."""
-    runs: dict[str, dict[str, list[dict]]] = {n: {c: [] for c in competitors} for n in cases}
+    runs: dict[str, dict[str, list[dict]]] = {
+        n: {c: [] for c in competitors if c in BY_NAME[n].competitors} for n in cases}
     for r in range(rounds):
         floors.append(run_worker(["floors"], env))
         for name in cases:
-            for comp in competitors:
+            for comp in runs[name]:
                 pkg = missing(comp)
                 res = ({"ok": False, "skipped": f"{pkg} is not installed"} if pkg
                        else run_worker(["case", comp, name], env))
                 runs[name][comp].append(res)
-                print(f"[{r + 1}/{rounds}] {name:14s} {comp:14s} {report.brief(res)}",
+                print(f"[{r + 1}/{rounds}] {name:15s} {comp:18s} {report.brief(res)}",
                       file=sys.stderr, flush=True)
     return {n: {c: best_round(rs) for c, rs in by_comp.items()} for n, by_comp in runs.items()}
 
@@ -127,19 +136,31 @@ def best_round(results: list[dict]) -> dict:
     return {**best, "round_medians": [r["median_s"] for r in results]}
 
 
+def select_cases(spec: str) -> list[str]:
+    """Case and group names ("all": every group) -> case names, in order, once each."""
+    groups = {**GROUPS, "all": list(BY_NAME)}
+    names = [n for part in spec.split(",") for n in groups.get(part, [part])]
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        sys.exit(f"unknown cases {unknown}; groups: {', '.join(groups)}")
+    return list(dict.fromkeys(names))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", default=",".join(c.name for c in CASES))
+    ap.add_argument("--cases", default="core")
     ap.add_argument("--competitors", default=",".join(COMPETITORS))
     ap.add_argument("--output", default=str(HERE / "RESULTS.md"))
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
-    cases = [c for c in args.cases.split(",") if c in BY_NAME]
+    cases = select_cases(args.cases)
     competitors = [c for c in args.competitors.split(",") if c in COMPETITORS]
     OUT.mkdir(exist_ok=True)
     started = time.time()
-    exts, cuvil_info = build_cuvil()
-    env = child_env({"CUVIL_BENCH_EXT": json.dumps(exts)})
+    exts, cuvil_info = build_cuvil(list(dict.fromkeys(BY_NAME[n].module for n in cases)))
+    env = child_env({"CUVIL_BENCH_EXT": json.dumps(exts), "CUVIL_AOT_CUDA_ARCHS": "none",
+                     **({"CUVIL_BENCH_QUICK": "1"} if args.quick else {})})
     load = [os.getloadavg()[0]]
     floors: list[dict] = []
     results = run_all(cases, competitors, env, args.rounds, floors)
@@ -148,6 +169,7 @@ def main() -> None:
     run = {"started": started, "seconds": time.time() - started, "argv": sys.argv[1:],
            "rounds": args.rounds, "git": report.git_state(), "versions": report.versions(),
            "unset": {k: os.environ.get(k) for k in UNSET}, "cuvil": cuvil_info,
+           "quick": args.quick, "ort_spinning": os.environ.get("CUVIL_BENCH_ORT_SPINNING", ""),
            "load": load, "floors": floors, "results": results}
     (OUT / "results.json").write_text(json.dumps(run, indent=1))
     Path(args.output).write_text(report.render(run))

@@ -27,8 +27,6 @@ from pathlib import Path
 import numpy as np
 from cases import BY_NAME, Case
 
-COMPETITORS = ("cuvil_aot", "NumPy", "numexpr", "Numba", "PyTorch eager", "torch.compile",
-               "ONNX Runtime")
 RTOL = 2e-3
 ATOL_REL = 2e-4
 """atol = ATOL_REL * max|reference| of each output"""
@@ -59,10 +57,12 @@ def prepare(competitor: str, case: Case, inputs: tuple[np.ndarray, ...]):
     if competitor == "cuvil_aot":
         _bind_prebuilt()
     dispatcher = getattr(importlib.import_module(case.module), case.model)
+    transformer = case.group == "transformers"
     if competitor == "cuvil_aot":
         return lambda: dispatcher(*inputs), _as_tuple
     if competitor == "NumPy":
-        return lambda: dispatcher.py_func(*inputs), _as_tuple
+        py_func = dispatcher.py_func  # bert_stack, a plain function, sets its own
+        return lambda: py_func(*inputs), _as_tuple
     if competitor == "numexpr":
         import impl_numexpr
 
@@ -74,17 +74,24 @@ def prepare(competitor: str, case: Case, inputs: tuple[np.ndarray, ...]):
         fn = impl_numba.build(case.model, case.parallel)
         return lambda: fn(*inputs), _as_tuple
     if competitor in ("PyTorch eager", "torch.compile"):
-        import impl_torch
         import torch
 
-        fn = impl_torch.build(case.model, competitor == "torch.compile")
+        impl = importlib.import_module("impl_torch_transformers" if transformer
+                                       else "impl_torch")
+        fn = impl.build(case.model, competitor == "torch.compile")
         tensors = [torch.from_numpy(a) for a in inputs]
         return lambda: fn(*tensors), lambda r: tuple(t.numpy() for t in _as_tuple(r))
-    if competitor == "ONNX Runtime":
-        import impl_onnx
-
+    if competitor.startswith("ONNX Runtime"):
         names = list(inspect.signature(dispatcher.py_func).parameters)
-        fn = impl_onnx.build(case.model, names, inputs, case.outputs)
+        if transformer:
+            import impl_onnx_transformers
+
+            fn = impl_onnx_transformers.build(case.model, names, inputs, case.outputs,
+                                              case.weight_inputs, competitor.endswith("fused"))
+        else:
+            import impl_onnx
+
+            fn = impl_onnx.build(case.model, names, inputs, case.outputs)
         return lambda: fn(*inputs), _as_tuple
     raise ValueError(f"unknown competitor {competitor!r}")
 
@@ -118,7 +125,13 @@ def _time_one(fn: Callable[[], object], n: int) -> float:
 
 
 def time_calls(fn: Callable[[], object], big: bool) -> dict:
-    """Median seconds per call after warm-up; a sample loops over >= 2 ms of calls."""
+    """Median seconds per call after warm-up; a sample loops over >= 2 ms of calls.
+    CUVIL_BENCH_QUICK (run.py --quick): one warm-up call and 3 samples of one call."""
+    if os.environ.get("CUVIL_BENCH_QUICK"):
+        fn()
+        samples = [_time_one(fn, 1) for _ in range(3)]
+        return {"median_s": statistics.median(samples), "samples": 3, "inner": 1,
+                "min_s": min(samples)}
     once = _time_one(fn, 1)
     _time_one(fn, max(1 if big else 2, min(1000, int(0.3 / once))))
     once = _time_one(fn, max(1, min(1000, int(0.01 / once))))
