@@ -138,7 +138,7 @@ CASES = [
 ]
 
 
-# --- transformers (bench/transformers.py; issue 22) ------------------------------------
+# --- transformers (bench/transformer_models.py; issue 22) ------------------------------
 
 D, FF, HEADS, HEAD = 768, 3072, 12, 64
 LAYER_PARAMS = 4 * D * D + 2 * D * FF
@@ -203,7 +203,7 @@ def _bert_stack(b: int, t: int, layers: int) -> dict:
             "exported model is). " + one["note"]}
 
 
-_T = {"module": "bench.transformers", "group": "transformers", "competitors": TRANSFORMER,
+_T = {"module": "bench.transformer_models", "group": "transformers", "competitors": TRANSFORMER,
       "target": "1.25× faster than the best anchor", "target_vs_best": 1.25}
 
 CASES += [

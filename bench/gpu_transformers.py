@@ -1,4 +1,4 @@
-"""Transformer layers on the GPU: cuvil_aot (bench/transformers.py called with torch CUDA
+"""Transformer layers on the GPU: cuvil_aot (bench/transformer_models.py called with torch CUDA
 tensors) against PyTorch eager, Hugging Face transformers' BertLayer, and torch.compile
 (default and reduce-overhead; max-autotune-no-cudagraphs with --autotune), from the
 Python call until the result is ready (a synchronize per call), medians after warm-up.
@@ -25,7 +25,7 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import transformers as T  # noqa: E402
+from bench import transformer_models as T  # noqa: E402
 
 torch.set_grad_enabled(False)
 H, FF = T.HIDDEN, T.FFN
@@ -259,12 +259,14 @@ def main() -> None:
     T.bert_layer(*[torch.from_numpy(a).cuda() for a in inputs("bert_1x16",
                                                                np.random.default_rng(0))[0]])
     build = time.perf_counter() - t0
-    rows = [run_case(c, modes) for c in opts.cases.split(",")]
-    text = (f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-            f"{torch.cuda.get_device_name()}; torch {torch.__version__}; module build and "
-            f"first call {build:.1f} s\n\n{report(rows)}\n")
-    (opts.outdir / "gpu_transformers.md").write_text(text)
-    (opts.outdir / "gpu_transformers.json").write_text(json.dumps(rows, indent=1))
+    rows: list[dict] = []
+    for case in opts.cases.split(","):  # the report is rewritten after each case
+        rows.append(run_case(case, modes))
+        text = (f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+                f"{torch.cuda.get_device_name()}; torch {torch.__version__}; module build "
+                f"and first call {build:.1f} s\n\n{report(rows)}\n")
+        (opts.outdir / "gpu_transformers.md").write_text(text)
+        (opts.outdir / "gpu_transformers.json").write_text(json.dumps(rows, indent=1))
     print(text)
 
 

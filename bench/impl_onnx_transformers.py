@@ -1,4 +1,4 @@
-"""bench/transformers.py's models as ONNX graphs built with ``onnx.helper``, run by ONNX
+"""bench/transformer_models.py's models as ONNX graphs built with ``onnx.helper``, run by ONNX
 Runtime, in two forms:
 
 - plain: standard ONNX ops (opset 17), as an exporter writes them; ORT's own session

@@ -1,4 +1,4 @@
-"""bench/transformers.py's models in PyTorch (CPU, float32), run eagerly or through
+"""bench/transformer_models.py's models in PyTorch (CPU, float32), run eagerly or through
 ``torch.compile``: the same math with torch.nn.functional's fused ops (linear, layer_norm,
 gelu, scaled_dot_product_attention)."""
 

@@ -71,7 +71,7 @@ def section(run: dict, fl: dict, l3: int, table, case_section) -> list[str]:
         return []
     spin = run.get("ort_spinning") or "ORT's default (spinning on)"
     lines = [
-        "## Transformers (issue 22: bench/transformers.py)", "",
+        "## Transformers (issue 22: bench/transformer_models.py)", "",
         "BERT-base layers (hidden 768, 12 heads, FFN 3072, post-LayerNorm, additive padding "
         "mask: the last quarter of the tokens padded in the first ceil(B/2) sequences) and "
         "GPT-2-small blocks (pre-LayerNorm; prefill with a causal mask, and one decode token "

@@ -6,7 +6,7 @@ on the CPU, with this machine's floors, in one run; writes bench/RESULTS.md.
                         [--quick]
 
 --cases takes case names and group names: "core" (the default), "transformers" (issue 22's
-BERT / GPT-2 cases of bench/transformers.py), "all". --quick checks every (case, competitor)
+BERT / GPT-2 cases of bench/transformer_models.py), "all". --quick checks every (case, competitor)
 and times it with a few calls only (a smoke test; its numbers mean little).
 CUVIL_BENCH_ORT_SPINNING=0 in the environment measures ONNX Runtime with
 session.intra_op.allow_spinning = "0".

@@ -307,13 +307,21 @@ def test_gpu_kv_write_writes_the_callers_tensors(gpu_compiled):
 def test_gpu_local_assignment_against_numpy(gpu_compiled):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(5)
-    for shape in [(0, 3), (1, 1), (5, 8), (64, 33)]:
+    # N >= 1 as on the CPU: a constant slice bound past a symbolic size raises at the call
+    # where NumPy clamps (the README's "Not yet")
+    for shape in [(1, 3), (1, 1), (5, 8), (64, 33)]:
         x = _array(rng, "f32", shape)
         for name in ("local_slices", "sinusoidal", "last_column", "augmented"):
             if name == "last_column" and shape[-1] == 0:
                 continue
-            got = getattr(gpu_compiled, name)(torch.from_numpy(x).cuda())
-            ref = getattr(gpu_compiled, name).py_func(x.astype(np.float64))
+            fn = getattr(gpu_compiled, name)
+            try:  # an odd D: NumPy cannot put D // 2 + 1 columns into pe[:, 1::2]
+                ref = fn.py_func(x.astype(np.float64))
+            except ValueError:
+                with pytest.raises(ValueError):
+                    fn(torch.from_numpy(x).cuda())
+                continue
+            got = fn(torch.from_numpy(x).cuda())
             assert_close(got.cpu().numpy(), ref, np.float32, 8.0)
 
 
