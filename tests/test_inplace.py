@@ -307,9 +307,10 @@ def test_gpu_kv_write_writes_the_callers_tensors(gpu_compiled):
 def test_gpu_local_assignment_against_numpy(gpu_compiled):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(5)
-    # N >= 1 as on the CPU: a constant slice bound past a symbolic size raises at the call
-    # where NumPy clamps (the README's "Not yet")
-    for shape in [(1, 3), (1, 1), (5, 8), (64, 33)]:
+    # N >= 1 and D >= 2 as on the CPU: a constant slice bound past a symbolic size, and a
+    # size-1 value into sinusoidal's empty pe[:, 1::2] at D = 1, raise at the call where
+    # NumPy clamps and broadcasts (the README's "Not yet")
+    for shape in [(1, 3), (2, 2), (5, 8), (64, 33)]:
         x = _array(rng, "f32", shape)
         for name in ("local_slices", "sinusoidal", "last_column", "augmented"):
             if name == "last_column" and shape[-1] == 0:
