@@ -65,7 +65,22 @@ class Knobs:
     publish reaches this step (cache.store.PUBLISH_STEPS), for a test to kill -9 it there."""
     lock_timeout: int = 30
     """CUVIL_AOT_LOCK_TIMEOUT: seconds an import waits for another process building the same
-    module (it may be stopped or hung) before building it in a private cache, with a warning."""
+    module (it may be stopped or hung) before building it in a private cache, with a warning.
+    With a remote cache, also how long it waits for another machine building the same key."""
+    remote_cache: str = ""
+    """CUVIL_AOT_REMOTE_CACHE: a cache shared by many machines, behind the local one:
+    ``redis://host:port/db`` or ``s3://bucket/prefix``; read on a local miss, written after
+    a build. Needs signing (CUVIL_AOT_SIGNING_KEY or CUVIL_AOT_VERIFY_KEY): its entries
+    are only taken signed by a trusted key. Needs ``pip install 'cuvil-aot[remote]'``."""
+    remote_timeout: float = 1.5
+    """CUVIL_AOT_REMOTE_CACHE_TIMEOUT: seconds one request to the remote cache may take;
+    past it the remote counts as down for the rest of the process (one warning)."""
+    remote_ttl: int = 30 * 86400
+    """CUVIL_AOT_REMOTE_CACHE_TTL: seconds a Redis entry lives unread (each read renews
+    it); S3 expires entries by a bucket lifecycle rule instead."""
+    remote_endpoint: str = ""
+    """CUVIL_AOT_REMOTE_CACHE_ENDPOINT: the S3 endpoint URL (an S3-compatible server);
+    default boto3's (AWS_ENDPOINT_URL, else AWS)."""
 
 
 def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
@@ -78,6 +93,19 @@ def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> i
         raise KnobError(f"{name}={raw!r}: expected an integer") from None
     if not lo <= value <= hi:
         raise KnobError(f"{name}={raw!r}: expected an integer in [{lo}, {hi}]")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float, lo: float, hi: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise KnobError(f"{name}={raw!r}: expected a number of seconds") from None
+    if not lo <= value <= hi:
+        raise KnobError(f"{name}={raw!r}: expected a number in [{lo:g}, {hi:g}]")
     return value
 
 
@@ -115,4 +143,8 @@ def read(env: Mapping[str, str] | None = None) -> Knobs:
         require_signed=env.get("CUVIL_AOT_REQUIRE_SIGNED", "").strip() not in ("", "0"),
         test_stop_at=env.get("CUVIL_AOT_TEST_STOP_AT", "").strip(),
         lock_timeout=_int(env, "CUVIL_AOT_LOCK_TIMEOUT", 30, 0, 86400),
+        remote_cache=env.get("CUVIL_AOT_REMOTE_CACHE", "").strip(),
+        remote_timeout=_float(env, "CUVIL_AOT_REMOTE_CACHE_TIMEOUT", 1.5, 0.01, 600.0),
+        remote_ttl=_int(env, "CUVIL_AOT_REMOTE_CACHE_TTL", 30 * 86400, 1, 1 << 31),
+        remote_endpoint=env.get("CUVIL_AOT_REMOTE_CACHE_ENDPOINT", "").strip(),
     )

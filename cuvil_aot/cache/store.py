@@ -279,6 +279,35 @@ class Store:
             return ours
         raise CacheError(f"cannot publish {ours.path}: something keeps taking its place")
 
+    def adopt(self, key: CacheKey, fill: Callable[[Path], None]) -> Entry:
+        """Publish an entry made elsewhere (a remote cache): ``fill(folder)`` writes its
+        manifest, signature and files into a private folder, which must then pass what a
+        lookup checks, with a signature by a trusted key required, and hold nothing its
+        manifest does not list, before the usual atomic rename. BadEntry (nothing left
+        behind) if it fails; CacheError if the store does, or trusts no key."""
+        rules = self.rules._replace(required=True)
+        if not rules.trusted:
+            raise CacheError("an entry made elsewhere is only taken signed by a trusted key")
+        self._ensure_layout()
+        try:
+            folder = Path(tempfile.mkdtemp(prefix=f"build-{os.getpid()}-", dir=self._tmp))
+        except OSError as exc:
+            raise CacheError(f"cannot create a directory in {self._tmp}: {exc}") from None
+        try:
+            fill(folder)
+            theirs = open_entry(folder, key.digest, rules=rules)
+            listed = {MANIFEST, SIG_FILE, *(r.path for r in theirs.manifest.files.values())}
+            extra = sorted(set(listdir(folder)) - listed)
+            if extra:
+                raise BadEntry(f"it holds files its manifest does not list: {extra[:3]}")
+            try:
+                return self._install(folder, key, Entry(self._entries / key.digest,
+                                                        theirs.manifest))
+            except OSError as exc:
+                raise CacheError(f"cannot publish to {self.root}: {exc}") from None
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)  # gone already after a publish
+
     def _step(self, name: str) -> None:
         if self._on_step is not None:
             self._on_step(name)

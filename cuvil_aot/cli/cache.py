@@ -1,7 +1,9 @@
-"""``python -m cuvil_aot cache info|list|clear|prune|verify|explain``.
+"""``python -m cuvil_aot cache info|list|clear|prune|verify|explain|push|pull``.
 
 Each acts on the cache itself: one that is refused (unsafe, unusable) is an error,
-exit 1, nothing touched; never the private fallback the import path would use.
+exit 1, nothing touched; never the private fallback the import path would use. ``push``
+and ``pull`` move entries between it and the remote tier (CUVIL_AOT_REMOTE_CACHE,
+load/remote_tier.py), for a wheel build farm that fills the remote ahead of time.
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cuvil_aot.cache import CacheError, Store
+from cuvil_aot.cache import CacheError, Entry, Store
 from cuvil_aot.cache.store import EVICT_GRACE_S
 from cuvil_aot.errors import BuildError, CompileError
 from cuvil_aot.load import builder, shortcuts, stores
+
+if TYPE_CHECKING:
+    from cuvil_aot.load.remote_tier import Tier
 
 EPILOG = """
     examples:
@@ -28,6 +33,8 @@ EPILOG = """
       python -m cuvil_aot cache verify                    re-hash every entry
       python -m cuvil_aot cache explain mypkg.layers      why the last build missed
       CUVIL_AOT_CACHE_DIR=/tmp/c python -m cuvil_aot cache clear
+      python -m cuvil_aot cache push --all                store every local entry remotely
+      python -m cuvil_aot cache pull mypkg.layers         fetch a module's entry
 """
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -78,7 +85,97 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"size:            {human(store.size())} (cap {human(store.max_bytes)})")
     print(f"quarantined:     {_count(store.root / 'quarantine')} bad entries set aside")
     print(f"shortcuts:       {_count(store.root / shortcuts.DIRNAME)} modules")
+    from cuvil_aot.cli.commands import settings
+
+    return _remote_info(store) if settings().remote_cache else 0
+
+
+def _remote_info(store: Store) -> int:
+    tier = _tier(store)
+    usage = tier.remote.usage()
+    hits, misses = usage.get("hits", 0), usage.get("misses", 0)
+    print(f"remote:          {tier.remote.where}")
+    print(f"  entries:       {usage['entries']}, {human(usage['bytes'])}")
+    if "hits" in usage or "misses" in usage:
+        rate = f" ({100 * hits / (hits + misses):.0f}% hits)" if hits + misses else ""
+        print(f"  lookups:       {hits} hits, {misses} misses{rate}, {usage.get('bad', 0)} "
+              f"bad entries refused, {usage.get('pushes', 0)} pushes")
+    else:
+        print("  lookups:       not counted by this backend")
     return 0
+
+
+def _tier(store: Store) -> Tier:
+    """The remote tier as the import path would open it; CacheError if there is none."""
+    from cuvil_aot.cli.commands import settings
+    from cuvil_aot.load import remote_tier
+
+    config = settings()
+    if not config.remote_cache:
+        raise CacheError("no remote cache: set CUVIL_AOT_REMOTE_CACHE")
+    tier = remote_tier.open_tier(config, store.rules)
+    if tier is None:
+        raise CacheError("the remote cache is off (see the warning above)")
+    return tier
+
+
+def _check(tier: Tier) -> None:
+    if tier.down:
+        raise CacheError(f"the remote cache {tier.remote.where} failed (see the warning above)")
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    store = _store()
+    tier = _tier(store)
+    if tier.rules.signer is None:
+        raise CacheError("pushing needs CUVIL_AOT_SIGNING_KEY: the remote only takes signed "
+                         "entries")
+    entries = store.entries()
+    if not args.all:
+        entries = [e for e in entries if any(e.path.name.startswith(k) for k in args.keys)]
+        if not entries:
+            raise CacheError(f"no local entry matches {' '.join(args.keys)}")
+    pushed = 0
+    for entry in entries:
+        ok = tier.push(entry)
+        _check(tier)
+        pushed += ok
+        print(f"{'pushed ' if ok else 'skipped'} {entry.path.name[:16]}  {entry.manifest.module}"
+              + ("" if ok else "  (not signed by this key, or changed: cache verify)"))
+    print(f"{tier.remote.where}: {pushed} of {len(entries)} entries pushed")
+    return 0 if pushed == len(entries) else 1
+
+
+def cmd_pull(args: argparse.Namespace) -> int:
+    store = _store()
+    tier = _tier(store)
+    target = args.target.lower()
+    if len(target) >= 8 and all(c in "0123456789abcdef" for c in target):
+        matches = [d for d in tier.remote.names() if d.startswith(target)]
+        if len(matches) != 1:
+            raise CacheError(f"{len(matches)} remote entries match {target!r}")
+        entry = tier.pull_digest(store, matches[0])
+    else:
+        entry = _pull_module(args.target, store, tier)
+    _check(tier)
+    if entry is None:
+        print(f"{args.target}: not in the remote cache {tier.remote.where}, or unusable")
+        return 1
+    print(f"pulled {entry.path.name[:16]}  {entry.manifest.module}  {human(entry.size)}")
+    return 0
+
+
+def _pull_module(name: str, store: Store, tier: Tier) -> Entry | None:
+    from cuvil_aot.cli.commands import load_targets, settings
+
+    modules = load_targets([name], sys.stderr)
+    if not modules or len(modules) != 1:
+        raise CacheError(f"{name!r} is not one module")
+    try:
+        key = builder.full_key(modules[0], settings())
+    except (CompileError, BuildError) as exc:
+        raise CacheError(f"{name}: {exc}") from None
+    return store.lookup(key) or tier.pull(store, key)
 
 
 def _count(folder: Path) -> int:
@@ -205,3 +302,17 @@ def add_parser(sub: Any, make: Callable[..., argparse.ArgumentParser]) -> None:
                     "old value against new")
     explain.add_argument("module", metavar="MODULE", help="a module name or a .py path")
     explain.set_defaults(run=_wrap(cmd_explain))
+    push = actions.add_parser("push", help="store local entries in the remote cache",
+                              description="store local entries (signed) in the remote cache "
+                                          "(CUVIL_AOT_REMOTE_CACHE)")
+    which = push.add_mutually_exclusive_group(required=True)
+    which.add_argument("--all", action="store_true", help="every local entry")
+    which.add_argument("keys", nargs="*", default=[], metavar="KEY",
+                       help="entries by key (a prefix of 8 or more hex digits)")
+    push.set_defaults(run=_wrap(cmd_push))
+    pull = actions.add_parser("pull", help="fetch an entry from the remote cache",
+                              description="fetch (and verify) a module's entry, or a key's, "
+                                          "from the remote cache into the local one")
+    pull.add_argument("target", metavar="MODULE_OR_KEY",
+                      help="a module name or .py path, or a key (8 or more hex digits)")
+    pull.set_defaults(run=_wrap(cmd_pull))

@@ -8,10 +8,12 @@ In order, cheapest first:
 2. a prebuilt extension next to the module whose cheap key matches (prebuilt.py);
 3. the cache entry a shortcut names for the cheap key (prekey.py, shortcuts.py; a
    record only ever names a key of this module): no compiler is imported or run;
-4. the full key (``builder.full_key``), looked up in the store; on a miss,
-   built by ``builder.build_bytes`` inside ``Store.publish`` (one build per key across
-   processes) unless the mode is ``strict``. A key another process keeps locked for
-   ``settings.lock_timeout`` seconds (a stopped builder) is built in the private store.
+4. the full key (``builder.full_key``), looked up in the store; on a miss, the remote
+   cache tier if one is set (remote_tier.py: pulled, verified, published locally; or
+   leased, built here and pushed); then built by ``builder.build_bytes`` inside
+   ``Store.publish`` (one build per key across processes) unless the mode is ``strict``.
+   A key another process keeps locked for ``settings.lock_timeout`` seconds (a stopped
+   builder) is built in the private store.
 
 A module compiles function by function: the build manifest in an entry's metadata names
 the functions the compiler refused (``refused``, each with its rendered diagnostics);
@@ -230,8 +232,8 @@ def _publish(store: Store, key: CacheKey, build: _PrivateBuild, module: str) -> 
 
 def _build_and_load(
     store: Store, key: CacheKey, module: types.ModuleType, settings: Settings
-) -> tuple[types.ModuleType, bool]:
-    """The extension of ``key``, published first, and whether this process built it.
+) -> tuple[types.ModuleType, bool, Entry]:
+    """The extension of ``key``, whether this process built it, and its entry.
 
     An entry that vanishes or goes bad between publish and load (a ``cache clear``) is
     a miss: published again (the build is kept: no second compile), then privately."""
@@ -240,11 +242,11 @@ def _build_and_load(
         store, entry = _publish(store, key, build, module.__name__)
         ext = _open(store, key, entry)
         if ext is not None:
-            return ext, build.built
+            return ext, build.built, entry
     store = build_aside(store, CacheError(
         f"module {module.__name__!r}: its cache entry went away or bad before it loaded, twice"))
     entry = store.publish(key, build, module.__name__)
-    return _load_from(entry, key), build.built  # a private entry of ours: errors are real
+    return _load_from(entry, key), build.built, entry  # a private entry of ours: errors are real
 
 
 def _strict_miss(module: types.ModuleType, store: Store, detail: str) -> MissingExtension:
@@ -281,9 +283,22 @@ def _by_full_key(
         ext = _load_entry(store, key)
     if ext is not None:
         return ext, key, "cached"
+    pending = None
+    if settings.remote_cache:  # the shared tier, imported on a local miss only
+        from cuvil_aot.load import remote_tier
+
+        entry, pending = remote_tier.fetch(settings, store, key, wait=not strict)
+        if entry is not None and (ext := _open(store, key, entry)) is not None:
+            return ext, key, "remote"
     if strict:
         raise _strict_miss(module, store, store.explain(module.__name__, key))
-    ext, built = _build_and_load(store, key, module, settings)
+    try:
+        ext, built, entry = _build_and_load(store, key, module, settings)
+        if built and pending is not None:
+            pending.push(entry)
+    finally:
+        if pending is not None:
+            pending.release()
     if built:  # the cache grew: keep it under its cap (recent entries are never evicted)
         with contextlib.suppress(CacheError):
             store.evict()
@@ -325,9 +340,21 @@ def get_extension(
                 break
             if ext is not None:
                 return done(ext, "shortcut", key)
+    if cheap is not None and settings.remote_cache:  # a machine like the one that built it
+        from cuvil_aot.load import remote_tier
+
+        found = remote_tier.shortcut(settings, store, module.__name__, digest_of(cheap), stamp)
+        if found is not None and (ext := _open(store, found[0], found[1])) is not None:
+            _remember(store, module.__name__, shortcuts.Record(digest_of(cheap), stamp, found[0]))
+            return done(ext, "remote", found[0])
     ext, key, how = _by_full_key(module, settings, store)
     if cheap is not None:
-        _remember(store, module.__name__, shortcuts.Record(digest_of(cheap), stamp, key))
+        record = shortcuts.Record(digest_of(cheap), stamp, key)
+        _remember(store, module.__name__, record)
+        if how == "built" and settings.remote_cache:
+            from cuvil_aot.load import remote_tier
+
+            remote_tier.remember(settings, store, module.__name__, record)
     return done(ext, how, key)
 
 

@@ -55,7 +55,16 @@ class Settings(NamedTuple):
     """CUVIL_AOT_TEST_STOP_AT: tests only (stores.stopper)."""
     lock_timeout: float = 30.0
     """CUVIL_AOT_LOCK_TIMEOUT: seconds to wait for another builder of the same key (it may
-    be stopped) before building in a private cache."""
+    be stopped) before building in a private cache; with a remote cache, also how long to
+    wait for another machine that builds the same key."""
+    remote_cache: str = ""
+    """CUVIL_AOT_REMOTE_CACHE: the shared tier behind the local store (remote_tier.py)."""
+    remote_timeout: float = 1.5
+    """CUVIL_AOT_REMOTE_CACHE_TIMEOUT: seconds one request to the remote may take."""
+    remote_ttl: int = 30 * 86400
+    """CUVIL_AOT_REMOTE_CACHE_TTL: seconds a Redis entry lives unread."""
+    remote_endpoint: str = ""
+    """CUVIL_AOT_REMOTE_CACHE_ENDPOINT: an S3 endpoint URL; default boto3's."""
 
     @classmethod
     def from_knobs(cls, knobs: Knobs, options: Options | None = None) -> Settings:
@@ -63,7 +72,9 @@ class Settings(NamedTuple):
                    cuda_archs=knobs.cuda_archs, cuda_home=knobs.cuda_home,
                    signing_key=knobs.signing_key, verify_key=knobs.verify_key,
                    require_signed=knobs.require_signed, stop_at=knobs.test_stop_at,
-                   lock_timeout=knobs.lock_timeout)
+                   lock_timeout=knobs.lock_timeout, remote_cache=knobs.remote_cache,
+                   remote_timeout=knobs.remote_timeout, remote_ttl=knobs.remote_ttl,
+                   remote_endpoint=knobs.remote_endpoint)
 
     @property
     def cuda_targets(self) -> tuple[str, ...]:
@@ -110,7 +121,8 @@ class Settings(NamedTuple):
 class Outcome(NamedTuple):
     module: str
     how: str
-    """nothing, loaded (already in this process), prebuilt, shortcut, cached or built."""
+    """nothing, loaded (already in this process), prebuilt, shortcut, cached, remote (from
+    the remote cache tier) or built."""
     key: CacheKey | None = None
     seconds: float = 0.0
 

@@ -80,7 +80,9 @@ def _stamp(raw: object) -> Mapping[str, str] | None:
     return dict(raw)
 
 
-def _record(raw: object, module: str) -> Record:
+def parse_record(raw: object, module: str) -> Record:
+    """One record of ``module`` as ``Record.to_json`` wrote it; CacheError if it is not,
+    or names a key of another module."""
     if not isinstance(raw, dict) or set(raw) != {"prekey", "compiler", "components"}:
         raise CacheError("bad shortcut record")
     prekey, components = raw["prekey"], raw["components"]
@@ -103,7 +105,7 @@ def _parse(data: bytes, rules: signing.Policy) -> tuple[str, list[Record]]:
     if set(doc) != _FIELDS or doc["schema"] != SCHEMA or not isinstance(doc["records"], list):
         raise CacheError(f"not a {FORMAT} file of schema {SCHEMA}")
     module = str(doc["module"])
-    return module, [_record(raw, module) for raw in doc["records"]]
+    return module, [parse_record(raw, module) for raw in doc["records"]]
 
 
 def _read(root: Path, name: str, rules: signing.Policy) -> tuple[str, list[Record]] | None:
