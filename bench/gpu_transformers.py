@@ -1,10 +1,11 @@
 """Transformer layers on the GPU: cuvil_aot (bench/transformer_models.py called with torch CUDA
 tensors) against PyTorch eager, Hugging Face transformers' BertLayer, and torch.compile
-(default and reduce-overhead; max-autotune-no-cudagraphs with --autotune), from the
+(--modes: default and reduce-overhead unless told otherwise), from the
 Python call until the result is ready (a synchronize per call), medians after warm-up.
 Every result is checked against NumPy float64 before it is timed.
 
-    python bench/gpu_transformers.py OUTDIR [--cases bert_1x16,...] [--no-compile] [--autotune]
+    python bench/gpu_transformers.py OUTDIR [--cases bert_1x16,...]
+        [--modes default,reduce-overhead,max-autotune-no-cudagraphs|none]
 """
 
 from __future__ import annotations
@@ -248,12 +249,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir", type=Path)
     ap.add_argument("--cases", default=",".join(CASES))
-    ap.add_argument("--no-compile", action="store_true")
-    ap.add_argument("--autotune", action="store_true")
+    ap.add_argument("--modes", default="default,reduce-overhead",
+                    help="torch.compile modes, comma-separated; 'none' for none")
     opts = ap.parse_args()
-    modes = [] if opts.no_compile else ["default", "reduce-overhead"]
-    if opts.autotune:
-        modes.append("max-autotune-no-cudagraphs")
+    modes = [] if opts.modes == "none" else opts.modes.split(",")
     opts.outdir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     T.bert_layer(*[torch.from_numpy(a).cuda() for a in inputs("bert_1x16",
