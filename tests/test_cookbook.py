@@ -39,10 +39,8 @@ REFUSED = {
     # embeddings
     # normalization
     # recurrent
-    "rnn_over_time": "for over range() of a symbolic dimension",
     # quantization
     # decoding
-    "repetition_penalty": "scatter assignment",
     # misc
 }
 

@@ -106,11 +106,6 @@ def view(x: cv.f32["N", "M"]):
     return y
 
 @cv.optimize
-def scatter(x: cv.f32["N"], ids: cv.i64["K"]):
-    x[ids] = 0
-    return x
-
-@cv.optimize
 def mask_values(x: cv.f32["N"]):
     y = x * 1
     y[x > 0] = x[:1]
@@ -264,8 +259,6 @@ def test_refusals_point_at_the_line(tmp_path: Path):
     mod = compile_source(tmp_path, REFUSED)
     with pytest.raises(cv.CompileError, match="a view of another array"):
         mod.view(np.zeros((2, 2), np.float32))
-    with pytest.raises(cv.CompileError, match=r"integer-array indices \(a scatter\)"):
-        mod.scatter(np.zeros(3, np.float32), np.zeros(1, np.int64))
     with pytest.raises(cv.CompileError, match="through a boolean mask"):
         mod.mask_values(np.zeros(3, np.float32))
     with pytest.raises(cv.CompileError, match="Cannot cast ufunc 'add' output"):

@@ -3,8 +3,8 @@
 once, out-of-range bounds clamp, empty results, a zero step raising ValueError) and
 NumPy's IndexError for an integer index out of range; a slice with run-time bounds
 feeding a matmul, a reduction and another slice; what is refused (float or array-valued
-bounds, loops whose trip count is known only at run time) and where; the same on the
-GPU, and the CUDA source compiling with nvcc."""
+bounds) and where; the same on the GPU, and the CUDA source compiling with nvcc (loops
+whose trip count is known only at run time: test_runtime_loops.py)."""
 
 from __future__ import annotations
 
@@ -217,19 +217,6 @@ def float_bound(x: cv.f32["N"], f: float):
 def array_bound(x: cv.f32["N"], n: cv.i64["K"]):
     return x[: int(n.sum())]
 
-@cv.optimize
-def rnn_over_time(xs: cv.f32["B", "T", "I"], h0: cv.f32["B", "H"],
-                  w_xh: cv.f32["I", "H"], w_hh: cv.f32["H", "H"]):
-    h = h0
-    for t in range(xs.shape[1]):
-        h = np.tanh(xs[:, t, :] @ w_xh + h @ w_hh)
-    return h
-
-@cv.optimize
-def repeat(x: cv.f32["N"], n: int):
-    for _ in range(1, n):
-        x = x * 2
-    return x
 '''
 
 
@@ -241,10 +228,6 @@ def refused(tmp_path_factory):
 @pytest.mark.parametrize(("name", "line", "message"), [
     ("float_bound", 7, "TypeError: slice indices must be integers or None"),
     ("array_bound", 11, "a slice bound computed from the values of an array is not supported"),
-    ("rnn_over_time", 17, "a for loop over range() of a number known only at run time (the "
-                          "symbolic dimension T) is not supported"),
-    ("repeat", 23, "a for loop over range() of a number known only at run time (the value "
-                   "of 'n') is not supported"),
 ])
 def test_refusals_point_at_the_line(refused, name, line, message):
     with pytest.raises(cv.CompileError) as err:
@@ -253,11 +236,6 @@ def test_refusals_point_at_the_line(refused, name, line, message):
     assert message in text
     assert re.search(rf"\.py:{line}:\d+: error", text), text
     assert "supported instead" in text and "cuvil_aot bug" not in text
-
-
-def test_loop_hint_says_what_to_write(refused):
-    with pytest.raises(cv.CompileError, match=r"static size in the signature"):
-        refused.rnn_over_time()
 
 
 # GPU ---------------------------------------------------------------------------------

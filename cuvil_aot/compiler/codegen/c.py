@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from cuvil_aot.compiler.codegen import gather_access, ops_c
+from cuvil_aot.compiler.codegen import gather_access, ops_c, scatter_store
 from cuvil_aot.compiler.codegen.c_loops import decompose, extent, fast_condition, split_loop
 from cuvil_aot.compiler.codegen.c_row import row_body
 from cuvil_aot.compiler.codegen.c_scan import INCLUDE, scan_body
@@ -106,6 +106,8 @@ def _elementwise_body(em: KernelEmitter, w: Writer) -> None:
         fill = lambda body: store_roots(em, body, roots)  # noqa: E731
         if streamed:
             _stream_or_split(em, w, inner, roots, fill)
+        elif scatter_store.writes(em.group):  # in C order: the last duplicate index wins
+            split_loop(em, w, inner, "lo", "hi", fill, pragma="")
         else:
             split_loop(em, w, inner, "lo", "hi", fill)
     if streamed:
@@ -120,7 +122,8 @@ def _streams(em: KernelEmitter, roots: list[tuple[Node, Dest]]) -> bool:
     moving = all(inner in Operand(d.buffer, None, dest_map(r, d, root_map(em.group, r)),
                                   d).support() for r, d in roots)
     return moving and all(d.buffer.dtype in STREAMED for _, d in roots) and not any(
-        n.op in COSTLY for r, _ in roots for n in elementwise_tree(r))
+        n.op in COSTLY for r, _ in roots for n in elementwise_tree(r)) \
+        and not scatter_store.writes(em.group)
 
 
 def _stream_or_split(em: KernelEmitter, w: Writer, var: int, roots: list[tuple[Node, Dest]],

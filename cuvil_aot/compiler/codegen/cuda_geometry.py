@@ -25,6 +25,7 @@ ROW_RUN = 4  # _bcu32: a thread's elements in runs of 4, moved as one vector eac
 ENTRIES = {Kind.ELEMENTWISE: ("s32", "s64", "flat"),
            Kind.ROW: ("w32", "w64", "b32", "b64", "bc32", "bcu32", "q32"),
            Kind.GEMM: ("tiled", "tiled64", "gemv1", "gemv4", "ksum"),
-           Kind.SCAN: ("r32", "r64")}  # cuda_scan.py: 32- or 64-bit offsets
+           Kind.SCAN: ("r32", "r64"),  # cuda_scan.py: 32- or 64-bit offsets
+           Kind.LOOP: ()}  # none of its own: its body's kernels (run_time_loops.py)
 # float32 only: tensor cores, B with n (tc) or k (tct) contiguous; tiles of 128 or 64 rows
 GEMM_TC = ("tc", "tct", "tc64", "tct64")

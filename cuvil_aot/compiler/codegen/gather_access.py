@@ -137,17 +137,25 @@ def gpu_flag_check(w: Writer) -> None:
 
 def param_checks(w: Writer, fn: Function, params: dict[int, int],
                  hoisted: dict[int, str]) -> None:
-    """The CPU exec's check of index arrays that are parameters (and of int indices the
-    wrapper knows: constants, int arguments, numbers it computes, host_scalars.py), before
-    the kernels: in C order, as NumPy checks them (the first bad index is the one named),
-    and also where the kernels would evaluate none of them (a result empty along another
-    axis)."""
+    """The CPU exec's check of the index arrays of gathers and scatters that are parameters
+    (and of int indices the wrapper knows: constants, int arguments, numbers it computes,
+    host_scalars.py), before the kernels: in C order, as NumPy checks them (the first bad
+    index is the one named), and also where the kernels would evaluate none of them (a
+    result empty along another axis); a scatter's, before anything is written."""
     for node in toposort(fn.outputs):
-        if node.op is not Op.GATHER:
+        if node.op is Op.GATHER:
+            table, axis = node.srcs[0], node.attrs[0]
+            indices = node.srcs[1:]
+            sizes = [table.shape[axis + k] for k in range(len(indices))]
+            axes, set_to = node.attrs[1], flag(node)
+        elif node.op is Op.SCATTER:  # checked before the kernels write anything, as NumPy
+            indices = node.srcs[2:]
+            axes, set_to = node.attrs[0], 1
+            sizes = [node.shape[a] for a in axes]
+        else:
             continue
-        table, axis = node.srcs[0], node.attrs[0]
-        count = " * ".join(dim(d) for d in node.srcs[1].shape) or "1"
-        for k, ix in enumerate(node.srcs[1:]):
+        count = " * ".join(dim(d) for d in indices[0].shape) or "1"
+        for k, ix in enumerate(indices):
             base = ix
             while base.op is Op.BROADCAST or (base.op is Op.RESHAPE and is_unit_reshape(
                     base.srcs[0].shape, base.shape)):
@@ -155,17 +163,15 @@ def param_checks(w: Writer, fn: Function, params: dict[int, int],
             if base.op is Op.CONST:  # an int beside index arrays: checked even where
                 value = base.attrs[0]  # they are empty, as NumPy does
                 _int_check(w, dim(value) if isinstance(value, Dim) else str(int(value)),
-                           dim(table.shape[axis + k]), node.attrs[1][k], flag(node))
+                           dim(sizes[k]), axes[k], set_to)
             if base.op is Op.PARAM and base.type.weak and not base.shape:  # an int argument
-                _int_check(w, f"c->arg_{base.attrs[1]}", dim(table.shape[axis + k]),
-                           node.attrs[1][k], flag(node))
+                _int_check(w, f"c->arg_{base.attrs[1]}", dim(sizes[k]), axes[k], set_to)
             elif id(base) in hoisted:
-                _int_check(w, f"(int64_t)c->{hoisted[id(base)]}", dim(table.shape[axis + k]),
-                           node.attrs[1][k], flag(node))
+                _int_check(w, f"(int64_t)c->{hoisted[id(base)]}", dim(sizes[k]), axes[k],
+                           set_to)
             if base.op is not Op.PARAM or base.type.weak or id(base) not in params:
                 continue
-            _param_check(w, params[id(base)], base, count, dim(table.shape[axis + k]),
-                         node.attrs[1][k], flag(node))
+            _param_check(w, params[id(base)], base, count, dim(sizes[k]), axes[k], set_to)
 
 
 def dim(d: Dim) -> str:

@@ -8,7 +8,7 @@ The entry points, block sizes and row limits are the ones the kernels are writte
 
 from __future__ import annotations
 
-from cuvil_aot.compiler.codegen import cuda_one, ops_c
+from cuvil_aot.compiler.codegen import cuda_one, ops_c, run_time_loops
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel, unit_axis
 from cuvil_aot.compiler.codegen.cuda_geometry import (
     BLOCK,
@@ -39,11 +39,17 @@ class GpuStorage(Storage):
     """Device arrays: parameters in ga[], buffers (outputs, intermediates) in gb[]."""
 
     def data(self, base: Node) -> str:
+        base, named, _ = self.local(base, None)
+        if named is not None:
+            return named
         if id(base) in self.params:
             return f"ga[{self.params[id(base)]}].data"
         return f"gb[{self.buffers[id(base)]}].data"
 
     def strides(self, base: Node, view: Shape | None) -> list[str]:
+        base, named, strides = self.local(base, view)
+        if named is not None:
+            return strides
         if view is None and id(base) in self.params:
             i = self.params[id(base)]
             return [f"ga[{i}].strides[{a}]" for a in range(len(base.shape))]
@@ -58,6 +64,22 @@ def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
     w.line(f"{prefix}_one_args one; cv_gpu_plan L[{len(kernels)}];")
     w.line("memset(&one, 0, sizeof one); memset(L, 0, sizeof L);")
     w.line(f"int small = {int(prefix in gp.one)}; (void)small;")
+    spans = gp.loops.get(prefix, [])
+    if spans:  # run-time loops: each kernel planned and launched in turn, no one-kernel
+
+        def plan_and_launch(g: int, storage: GpuStorage) -> None:
+            k = kernels[g]
+            with w.block(""):
+                if run_time_loops.in_body(spans, g):  # the previous iteration's split-K sums
+                    w.line(f"if (kpart_on[{g}]) {{ api->gpu->scratch_free(&kpart[{g}], stream); "
+                           f"kpart_on[{g}] = 0; }}")
+                fill_args(w, k, storage, "a")
+                _launch(w, k, storage, gp.first[k.name], g)
+                w.line(f"one.a{g} = a;")
+                _launch_planned(w, k, gp, g, "")
+
+        run_time_loops.run_kernels(w, prefix, len(kernels), spans, st, plan_and_launch)
+        return
     for g, k in enumerate(kernels):
         with w.block(""):
             fill_args(w, k, st, "a")
@@ -82,13 +104,18 @@ def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
             w.line("small = r == 0;")
         w.line("else small = 0;  /* launched one by one below */")
     for g, k in enumerate(kernels):
-        w.line(f"if (!small && L[{g}].run && api->gpu->launch(&cv_gpu_module, dev, L[{g}].kid, "
-               f"L[{g}].grid, L[{g}].gy, L[{g}].block, 0, stream, &one.a{g}) < 0) goto done;")
-        if k.group.kind is Kind.GEMM:
-            ksum = gp.first[k.name] + ENTRIES[Kind.GEMM].index("ksum")
-            w.line(f"if (!small && L[{g}].sum_grid && api->gpu->launch(&cv_gpu_module, dev, "
-                   f"{ksum}, L[{g}].sum_grid, 1, {BLOCK}, 0, stream, &one.a{g}) < 0) "
-                   "goto done;")
+        _launch_planned(w, k, gp, g, "!small && ")
+
+
+def _launch_planned(w: Writer, k: CudaKernel, gp: GpuPlan, g: int, when: str) -> None:
+    """Launches kernel g as L[g] says (and its split-K sum), where ``when`` holds."""
+    w.line(f"if ({when}L[{g}].run && api->gpu->launch(&cv_gpu_module, dev, L[{g}].kid, "
+           f"L[{g}].grid, L[{g}].gy, L[{g}].block, 0, stream, &one.a{g}) < 0) goto done;")
+    if k.group.kind is Kind.GEMM:
+        ksum = gp.first[k.name] + ENTRIES[Kind.GEMM].index("ksum")
+        w.line(f"if ({when}L[{g}].sum_grid && api->gpu->launch(&cv_gpu_module, dev, "
+               f"{ksum}, L[{g}].sum_grid, 1, {BLOCK}, 0, stream, &one.a{g}) < 0) "
+               "goto done;")
 
 
 def _tile_consumer_runs(w: Writer, g: int, offsets: list[Dim], alone: bool) -> None:
@@ -189,7 +216,11 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
         with w.block("if (nb * m * n > 0)"):
             w.line("const uint32_t gy = (uint32_t)(nb < 65535 ? nb : 65535);")
             w.line("int kid; uint32_t grid, block;")
-            with w.block("if (m <= 32)"):  # GEMV: each weight read once per 4 rows
+            # GEMV for a few rows, unless B is a large transposed matrix (x @ w.T): its
+            # lanes own columns, so they would read w's rows K floats apart, uncoalesced
+            # (a BERT-base layer at 1 x 16 took 385 us so); the tiles read it in rows
+            w.line(f"const int gemv = m <= 32 && !({_transposed_weights(k)});")
+            with w.block("if (gemv)"):  # GEMV: each weight read once per 4 rows
                 w.line("const int64_t mr = m == 1 ? 1 : 4, groups = (m + mr - 1) / mr;")
                 w.line(f"const int vec = {_vec_condition(k)};")
                 # float4 tiles: 16 columns, 32 where 16 would need a second block per SM
@@ -217,7 +248,7 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
             w.line(launch)
             w.line(f"if (a.split > 1) L[{g}].sum_grid = cv_gpu_grid(nb * m * n, {BLOCK}, "
                    "sm, 8);")
-            w.line("small = small && m <= 32;")
+            w.line("small = small && gemv;")
 
 
 def _split(w: Writer, k: CudaKernel, g: int) -> None:
@@ -232,6 +263,13 @@ def _split(w: Writer, k: CudaKernel, g: int) -> None:
         w.line("if (r < 0) goto done;")
         w.line(f"kpart_on[{g}] = r == 0;")
         w.line(f"if (r == 0) a.part = kpart[{g}].data; else a.split = 1;  /* no pools */")
+
+
+def _transposed_weights(k: CudaKernel) -> str:
+    """Some term's B has unit row stride, not unit column stride, and over 64K elements
+    (an attention's K^T over a few hundred positions stays a GEMV)."""
+    return " || ".join(f"(a.t[{t}].b_rs == 1 && a.t[{t}].b_cs != 1 && a.t[{t}].k * n > 65536)"
+                       for t in range(len(k.group.terms)))
 
 
 def _product(items: list[str]) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from cuvil_aot.compiler.codegen import cuda, cuda_one
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
+from cuvil_aot.compiler.codegen.run_time_loops import LoopSpan
 from cuvil_aot.compiler.ir.group import Kind
 
 
@@ -19,6 +20,7 @@ class GpuPlan:
     names: list[str] = field(default_factory=list)
     first: dict[str, int] = field(default_factory=dict)  # kernel name -> its first entry
     one: dict[str, int] = field(default_factory=dict)  # comp.prefix -> its one-kernel entry
+    loops: dict[str, list[LoopSpan]] = field(default_factory=dict)  # comp.prefix -> its loops
 
     @property
     def source(self) -> str:
@@ -33,12 +35,14 @@ def lower(comps: list[Compiled]) -> GpuPlan:
     for comp in comps:
         buffers = {id(b) for b in comp.buffers}
         kernels = [cuda.emit_kernel(f"{comp.prefix}_g{g}", group, buffers, comp.hoisted)
-                   for g, group in enumerate(comp.fn.groups)]
+                   for g, group in enumerate(comp.groups)]
         gp.kernels[comp.prefix] = kernels
         for k in kernels:
             gp.first[k.name] = len(gp.names)
             gp.names.extend(k.entries)
-        if len(kernels) > 1 and all(k.group.kind is not Kind.SCAN for k in kernels):
+        gp.loops[comp.prefix] = comp.loops  # launched one by one, in order
+        if len(kernels) > 1 and all(k.group.kind is not Kind.SCAN for k in kernels) \
+                and not comp.loops:
             gp.one[comp.prefix] = len(gp.names)
             gp.names.append(f"{comp.prefix}_one")
     return gp

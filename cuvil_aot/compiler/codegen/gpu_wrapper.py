@@ -162,7 +162,7 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
     fn = comp.fn
     nparams, nbuf = max(1, len(fn.params)), max(1, len(comp.buffers))
     st = GpuStorage({id(p): i for i, p in enumerate(fn.param_nodes)},
-                    {id(b): i for i, b in enumerate(comp.buffers)})
+                    {id(b): i for i, b in enumerate(comp.buffers)}, comp.named, comp.alias)
     with w.block(f"static PyObject *{comp.prefix}_grun(PyObject **argv, cv_gpu_array *ga, "
                  f"int first, PyObject *out, PyObject *stream_kw, const {comp.prefix}_call *c)"):
         w.line(f"PyObject *result = NULL, *obj[{nbuf}] = {{0}}, *user[{nbuf}] = {{0}}, "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cuvil_aot.compiler.codegen import gather_access, ops_c
+from cuvil_aot.compiler.codegen import gather_access, ops_c, scatter_store
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Dest, Group
 from cuvil_aot.compiler.ir.indexing import IndexMap, identity, through, unit_free, var_map
@@ -224,6 +224,9 @@ class KernelEmitter:
         return unit_free(m, shape) == unit_free(self.per_row(), shape)
 
     def store(self, root: Node, dest: Dest, m: IndexMap, value: str, body: Body) -> None:
+        if dest.scatter is not None:  # at positions from index arrays (scatter_store.py)
+            scatter_store.store(self, dest, m, value, body)
+            return
         j = self.operand(dest.buffer, None, dest_map(root, dest, m), dest)
         storage = ops_c.STORAGE[dest.buffer.dtype]
         if j in body.tiles:
@@ -244,6 +247,8 @@ def dest_map(root: Node, dest: Dest, m: IndexMap) -> IndexMap:
     may hold it at an offset along one axis (a concatenation)."""
     if dest.buffer is root:
         return m
+    if dest.scatter is not None:  # the affine part of a scatter's store
+        return scatter_store.dest_map(dest.scatter, m)
     if dest.region is not None:  # an assignment's region (passes/inplace.py)
         return tuple(a.scaled(st).plus(s0) for a, s0, st in zip(m, *dest.region))
     return tuple(a.plus(dest.offset) if k == dest.axis else a for k, a in enumerate(m))

@@ -6,9 +6,9 @@ struct fields) and calls the kernels, the thread pool and the GEMM runtime.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from cuvil_aot.compiler.codegen import ops_c
+from cuvil_aot.compiler.codegen import ops_c, scatter_store
 from cuvil_aot.compiler.codegen.kernel_emitter import Kernel, Operand
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Kind
@@ -28,14 +28,31 @@ class Storage:
 
     params: dict[int, int]  # id(PARAM node) -> argument index
     buffers: dict[int, int]  # id(buffer node) -> buffer index
+    # a run-time loop's body (run_time_loops.py): carried values by the C pointer that
+    # holds this iteration's (contiguous), captured parameters by the value they stand for
+    named: dict[int, str] = field(default_factory=dict)
+    alias: dict[int, Node] = field(default_factory=dict)
+
+    def local(self, base: Node, view: Shape | None) -> tuple[Node, str | None, list[str]]:
+        """``base`` with aliases resolved, and the pointer and strides of a named one."""
+        if id(base) in self.named:
+            shape = view if view is not None else base.shape
+            return base, self.named[id(base)], [dim(s) for s in contiguous_strides(shape)]
+        return self.alias.get(id(base), base), None, []
 
     def data(self, base: Node) -> str:
+        base, named, _ = self.local(base, None)
+        if named is not None:
+            return named
         if id(base) in self.params:
             return f"PyArray_BYTES(in[{self.params[id(base)]}])"
         return f"buf[{self.buffers[id(base)]}]"
 
     def strides(self, base: Node, view: Shape | None) -> list[str]:
         """Element strides of each axis of base (or of its reinterpretation ``view``)."""
+        base, named, strides = self.local(base, view)
+        if named is not None:
+            return strides
         if view is None and id(base) in self.params:
             i = self.params[id(base)]
             size = f"(npy_intp)sizeof({ops_c.STORAGE[base.dtype]})"
@@ -105,6 +122,8 @@ def launch(w: Writer, k: Kernel, st: Storage) -> None:
             w.line(f"const int64_t rows = {_product(shape[:-1])};")
             w.line("int64_t ntasks, grain;")
             w.line("cv_split(api, rows, inner, &a.chunk, &a.nchunk, &ntasks, &grain);")
+            if scatter_store.writes(group):  # one thread, in C order: the last write wins
+                w.line("grain = ntasks;")
             w.line(f"a.stream = rows * inner * {_root_bytes(k)} >= CV_STREAM_MIN_BYTES;")
             w.line(f"if (rows * inner > 0) cv_launch(api, K->{k.name}, &a, ntasks, grain);")
 

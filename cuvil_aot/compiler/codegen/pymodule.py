@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cuvil_aot.compiler.codegen import gpu_wrapper, host_scalars, inplace_args, ops_c
+from cuvil_aot.compiler.codegen import (
+    gpu_wrapper,
+    host_scalars,
+    inplace_args,
+    ops_c,
+    run_time_loops,
+)
 from cuvil_aot.compiler.codegen.compiled import Compiled, lower_signature
 from cuvil_aot.compiler.codegen.gather_access import index_error, param_checks
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, lower
@@ -86,6 +92,8 @@ def match_function(w: Writer, comp: Compiled) -> None:
         for p in params:
             if p.is_scalar:
                 w.line(f"{'double' if p.type.dtype == 'float64' else 'int64_t'} arg_{p.name};")
+        for index in run_time_loops.index_fields(comp.loops):  # run-time loops' indices
+            w.line(f"int64_t {index};")
         host_scalars.fields(w, comp.fn, comp.hoisted)
     sig = f"static int {comp.prefix}_match(PyObject **argv, {comp.prefix}_call *c, char *why, " \
           "size_t nwhy, int *shape_err)"
@@ -125,8 +133,8 @@ def exec_function(w: Writer, comp: Compiled) -> None:
         for s, sym in enumerate(comp.symbols):
             w.line(f"const int64_t S_{sym} = c->sym[{s}]; (void)S_{sym};")
         param_checks(w, comp.fn, comp.storage.params, comp.hoisted)
-        for k in comp.kernels:
-            launch(w, k, comp.storage)
+        run_time_loops.run_kernels(w, comp.prefix, len(comp.kernels), comp.loops, comp.storage,
+                                   lambda g, st: launch(w, comp.kernels[g], st))
         w.line("return 0;")
 
 

@@ -26,6 +26,7 @@ from cuvil_aot.compiler.codegen import host_scalars, ops_c
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.shape_checks import checked
 from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.ir.loop import RunTimeRange
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.run_time import RunTimeSlice
 from cuvil_aot.compiler.ir.types import Dim
@@ -43,6 +44,12 @@ def emit(w: Writer, comp: Compiled) -> list[Dim]:
     while entries:
         ready = next((e for e in entries if _uses(e) <= bound), entries[0])
         entries.remove(ready)
+        if isinstance(ready, RunTimeRange):  # a run-time loop's (ir/loop.py)
+            if ready.key not in done:
+                _range(w, ready)
+            done.add(ready.key)
+            bound |= set(ready.defines)
+            continue
         if isinstance(ready, RunTimeSlice):
             if ready.key not in done:
                 _slice(w, ready)
@@ -60,7 +67,7 @@ def emit(w: Writer, comp: Compiled) -> list[Dim]:
 
 
 def _uses(entry: Any) -> frozenset[str]:
-    if isinstance(entry, RunTimeSlice):
+    if isinstance(entry, RunTimeSlice | RunTimeRange):
         return entry.uses
     return entry[1].symbols  # type: ignore[no-any-return]
 
@@ -97,3 +104,23 @@ def _slice(w: Writer, r: RunTimeSlice) -> None:
         w.line(f"S_{r.size_symbol} = len;")
         if r.step_symbol is not None:
             w.line(f"S_{r.step_symbol} = step;")
+
+
+def _range(w: Writer, r: RunTimeRange) -> None:
+    """``range(start, stop, step)``'s start, step and length, as CPython's range computes
+    them (a zero step raises ValueError)."""
+    with w.block(""):
+        w.line(f"/* {str(r).replace('*/', '* /')} */")
+        names = host_scalars.locals_of(w, [r.start, r.stop, r.step])
+        start, stop, step = (ops_c.cast(names[id(n)], n.dtype, "int64")
+                             for n in (r.start, r.stop, r.step))
+        w.line(f"const int64_t start = {start}, stop = {stop}, step = {step};")
+        with w.block("if (step == 0)"):
+            w.line('PyErr_SetString(PyExc_ValueError, "range() arg 3 must not be zero");')
+            w.line("return -1;")
+        w.line("const uint64_t span = step > 0 ? (start < stop ? (uint64_t)stop - "
+               "(uint64_t)start : 0) : (start > stop ? (uint64_t)start - (uint64_t)stop : 0);")
+        w.line("const uint64_t by = step > 0 ? (uint64_t)step : 0 - (uint64_t)step;")
+        w.line(f"S_{r.start_symbol} = start;")
+        w.line(f"S_{r.step_symbol} = step;")
+        w.line(f"S_{r.size_symbol} = span > 0 ? (int64_t)((span - 1) / by + 1) : 0;")

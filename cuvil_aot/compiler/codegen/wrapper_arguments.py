@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cuvil_aot.compiler.codegen import host_scalars, inplace_args, run_time_sizes
+from cuvil_aot.compiler.codegen import host_scalars, inplace_args, run_time_loops, run_time_sizes
 from cuvil_aot.compiler.codegen.binding import Bind, Check, plan
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.launch import dim
@@ -141,14 +141,15 @@ def _match_dim(w: Writer, n: int, step: Bind | Check, comp: Compiled,
 
 def empty_reduction_checks(w: Writer, comp: Compiled) -> None:
     """NumPy's ValueError for a reduction with no identity over no elements."""
-    for k in comp.kernels:
+    for g, k in enumerate(comp.kernels):
         space = k.group.space
+        runs = run_time_loops.runs(comp.loops, g)  # in a run-time loop: where it iterates
         for stage in k.group.stages:
             if stage.op in NO_IDENTITY:
                 reduced = " * ".join(dim(space.shape[a]) for a in space.reduce_axes) or "1"
                 msg = (f"{comp.name}(): zero-size array to reduction operation "
                        f"{NO_IDENTITY[stage.op]} which has no identity")
-                with w.block(f"if (({reduced}) == 0)"):
+                with w.block(f"if (({reduced}) == 0 && {runs})"):
                     w.line(f"PyErr_SetString(PyExc_ValueError, {c_string(msg)});")
                     w.line("return NULL;")
 

@@ -1,6 +1,7 @@
 """Assignment into arrays, as NumPy's ``__setitem__``: ``y[:, :k] = v``, ``pe[:, 0::2] = s``,
-``y[..., 0] = 1.0``, ``y[mask] = 0``, ``k_cache[:, t] = k`` (``t`` an int argument), and
-the augmented forms ``y[i] += v`` and ``y += v`` (in place, as NumPy's ``__iadd__``).
+``y[..., 0] = 1.0``, ``y[mask] = 0``, ``k_cache[:, t] = k`` (``t`` an int argument),
+``x[ids] = v`` (integer-array indices: a scatter, scatter.py), and the augmented forms
+``y[i] += v`` and ``y += v`` (in place, as NumPy's ``__iadd__``).
 
 Arrays are values in the IR: an assignment makes a new value, ``Op.SETITEM`` (the old
 array with a region replaced), and binds it to every name that held the old array (an
@@ -15,8 +16,7 @@ NumPy in-place ufunc. A run-time int index (``t``) is a symbol the call computes
 once when negative and raising NumPy's IndexError when out of range (Function.indices).
 
 Refused, with what to write instead: assignment into a view of another array (``v = y[:, :2];
-v[...] = 0``: y would change too), integer-array indices (a scatter), a mask with an
-array value.
+v[...] = 0``: y would change too), a mask with an array value.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
-from cuvil_aot.compiler.frontend import subscript
+from cuvil_aot.compiler.frontend import scatter, subscript
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
 from cuvil_aot.compiler.frontend.values import fold, run_time_origin, strong, to_node
 from cuvil_aot.compiler.ir import construct as C
@@ -41,8 +41,6 @@ from cuvil_aot.errors import SourceSpan
 if TYPE_CHECKING:
     from cuvil_aot.compiler.frontend.interp import Interpreter
 
-SCATTER_HINT = ("np.where(mask, value, x) with a mask built from np.arange, or a slice "
-                "(x[:, a:b] = v)")
 VIEW_HINT = "assign into the array itself (y[:, :2] = v), or copy first (v = y[:, :2].copy())"
 
 
@@ -196,10 +194,26 @@ def _update(interp: Interpreter, old: Node, index: Any, value: Node, span: Sourc
     mask = _mask(old, items, value, span)
     if mask is not None:
         return mask
+    if scatter.has_arrays(items):  # integer-array indices: frontend/scatter.py
+        return scatter.update(old, items, value, span,
+                              lambda basic: _region(interp, old, basic, span))
     items = _run_time_ints(interp, old, items, span)
-    if any(isinstance(i, Node | list | np.ndarray) for i in items):
-        raise UserError("assignment with integer-array indices (a scatter) is not supported",
-                        span, SCATTER_HINT)
+    view, region, starts, steps = _region(interp, old, items, span)
+    while value.type.ndim > view.type.ndim and C.same(value.shape[0], 1):
+        value = C.reshape(value, value.shape[1:], span)  # NumPy drops leading 1s
+    placed = checked(B.broadcast_to, value, view.shape, span, span=span)
+    placed = C.reshape(placed, region.shape, span)
+    if owner_is_local(interp, old) and all(s == Dim.of(0) for s in starts) \
+            and all(s == Dim.of(1) for s in steps) and C.same_shape(region.shape, old.shape):
+        return Node(Op.CAST, TensorType(old.dtype, old.shape), (placed,), span=span)  # a copy
+    return Node(Op.SETITEM, TensorType(old.dtype, old.shape), (old, placed),
+                attrs=(tuple(starts), tuple(steps)), span=span)
+
+
+def _region(interp: Interpreter, old: Node, items: list[Any], span: SourceSpan
+            ) -> tuple[Node, Node, tuple[Dim, ...], tuple[Dim, ...]]:
+    """(the view ``old[items]``, the slice of ``old`` under it, its starts and steps): what
+    basic items (ints, slices, None, ...) select, with what the slices need of the call."""
     view, needs = subscript.index(old, tuple(items), span)
     symbols = {s for s, _, _, _ in writes(interp).indices}
     for need in needs:
@@ -218,15 +232,7 @@ def _update(interp: Interpreter, old: Node, index: Any, value: Node, span: Sourc
         starts, steps = region.attrs
     else:
         raise RuntimeError(f"assignment: unexpected view {region.op} of the target")
-    while value.type.ndim > view.type.ndim and C.same(value.shape[0], 1):
-        value = C.reshape(value, value.shape[1:], span)  # NumPy drops leading 1s
-    placed = checked(B.broadcast_to, value, view.shape, span, span=span)
-    placed = C.reshape(placed, region.shape, span)
-    if owner_is_local(interp, old) and all(s == Dim.of(0) for s in starts) \
-            and all(s == Dim.of(1) for s in steps) and C.same_shape(region.shape, old.shape):
-        return Node(Op.CAST, TensorType(old.dtype, old.shape), (placed,), span=span)  # a copy
-    return Node(Op.SETITEM, TensorType(old.dtype, old.shape), (old, placed),
-                attrs=(tuple(starts), tuple(steps)), span=span)
+    return view, region, tuple(starts), tuple(steps)
 
 
 def owner_is_local(interp: Interpreter, old: Node) -> bool:

@@ -4,7 +4,8 @@ The interpreter runs the user's function with IR nodes standing in for arrays
 and Python values for everything known at compile time (ints, floats, tuples,
 shape dimensions). Calls to other Python functions are inlined by
 interpreting their bodies, ``for _ in range(N)`` unrolls and ``if`` picks a
-branch, so what reaches the IR is a straight-line tensor graph.
+branch, so what reaches the IR is a straight-line tensor graph (a ``for`` over a range
+known only at run time is one IR loop node of its own: loops.py).
 
 Errors are collected, not thrown on the first: a failing statement records a
 diagnostic and binds its targets to ``POISON``, which silently absorbs every
@@ -40,7 +41,7 @@ MAX_UNROLL = 4096
 MAX_INLINE_DEPTH = 64
 
 SUPPORTED_STATEMENTS = ("assignments (also tuple unpacking and +=), return, "
-                        "if on compile-time values, for _ in range(CONSTANT), def")
+                        "if on compile-time values, for _ in range(...), def")
 
 
 class _Poison:
@@ -81,6 +82,8 @@ class Interpreter:
         self.requirements: list[tuple[Dim, str]] = []  # run-time shape checks (slices)
         self.derived: list[tuple[str, Dim, int]] = []  # symbols = ceil(length / step)
         self.run_time: list[RunTimeSlice] = []  # slices with run-time bounds
+        self.loop_count = 0  # run-time loops so far (loops.py)
+        self.loop_depth = 0  # inside a run-time loop's body
 
     # Spans -----------------------------------------------------------------
     def span(self, node: ast.AST) -> SourceSpan:
@@ -205,16 +208,19 @@ class Interpreter:
     def stmt_For(self, stmt: ast.For) -> None:
         if stmt.orelse:
             raise UserError("for ... else is not supported", self.span(stmt))
-        loops.check_range(stmt, self.eval, self.span(stmt.iter))  # run-time trip counts
+        args = loops.run_time_range(stmt, self.eval)
+        if args is not None:  # a trip count known only at run time: an IR loop
+            loops.run_loop(self, stmt, args, POISON)
+            return
         items = self.eval(stmt.iter)
         if items is POISON:
             return
         if isinstance(items, range | tuple | list):
             seq = list(items)
         else:
-            raise UserError("only loops over range(CONSTANT) or a tuple known at compile time "
-                            "are supported (they are unrolled)", self.span(stmt.iter),
-                            "for _ in range(N) with N a constant")
+            raise UserError("only loops over range() or a tuple known at compile time "
+                            "are supported", self.span(stmt.iter),
+                            "for t in range(x.shape[0]): ... x[t] ...")
         if len(seq) > MAX_UNROLL:
             raise UserError(f"loop of {len(seq)} iterations is too long to unroll "
                             f"(at most {MAX_UNROLL})", self.span(stmt.iter))
@@ -264,6 +270,8 @@ class Interpreter:
     def load_name(self, name: str, where: ast.AST) -> Any:
         frame = self.frames[-1]
         if name in frame.scope:
+            if isinstance(frame.scope[name], loops.Unbound):
+                raise UserError(frame.scope[name].why, self.span(where))
             return frame.scope[name]
         if name in frame.globals:
             value = frame.globals[name]

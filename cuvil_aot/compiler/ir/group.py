@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 from cuvil_aot.compiler.ir.indexing import IndexMap, identity, var_map
 from cuvil_aot.compiler.ir.node import Node
@@ -15,17 +16,20 @@ class Kind(enum.Enum):
     ROW = "row"  # per row of the kept axes: reduction stages, then the roots
     GEMM = "gemm"  # a sum of matmuls with the roots computed in its epilogue
     SCAN = "scan"  # per row of the kept axes, one sequential pass along the row (ops.SCANS)
+    LOOP = "loop"  # a run-time loop: `loop` (ir/loop.py) and its body's groups, run n times
 
 
 @dataclass(frozen=True, slots=True)
 class Dest:
-    """Where a root is stored: its own buffer, a slice of a concatenation's, or a region of
-    an assignment's (``region``: (starts, steps) per axis, as Op.SETITEM's attrs)."""
+    """Where a root is stored: its own buffer, a slice of a concatenation's, a region of
+    an assignment's (``region``: (starts, steps) per axis, as Op.SETITEM's attrs), or the
+    positions a scatter's index arrays name (``scatter``: the Op.SCATTER node)."""
 
     buffer: Node
     axis: int = -1
     offset: Dim = Dim.of(0)
     region: tuple[tuple[Dim, ...], tuple[Dim, ...]] | None = None
+    scatter: Node | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,3 +63,4 @@ class Group:
     stages: tuple[Node, ...] = ()  # ROW: reductions computed per row, in order
     terms: tuple[Node, ...] = ()  # GEMM: the MATMUL nodes summed into the accumulator
     accumulators: tuple[Node, ...] = ()  # GEMM: the first term and each add joining a term
+    loop: Any = None  # LOOP: the LoopBody, its fn fused (roots: its LOOP_OUT nodes)

@@ -86,6 +86,14 @@ class Op(enum.Enum):
     # for k < value.shape[a], per axis a] replaced by value (of old's dtype and rank: an int
     # index is an axis of size 1). Fusion writes it in place (passes/inplace.py)
     SETITEM = enum.auto()
+    # assignment through integer arrays (x[:, ids] = v, frontend/scatter.py): srcs (old,
+    # value, index arrays of one shape S), attrs (axes, at, starts, steps): the index arrays
+    # name positions along old's axes `axes`; value has old's dtype and the shape of the
+    # other axes' slices (starts[a] + k * steps[a]) with S at position `at`. The result is
+    # old with old[.., wrap(idx_k[s]) on axes[k], ..] = value[.., s, ..] in C order of
+    # value (the last write of a duplicate index wins; on the GPU any one); an index out of
+    # range raises IndexError at the call. Written in place like SETITEM (passes/inplace.py)
+    SCATTER = enum.auto()
     # along axis attrs[0], one sequential pass per row (frontend/scans.py): running sum or
     # product (in the result dtype; the source is cast to it), a stable sort with NaNs last,
     # or its permutation (int64); the result has the source's shape
@@ -93,6 +101,9 @@ class Op(enum.Enum):
     CUMPROD = enum.auto()
     SORT = enum.auto()
     ARGSORT = enum.auto()
+    # a carried value after a run-time loop (ir/loop.py): srcs (initial values..., captured
+    # values...), attrs (LoopBody, j): the j-th carried value once the body has run
+    LOOP_OUT = enum.auto()
 
 
 UNARY = frozenset({Op.NEG, Op.ABS, Op.SIGN, Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.SQRT,
@@ -105,6 +116,7 @@ ELEMENTWISE = UNARY | BINARY | {Op.WHERE}
 REDUCE = frozenset({Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ARGMAX, Op.ARGMIN})
 MOVEMENT = frozenset({Op.PERMUTE, Op.SLICE, Op.BROADCAST, Op.RESHAPE})
 SCANS = frozenset({Op.CUMSUM, Op.CUMPROD, Op.SORT, Op.ARGSORT})  # a kernel of whole rows
+WRITES = frozenset({Op.SETITEM, Op.SCATTER})  # assignments, written in place
 
 # The NumPy meaning of each computing op: it fixes the result dtype (through
 # NumPy's own type resolution, see frontend.builder) and is the test reference.

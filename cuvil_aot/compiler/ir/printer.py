@@ -40,6 +40,8 @@ def format_function(fn: Function) -> str:
     lines.append("  return " + ", ".join(names[id(o)] for o in fn.outputs))
     for i, group in enumerate(fn.groups):
         lines.append(format_group(i, group, names))
+        if group.loop is not None:  # a run-time loop (ir/loop.py): its body, indented
+            lines += ["    " + line for line in format_function(group.loop.fn).splitlines()]
     for reason in fn.refused:
         lines.append(f"  # refused: {reason}")
     return "\n".join(lines)
@@ -62,6 +64,8 @@ def format_group(index: int, group: Group, names: dict[int, str]) -> str:
                                                  f"+{dest.offset}]"
         if dest.region is not None:  # an assignment's region: starts, steps
             target = f" -> {name(dest.buffer)}[{_attr(dest.region[0])} by {_attr(dest.region[1])}]"
+        if dest.scatter is not None:  # positions from index arrays: the scatter's srcs
+            target = f" -> {name(dest.buffer)}[at {name(dest.scatter)}]"
         stores.append(name(root) + target)
     parts.append("stores " + ", ".join(stores))
     return ", ".join(parts)

@@ -46,9 +46,9 @@ from cuvil_aot.compiler.ir.indexing import (
     var_map,
 )
 from cuvil_aot.compiler.ir.node import Function, Node, toposort, users
-from cuvil_aot.compiler.ir.ops import ELEMENTWISE, MOVEMENT, REDUCE, SCANS, Op
+from cuvil_aot.compiler.ir.ops import ELEMENTWISE, MOVEMENT, REDUCE, SCANS, WRITES, Op
 from cuvil_aot.compiler.ir.types import Dim, shape_str
-from cuvil_aot.compiler.passes import inplace
+from cuvil_aot.compiler.passes import inplace, loop_bodies
 
 log = logging.getLogger("cuvil_aot.fusion")
 
@@ -83,6 +83,7 @@ def describe(node: Node) -> str:
 
 
 def run(fn: Function) -> Function:
+    fn = loop_bodies.run(fn, run)  # each run-time loop's body, fused on its own
     fn, copies = inplace.prepare(fn)  # assignments: written in place (inplace.py)
     fn = _distinct_outputs(fn)
     plan = Plan(fn, toposort(fn.outputs), {})
@@ -127,8 +128,13 @@ def _required_buffers(plan: Plan) -> None:
     for node in plan.nodes:
         if node.op is Op.CONCAT:
             plan.add_buffer(node, "concatenation")
-        elif node.op is Op.SETITEM and not inplace.is_link(plan, node):
+        elif node.op in WRITES and not inplace.is_link(plan, node):
             plan.add_buffer(node, "assignment (its kernels write in place)")
+        elif node.op is Op.LOOP_OUT:  # a run-time loop's result; what it reads: buffers
+            plan.add_buffer(node, "a run-time loop's carried value")
+            for src in node.srcs:
+                if src.op is not Op.PARAM:
+                    plan.add_buffer(src, "read by a run-time loop")
         elif node.op is Op.IOTA:  # a 1-D ramp of its own; its users read it as a view
             plan.add_buffer(node, "index ramp (np.arange)")
         elif node.op in SCANS:  # its kernel owns whole rows; its users read its buffer
@@ -230,7 +236,9 @@ def _settle_loop_spaces(plan: Plan) -> dict[int, Walk]:
                 roots, _, accumulators = plan.gemms[plan.gemm_of[id(root)]]
                 walk = Walk(LoopSpace(root.shape))
                 changed |= _walk(plan, root, walk, gemm=accumulators, inline=roots)
-            elif root.op in (Op.CONCAT, Op.SETITEM):
+            elif root.op is Op.LOOP_OUT:  # its loop's body has groups of its own
+                walk = Walk(LoopSpace(root.shape))
+            elif root.op in (Op.CONCAT, Op.SETITEM, Op.SCATTER):
                 walk = Walk(LoopSpace(root.shape))
                 changed |= _settle_parts(plan, root.srcs if root.op is Op.CONCAT
                                          else inplace.parts(plan, root))
@@ -362,12 +370,16 @@ def _merge(plan: Plan, walks: dict[int, Walk]) -> list[Group]:
             for other_root in plan.gemms[plan.gemm_of[id(root)]][0]:
                 parent[find(owner[id(other_root)])] = find(i)
             continue
-        if root.op in (Op.CONCAT, Op.SETITEM) or root.op in SCANS:
+        if root.op is Op.LOOP_OUT:  # one group per loop, of all its results
+            first = next(r for r in roots if r.op is Op.LOOP_OUT and r.attrs[0] is root.attrs[0])
+            parent[find(i)] = find(owner[id(first)])
+            continue
+        if root.op in (Op.CONCAT, Op.SETITEM, Op.SCATTER) or root.op in SCANS:
             continue
         for leaf, m in walk.loads:
             j = owner.get(id(leaf))
             if j is None or id(leaf) in plan.gemm_of or leaf.op in (Op.CONCAT, Op.IOTA) \
-                    or leaf.op in SCANS or leaf.op is Op.SETITEM:
+                    or leaf.op in SCANS or leaf.op in WRITES or leaf.op is Op.LOOP_OUT:
                 continue
             other = walks[id(leaf)]
             if other.space == walk.space and walk.space.natural_map(leaf) == m \
@@ -409,9 +421,12 @@ def _make_groups(plan: Plan, roots: list[Node], walks: dict[int, Walk]) -> list[
         return [Group(Kind.GEMM, walks[id(first)].space, gemm_roots,
                       tuple(Dest(r) for r in gemm_roots), terms=terms,
                       accumulators=accumulators)]
+    if first.op is Op.LOOP_OUT:
+        return [Group(Kind.LOOP, LoopSpace(()), tuple(roots), tuple(Dest(r) for r in roots),
+                      loop=first.attrs[0])]
     if first.op is Op.CONCAT:
         return _concat_groups(plan, first)
-    if first.op is Op.SETITEM:
+    if first.op in WRITES:
         return inplace.groups(plan, first)
     space = walks[id(first)].space
     stages: list[Node] = []
@@ -449,7 +464,7 @@ def _order(groups: list[Group], after: dict[int, set[int]]) -> list[Group]:
     deps: list[set[int]] = []
     for i, g in enumerate(groups):
         needed: set[int] = set(after.get(i, ()))
-        for node in toposort(g.roots + g.terms):
+        for node in toposort(g.roots + g.terms + inplace.index_arrays(g)):
             for j in writer.get(id(node), []):
                 if j != i and not any(node is r for r in g.roots):
                     needed.add(j)

@@ -1,4 +1,5 @@
-"""Assignments (Op.SETITEM) written in place: the part of fusion that stores them.
+"""Assignments (Op.SETITEM, Op.SCATTER) written in place: the part of fusion that stores
+them.
 
 A chain of assignments ``s1 = setitem(old, v1); s2 = setitem(s1, v2)`` whose inner links
 have no other user is one buffer, the top's: a kernel computes ``old`` into it (none where
@@ -12,7 +13,9 @@ Before (``pe = np.zeros((T, D)); pe[:, 0::2] = s; pe[:, 1::2] = c``)::
     %3 = setitem(%2, %c, (0, 1), (1, 2))
 
 After: three kernels storing to %3: ``0`` over (T, D), ``%s`` over (T, ceil(D/2)) into
-``%3[i0, 2*i1]``, ``%c`` into ``%3[i0, 2*i1 + 1]``.
+``%3[i0, 2*i1]``, ``%c`` into ``%3[i0, 2*i1 + 1]``. A scatter's kernel loops over its
+value's shape and stores at the positions its index arrays name (``Dest.scatter``,
+codegen/scatter_store.py); the index arrays are parts computed inline, like the value.
 
 A written argument (Function.inplace) is stored in the caller's array (codegen/
 inplace_args.py): every kernel that reads the argument's old value must run before the
@@ -26,7 +29,7 @@ from typing import Any
 
 from cuvil_aot.compiler.ir.group import Dest, Group, Kind, LoopSpace
 from cuvil_aot.compiler.ir.node import Function, Node, toposort
-from cuvil_aot.compiler.ir.ops import Op
+from cuvil_aot.compiler.ir.ops import WRITES, Op
 from cuvil_aot.compiler.ir.types import TensorType
 
 
@@ -38,13 +41,12 @@ def prepare(fn: Function) -> tuple[Function, list[Node]]:
     for k, p in fn.inplace:
         param = fn.param_nodes[p]
         link = outputs[k]
-        while link.op is Op.SETITEM and link.srcs[0] is not param \
-                and link.srcs[0].op is Op.SETITEM:
+        while link.op in WRITES and link.srcs[0] is not param \
+                and link.srcs[0].op in WRITES:
             link = link.srcs[0]
-        keep = link if link.op is Op.SETITEM and link.srcs[0] is param else None
-        outputs, snap = _snapshot(outputs, param, keep)
-        if snap is not None:
-            snaps.append(snap)
+        keep = link if link.op in WRITES and link.srcs[0] is param else None
+        outputs, copies = _snapshot(outputs, param, keep)
+        snaps.extend(copies)
     return fn.replace(outputs=outputs), snaps
 
 
@@ -69,12 +71,19 @@ def _strip(outputs: tuple[Node, ...]) -> list[Node]:
 
 
 def _snapshot(outputs: tuple[Node, ...], param: Node,
-              keep: Node | None) -> tuple[tuple[Node, ...], Node | None]:
-    """Every read of ``param`` but the first link's (``keep``) through one copy."""
+              keep: Node | None) -> tuple[tuple[Node, ...], list[Node]]:
+    """Every read of ``param`` but the first link's (``keep``) through a copy: of the whole
+    array, or, where a gather reads as many positions as a scatter writes (``x[ids] =
+    f(x[ids])``), of what the gather reads (not the whole array: repetition penalties)."""
     snap = Node(Op.CAST, TensorType(param.dtype, param.shape), (param,), span=param.span)
     new: dict[int, Node] = {}
+    copies: list[Node] = []
     used = False
     for node in toposort(outputs):
+        if _gathers_as_written(node, param, keep):
+            new[id(node)] = Node(Op.CAST, node.type, (node,), span=node.span)
+            copies.append(new[id(node)])
+            continue
         srcs = []
         for pos, s in enumerate(node.srcs):
             if s is param and not (node is keep and pos == 0):
@@ -84,15 +93,23 @@ def _snapshot(outputs: tuple[Node, ...], param: Node,
                 srcs.append(new[id(s)])
         same = all(a is b for a, b in zip(srcs, node.srcs))
         new[id(node)] = node if same else node.replace(srcs=tuple(srcs))
-    return tuple(new[id(o)] for o in outputs), (snap if used else None)
+    return tuple(new[id(o)] for o in outputs), ([snap] if used else []) + copies
+
+
+def _gathers_as_written(node: Node, param: Node, keep: Node | None) -> bool:
+    """A gather from ``param`` of the shape of the scatter's value, with index arrays that
+    do not read ``param``: its copy is no larger than the writes."""
+    return (keep is not None and keep.op is Op.SCATTER and node.op is Op.GATHER
+            and node.srcs[0] is param and node.shape == keep.srcs[1].shape
+            and not any(n is param for n in toposort(node.srcs[1:])))
 
 
 def is_link(plan: Any, node: Node) -> bool:
     """An assignment whose only user is the next assignment to the same array: written
     in that one's buffer."""
     uses = plan.uses.get(id(node), [])
-    return (node.op is Op.SETITEM and len(uses) == 1 and uses[0].op is Op.SETITEM
-            and uses[0].srcs[0] is node and uses[0].srcs[1] is not node
+    return (node.op in WRITES and len(uses) == 1 and uses[0].op in WRITES
+            and uses[0].srcs[0] is node and not any(s is node for s in uses[0].srcs[1:])
             and not any(node is o for o in plan.fn.outputs))
 
 
@@ -115,10 +132,10 @@ def _argument(plan: Any, top: Node) -> Node | None:
 
 def parts(plan: Any, top: Node) -> tuple[Node, ...]:
     """What the kernels of ``top``'s buffer compute: the old value (unless the buffer is
-    the argument that holds it) and each assigned value."""
+    the argument that holds it), each assigned value and each scatter's index arrays."""
     links, base = _chain(plan, top)
     fill = () if base is _argument(plan, top) else (base,)
-    return fill + tuple(s.srcs[1] for s in links)
+    return fill + tuple(p for s in links for p in s.srcs[1:])
 
 
 def groups(plan: Any, top: Node) -> list[Group]:
@@ -130,8 +147,9 @@ def groups(plan: Any, top: Node) -> list[Group]:
                          (Dest(top),)))
     for s in links:
         value = s.srcs[1]
+        dest = Dest(top, scatter=s) if s.op is Op.SCATTER else Dest(top, region=s.attrs)
         out.append(Group(Kind.ELEMENTWISE, LoopSpace(value.shape), (_root(plan, value),),
-                         (Dest(top, region=s.attrs),)))
+                         (dest,)))
     return out
 
 
@@ -150,7 +168,7 @@ def order_after(plan: Any, groups: list[Group]) -> dict[int, set[int]]:
     writers: dict[int, list[int]] = {}
     for i, g in enumerate(groups):
         for d in g.dests:
-            if d.buffer.op is Op.SETITEM:
+            if d.buffer.op in WRITES:
                 deps.setdefault(i, set()).update(writers.get(id(d.buffer), []))
                 writers.setdefault(id(d.buffer), []).append(i)
     fn = plan.fn
@@ -165,7 +183,7 @@ def order_after(plan: Any, groups: list[Group]) -> dict[int, set[int]]:
 
 def _reads(plan: Any, group: Group, param: Node) -> bool:
     """Whether the kernel loads ``param`` itself (not through a buffer)."""
-    stack = list(group.roots) + list(group.terms)
+    stack = list(group.roots) + list(group.terms) + list(index_arrays(group))
     seen: set[int] = set()
     while stack:
         node = stack.pop()
@@ -178,3 +196,9 @@ def _reads(plan: Any, group: Group, param: Node) -> bool:
             continue
         stack.extend(node.srcs)
     return False
+
+
+def index_arrays(group: Group) -> tuple[Node, ...]:
+    """The index arrays a scatter's kernel computes besides its roots (it reads what they
+    read: ordering and fusion count them as its inputs)."""
+    return tuple(i for d in group.dests if d.scatter is not None for i in d.scatter.srcs[2:])
