@@ -79,6 +79,18 @@ def compile_source(directory: Path, source: str, **options: Any) -> ModuleType:
     return module
 
 
+def gpu_build(directory: Path, source: str) -> Any:
+    """The artifact of ``source``'s module built with sm_90 code: nvcc compiles its CUDA
+    and cc its GPU wrapper, so a test can check the GPU path compiles without a device.
+    No GPU code is refused."""
+    module = load_source(directory, source)
+    out = directory / "build"
+    out.mkdir()
+    artifact = pipeline.build(module, pipeline.Options(cuda_archs=("sm_90",)), out_dir=out)
+    assert artifact.manifest["refused"] == {}
+    return artifact
+
+
 @pytest.fixture(scope="module")
 def compiled(request: pytest.FixtureRequest,
              tmp_path_factory: pytest.TempPathFactory) -> ModuleType:

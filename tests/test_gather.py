@@ -9,12 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import check, compile_source, load_source
+from conftest import check, compile_source, gpu_build
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cuvil_aot as cv
-from cuvil_aot.compiler import pipeline
 from cuvil_aot.compiler.toolchain import nvcc
 
 SOURCE = '''
@@ -342,11 +341,7 @@ def test_gpu_out_of_range_raises_numpy_index_error(gpu_compiled, framework, bad)
 def test_cuda_kernels_compile(tmp_path: Path):
     """Every gather compiles for the GPU (nvcc, no device needed): a table read at the
     gathered position, never through a _flat kernel's flat index."""
-    module = load_source(tmp_path, SOURCE)
-    out = tmp_path / "build"
-    out.mkdir()
-    artifact = pipeline.build(module, pipeline.Options(cuda_archs=("sm_90",)), out_dir=out)
-    assert artifact.manifest["refused"] == {}
+    artifact = gpu_build(tmp_path, SOURCE)
     cu = artifact.sources["kernels.cu"]
     assert "atomicCAS((unsigned long long *)&a->gerr[0]" in cu
     assert re.search(r"const int flat = 0;", artifact.sources["module.c"])

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import assert_close, check, compile_source, load_source, to64
+from conftest import assert_close, check, compile_source, gpu_build, load_source, to64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -322,9 +322,5 @@ def test_gpu_local_assignment_against_numpy(gpu_compiled):
 @pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc not found")
 def test_cuda_kernels_compile(tmp_path: Path):
     """Every assignment compiles for the GPU (nvcc, no device needed)."""
-    module = load_source(tmp_path, SOURCE)
-    out = tmp_path / "build"
-    out.mkdir()
-    artifact = pipeline.build(module, pipeline.Options(cuda_archs=("sm_90",)), out_dir=out)
-    assert artifact.manifest["refused"] == {}
+    artifact = gpu_build(tmp_path, SOURCE)
     assert "assignment destination is read-only" in artifact.sources["module.c"]

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import check, load_source
+from conftest import check, gpu_build
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuvil_aot.compiler import pipeline
 from cuvil_aot.compiler.toolchain import nvcc
 
 SOURCE = '''
@@ -185,8 +184,4 @@ def test_gpu_against_numpy(gpu_compiled, framework):
 @pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc not found")
 def test_cuda_kernels_compile(tmp_path: Path):
     """Every integer matmul compiles for the GPU (nvcc, no device needed)."""
-    module = load_source(tmp_path, SOURCE)
-    out = tmp_path / "build"
-    out.mkdir()
-    artifact = pipeline.build(module, pipeline.Options(cuda_archs=("sm_90",)), out_dir=out)
-    assert artifact.manifest["refused"] == {}
+    gpu_build(tmp_path, SOURCE)

@@ -14,12 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import check, compile_source, load_source
+from conftest import check, compile_source, gpu_build
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cuvil_aot as cv
-from cuvil_aot.compiler import pipeline
 from cuvil_aot.compiler.toolchain import nvcc
 
 SOURCE = '''
@@ -298,9 +297,5 @@ def test_gpu_index_error(gpu_compiled, framework):
 @pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc not found")
 def test_cuda_kernels_compile(tmp_path: Path):
     """The GPU kernels of every run-time slice compile (nvcc, no device needed)."""
-    module = load_source(tmp_path, SOURCE)
-    out = tmp_path / "build"
-    out.mkdir()
-    artifact = pipeline.build(module, pipeline.Options(cuda_archs=("sm_90",)), out_dir=out)
-    assert artifact.manifest["refused"] == {}
+    artifact = gpu_build(tmp_path, SOURCE)
     assert "PySlice_AdjustIndices" in artifact.sources["module.c"]

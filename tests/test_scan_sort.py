@@ -10,12 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import check, compile_source, load_source
+from conftest import check, compile_source, gpu_build, load_source
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cuvil_aot as cv
-from cuvil_aot.compiler import pipeline
 from cuvil_aot.compiler.frontend import lower_module
 from cuvil_aot.compiler.toolchain import nvcc
 
@@ -295,11 +294,7 @@ def test_gpu_against_numpy(gpu_compiled, framework):
 def test_cuda_kernels_compile(tmp_path: Path):
     """Every scan and sort compiles for the GPU (nvcc, no device needed), launched kernel
     by kernel (no one-kernel for a call with a scan)."""
-    module = load_source(tmp_path, GPU_SOURCE)
-    out = tmp_path / "build"
-    out.mkdir()
-    artifact = pipeline.build(module, pipeline.Options(cuda_archs=("sm_90",)), out_dir=out)
-    assert artifact.manifest["refused"] == {}
+    artifact = gpu_build(tmp_path, GPU_SOURCE)
     cu = artifact.sources["kernels.cu"]
     assert "cv_block_sort(keys, pos, (int)len);" in cu and "__shfl_up_sync" in cu
     assert "_one(" not in cu

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import assert_close, check, compile_source, load_source, to64
+from conftest import assert_close, check, compile_source, gpu_build, load_source, to64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -443,10 +443,6 @@ def test_gpu_writes_the_callers_tensors(gpu_compiled):
 def test_cuda_kernels_compile(tmp_path: Path):
     """Every scatter compiles for the GPU (nvcc, no device needed), its kernel reports
     a bad index through the flag and never runs the _flat body."""
-    module = load_source(tmp_path, SOURCE)
-    out = tmp_path / "build"
-    out.mkdir()
-    artifact = pipeline.build(module, pipeline.Options(cuda_archs=("sm_90",)), out_dir=out)
-    assert artifact.manifest["refused"] == {}
+    artifact = gpu_build(tmp_path, SOURCE)
     assert "atomicCAS((unsigned long long *)&a->gerr[0]" in artifact.sources["kernels.cu"]
     assert re.search(r"const int flat = 0;", artifact.sources["module.c"])
