@@ -1,8 +1,9 @@
 """What nvcc adds to a first build: a fresh process's first import of examples/models.py
 and of bench/encoder.py (a 6-layer encoder module) through the import hook (empty cache)
 with CUVIL_AOT_CUDA_ARCHS none, sm_90, unset (the GPUs this machine's driver reports: CPU
-only where there is none) and the wheel's list;
-then nvcc's own phases (`--time`) on that module's generated CUDA source for sm_90
+only where there is none) and the wheel's list; the import after editing one function
+(CPU only and sm_90: the other functions' GPU images come from the cache); then nvcc's
+own phases (`--time`) on that module's generated CUDA source for sm_90
 (bench/gpu/gen_models.cuh), and the same source with the tensor-core GEMM entries
 emptied, for their share. Needs nvcc; no GPU.
 
@@ -36,12 +37,26 @@ print(time.perf_counter() - t)
 """
 MODULES = {"examples/models.py": ROOT / "examples" / "models.py",
            "bench/encoder.py": ROOT / "bench" / "encoder.py"}
+EDITS = {  # module -> (function, line, its edit)
+    "examples/models.py": [
+        ("softmax", "    return e / e.sum(axis=-1, keepdims=True)",
+         "    return e / e.sum(axis=-1, keepdims=True) * 0.5"),
+        ("ffn_block", "    return x + gelu(h @ w1 + b1) @ w2 + b2",
+         "    return x + gelu(h @ w1 + b1) @ w2 + b2 * 0.5")],
+    "bench/encoder.py": [
+        ("mean_pool", "    return (x * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)",
+         "    return (x * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-6)"),
+        ("encoder_layer", "    return layer_norm(a + h @ wf.T + bf, g2, b2)",
+         "    return layer_norm(a + h @ wf.T + bf * 0.5, g2, b2)")],
+}
 
 
-def first_import_s(module: Path, archs: str | None) -> float:
-    """Seconds of the first import of ``module`` in a fresh process with an empty cache."""
-    work = Path(tempfile.mkdtemp())
-    (work / "models.py").write_text(module.read_text())
+def first_import_s(module: Path, archs: str | None, work: Path | None = None,
+                   text: str | None = None) -> float:
+    """Seconds of the first import of ``module`` in a fresh process (with an empty cache,
+    or ``work``'s, ``text`` its source)."""
+    work = work or Path(tempfile.mkdtemp())
+    (work / "models.py").write_text(module.read_text() if text is None else text)
     env = {**os.environ, "CUVIL_AOT_CACHE_DIR": str(work / "cache"),
            "PYTHONPATH": os.pathsep.join([str(ROOT), str(work)])}
     env.pop("CUVIL_AOT_CUDA_ARCHS", None)
@@ -87,6 +102,15 @@ def main() -> None:
                              (f"{wheel} (the wheel's list)", wheel)):
             print(f"first import of {name}, CUVIL_AOT_CUDA_ARCHS={label}: "
                   f"{first_import_s(module, archs):.2f} s", flush=True)
+        for archs in ("none", "sm_90"):
+            work = Path(tempfile.mkdtemp())
+            original = module.read_text()
+            first_import_s(module, archs, work)
+            for function, line, edit in EDITS[name]:
+                assert line in original, (name, line)
+                edited = first_import_s(module, archs, work, original.replace(line, edit))
+                print(f"import of {name} after editing {function}, CUVIL_AOT_CUDA_ARCHS="
+                      f"{archs}, cache warm: {edited:.2f} s", flush=True)
     source = SOURCE.read_text()
     for label, text in (("as generated", source), ("tensor-core entries emptied",
                                                    without_tc(source))):

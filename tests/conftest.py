@@ -79,6 +79,11 @@ def compile_source(directory: Path, source: str, **options: Any) -> ModuleType:
     return module
 
 
+def cuda_text(sources: dict[str, str]) -> str:
+    """Every CUDA unit of a build's sources (kernels_f0.cu, ...), one after the other."""
+    return "".join(text for name, text in sorted(sources.items()) if name.endswith(".cu"))
+
+
 def gpu_build(directory: Path, source: str) -> Any:
     """The artifact of ``source``'s module built with sm_90 code: nvcc compiles its CUDA
     and cc its GPU wrapper, so a test can check the GPU path compiles without a device.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import compile_source
+from conftest import compile_source, cuda_text
 
 from cuvil_aot.compiler import pipeline
 from cuvil_aot.compiler.codegen import cuda, ops_c, ops_cuda
@@ -83,7 +83,7 @@ def test_cuda_source_is_deterministic_and_one_kernel_per_group(models):
     first = pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1,)), targets)[3]
     second = pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1,)), targets)[3]
     assert first == second
-    cu = first["kernels.cu"]
+    cu = cuda_text(first)
     # matmul_relu: one GEMM group, its epilogue in the kernels, no buffer for x @ w
     assert cu.count("struct f0_s0_g0_epi") == 1 and "f0_s0_g1" not in cu
     assert '"f0_s0_g0_tiled", "f0_s0_g0_tiled64", "f0_s0_g0_gemv1", "f0_s0_g0_gemv4"' in \
@@ -96,7 +96,7 @@ def test_gemv_consumers_reading_aligned_column_runs_may_run_in_its_tiles(models)
     call: one.runs); the ResNet head's softmax needs every logit and keeps its barrier."""
     targets = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), ("sm_90",)).targets
     files = pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1,)), targets)[3]
-    cu, host = files["kernels.cu"], files["module.c"]
+    cu, host = cuda_text(files), files["module.c"]
     assert "struct f1_s0_g1_after" in cu and "f1_s0_g1_after{&o.a1, o.v[1], o.runs[0] != 0}" in cu
     assert host.count("one.runs[0] = ") == 1
     assert "_after" not in cu.replace("f1_s0_g1_after", "").replace("cv_gemv_nothing_after", "")
@@ -239,16 +239,20 @@ def test_nvcc_builds_every_default_arch_and_the_fatbin_is_embedded(tmp_path):
     module = compile_source(tmp_path, (EXAMPLES / "models.py").read_text(),
                             cuda_archs=DEFAULT_ARCHS)
     artifact = module.__artifact__
-    fatbin = (artifact.path.parent / "kernels.fatbin").read_bytes()
-    assert _fatbin_archs(fatbin) == set(DEFAULT_ARCHS)
-    assert fatbin in artifact.path.read_bytes()  # the bytes are in the extension itself
+    fatbins = sorted(artifact.path.parent.glob("f*.fatbin"))
+    assert len(fatbins) == len(artifact.manifest["functions"])  # a unit per function
+    for fatbin in fatbins:
+        data = fatbin.read_bytes()
+        assert _fatbin_archs(data) == set(DEFAULT_ARCHS)
+        assert data in artifact.path.read_bytes()  # the bytes are in the extension itself
     assert artifact.manifest["cuda"]["archs"] == list(DEFAULT_ARCHS)
 
 
 @needs_nvcc
 def test_examples_compile_for_the_gpu(models, tmp_path):
     artifact = pipeline.build(models, pipeline.Options(cuda_archs=("sm_90",)), out_dir=tmp_path)
-    assert _fatbin_archs((tmp_path / "kernels.fatbin").read_bytes()) == {"sm_90"}
+    for fatbin in tmp_path.glob("f*.fatbin"):
+        assert _fatbin_archs(fatbin.read_bytes()) == {"sm_90"}
     ext = extension.load(artifact.ext_name, artifact.path)
     x, w, b = np.ones((3, 128), np.float32), np.ones((128, 64), np.float32), np.ones(64, np.float32)
     np.testing.assert_array_equal(ext.matmul_relu(x, w, b), np.full((3, 64), 129, np.float32))
@@ -275,6 +279,6 @@ def test_without_a_driver_modules_import_cpu_runs_gpu_raises(tmp_path):
 
 def test_cpu_only_module_rejects_device_arrays_clearly(tmp_path):
     module = compile_source(tmp_path, SOURCE, cuda_archs=())
-    assert "kernels.cu" not in module.__artifact__.sources
+    assert not cuda_text(module.__artifact__.sources)
     with pytest.raises(CudaError, match="built without CUDA kernels|no usable CUDA driver"):
         module.axpy(FakeDeviceArray(), FakeDeviceArray())

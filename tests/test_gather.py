@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import check, compile_source, gpu_build
+from conftest import check, compile_source, cuda_text, gpu_build
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -342,6 +342,6 @@ def test_cuda_kernels_compile(tmp_path: Path):
     """Every gather compiles for the GPU (nvcc, no device needed): a table read at the
     gathered position, never through a _flat kernel's flat index."""
     artifact = gpu_build(tmp_path, SOURCE)
-    cu = artifact.sources["kernels.cu"]
+    cu = cuda_text(artifact.sources)
     assert "atomicCAS((unsigned long long *)&a->gerr[0]" in cu
     assert re.search(r"const int flat = 0;", artifact.sources["module.c"])

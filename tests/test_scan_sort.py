@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import check, compile_source, gpu_build, load_source
+from conftest import check, compile_source, cuda_text, gpu_build, load_source
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -295,6 +295,6 @@ def test_cuda_kernels_compile(tmp_path: Path):
     """Every scan and sort compiles for the GPU (nvcc, no device needed), launched kernel
     by kernel (no one-kernel for a call with a scan)."""
     artifact = gpu_build(tmp_path, GPU_SOURCE)
-    cu = artifact.sources["kernels.cu"]
+    cu = cuda_text(artifact.sources)
     assert "cv_block_sort(keys, pos, (int)len);" in cu and "__shfl_up_sync" in cu
     assert "_one(" not in cu

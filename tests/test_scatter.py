@@ -13,7 +13,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import assert_close, check, compile_source, gpu_build, load_source, to64
+from conftest import (
+    assert_close,
+    check,
+    compile_source,
+    cuda_text,
+    gpu_build,
+    load_source,
+    to64,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -444,5 +452,5 @@ def test_cuda_kernels_compile(tmp_path: Path):
     """Every scatter compiles for the GPU (nvcc, no device needed), its kernel reports
     a bad index through the flag and never runs the _flat body."""
     artifact = gpu_build(tmp_path, SOURCE)
-    assert "atomicCAS((unsigned long long *)&a->gerr[0]" in artifact.sources["kernels.cu"]
+    assert "atomicCAS((unsigned long long *)&a->gerr[0]" in cuda_text(artifact.sources)
     assert re.search(r"const int flat = 0;", artifact.sources["module.c"])

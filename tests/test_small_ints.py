@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import check, compile_source, load_source
+from conftest import check, compile_source, cuda_text, load_source
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -339,7 +339,7 @@ def helpers(x, y):
 def test_the_cuda_kernels_compile(tmp_path):
     """nvcc takes the kernels of these dtypes (this machine may have no GPU to run them)."""
     module = compile_source(tmp_path, CUDA_SOURCE, cuda_archs=("sm_90",))
-    assert "cv_floordivu64" in (tmp_path / f"build_{module.__name__}" / "kernels.cu").read_text()
+    assert "cv_floordivu64" in cuda_text(module.__artifact__.sources)
 
 
 # The GPU ---------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ from cuvil_aot.compiler.codegen.gpu_wrapper import GpuTargets  # noqa: E402
 def main() -> None:
     module = load_source(Path(tempfile.mkdtemp()), (ROOT / "examples" / "models.py").read_text())
     files = pipeline.generate_sources(module, pipeline.Options(), GpuTargets((90,), 90))[3]
-    (Path(__file__).parent / "gen_models.cuh").write_text(files["kernels.cu"])
+    units = "".join(text for name, text in sorted(files.items()) if name.endswith(".cu"))
+    (Path(__file__).parent / "gen_models.cuh").write_text(units)
 
 
 if __name__ == "__main__":

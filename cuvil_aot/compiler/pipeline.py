@@ -110,7 +110,13 @@ def _generate(fused: dict[str, list[Any]], ext_name: str, levels: list[int],
               cuda: GpuTargets | None = None) -> dict[str, str]:
     src = generate(ext_name, fused, levels, cuda)
     sources = {"kernels.h": src.kernels_h, "kernels.c": src.kernels_c, "module.c": src.module_c}
-    return sources | ({"kernels.cu": src.kernels_cu} if cuda is not None else {})
+    return sources | {f"kernels_{unit}.cu": text for unit, text in src.cuda_units.items()}
+
+
+def cuda_units(sources: dict[str, str]) -> dict[str, str]:
+    """The CUDA units among ``sources`` (kernels_f0.cu -> f0)."""
+    return {name[len("kernels_"):-len(".cu")]: text for name, text in sources.items()
+            if name.endswith(".cu")}
 
 
 def gpu_build(options: Options) -> nvcc_mod.GpuBuild | None:
@@ -119,9 +125,11 @@ def gpu_build(options: Options) -> nvcc_mod.GpuBuild | None:
 
 
 def build(module: types.ModuleType, options: Options | None = None,
-          out_dir: Path | None = None, timeline: Timeline | None = None) -> Artifact:
+          out_dir: Path | None = None, timeline: Timeline | None = None,
+          images: nvcc_mod.ImageCache | None = None) -> Artifact:
     """Compile every marked function of ``module`` into one extension in ``out_dir``;
-    ``timeline`` hears each stage as it starts and keeps when it ran."""
+    ``timeline`` hears each stage as it starts and keeps when it ran; ``images``: GPU
+    images of earlier builds (a function's unit unchanged since is not compiled again)."""
     options = options or Options()
     timeline = timeline or Timeline()
     with timeline.stage("finding the compilers"):
@@ -131,21 +139,29 @@ def build(module: types.ModuleType, options: Options | None = None,
                                                        gpu.targets if gpu else None, timeline)
     levels = list(options.cpu_levels) or [host.cpu_level()]
     workdir = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="cuvil_aot-"))
+    labels = {f"f{i}": name for i, name in enumerate(lowered.functions)}
     nvcc_stage = f"nvcc {','.join(gpu.archs)}" if gpu else ""
     nvcc_began = timeline.starting(nvcc_stage) if gpu else 0.0
-    job = gpu.start(sources["kernels.cu"], workdir) if gpu else None  # alongside the C builds
+    units = cuda_units(sources)
+    jobs = gpu.start(units, workdir, images, labels) if gpu else None  # beside the C builds
 
-    def fatbin() -> list[Path]:
-        assert job is not None
+    def fatbins() -> list[Path]:
+        assert jobs is not None
         timeline.starting(f"waiting for {nvcc_stage}")
-        obj = job.embed(compiler)
-        timeline.record(nvcc_stage, nvcc_began, job.finished)
+        for span in jobs.wait():
+            timeline.record(*span)
+        obj = jobs.embed(compiler)
+        timeline.record(nvcc_stage, nvcc_began, jobs.finished)
         return [obj]
 
-    cpu_sources = {name: text for name, text in sources.items() if name != "kernels.cu"}
-    with timeline.stage(f"C compiler (x86-64 levels {','.join(map(str, levels))}) and link"):
-        path = cc_mod.build_extension(compiler, cpu_sources, ext_name, workdir, levels,
-                                      options.extra_includes, fatbin if job else None)
+    cpu_sources = {name: text for name, text in sources.items() if not name.endswith(".cu")}
+    try:
+        with timeline.stage(f"C compiler (x86-64 levels {','.join(map(str, levels))}) and link"):
+            path = cc_mod.build_extension(compiler, cpu_sources, ext_name, workdir, levels,
+                                          options.extra_includes, fatbins if jobs else None)
+    finally:
+        if jobs is not None:
+            jobs.stop()
     manifest = {
         "module": module.__name__,
         "ext_name": ext_name,
@@ -157,7 +173,9 @@ def build(module: types.ModuleType, options: Options | None = None,
         "compiler": compiler.identity,
         "cflags": list(cc_mod.CFLAGS),
         "cpu_levels": levels,
-        "cuda": {"nvcc": gpu.nvcc.identity, "archs": list(gpu.archs)} if gpu else None,
+        "cuda": {"nvcc": gpu.nvcc.identity, "archs": list(gpu.archs),
+                 "images": {"compiled": len(jobs.running), "from the cache": len(jobs.cached)}}
+        if gpu and jobs else None,
         "timings": timeline.as_list(),
     }
     (workdir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from cuvil_aot.cache import CacheKey
+from cuvil_aot.load.image_store import StoreImages
 from cuvil_aot.load.progress import Progress
 from cuvil_aot.load.settings import BUILD_DIR_PREFIX, Settings
+from cuvil_aot.load.stores import open_store
 from cuvil_aot.runtime import binding, extension
 
 if TYPE_CHECKING:
@@ -46,7 +48,9 @@ def build_bytes(module: types.ModuleType, settings: Settings) -> Built:
     folder = Path(tempfile.mkdtemp(prefix=f"{BUILD_DIR_PREFIX}{os.getpid()}-"))
     progress = Progress(module.__name__)
     try:
-        artifact = pipeline.build(module, settings.build_options, folder, Timeline(progress))
+        images = StoreImages(open_store(settings), module.__name__)
+        artifact = pipeline.build(module, settings.build_options, folder, Timeline(progress),
+                                  images)
         data = artifact.path.read_bytes()
     finally:
         progress.close()

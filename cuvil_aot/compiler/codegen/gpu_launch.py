@@ -22,7 +22,7 @@ from cuvil_aot.compiler.codegen.cuda_geometry import (
     VEC,
 )
 from cuvil_aot.compiler.codegen.cuda_scan import launch_scan
-from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan
+from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, module_symbol
 from cuvil_aot.compiler.codegen.kernel_emitter import Operand
 from cuvil_aot.compiler.codegen.launch import Storage, dim, fill_args, matmul_operand, operand_setup
 from cuvil_aot.compiler.codegen.writer import Writer
@@ -97,7 +97,8 @@ def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
         left = " - ".join([str(len(kernels) - 1)] + [f"(one.runs[{g}] > 0)" for g in paired])
         w.line(f"static int one_off;  /* the device cannot run {prefix}_one */")
         with w.block("if (small && !one_off)"):
-            w.line(f"const int r = api->gpu->launch_one(&cv_gpu_module, dev, {gp.one[prefix]}, "
+            w.line(f"const int r = api->gpu->launch_one(&{module_symbol(prefix)}, dev, "
+                   f"{gp.one[prefix]}, "
                    f"(uint32_t)one_grid, {cuda_one.ONE_BLOCK}, stream, &one, {left} > 0);")
             w.line("if (r < 0) goto done;")
             w.line("one_off = r == 1;")
@@ -109,11 +110,12 @@ def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
 
 def _launch_planned(w: Writer, k: CudaKernel, gp: GpuPlan, g: int, when: str) -> None:
     """Launches kernel g as L[g] says (and its split-K sum), where ``when`` holds."""
-    w.line(f"if ({when}L[{g}].run && api->gpu->launch(&cv_gpu_module, dev, L[{g}].kid, "
+    table = module_symbol(k.name)
+    w.line(f"if ({when}L[{g}].run && api->gpu->launch(&{table}, dev, L[{g}].kid, "
            f"L[{g}].grid, L[{g}].gy, L[{g}].block, 0, stream, &one.a{g}) < 0) goto done;")
     if k.group.kind is Kind.GEMM:
         ksum = gp.first[k.name] + ENTRIES[Kind.GEMM].index("ksum")
-        w.line(f"if ({when}L[{g}].sum_grid && api->gpu->launch(&cv_gpu_module, dev, "
+        w.line(f"if ({when}L[{g}].sum_grid && api->gpu->launch(&{table}, dev, "
                f"{ksum}, L[{g}].sum_grid, 1, {BLOCK}, 0, stream, &one.a{g}) < 0) "
                "goto done;")
 

@@ -40,21 +40,23 @@ DT = {dtype: f"CV_DT_{dtype.upper()}" for dtype in DTYPES}  # native/.../cuda_dr
 
 
 def module_table(w: Writer, gp: GpuPlan, targets: GpuTargets | None) -> None:
-    """The module's kernel table; its image is the fatbin linked in by toolchain/nvcc.py."""
+    """Each unit's kernel table; its image is the unit's fatbin linked in by toolchain/nvcc.py
+    (``cv_fatbin_{unit}``), loaded on a device at its first launch there."""
     w.line('#include "cuvil_aot/gpu_wrap.h"')
     if targets is None:
-        w.line("static cv_cuda_module cv_gpu_module;  /* built without CUDA kernels */")
-        return
+        return  # built without CUDA kernels: no table, the calls say so (function)
     for prefix, kernels in gp.kernels.items():
         for k in kernels:
-            w.line(k.struct)  # the layout the kernels read (the same text is in kernels.cu)
+            w.line(k.struct)  # the layout the kernels read (the same text is in the unit)
         w.line(cuda_one.one_struct(prefix, kernels))
-    w.line("extern const unsigned char cv_fatbin[];")
-    names = ", ".join(c_string(n) for n in gp.names) or "0"
-    w.line(f"static const char *const cv_gpu_names[] = {{{names}}};")
     w.line(f"static const int cv_gpu_sass[] = {{{', '.join(map(str, targets.sass)) or '0'}}};")
-    w.line(f"static cv_cuda_module cv_gpu_module = {{cv_fatbin, cv_gpu_names, {len(gp.names)}, "
-           f"cv_gpu_sass, {len(targets.sass)}, {targets.ptx}, {{0}}}};")
+    for unit, names in gp.names.items():
+        table = f"cv_gpu_{unit}"
+        w.line(f"extern const unsigned char cv_fatbin_{unit}[];")
+        listed = ", ".join(c_string(n) for n in names) or "0"
+        w.line(f"static const char *const {table}_names[] = {{{listed}}};")
+        w.line(f"static cv_cuda_module {table} = {{cv_fatbin_{unit}, {table}_names, "
+               f"{len(names)}, cv_gpu_sass, {len(targets.sass)}, {targets.ptx}, {{0}}}};")
 
 
 def branch(w: Writer, index: int, name: str, nparams: int) -> None:

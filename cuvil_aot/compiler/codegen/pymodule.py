@@ -9,7 +9,7 @@ wrappers make are in wrapper_arguments.py; the device-array path in gpu_wrapper.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cuvil_aot.compiler.codegen import (
     gpu_wrapper,
@@ -47,7 +47,8 @@ class Sources:
     kernels_h: str
     kernels_c: str
     module_c: str
-    kernels_cu: str = ""  # the GPU kernels (codegen/cuda.py); empty in CPU-only builds
+    cuda_units: dict[str, str] = field(default_factory=dict)
+    """Each function's GPU kernels (codegen/cuda.py) by unit; empty in CPU-only builds."""
 
 
 def kernels_header(comps: list[Compiled]) -> str:
@@ -336,4 +337,4 @@ def generate(ext_name: str, lowered: dict[str, list[tuple[Signature, Function]]]
     gpu = lower(comps) if cuda is not None else None
     return Sources(kernels_header(comps), kernels_source(comps),
                    module_source(ext_name, functions, levels, gpu, cuda),
-                   gpu.source if gpu is not None else "")
+                   gpu.sources() if gpu is not None else {})
