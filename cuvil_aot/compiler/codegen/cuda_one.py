@@ -34,10 +34,11 @@ def one_kernel(prefix: str, kernels: list[CudaKernel]) -> str:
     """A call's kernels as one cooperative kernel, with a grid-wide barrier between
     them: at batch 1 each launch costs more than its work (H200: two launches and a
     synchronize 11.4 us, one cooperative launch with one barrier 8.8 us;
-    bench/gpu/gpu_rows.md). Each kernel's code runs block-stride over any grid; v[g]
-    picks its variant: elementwise 1 = 32-bit offsets; rows (64-bit ? 2 : 0) + (a block
-    per row ? 1 : 0), or 4: a block per row that keeps the row in registers (one pass
-    over memory instead of three: a ResNet head's softmax phase at batch 1 took 2.3 us
+    bench/gpu/gpu_rows.md). Each kernel's code runs block-stride over any grid, with 32-bit
+    offsets (a call needing 64 is launched kernel by kernel); v[g] picks its variant:
+    rows 1 for a block per row (else a warp per row), or 4: a block per row that keeps
+    the row in registers (one pass over memory instead of three: a ResNet head's softmax
+    phase at batch 1 took 2.3 us
     with three, H200, bench/gpu/resnet_probe.cu); GEMV its rows per tile (1 or 4).
 
     A GEMV followed by an elementwise kernel that reads its result column-aligned
@@ -62,7 +63,7 @@ def one_kernel(prefix: str, kernels: list[CudaKernel]) -> str:
                     continue
                 runs = f"o.runs[{g}]"
                 after = f"{runs} ? {runs} : 1, {kernels[g + 1].name}_after{{&o.a{g + 1}, " \
-                        f"o.v[{g + 1}], {runs} != 0}}"
+                        f"{runs} != 0}}"
                 w.line(f"if (o.v[{g}] == 1) {gemv_call(k, 1, after)} "
                        f"else {gemv_call(k, 4, after)}")
                 with w.block(f"if (!{runs})"):
@@ -100,7 +101,6 @@ def _after_struct(w: Writer, k: CudaKernel) -> None:
     what a GEMV tile of the one-kernel leaves it to compute (see one_kernel)."""
     with w.block(f"struct {k.name}_after", "};"):
         w.line(f"const {k.name}_args *a;")
-        w.line("int fits;  /* 32-bit offsets: one.v */")
         w.line("int on;  /* 0: the consumer runs after a grid barrier instead */")
         with w.block("__device__ __forceinline__ void operator()(int64_t row0, int rows, "
                      "int64_t col0, int64_t run) const"):
@@ -108,21 +108,19 @@ def _after_struct(w: Writer, k: CudaKernel) -> None:
             w.line("const int64_t n0 = a->n[0], n1 = a->n[1], "
                    "col1 = col0 + run < n1 ? col0 + run : n1;")
             with w.block("for (int64_t r = row0; r < row0 + rows && r < n0; r++)"):
-                w.line(f"if (fits) {k.name}_span<int32_t>(a, (int32_t)(r * n1 + col0 + "
-                       "threadIdx.x), (int32_t)(r * n1 + col1), (int32_t)blockDim.x);")
-                w.line(f"else {k.name}_span<int64_t>(a, r * n1 + col0 + threadIdx.x, "
-                       "r * n1 + col1, (int64_t)blockDim.x);")
+                w.line(f"{k.name}_span<int32_t>(a, (int32_t)(r * n1 + col0 + threadIdx.x), "
+                       "(int32_t)(r * n1 + col1), (int32_t)blockDim.x);")
 
 
 def _one_call(k: CudaKernel, v: str) -> str:
+    """Phase k of the one-kernel, in 32-bit offsets only: a call whose offsets need 64 bits
+    is launched kernel by kernel (gpu_launch.py), and each variant left out of this one
+    large kernel is nvcc time saved (a BERT-style layer's one-kernel took 9.5 s of nvcc for
+    sm_90 with the 64-bit variants)."""
     name = k.name
     if k.group.kind is Kind.ELEMENTWISE:
-        return f"if ({v}) {name}_strided<int32_t>(a); else {name}_strided<int64_t>(a);"
+        return f"{name}_strided<int32_t>(a);"
     if k.group.kind is Kind.ROW:
-        return " else ".join([f"if ({v} == {(2 if wide else 0) + (1 if block else 0)}) "
-                              f"{name}_rows<{'int64_t' if wide else 'int32_t'}, "
-                              f"{0 if block else 32}>(a);"
-                              for wide in (False, True) for block in (False, True)]
-                             + [f"if ({v} == 4) {name}_rows_c<int32_t, 0, {ONE_ROW_CACHE}, "
-                                "false, 1>(a);"])
+        return (f"if ({v} == 4) {name}_rows_c<int32_t, 0, {ONE_ROW_CACHE}, false, 1>(a); "
+                f"else if ({v}) {name}_rows<int32_t, 0>(a); else {name}_rows<int32_t, 32>(a);")
     return f"if ({v} == 1) {gemv_call(k, 1)} else {gemv_call(k, 4)}"

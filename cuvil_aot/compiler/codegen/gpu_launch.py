@@ -180,7 +180,7 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
                    f"{VEC}, {BLOCK}) : cv_gpu_grid(total, {BLOCK}, sm, 8), gy = 1, "
                    f"block = {BLOCK};")
             w.line(launch)
-            w.line(f"one.v[{g}] = fits; small = small && total <= {ONE_WORK};")
+            w.line(f"one.v[{g}] = fits; small = small && fits && total <= {ONE_WORK};")
     elif k.group.kind is Kind.ROW:
         space = k.group.space
         w.line(f"const int64_t rows = {_product([f'a.n[{v}]' for v in space.kept_axes])};")
@@ -206,9 +206,9 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
             w.line(launch)
             # the one-kernel keeps a warp per short row: a quarter warp there made the
             # ResNet head at batch 1 slower (10.58 us against 10.19-10.38, H200)
-            w.line(f"one.v[{g}] = big && fits && len <= "
-                   f"{cuda_one.ONE_ROW_CACHE * cuda_one.ONE_BLOCK} ? 4 : (fits ? 0 : 2) + big;")
-            w.line(f"small = small && rows * len <= {ONE_WORK};")
+            w.line(f"one.v[{g}] = big && len <= "
+                   f"{cuda_one.ONE_ROW_CACHE * cuda_one.ONE_BLOCK} ? 4 : big;")
+            w.line(f"small = small && fits && rows * len <= {ONE_WORK};")
     elif k.group.kind is Kind.SCAN:
         launch_scan(w, k, first, g)
     else:
