@@ -29,8 +29,8 @@ from helpers.entries import EXPECT, EXPECT_EARLY, build_origin, entry_of, fresh,
 from helpers.proc import HOOK, REPO, Workspace, last_json, probe
 
 from cuvil_aot.cache import Store
-from cuvil_aot.compiler.toolchain.cc import find_compiler
 from cuvil_aot.cache import store as store_mod
+from cuvil_aot.compiler.toolchain.cc import find_compiler
 
 LOGGED = probe(setup=pl.DLOPEN_LOG + HOOK)
 LISTING = """
