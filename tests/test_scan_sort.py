@@ -70,6 +70,10 @@ def partitions(x, k):
     return np.argpartition(x, k, axis=-1), np.partition(x, k), x.argpartition(-1, axis=0), \\
         np.argpartition(x, (0, -1), axis=None)
 
+@cv.optimize(signatures=["f32[A,B]"])
+def top3(x):
+    return np.argpartition(x, 2, axis=-1), np.partition(x, -3, axis=-1)
+
 @cv.optimize(signatures=["f32[N]", "f64[N]", "i64[N]"])
 def long_rows(x):
     return np.sort(x), np.argsort(x, kind="stable"), np.cumsum(x), np.cumprod(np.sign(x) + 1)
@@ -193,6 +197,24 @@ def test_partitions_keep_numpys_contract(compiled, data, a, b, pick):
         _partition_holds(x, flat, 0, None)
         _partition_holds(x, flat, -1, None)
         np.testing.assert_array_equal(part, np.take_along_axis(x, along, axis=-1))
+
+
+@settings(max_examples=20, deadline=None)
+@given(data=st.data(), a=st.integers(1, 4), b=st.integers(0, 6))
+def test_a_constant_kth_on_a_symbolic_axis_is_checked_at_the_call(compiled, data, a, b):
+    """kth=2 and kth=-3 need 3 elements: with fewer (but some) NumPy raises ValueError,
+    and so does the call (the axis is symbolic: a requirement the wrapper checks)."""
+    x = _array(data, "f32", (a, b), True)
+    if 0 < b < 3:
+        with pytest.raises(ValueError):
+            compiled.top3.py_func(x)
+        with pytest.raises(ValueError, match=r"kth\(=2\) out of bounds"):
+            compiled.top3(x)
+        return
+    along, part = compiled.top3(x)
+    _partition_holds(x, along, 2, -1)
+    np.testing.assert_array_equal(np.sort(part[:, -3:], axis=-1),
+                                  np.sort(np.partition(x, -3, axis=-1)[:, -3:], axis=-1))
 
 
 def test_a_zero_dimensional_array_scans_as_one_element(compiled):

@@ -489,7 +489,8 @@ class Interpreter:
         target = getattr(fn, "py_func", fn)  # a decorated function inlines its Python body
         if isinstance(target, types.FunctionType) and not numpy_api.is_numpy(target):
             return self.call_function(target, args, kwargs, span)
-        return numpy_api.call(fn, args, kwargs, span, arg_spans, self.derived)
+        return numpy_api.call(fn, args, kwargs, span, arg_spans, self.derived,
+                              self.requirements)
 
     def describe(self, value: Any) -> str:
         if isinstance(value, Node):

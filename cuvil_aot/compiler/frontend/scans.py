@@ -105,10 +105,11 @@ def method_sort(ctx: Ctx, a: Node, axis: Any = -1, kind: Any = None, order: Any 
                     "x = np.sort(x, axis=-1) (a sorted copy)")
 
 
-def _check_kth(kth: Any, n: Dim, ctx: Ctx) -> None:
-    """NumPy's checks of a partition index: an int (or ints) in range of the axis. A
-    run-time int, or a symbolic axis, is not checked: the result is fully sorted, so it
-    satisfies the contract of any kth in range."""
+def _check_kth(kth: Any, n: Dim, size: Dim, ctx: Ctx) -> None:
+    """NumPy's checks of a partition index: an int (or ints) in range of the axis (of
+    length ``n``) unless the array (``size`` elements) is empty; on a symbolic axis checked
+    at the call (a ValueError there, as NumPy's). A run-time int is not checked: the
+    result is fully sorted, so it satisfies any kth in range."""
     items = list(kth) if isinstance(kth, tuple | list) else [kth]
     for k in items:
         k = fold(k)
@@ -119,10 +120,17 @@ def _check_kth(kth: Any, n: Dim, ctx: Ctx) -> None:
         if isinstance(k, Node) or not isinstance(k, int | np.integer):
             raise UserError("Partition index must be integer", ctx.span,
                             "kth as an int, a negative int (-k) or an int parameter")
-        size = fold(C.resolved(n))
-        if isinstance(size, int) and not -size <= int(k) < size:
-            raise UserError(f"kth(={int(k) + size if k < 0 else int(k)}) out of bounds "
-                            f"({size})", ctx.span)
+        length, count = fold(C.resolved(n)), fold(C.resolved(size))
+        if isinstance(length, int) and count != 0 and not -length <= int(k) < length:
+            raise UserError(f"kth(={int(k) + length if k < 0 else int(k)}) out of bounds "
+                            f"({length})", ctx.span)
+        if not isinstance(length, int):
+            short = C.resolved(n) + int(k) if k < 0 else C.resolved(n) - int(k) - 1
+            need = short * C.resolved(size)  # >= 0: in range, or nothing to partition
+            ctx.requirements.append((need, f"kth(={int(k)}) out of bounds: the partition "
+                                     f"index at {ctx.span} ({ctx.span.text.strip()}) needs "
+                                     f"an axis of more than {int(k) if k >= 0 else -int(k) - 1}"
+                                     f" elements or an empty array ({need} >= 0)"))
 
 
 def _partition(op: Op) -> Handler:
@@ -132,7 +140,7 @@ def _partition(op: Op) -> Handler:
         if kind != "introselect":
             raise UserError(f"select kind must be 'introselect' (got {kind!r})", ctx.span)
         x, ax = _sort_source(ctx, a, axis, None, order, None)
-        _check_kth(kth, x.shape[ax], ctx)
+        _check_kth(kth, x.shape[ax], C.total(x.shape), ctx)
         return _scan_node(op, x, ax, "int64" if op is Op.ARGSORT else x.dtype, ctx)
     return handler
 
