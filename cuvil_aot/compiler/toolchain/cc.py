@@ -89,8 +89,8 @@ def build_extension(cc: Compiler, sources: dict[str, str], ext_name: str, workdi
     _run_parallel(jobs, workdir)
     objects = [obj for _, obj in jobs] + (late_objects() if late_objects else [])
     out = workdir / (ext_name + host.ext_suffix())
-    _run([*cc.command, "-shared", "-o", str(out), *(str(obj) for obj in objects), "-lm"],
-         workdir)
+    run([*cc.command, "-shared", "-o", str(out), *(str(obj) for obj in objects), "-lm"],
+        workdir, "linking")
     return out
 
 
@@ -113,7 +113,9 @@ def _run_parallel(jobs: list[tuple[list[str], Path]], workdir: Path) -> None:
                          "generation):\n" + "\n".join(failures))
 
 
-def _run(cmd: list[str], workdir: Path) -> None:
+def run(cmd: list[str], workdir: Path, what: str) -> None:
+    """One tool's run in the build's folder; BuildError with its command and output
+    (``what`` failed) if it fails."""
     proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env(workdir))
     if proc.returncode != 0:
-        raise BuildError(f"linking failed:\n$ {shlex.join(cmd)}\n{proc.stdout}{proc.stderr}")
+        raise BuildError(f"{what} failed:\n$ {shlex.join(cmd)}\n{proc.stdout}{proc.stderr}")

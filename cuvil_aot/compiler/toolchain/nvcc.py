@@ -70,8 +70,13 @@ class Image:
     source: str
 
     @property
+    def ptx(self) -> bool:
+        """PTX (``compute_XY``), else SASS (``sm_XY``)."""
+        return self.arch.startswith("compute_")
+
+    @property
     def file_name(self) -> str:
-        return f"{self.unit}.{self.arch}.{'ptx' if self.arch.startswith('compute_') else 'cubin'}"
+        return f"{self.unit}.{self.arch}.{'ptx' if self.ptx else 'cubin'}"
 
     def key(self, nvcc: Nvcc) -> dict[str, str]:
         """What the image depends on: its source, the headers it includes (cuvil_aot's,
@@ -94,7 +99,7 @@ class GpuBuild:
 
     def command(self, image: Image, source: Path, out: Path) -> list[str]:
         number = image.arch.split("_")[1]
-        kind = ["-ptx", f"-arch=compute_{number}"] if image.arch.startswith("compute_") else \
+        kind = ["-ptx", f"-arch=compute_{number}"] if image.ptx else \
             ["-cubin", f"-gencode=arch=compute_{number},code={image.arch}"]
         # --split-compile: nvcc optimizes a unit's kernels on two threads (a 6-GEMM encoder
         # layer's unit for sm_90: 15.9 s instead of 25.8 on 2 cores), the same code; more
@@ -187,14 +192,10 @@ class FatbinJobs:
         out = self.workdir / f"{unit}.fatbin"
         cmd = [self.gpu.nvcc.fatbinary, f"--create={out}", "-64"]
         for image in self.units[unit]:
-            kind = "ptx" if image.arch.startswith("compute_") else "elf"
+            kind = "ptx" if image.ptx else "elf"
             cmd.append(f"--image3=kind={kind},sm={image.arch.split('_')[1]},"
                        f"file={self.workdir / image.file_name}")
-        proc = subprocess.run(cmd, capture_output=True, text=True,
-                              env=cc_mod.child_env(self.workdir))
-        if proc.returncode != 0:
-            raise BuildError(f"fatbinary failed:\n$ {shlex.join(cmd)}\n{proc.stdout}"
-                             f"{proc.stderr}")
+        cc_mod.run(cmd, self.workdir, "fatbinary")
         return out
 
     def embed(self, compiler: cc_mod.Compiler) -> Path:
@@ -210,11 +211,7 @@ class FatbinJobs:
         src.write_text("\n".join(lines) + "\n")
         cmd = [*compiler.command, *cc_mod.CFLAGS, f"-Wa,-I{self.workdir}", "-c", str(src), "-o",
                str(obj)]
-        proc = subprocess.run(cmd, capture_output=True, text=True,
-                              env=cc_mod.child_env(self.workdir))
-        if proc.returncode != 0:
-            raise BuildError(f"embedding the fatbin failed:\n$ {shlex.join(cmd)}\n"
-                             f"{proc.stdout}{proc.stderr}")
+        cc_mod.run(cmd, self.workdir, "embedding the fatbins")
         return obj
 
 
