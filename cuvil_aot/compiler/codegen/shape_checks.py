@@ -112,10 +112,10 @@ def assumption_checks(w: Writer, comp: Compiled) -> None:
             with w.block("if (bad || L != R)"):
                 if a.fits:
                     with w.block(f"if (!bad && {_numpy_broadcasts(a.fits)})"):
-                        w.line(f"snprintf(why, nwhy, {_printf(a.refusal)});")
+                        w.line(f"snprintf(why, nwhy, {printf_args(a.refusal)});")
                         w.line("*shape_err = 1;")
                         w.line("return 0;")
-                w.line(f"PyErr_Format(PyExc_ValueError, {_printf(a.error)});")
+                w.line(f"PyErr_Format(PyExc_ValueError, {printf_args(a.error)});")
                 w.line("return -1;")
 
 
@@ -128,7 +128,7 @@ def _numpy_broadcasts(fits: tuple[tuple[Dim, Dim, bool], ...]) -> str:
     return "(" + " && ".join(terms) + ")"
 
 
-def _printf(message: Message) -> str:
+def printf_args(message: Message) -> str:
     """A printf format (a C string literal) and its arguments: text as it is, static
     dimensions as numbers, symbolic ones as ``%lld`` of their values."""
     fmt, args = "", []

@@ -20,11 +20,13 @@ from cuvil_aot.compiler.codegen.shape_checks import (
     assumption_checks,
     can_overflow,
     checked,
+    printf_args,
     shape_text,
     size_checks,
     values,
 )
 from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.ir.construct import Raises
 from cuvil_aot.compiler.ir.node import Param
 from cuvil_aot.compiler.ir.ops import Op
 from cuvil_aot.compiler.ir.signature import render_type
@@ -86,7 +88,11 @@ def match_dims(w: Writer, comp: Compiled, dim_of: Callable[[int, int], str]) -> 
     exprs = [expr for expr, _ in comp.fn.requirements]
     for expr, why in comp.fn.requirements:
         with w.block(f"if ({checked(expr)} < 0 && !ovf)"):
-            fail(w, True, f"{why}, but it is %lld", f"(long long){dim(expr)}")
+            if isinstance(why, Raises):  # NumPy's own error, not a failed match
+                w.line(f"PyErr_Format(PyExc_{why.error}, {printf_args(why.message)});")
+                w.line("return -1;")
+            else:
+                fail(w, True, f"{why}, but it is %lld", f"(long long){dim(expr)}")
     if any(can_overflow(d) for d in derived + exprs):
         with w.block("if (ovf)"):
             text, args = values(derived + exprs)

@@ -9,6 +9,7 @@ from typing import Any
 from cuvil_aot.compiler.frontend import assign
 from cuvil_aot.compiler.frontend.interp import POISON, Interpreter, Trace
 from cuvil_aot.compiler.frontend.signature import Signature, SignatureSyntaxError, signatures_of
+from cuvil_aot.compiler.frontend.size_one import size_one_specializations
 from cuvil_aot.compiler.frontend.source import (
     SourceUnavailable,
     function_source,
@@ -100,7 +101,21 @@ def _lower_marked(name: str, dispatcher: Marked, result: LoweredModule,
         function = lower_function(name, fn, sig, result.trace, diagnostics)
         if function is not None:
             lowered.append((sig, function))
+            lowered += size_one_specializations(
+                sig, function, lambda special: _lower_quietly(name, fn, special, result.trace))
     return lowered
+
+
+def _lower_quietly(name: str, fn: types.FunctionType, sig: Signature,
+                   trace: Trace) -> Function | None:
+    """A specialization lowered, or None where it is refused (its errors unsaid: the
+    general signature's refusal at the call names what to write instead)."""
+    diagnostics: list[Diagnostic] = []
+    try:
+        function = lower_function(name, fn, sig, trace, diagnostics)
+    except Exception:  # a bug the general signature did not show: keep the refusal
+        return None
+    return None if diagnostics else function
 
 
 def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Trace,

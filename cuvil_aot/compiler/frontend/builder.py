@@ -21,13 +21,13 @@ stack; a reshape's element count) are assumed equal while compiling
 with NumPy's message where they differ. Only dimensions that differ for every size
 (``3`` and ``4``) are compile errors.
 
-Size-1 broadcasting of a symbolic dimension is refused at the call, not decided there:
-compiled code broadcasts exactly the dimensions the signature makes 1, so for
-``a + b`` above a call with ``a`` of shape (1,) and ``b`` of shape (4,), which NumPy
-broadcasts, raises a SignatureShapeError (a ValueError) saying that the arrays must
-have equal sizes and to write the same symbol for both, or a literal 1 where the size
-is 1. Deciding it at run time would need a stride-0 variant of every kernel that reads
-such an operand; the refusal keeps one kernel and never answers wrongly.
+Size-1 broadcasting of a symbolic dimension is decided at the call by signature:
+compiled code broadcasts exactly the dimensions the signature makes 1, and
+``frontend/size_one.py`` adds specializations of the signature with such a symbol
+written as 1, which the wrapper tries after the general one. A call none of them covers
+(``a`` of shape (1,) where no specialization makes A 1) raises a SignatureShapeError (a
+ValueError) saying that the arrays must have equal sizes and to write a literal 1 where
+the size is 1: never a wrong answer.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def broadcast_shapes(a: Shape, b: Shape, span: SourceSpan | None = None,
 def broadcast_all(shapes: Sequence[Shape], span: SourceSpan | None = None,
                   shown: Sequence[Shape] | None = None) -> Shape:
     """NumPy's broadcast of ``shapes``: symbolic dimensions that differ are assumed equal
-    and checked at the call, where one of them being 1 is refused (module docstring)."""
+    and checked at the call, where one of them being 1 is a failed match (module docstring)."""
     shown = shapes if shown is None else shown
     numpy: list[str | Dim] = ["operands could not be broadcast together with shapes "]
     for shape in shown:

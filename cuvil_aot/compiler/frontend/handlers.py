@@ -49,7 +49,7 @@ class Ctx:
     span: SourceSpan
     arg_spans: Sequence[SourceSpan]
     derived: list[tuple[str, Dim, int]] = field(default_factory=list)
-    requirements: list[tuple[Dim, str]] = field(default_factory=list)
+    requirements: list[C.Requirement] = field(default_factory=list)
 
 
 # A NumPy function returns NumPy values, strongly typed (NEP 50): np.sqrt(2.0) is an

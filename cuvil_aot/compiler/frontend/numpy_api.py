@@ -101,7 +101,7 @@ def _key(fn: Any) -> Any:
 def call(fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
          arg_spans: Sequence[SourceSpan],
          derived: list[tuple[str, Dim, int]] | None = None,
-         requirements: list[tuple[Dim, str]] | None = None) -> Any:
+         requirements: list[C.Requirement] | None = None) -> Any:
     """``fn(*args, **kwargs)`` for anything but the user's own Python functions; sizes the
     call must compute land in ``derived``, what it must check in ``requirements``."""
     ctx = Ctx(span, arg_spans, derived if derived is not None else [],

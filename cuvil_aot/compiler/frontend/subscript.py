@@ -3,10 +3,12 @@
 
 Bounds known at compile time are checked now. Symbolic bounds that cannot be
 proven in range become run-time requirements (checked by the wrapper once
-the argument shapes are known), and a symbolic slice length that is no
-polynomial of the dimensions, ceil(length / step), becomes a derived symbol
-the wrapper computes. Bounds or steps that are ints known only at run time
-(``x[:, : t + 1]``) take Python's clamping, per call: runtime_slices.py.
+the argument shapes are known: an int index out of range raises NumPy's IndexError), and
+a symbolic slice length that is no polynomial of the dimensions, ceil(length / step),
+becomes a derived symbol the wrapper computes. A slice whose bounds may lie outside the
+axis (``x[:, :4]`` or ``x[1:]`` of a symbolic one), and one whose bounds or step are ints
+known only at run time (``x[:, : t + 1]``), take Python's clamping, per call:
+runtime_slices.py.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from cuvil_aot.compiler.ir.run_time import RunTimeSlice
 from cuvil_aot.compiler.ir.types import Dim
 from cuvil_aot.errors import SourceSpan
 
-Requirement = tuple[Dim, str]  # (expression that must be >= 0 at run time, what it guards)
+Requirement = C.Requirement
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ def index(x: Node, idx: Any, span: SourceSpan) -> tuple[Node, list[Need]]:
             start, step, size = _slice_bounds(item, dim, span, needs)
             out_shape.append(size)
         elif isinstance(item, int | Dim):
-            start, step, size = _int_index(item, dim, span, needs)
+            start, step, size = _int_index(item, dim, axis - 1, span, needs)
         else:
             raise UserError(f"unsupported index {item!r}", span, "ints, slices, None, ...")
         starts.append(start)
@@ -85,7 +87,7 @@ def index(x: Node, idx: Any, span: SourceSpan) -> tuple[Node, list[Need]]:
     return C.reshape(node, tuple(out_shape), span), needs
 
 
-def _int_index(i: int | Dim, dim: Dim, span: SourceSpan,
+def _int_index(i: int | Dim, dim: Dim, axis: int, span: SourceSpan,
                needs: list[Need]) -> tuple[Dim, Dim, Dim]:
     i = Dim.of(i)
     if i.is_static and dim.is_static:
@@ -94,17 +96,30 @@ def _int_index(i: int | Dim, dim: Dim, span: SourceSpan,
                             span)
         return Dim.of(i.value % dim.value), Dim.of(1), Dim.of(1)
     start = dim + i if i.is_static and i.value < 0 else i
-    needs += _bounds(start, start + 1, dim, span)
+    numpy = C.Raises("IndexError", ("index ", i, f" is out of bounds for axis {axis} with size ",
+                                    dim))
+    needs += [(need, numpy) for need, _ in _bounds(start, start + 1, dim, span)]
     return start, Dim.of(1), Dim.of(1)
 
 
 def _slice_bounds(s: slice, dim: Dim, span: SourceSpan,
                   needs: list[Need]) -> tuple[Dim, Dim, Dim]:
+    """(start, step, size) of the slice; a bound that may lie outside ``dim`` clamps as
+    in Python, at the call (a run-time slice), where none can the sizes stay polynomials."""
     bounds = [fold(v) for v in (s.start, s.stop, s.step)]
-    if runtime_slices.is_run_time(bounds):  # ints known at run time: runtime_slices.py
-        start, step_dim, size, record = runtime_slices.slice_bounds(bounds, dim, span)
-        needs.append(record)
-        return start, step_dim, size
+    if not runtime_slices.is_run_time(bounds):
+        found: list[Need] = []
+        start, step, size = _static_slice(bounds, dim, span, found)
+        if not any(isinstance(n, tuple) for n in found):
+            needs += found
+            return start, step, size
+    start, step_dim, size, record = runtime_slices.slice_bounds(bounds, dim, span)
+    needs.append(record)
+    return start, step_dim, size
+
+
+def _static_slice(bounds: list[Any], dim: Dim, span: SourceSpan,
+                  needs: list[Need]) -> tuple[Dim, Dim, Dim]:
     step = 1 if bounds[2] is None else bounds[2]
     if not isinstance(step, int) or step == 0:
         raise UserError("slice steps must be nonzero integer constants", span)

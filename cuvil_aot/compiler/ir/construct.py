@@ -114,6 +114,20 @@ Message = tuple[str | Dim, ...]
 
 
 @dataclass(frozen=True)
+class Raises:
+    """Why a run-time requirement holds, where NumPy checks it itself: where it fails the
+    call raises NumPy's exception (``error``: its builtin name) with ``message``, instead
+    of failing to match the signature."""
+
+    error: str
+    message: Message
+
+
+Requirement = tuple[Dim, str | Raises]
+"""(expression that must be >= 0 at the call, what it guards or NumPy's error where not)."""
+
+
+@dataclass(frozen=True)
 class Assumption:
     """``left == right``, assumed while lowering and checked by the wrapper at the call.
 

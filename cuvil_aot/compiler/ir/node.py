@@ -64,7 +64,7 @@ class Function:
     returns_tuple: bool
     groups: tuple[Any, ...] = ()
     refused: tuple[str, ...] = ()  # fusions refused, with reasons
-    requirements: tuple[tuple[Any, str], ...] = ()  # (dim that must be >= 0, why) at run time
+    requirements: tuple[tuple[Any, Any], ...] = ()  # construct.Requirement: checked at the call
     derived: tuple[tuple[str, Any, int], ...] = ()  # (symbol, length, step): ceil(length/step)
     assumptions: tuple[Any, ...] = ()  # construct.Assumption: dims assumed equal, checked
     # assignment into arguments (frontend/assign.py): (output, parameter) pairs, each output
