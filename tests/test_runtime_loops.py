@@ -4,8 +4,9 @@ time axis, running sums and maxima (reductions in the body), scalar and array ca
 values, a loop-invariant value computed once, a carried variable nothing reads after the
 loop, two loops in a row, Python's range semantics (empty ranges leave the carried
 values as they were, negative steps, a zero step raising ValueError) and NumPy's
-IndexError for an index out of range inside the body; what is refused and where; the
-same on the GPU, and the CUDA source compiling with nvcc."""
+IndexError for an index out of range inside the body; ``while`` loops that count (a
+for loop, the counter's value after it as Python leaves it) and others that unroll; what
+is refused and where; the same on the GPU, and the CUDA source compiling with nvcc."""
 
 from __future__ import annotations
 
@@ -98,6 +99,22 @@ def two_loops(xs, h0):
     for t in range(xs.shape[1] - 1, -1, -1):
         g = np.tanh(g + xs[:, t].T.T)
     return g, h
+
+@cv.optimize(signatures=["f32[B,T], int, int", "f64[B,T], int, int"])
+def while_counts(x, i, n):
+    acc = x[:, 0] * 0
+    while i < n:
+        acc = acc * 0.5 + x[:, i]
+        i += 1
+        acc = acc + i  # the counter after its step
+    return acc, i
+
+@cv.optimize(signatures=["f32[N], int, int"])
+def while_counts_down(x, a, b):
+    while b <= a:  # the counter on the right, stepping down past the bound
+        x = np.tanh(x) + a
+        a -= 2
+    return x, a
 '''
 
 dims = st.integers(0, 5)
@@ -169,6 +186,52 @@ def test_int_trip_count(compiled, sizes, seed, n):
         check(compiled.repeat, *arrays, n)
     for arrays in _arrays(compiled.fibonacci, seed, sizes):
         check(compiled.fibonacci, *arrays, n)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=SIZES, seed=st.integers(0, 2**16), i=st.integers(-8, 8), n=st.integers(-8, 8))
+def test_while_loops_that_count(compiled, sizes, seed, i, n):
+    """Empty and negative ranges, the counter after the loop as Python leaves it, and
+    NumPy's IndexError for an index out of range inside the body, also where the array
+    is empty along another axis (checked before the body's kernels, each iteration)."""
+    for arrays in _arrays(compiled.while_counts, seed, sizes):
+        check_or_raise(compiled.while_counts, *arrays, i, n)
+    for arrays in _arrays(compiled.while_counts_down, seed, sizes):
+        check(compiled.while_counts_down, *arrays, i, n)
+
+
+UNROLLED = '''
+import numpy as np
+import cuvil_aot as cv
+
+@cv.optimize(signatures=["f64[N]"])
+def while_unrolls(x):
+    s = 64
+    while s > 1:  # no count (s //= 2): known now, unrolled
+        x = x * 0.5 + s
+        s = s // 2
+    i = 0
+    while i < 3:
+        j = i
+        while j >= 0:
+            x = x * 0.9 + j
+            j -= 1
+        i += 1
+    return x, i, j
+'''
+
+
+@pytest.fixture(scope="module")
+def unrolled(tmp_path_factory):
+    return compile_source(tmp_path_factory.mktemp("unrolled_while"), UNROLLED)
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=dims, seed=st.integers(0, 2**16))
+def test_while_loops_known_now_unroll(unrolled, n, seed):
+    """A condition known at compile time unrolls (a nested counted loop among them)."""
+    x = np.random.default_rng(seed).standard_normal(n)
+    check(unrolled.while_unrolls, x)
 
 
 @settings(max_examples=20, deadline=None)
@@ -273,6 +336,19 @@ def loops_forever(x: cv.f32["N"]):
     while True:
         x = x + 1
     return x
+
+@cv.optimize
+def halves(x: cv.f32["N"], n: int):
+    while n > 1:
+        x = x + 1
+        n = n // 2
+    return x
+
+@cv.optimize
+def data_bound(x: cv.f32["N"]):
+    while x.sum() > 0:
+        x = x - 1
+    return x
 '''
 
 
@@ -290,7 +366,9 @@ def refused(tmp_path_factory):
     ("index_slice", 42, "a slice whose bounds depend on a run-time loop's variable"),
     ("array_bound", 48, "the bounds of a run-time loop must be computed from int arguments"),
     ("reads_temporary_after", 56, "'x' is assigned in a run-time loop with another dtype"),
-    ("loops_forever", 60, "the statement 'While' is not supported"),
+    ("loops_forever", 60, "while loop of more than 4096 iterations is too long to unroll"),
+    ("halves", 66, "known only at run time, and the loop is no count"),
+    ("data_bound", 73, "this while loop's condition depends on"),
 ])
 def test_refusals_point_at_the_line(refused, name, line, message):
     with pytest.raises(cv.CompileError) as err:
@@ -312,7 +390,8 @@ def gpu_compiled(tmp_path_factory):
 
 
 INTS = {"rnn_over_time": 0, "gru": 0, "running": 0, "stepped": 3, "repeat": 1,
-        "fibonacci": 1, "shadowed": 0, "two_loops": 0}
+        "fibonacci": 1, "shadowed": 0, "two_loops": 0, "while_counts": 2,
+        "while_counts_down": 2}
 
 
 @pytest.mark.gpu

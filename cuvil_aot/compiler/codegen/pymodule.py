@@ -134,8 +134,10 @@ def exec_function(w: Writer, comp: Compiled) -> None:
         for s, sym in enumerate(comp.symbols):
             w.line(f"const int64_t S_{sym} = c->sym[{s}]; (void)S_{sym};")
         param_checks(w, comp.fn, comp.storage.params, comp.hoisted)
-        run_time_loops.run_kernels(w, comp.prefix, len(comp.kernels), comp.loops, comp.storage,
-                                   lambda g, st: launch(w, comp.kernels[g], st))
+        run_time_loops.run_kernels(  # int indices of the body checked as NumPy: each time
+            w, comp.prefix, len(comp.kernels), comp.loops, comp.storage,
+            lambda g, st: launch(w, comp.kernels[g], st),
+            lambda body: param_checks(w, body.fn, {}, {}))
         w.line("return 0;")
 
 

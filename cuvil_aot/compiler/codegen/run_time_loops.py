@@ -104,9 +104,11 @@ def index_fields(spans: list[LoopSpan]) -> list[str]:
 
 
 def run_kernels(w: Writer, prefix: str, count: int, spans: list[LoopSpan], st: S,
-                emit: Callable[[int, S], None]) -> None:
+                emit: Callable[[int, S], None],
+                each_iteration: Callable[[LoopBody], None] | None = None) -> None:
     """Runs kernels 0..count-1 through ``emit(g, storage)``, each loop's inside its C loop
-    (a loop's copies with the buffers' own names, outside it)."""
+    (a loop's copies with the buffers' own names, outside it); ``each_iteration`` writes
+    what runs before the body's kernels in every iteration."""
     raw = dataclasses.replace(st, named={})
     g = 0
     while g < count:
@@ -138,6 +140,8 @@ def run_kernels(w: Writer, prefix: str, count: int, spans: list[LoopSpan], st: S
                 w.line(f"L{m}cur[{c}] = ({n} - it) % 2 == 0 ? {a} : {b};")
                 w.line(f"L{m}nxt[{c}] = ({n} - it) % 2 == 0 ? {b} : {a};")
             w.line(f"const {prefix}_call *const c = &lc{m}; (void)c;")
+            if each_iteration is not None:
+                each_iteration(span.body)
             for k in range(span.first + span.copies, span.stop):
                 emit(k, st)
         w.level -= 1

@@ -1,15 +1,14 @@
 """Python AST -> IR, by abstract interpretation of the function body.
 
-The interpreter runs the user's function with IR nodes standing in for arrays
-and Python values for everything known at compile time (ints, floats, tuples,
-shape dimensions). Calls to other Python functions are inlined by
-interpreting their bodies, ``for _ in range(N)`` unrolls and ``if`` picks a
-branch, so what reaches the IR is a straight-line tensor graph (a ``for`` over a range
-known only at run time is one IR loop node of its own: loops.py).
+The interpreter runs the user's function with IR nodes standing in for arrays and Python
+values for everything known at compile time (ints, floats, tuples, shape dimensions).
+Calls to other functions are inlined, ``for _ in range(N)`` unrolls and ``if`` picks a
+branch, so what reaches the IR is a straight-line tensor graph (a ``for`` over a run-time
+range is one IR loop node of its own: loops.py; ``while``: while_loops.py).
 
-Errors are collected, not thrown on the first: a failing statement records a
-diagnostic and binds its targets to ``POISON``, which silently absorbs every
-later use, so one compile reports every independent error of a module.
+Errors are collected, not thrown on the first: a failing statement records a diagnostic
+and binds its targets to ``POISON``, which silently absorbs every later use, so one
+compile reports every independent error of a module.
 """
 
 from __future__ import annotations
@@ -24,12 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cuvil_aot.compiler.frontend import assign as assignment
-from cuvil_aot.compiler.frontend import local_functions, loops, numpy_api, subscript
+from cuvil_aot.compiler.frontend import local_functions, loops, numpy_api, subscript, while_loops
 from cuvil_aot.compiler.frontend.operators import binary
 from cuvil_aot.compiler.frontend.source import FunctionSource, function_source
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import apply, fold, python_value, run_time_origin, to_node
-from cuvil_aot.compiler.ir.construct import ShapeError, derived_symbol
+from cuvil_aot.compiler.ir.construct import Requirement, ShapeError, derived_symbol
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
 from cuvil_aot.compiler.ir.run_time import RunTimeSlice
@@ -41,7 +40,7 @@ MAX_UNROLL = 4096
 MAX_INLINE_DEPTH = 64
 
 SUPPORTED_STATEMENTS = ("assignments (also tuple unpacking and +=), return, "
-                        "if on compile-time values, for _ in range(...), def")
+                        "if on compile-time values, for _ in range(...), while, def")
 
 
 class _Poison:
@@ -79,11 +78,12 @@ class Interpreter:
         self.trace = trace
         self.diagnostics = diagnostics
         self.frames: list[Frame] = []
-        self.requirements: list[tuple[Dim, str]] = []  # run-time shape checks (slices)
+        self.requirements: list[Requirement] = []  # run-time shape checks (slices)
         self.derived: list[tuple[str, Dim, int]] = []  # symbols = ceil(length / step)
         self.run_time: list[RunTimeSlice] = []  # slices with run-time bounds
         self.loop_count = 0  # run-time loops so far (loops.py)
         self.loop_depth = 0  # inside a run-time loop's body
+        self.while_depth = 0  # counted while loops being run (while_loops.py)
 
     # Spans -----------------------------------------------------------------
     def span(self, node: ast.AST) -> SourceSpan:
@@ -215,18 +215,19 @@ class Interpreter:
         items = self.eval(stmt.iter)
         if items is POISON:
             return
-        if isinstance(items, range | tuple | list):
-            seq = list(items)
-        else:
+        if not isinstance(items, range | tuple | list):
             raise UserError("only loops over range() or a tuple known at compile time "
                             "are supported", self.span(stmt.iter),
                             "for t in range(x.shape[0]): ... x[t] ...")
-        if len(seq) > MAX_UNROLL:
-            raise UserError(f"loop of {len(seq)} iterations is too long to unroll "
+        if len(items) > MAX_UNROLL:
+            raise UserError(f"loop of {len(items)} iterations is too long to unroll "
                             f"(at most {MAX_UNROLL})", self.span(stmt.iter))
-        for item in seq:
+        for item in items:
             self.assign(stmt.target, item)
             self.run_block(stmt.body)
+
+    def stmt_While(self, stmt: ast.While) -> None:
+        while_loops.run_while(self, stmt, POISON, MAX_UNROLL)
 
     def assign(self, target: ast.expr, value: Any) -> None:
         scope = self.frames[-1].scope
