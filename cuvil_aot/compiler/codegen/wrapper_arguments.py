@@ -89,6 +89,7 @@ def match_dims(w: Writer, comp: Compiled, dim_of: Callable[[int, int], str]) -> 
     for expr, why in comp.fn.requirements:
         with w.block(f"if ({checked(expr)} < 0 && !ovf)"):
             if isinstance(why, Raises):  # NumPy's own error, not a failed match
+                w.line("int bad = 0; (void)bad;")  # the message's arithmetic fits: ovf is 0
                 w.line(f"PyErr_Format(PyExc_{why.error}, {printf_args(why.message)});")
                 w.line("return -1;")
             else:

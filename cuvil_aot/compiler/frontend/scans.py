@@ -108,7 +108,7 @@ def method_sort(ctx: Ctx, a: Node, axis: Any = -1, kind: Any = None, order: Any 
 def _check_kth(kth: Any, n: Dim, size: Dim, ctx: Ctx) -> None:
     """NumPy's checks of a partition index: an int (or ints) in range of the axis (of
     length ``n``) unless the array (``size`` elements) is empty; on a symbolic axis checked
-    at the call (a ValueError there, as NumPy's). A run-time int is not checked: the
+    at the call (NumPy's ValueError there). A run-time int is not checked: the
     result is fully sorted, so it satisfies any kth in range."""
     items = list(kth) if isinstance(kth, tuple | list) else [kth]
     for k in items:
@@ -127,10 +127,9 @@ def _check_kth(kth: Any, n: Dim, size: Dim, ctx: Ctx) -> None:
         if not isinstance(length, int):
             short = C.resolved(n) + int(k) if k < 0 else C.resolved(n) - int(k) - 1
             need = short * C.resolved(size)  # >= 0: in range, or nothing to partition
-            ctx.requirements.append((need, f"kth(={int(k)}) out of bounds: the partition "
-                                     f"index at {ctx.span} ({ctx.span.text.strip()}) needs "
-                                     f"an axis of more than {int(k) if k >= 0 else -int(k) - 1}"
-                                     f" elements or an empty array ({need} >= 0)"))
+            shown = C.resolved(n) + int(k) if k < 0 else Dim.of(int(k))
+            ctx.requirements.append((need, C.Raises("ValueError", (
+                "kth(=", shown, ") out of bounds (", C.resolved(n), ")"))))
 
 
 def _partition(op: Op) -> Handler:
