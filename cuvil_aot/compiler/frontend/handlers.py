@@ -43,13 +43,15 @@ Handler = Callable[..., Any]
 class Ctx:
     """What every handler gets first: the call's span and its arguments' spans, and where
     to record sizes the call computes (``derived``: (symbol, length, step) for
-    ceil(length / step), as subscript.Derived) and what the call must check
+    ceil(length / step), as subscript.Derived; ``run_time``: symbols computed from
+    run-time ints, ir/run_time.py and ir/loop.py) and what the call must check
     (``requirements``: (expression that must be >= 0, why), as subscript.Requirement)."""
 
     span: SourceSpan
     arg_spans: Sequence[SourceSpan]
     derived: list[tuple[str, Dim, int]] = field(default_factory=list)
     requirements: list[C.Requirement] = field(default_factory=list)
+    run_time: list[Any] = field(default_factory=list)
 
 
 # A NumPy function returns NumPy values, strongly typed (NEP 50): np.sqrt(2.0) is an

@@ -491,7 +491,7 @@ class Interpreter:
         if isinstance(target, types.FunctionType) and not numpy_api.is_numpy(target):
             return self.call_function(target, args, kwargs, span)
         return numpy_api.call(fn, args, kwargs, span, arg_spans, self.derived,
-                              self.requirements)
+                              self.requirements, self.run_time)
 
     def describe(self, value: Any) -> str:
         if isinstance(value, Node):

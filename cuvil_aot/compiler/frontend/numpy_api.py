@@ -101,11 +101,14 @@ def _key(fn: Any) -> Any:
 def call(fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
          arg_spans: Sequence[SourceSpan],
          derived: list[tuple[str, Dim, int]] | None = None,
-         requirements: list[C.Requirement] | None = None) -> Any:
+         requirements: list[C.Requirement] | None = None,
+         run_time_records: list[Any] | None = None) -> Any:
     """``fn(*args, **kwargs)`` for anything but the user's own Python functions; sizes the
-    call must compute land in ``derived``, what it must check in ``requirements``."""
+    call must compute land in ``derived`` and ``run_time_records``, what it must check in
+    ``requirements``."""
     ctx = Ctx(span, arg_spans, derived if derived is not None else [],
-              requirements if requirements is not None else [])
+              requirements if requirements is not None else [],
+              run_time_records if run_time_records is not None else [])
     if isinstance(fn, Method):
         handler = METHODS[fn.name]
         return _invoke(handler, ctx, [fn.node, *args], kwargs, f"{fn.name}()")

@@ -20,8 +20,9 @@ import numpy as np
 from cuvil_aot.compiler.frontend import builder as B
 from cuvil_aot.compiler.frontend.handlers import Ctx, Handler
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
-from cuvil_aot.compiler.frontend.values import dtype_arg, fold, is_symbolic, to_node
+from cuvil_aot.compiler.frontend.values import apply, dtype_arg, fold, is_symbolic, to_node
 from cuvil_aot.compiler.ir import construct as C
+from cuvil_aot.compiler.ir.loop import RunTimeRange
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
 from cuvil_aot.compiler.ir.types import Dim, TensorType, is_int
@@ -107,29 +108,51 @@ def method_sort(ctx: Ctx, a: Node, axis: Any = -1, kind: Any = None, order: Any 
 
 def _check_kth(kth: Any, n: Dim, size: Dim, ctx: Ctx) -> None:
     """NumPy's checks of a partition index: an int (or ints) in range of the axis (of
-    length ``n``) unless the array (``size`` elements) is empty; on a symbolic axis checked
-    at the call (NumPy's ValueError there). A run-time int is not checked: the
-    result is fully sorted, so it satisfies any kth in range."""
+    length ``n``) unless the array (``size`` elements) is empty. Where the axis or the
+    index is known only at the call (a symbolic axis, an int parameter), checked there,
+    raising NumPy's ValueError."""
     items = list(kth) if isinstance(kth, tuple | list) else [kth]
     for k in items:
         k = fold(k)
         if isinstance(k, bool | np.bool_):
             raise UserError("Booleans unacceptable as partition index", ctx.span)
-        if isinstance(k, Node) and not k.shape and is_int(k.dtype) or is_symbolic(k):
-            continue
-        if isinstance(k, Node) or not isinstance(k, int | np.integer):
+        if isinstance(k, Node) and not k.shape and is_int(k.dtype):
+            k = _run_time_int(k, ctx)
+        elif not is_symbolic(k) and (isinstance(k, Node) or not isinstance(k, int | np.integer)):
             raise UserError("Partition index must be integer", ctx.span,
                             "kth as an int, a negative int (-k) or an int parameter")
         length, count = fold(C.resolved(n)), fold(C.resolved(size))
-        if isinstance(length, int) and count != 0 and not -length <= int(k) < length:
-            raise UserError(f"kth(={int(k) + length if k < 0 else int(k)}) out of bounds "
-                            f"({length})", ctx.span)
-        if not isinstance(length, int):
-            short = C.resolved(n) + int(k) if k < 0 else C.resolved(n) - int(k) - 1
-            need = short * C.resolved(size)  # >= 0: in range, or nothing to partition
-            shown = C.resolved(n) + int(k) if k < 0 else Dim.of(int(k))
-            ctx.requirements.append((need, C.Raises("ValueError", (
-                "kth(=", shown, ") out of bounds (", C.resolved(n), ")"))))
+        if isinstance(length, int) and isinstance(k, int | np.integer):
+            if count != 0 and not -length <= int(k) < length:
+                raise UserError(f"kth(={int(k) + length if k < 0 else int(k)}) out of bounds "
+                                f"({length})", ctx.span)
+            continue
+        _kth_at_the_call(Dim.of(k if isinstance(k, Dim) else int(k)), C.resolved(n),
+                         C.resolved(size), ctx)
+
+
+def _run_time_int(k: Node, ctx: Ctx) -> Dim:
+    """An int known only at the call as a symbol the wrapper computes (the start of
+    ``range(k, k + 1)``, ir/loop.py's record of a run-time range)."""
+    one = to_node(1, ctx.span)
+    k64 = k if k.dtype == "int64" else Node(Op.CAST, TensorType("int64", ()), (k,), span=k.span)
+    record = RunTimeRange.of(k64, apply(Op.ADD, [k64, one], ctx.span), one)
+    ctx.run_time.append(record)
+    return Dim.of(record.start_symbol)
+
+
+def _kth_at_the_call(k: Dim, n: Dim, size: Dim, ctx: Ctx) -> None:
+    """-n <= k < n, or an empty array: NumPy's ValueError names k (k + n where negative).
+    A k of either sign passes one of the two checks whatever n is, so both are made where
+    its sign is not known now."""
+    if k.is_static:
+        checks = [(n - k - 1, k)] if k.value >= 0 else [(n + k, k + n)]
+    else:
+        checks = [(n - k - 1, k), (n + k, k + n)]
+    for need, shown in checks:  # (a run-time int may be negative: not provable now)
+        if not k.is_static or not (need * size).known_nonnegative():
+            ctx.requirements.append((need * size, C.Raises("ValueError", (
+                "kth(=", shown, ") out of bounds (", n, ")"))))
 
 
 def _partition(op: Op) -> Handler:
