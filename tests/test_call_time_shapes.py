@@ -183,6 +183,20 @@ def test_messages_name_the_shapes(compiled):
     refused(compiled.cube, *cube)
 
 
+def test_specializations_follow_their_signature_once(tmp_path):
+    """Each after the signature it specializes; one the user declared is not made again."""
+    module = load_source(tmp_path, """
+import cuvil_aot as cv
+
+@cv.optimize(signatures=["f32[A], f32[B]", "f32[A], f32[1]", "f64[A], f64[B]"])
+def add(a, b):
+    return a + b
+""")
+    got = [str(sig) for sig, _ in lower_module(module).functions["add"]]
+    assert got == ["a: f32[A], b: f32[B]", "a: f32[1], b: f32[B]", "a: f32[A], b: f32[1]",
+                   "a: f64[A], b: f64[B]", "a: f64[1], b: f64[B]", "a: f64[A], b: f64[1]"]
+
+
 @settings(max_examples=40, deadline=None)
 @given(data=st.data(), a=sizes, b=sizes)
 def test_size_one_of_a_symbol_broadcasts(compiled, data, a, b):

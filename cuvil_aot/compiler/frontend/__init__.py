@@ -96,13 +96,17 @@ def _lower_marked(name: str, dispatcher: Marked, result: LoweredModule,
     except (SignatureSyntaxError, SourceUnavailable) as exc:
         diagnostics.append(signature_diagnostic(fn, str(exc)))
         return []
+    def specialized(special: Signature) -> Function | None:
+        if special in signatures:  # declared: lowered in its own place
+            return None
+        return _lower_quietly(name, fn, special, result.trace)
+
     lowered = []
     for sig in signatures:
         function = lower_function(name, fn, sig, result.trace, diagnostics)
         if function is not None:
             lowered.append((sig, function))
-            lowered += size_one_specializations(
-                sig, function, lambda special: _lower_quietly(name, fn, special, result.trace))
+            lowered += size_one_specializations(sig, function, specialized)
     return lowered
 
 
