@@ -218,6 +218,15 @@ def while_unrolls(x):
             j -= 1
         i += 1
     return x, i, j
+
+@cv.optimize(signatures=["f64[N]"])
+def while_pops(x):
+    q = [x, x * 2, x * 3, x * 4]
+    i = 0
+    while i < len(q):  # the body shortens q: no count, unrolled as Python runs it
+        x = x + q.pop()
+        i += 1
+    return x, i
 '''
 
 
@@ -232,6 +241,7 @@ def test_while_loops_known_now_unroll(unrolled, n, seed):
     """A condition known at compile time unrolls (a nested counted loop among them)."""
     x = np.random.default_rng(seed).standard_normal(n)
     check(unrolled.while_unrolls, x)
+    check(unrolled.while_pops, x)
 
 
 @settings(max_examples=20, deadline=None)

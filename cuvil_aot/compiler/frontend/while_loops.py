@@ -1,7 +1,7 @@
 """``while`` loops: a counted one becomes a ``for`` loop, any other unrolls.
 
 A loop that counts, ``while i < n: ...; i += 1`` (one name compared with a bound the body
-does not assign, stepped by one constant ``+=`` at the top level of the body, assigned
+does not change, stepped by one constant ``+=`` at the top level of the body, assigned
 nowhere else in it), is ``for i in range(i, n, 1)`` over the same body without the step,
 where the statements after the step read ``i + 1`` for ``i``. So the counter is the
 loop's own variable (a run-time int, loops.py, where ``n`` is known only at run time; a
@@ -75,7 +75,7 @@ def as_counted_for(stmt: ast.While, depth: int) -> list[ast.stmt] | None:
         counter = side.id
         found = _step(stmt.body, counter)
         stop_shift, sign = _COMPARISONS[op]
-        if found is not None and found[1] * sign > 0 and not _assigns(stmt.body) & _reads(bound):
+        if found is not None and found[1] * sign > 0 and not _changes(stmt.body) & _reads(bound):
             return _counted(stmt, counter, bound, stop_shift, *found, depth)
     return None
 
@@ -152,6 +152,19 @@ def _stepped(stmt: ast.stmt, counter: str, step: int) -> ast.stmt:
 def _assigns(body: list[ast.stmt]) -> set[str]:
     return {n.id for s in body for n in ast.walk(s)
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _changes(body: list[ast.stmt]) -> set[str]:
+    """Names whose values the body may change: assigned, assigned into, or whose methods
+    it calls (``q.pop()`` shortens ``len(q)``)."""
+    changed = _assigns(body)
+    for node in (n for s in body for n in ast.walk(s)):
+        target = node.func.value if isinstance(node, ast.Call) and \
+            isinstance(node.func, ast.Attribute) else node.value \
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) else None
+        if isinstance(target, ast.Name):
+            changed.add(target.id)
+    return changed
 
 
 def _reads(expr: ast.expr) -> set[str]:
