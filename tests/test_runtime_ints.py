@@ -65,6 +65,10 @@ def sliced_matmul(x, w, t):
 def index(x, t):
     return x[t], x[:, t] * 2, x[t, ::-1]
 
+@cv.optimize(signatures=["f32[N,M], int"])
+def column(x, t):
+    return x[:, t] * 2
+
 @cv.optimize(signatures=["f32[N,M], bool"])
 def bool_bound(x, flag):
     return x[flag:], x[:, :flag]
@@ -192,6 +196,8 @@ def test_index_error_message(compiled):
     with pytest.raises(IndexError, match=re.escape("index -5 is out of bounds for axis 1 with "
                                                    "size 4")):
         compiled.index(np.zeros((5, 4), np.float32), -5)
+    with pytest.raises(IndexError, match="index 9 is out of bounds for axis 1 with size 4"):
+        compiled.column(np.zeros((0, 4), np.float32), 9)  # checked where nothing is gathered
 
 
 def test_zero_step_raises_value_error(compiled):
@@ -248,7 +254,7 @@ def gpu_compiled(tmp_path_factory):
 
 
 INTS = {"attend_prefix": 1, "bounds": 2, "strided": 1, "general": 3, "composed": 1,
-        "sliced_matmul": 1, "index": 1, "bool_bound": 1}
+        "sliced_matmul": 1, "index": 1, "column": 1, "bool_bound": 1}
 
 
 @pytest.mark.gpu
@@ -292,6 +298,10 @@ def test_gpu_index_error(gpu_compiled, framework):
     x = fw.put(np.zeros((3, 4), np.float32))
     with pytest.raises(IndexError, match="is out of bounds for axis 0 with size 3"):
         gpu_compiled.index(x, 3)
+    # x[:, t] of an array empty along axis 0 gathers nothing: t is checked on the host,
+    # before the launches, as NumPy checks it
+    with pytest.raises(IndexError, match="index 9 is out of bounds for axis 1 with size 4"):
+        gpu_compiled.column(fw.put(np.zeros((0, 4), np.float32)), 9)
 
 
 @pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc not found")

@@ -135,8 +135,16 @@ def gpu_flag_check(w: Writer) -> None:
     index_error(w, "gerr_host")
 
 
+def gpu_int_checks(w: Writer, fn: Function, hoisted: dict[int, str]) -> None:
+    """The GPU wrapper's check of the int indices it knows (constants, int arguments,
+    hoisted numbers) on the host, before the launches: NumPy's IndexError also where the
+    kernels would gather nothing (a result empty along another axis)."""
+    param_checks(w, fn, {}, hoisted, "gerr_host", "")
+    index_error(w, "gerr_host")
+
+
 def param_checks(w: Writer, fn: Function, params: dict[int, int],
-                 hoisted: dict[int, str]) -> None:
+                 hoisted: dict[int, str], gerr: str = "gerr", stop: str = "return 0;") -> None:
     """The CPU exec's check of the index arrays of gathers and scatters that are parameters
     (and of int indices the wrapper knows: constants, int arguments, numbers it computes,
     host_scalars.py), before the kernels: in C order, as NumPy checks them (the first bad
@@ -160,15 +168,16 @@ def param_checks(w: Writer, fn: Function, params: dict[int, int],
             while base.op is Op.BROADCAST or (base.op is Op.RESHAPE and is_unit_reshape(
                     base.srcs[0].shape, base.shape)):
                 base = base.srcs[0]
+            known = None
             if base.op is Op.CONST:  # an int beside index arrays: checked even where
                 value = base.attrs[0]  # they are empty, as NumPy does
-                _int_check(w, dim(value) if isinstance(value, Dim) else str(int(value)),
-                           dim(sizes[k]), axes[k], set_to)
-            if base.op is Op.PARAM and base.type.weak and not base.shape:  # an int argument
-                _int_check(w, f"c->arg_{base.attrs[1]}", dim(sizes[k]), axes[k], set_to)
+                known = dim(value) if isinstance(value, Dim) else str(int(value))
+            elif base.op is Op.PARAM and base.type.weak and not base.shape:  # an int argument
+                known = f"c->arg_{base.attrs[1]}"
             elif id(base) in hoisted:
-                _int_check(w, f"(int64_t)c->{hoisted[id(base)]}", dim(sizes[k]), axes[k],
-                           set_to)
+                known = f"(int64_t)c->{hoisted[id(base)]}"
+            if known is not None:
+                _int_check(w, known, dim(sizes[k]), axes[k], set_to, gerr, stop)
             if base.op is not Op.PARAM or base.type.weak or id(base) not in params:
                 continue
             _param_check(w, params[id(base)], base, count, dim(sizes[k]), axes[k], set_to)
@@ -179,12 +188,15 @@ def dim(d: Dim) -> str:
     return d.c_expr("S_{}")
 
 
-def _int_check(w: Writer, value: str, size: str, axis: int, set_to: int) -> None:
+def _int_check(w: Writer, value: str, size: str, axis: int, set_to: int, gerr: str,
+               stop: str) -> None:
     with w.block(""):
         w.line(f"const int64_t v = {value}, size = {size};")
-        with w.block("if (!gerr[0] && (v < -size || v >= size))"):
-            w.line(f"gerr[0] = {set_to}; gerr[1] = v; gerr[2] = {axis}; gerr[3] = size;")
-    w.line("if (gerr[0]) return 0;")
+        with w.block(f"if (!{gerr}[0] && (v < -size || v >= size))"):
+            w.line(f"{gerr}[0] = {set_to}; {gerr}[1] = v; {gerr}[2] = {axis}; "
+                   f"{gerr}[3] = size;")
+    if stop:
+        w.line(f"if ({gerr}[0]) {stop}")
 
 
 def _param_check(w: Writer, i: int, param: Node, count: str, size: str, axis: int,
