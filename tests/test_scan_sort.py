@@ -70,6 +70,17 @@ def partitions(x, k):
     return np.argpartition(x, k, axis=-1), np.partition(x, k), x.argpartition(-1, axis=0), \\
         np.argpartition(x, (0, -1), axis=None)
 
+@cv.optimize(signatures=["f32[A,B], i64[C]"])
+def kth_from_data(x, ks):
+    return np.argpartition(x, ks.sum(), axis=-1)
+
+@cv.optimize(signatures=["f32[A,B], int"])
+def kth_in_a_loop(x, n):
+    acc = x[:, 0] * 0
+    for t in range(n):
+        acc = acc + np.partition(x, t, axis=-1)[:, t]
+    return acc
+
 @cv.optimize(signatures=["f32[A,B]"])
 def top3(x):
     return np.argpartition(x, 2, axis=-1), np.partition(x, -3, axis=-1)
@@ -216,6 +227,15 @@ def test_a_kth_parameter_out_of_range_raises_numpys_value_error(compiled, data, 
         return  # NumPy's other calls of the function (a tuple kth) decide there
     along, part, _, _ = compiled.partitions(x, k)
     _partition_holds(x, along, k, -1)
+
+
+def test_a_kth_from_data_or_a_loop_variable_compiles_unchecked(compiled):
+    """No check the wrapper could make before the kernels: a full sort, valid for every
+    kth in range (a kth out of range there is not NumPy's ValueError: README)."""
+    x = np.random.default_rng(3).standard_normal((3, 5)).astype(np.float32)
+    along = compiled.kth_from_data(x, np.array([1, 2]))
+    _partition_holds(x, along, 3, -1)
+    check(compiled.kth_in_a_loop, x, 4)
 
 
 @settings(max_examples=20, deadline=None)

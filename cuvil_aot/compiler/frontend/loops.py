@@ -285,6 +285,16 @@ def _check_carried(carried: list[str], types: list[TensorType], outs: list[Any],
                             "dtype and shape", span, CARRY_HINT)
 
 
+def known_before_the_kernels(value: Node) -> bool:
+    """Whether the wrapper computes 0-d ``value`` once per call, before any kernel: from
+    constants, dimensions and int arguments, not from array data nor a run-time loop's
+    stand-ins (``_loop{n}_*``, which change each iteration)."""
+    return not value.shape and all(
+        n.op is Op.CONST or (n.op is Op.PARAM and n.type.weak
+                             and not str(n.attrs[1]).startswith("_loop"))
+        or (n.op in ELEMENTWISE and not n.shape) for n in toposort([value]))
+
+
 def _is_host(node: Node, host: set[int]) -> bool:
     return node.op is Op.CONST or (node.op is Op.PARAM and node.type.weak) or (
         node.op in ELEMENTWISE and not node.shape and all(id(s) in host for s in node.srcs))

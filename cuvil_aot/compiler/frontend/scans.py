@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
+from cuvil_aot.compiler.frontend import loops
 from cuvil_aot.compiler.frontend.handlers import Ctx, Handler
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
 from cuvil_aot.compiler.frontend.values import apply, dtype_arg, fold, is_symbolic, to_node
@@ -110,13 +111,16 @@ def _check_kth(kth: Any, n: Dim, size: Dim, ctx: Ctx) -> None:
     """NumPy's checks of a partition index: an int (or ints) in range of the axis (of
     length ``n``) unless the array (``size`` elements) is empty. Where the axis or the
     index is known only at the call (a symbolic axis, an int parameter), checked there,
-    raising NumPy's ValueError."""
+    raising NumPy's ValueError; a kth from array data or a run-time loop's variable is not
+    checked (the result is fully sorted: a valid partition for any kth in range)."""
     items = list(kth) if isinstance(kth, tuple | list) else [kth]
     for k in items:
         k = fold(k)
         if isinstance(k, bool | np.bool_):
             raise UserError("Booleans unacceptable as partition index", ctx.span)
         if isinstance(k, Node) and not k.shape and is_int(k.dtype):
+            if not loops.known_before_the_kernels(k):
+                continue  # from array data or a loop's variable: unchecked, a full sort
             k = _run_time_int(k, ctx)
         elif not is_symbolic(k) and (isinstance(k, Node) or not isinstance(k, int | np.integer)):
             raise UserError("Partition index must be integer", ctx.span,
