@@ -68,6 +68,17 @@ def stepped(x, a, b, s):
         count = count + t
     return acc, count
 
+@cv.optimize(signatures=["f32[N], int", "f64[N], int"])
+def python_numbers(x, n):
+    s = 1.0
+    k = 0
+    h = x
+    for t in range(n):
+        s = s * 0.5
+        k = k + t
+        h = h + x * s  # s stays a Python float: x's dtype, as in NumPy
+    return x * s + k, h, k
+
 @cv.optimize(signatures=["f32[N], int", "f64[N,M], int"])
 def repeat(x, n):
     for _ in range(1, n):
@@ -186,6 +197,17 @@ def test_int_trip_count(compiled, sizes, seed, n):
         check(compiled.repeat, *arrays, n)
     for arrays in _arrays(compiled.fibonacci, seed, sizes):
         check(compiled.fibonacci, *arrays, n)
+
+
+@settings(max_examples=30, deadline=None)
+@given(sizes=SIZES, seed=st.integers(0, 2**16), n=st.integers(-2, 6))
+def test_python_numbers_stay_python_numbers(compiled, sizes, seed, n):
+    """A Python float or int the loop carries keeps NumPy's weak promotion, in the body
+    and after it: float32 arrays stay float32 (NEP 50)."""
+    for arrays in _arrays(compiled.python_numbers, seed, sizes):
+        check(compiled.python_numbers, *arrays, n)
+        out, h, _ = compiled.python_numbers(*arrays, n)
+        assert out.dtype == h.dtype == arrays[0].dtype
 
 
 @settings(max_examples=60, deadline=None)
@@ -400,6 +422,7 @@ def gpu_compiled(tmp_path_factory):
 
 
 INTS = {"rnn_over_time": 0, "gru": 0, "running": 0, "stepped": 3, "repeat": 1,
+        "python_numbers": 1,
         "fibonacci": 1, "shadowed": 0, "two_loops": 0, "while_counts": 2,
         "while_counts_down": 2}
 

@@ -120,7 +120,7 @@ def _carry(interp: Any, stmt: ast.For, carried: list[str], number: int, poison: 
         probe = [TensorType(t.dtype, t.shape, i.type.weak) for t, i in zip(types, inits)]
         result = _interpret(interp, stmt, carried, probe, number, poison, True)
         if result is not None:
-            types = [_retyped(t, o) if i.type.weak else t
+            types = [_retyped(t, o, span) if i.type.weak else t
                      for t, o, i in zip(types, result[1], inits)]
     if result is not None or not any(i.type.weak for i in inits):
         result = _interpret(interp, stmt, carried, types, number, poison, False)
@@ -226,11 +226,11 @@ def _interpret(interp: Any, stmt: ast.For, carried: list[str], types: list[Tenso
     assert isinstance(target, ast.Name)
     index = Node(Op.PARAM, TensorType("int64", (), weak=True),
                  attrs=(0, f"_loop{number}_{target.id}"))
-    params = [Node(Op.PARAM, t, attrs=(1 + j, f"_loop{number}_{name}"))
+    params = [Node(Op.PARAM, _buffer(t), attrs=(1 + j, f"_loop{number}_{name}"))
               for j, (name, t) in enumerate(zip(carried, types))]
     frame = interp.frames[-1]
     scope = dict(frame.scope)
-    scope.update(zip(carried, params))
+    scope.update(zip(carried, (_stand_in(p, t) for p, t in zip(params, types))))
     scope[target.id] = index
     lists = [(v, len(v)) for v in frame.scope.values() if isinstance(v, list)]
     marks = [len(interp.requirements), len(interp.derived), len(interp.run_time)]
@@ -268,11 +268,27 @@ def _interpret(interp: Any, stmt: ast.For, carried: list[str], types: list[Tenso
     return (index, *params), outs
 
 
-def _retyped(t: TensorType, out: Any) -> TensorType:
-    """A Python number's carried type: the dtype one iteration gives it (NEP 50)."""
-    if isinstance(out, Node) and out.shape == t.shape:
-        return TensorType(out.dtype, t.shape)
-    return t
+def _retyped(t: TensorType, out: Any, span: SourceSpan) -> TensorType:
+    """A Python number's carried type: the dtype one iteration gives it, and whether it is
+    still a Python number then (weak, NEP 50: ``s = s * 0.5`` leaves ``x * s`` float32)."""
+    if not isinstance(out, Node | Dim | bool | int | float):
+        return t
+    node = to_node(out, span)
+    if node.shape != t.shape:
+        return t
+    return TensorType(node.dtype, t.shape, node.type.weak)
+
+
+def _buffer(t: TensorType) -> TensorType:
+    """A carried value's buffer: a Python number lives in a 0-d array of its dtype."""
+    return TensorType(t.dtype, t.shape)
+
+
+def _stand_in(param: Node, t: TensorType) -> Node:
+    """What the body reads for a carried value: its parameter, or for a Python number a
+    weak view of it, so that ``x * s`` keeps x's dtype as NumPy would (a weak parameter
+    would be read as an argument of the call, not from the buffer)."""
+    return Node(Op.CAST, t, (param,), span=param.span) if t.weak else param
 
 
 def _check_carried(carried: list[str], types: list[TensorType], outs: list[Any],
@@ -333,7 +349,7 @@ def _body(params: tuple[Node, ...], carried: list[str], types: list[TensorType],
         elif _is_host(node, host):
             host.add(id(node))
     results = []
-    for node, t in zip(nodes, types):
+    for node, t in zip(nodes, map(_buffer, types)):
         node = new[id(node)] if id(node) in dep else outside(node)
         if node.op in (Op.PARAM, Op.CONST) or node.type != t:
             node = Node(Op.CAST, t, (node,), span=node.span)
@@ -347,6 +363,7 @@ def _body(params: tuple[Node, ...], carried: list[str], types: list[TensorType],
 
 def _init(init: Node, t: TensorType) -> Node:
     """A carried value's initial value, of its type (the copies before the loop read it)."""
+    t = _buffer(t)
     if init.type == t and init.op is not Op.CONST:
         return init
     return Node(Op.CAST, t, (init,), span=init.span)
