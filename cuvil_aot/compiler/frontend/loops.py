@@ -5,7 +5,8 @@ over a symbolic dimension, or ``range(n)`` of an int parameter, is interpreted o
 instead, with stand-ins: the index is a run-time int (``%_loop0_t``, usable as any int
 argument: ``xs[:, t, :]`` is a gather of it), each variable the body assigns that exists
 before the loop is a carried value (a parameter of the dtype and shape it has before
-the loop; a different dtype or shape after one iteration is refused), and what the body
+the loop; a different dtype or shape after one iteration is refused; a Python number
+stays weak, NEP 50, read through a weak cast of its 0-d buffer), and what the body
 reads from outside is captured. What the body computes from outside values only (a
 loop-invariant ``w * 2``) is computed once, before the loop. After the loop each carried
 variable is an ``Op.LOOP_OUT`` node; the loop variable and the names only the body
