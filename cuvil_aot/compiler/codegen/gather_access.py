@@ -25,6 +25,7 @@ After::
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cuvil_aot.compiler.codegen import ops_c
@@ -135,12 +136,54 @@ def gpu_flag_check(w: Writer) -> None:
     index_error(w, "gerr_host")
 
 
-def gpu_int_checks(w: Writer, fn: Function, hoisted: dict[int, str]) -> None:
+def gpu_int_checks(w: Writer, fn: Function, hoisted: dict[int, str],
+                   params: dict[int, int]) -> None:
     """The GPU wrapper's check of the int indices it knows (constants, int arguments,
-    hoisted numbers) on the host, before the launches: NumPy's IndexError also where the
-    kernels would gather nothing (a result empty along another axis)."""
+    hoisted numbers) on the host, before the launches, and of index arrays that are
+    parameters where the kernels would evaluate none of them (a result empty along
+    another axis: copied to the host, only then): NumPy's IndexError in both cases."""
     param_checks(w, fn, {}, hoisted, "gerr_host", "")
+    for use in _index_uses(fn):
+        count = " * ".join(dim(d) for d in use.indices[0].shape) or "1"
+        visited = " * ".join(dim(d) for d in use.domain) or "1"
+        for k, base in enumerate(map(_base, use.indices)):
+            if base.op is Op.PARAM and not base.type.weak and id(base) in params:
+                _gpu_param_check(w, params[id(base)], base, count, visited,
+                                 dim(use.sizes[k]), use.axes[k], use.flag)
     index_error(w, "gerr_host")
+
+
+@dataclass
+class _IndexUse:
+    """A gather's or a scatter's index operands and what they index."""
+
+    indices: tuple[Node, ...]
+    sizes: list[Dim]  # per index: the size of the axis it indexes
+    axes: tuple[int, ...]
+    flag: int  # the report's kind (flag())
+    domain: tuple[Dim, ...]  # the elements the kernels visit: none, no index checked
+
+
+def _index_uses(fn: Function) -> list[_IndexUse]:
+    uses = []
+    for node in toposort(fn.outputs):
+        if node.op is Op.GATHER:
+            table, axis = node.srcs[0], node.attrs[0]
+            indices = node.srcs[1:]
+            uses.append(_IndexUse(indices, [table.shape[axis + k] for k in range(len(indices))],
+                                  node.attrs[1], flag(node), node.shape))
+        elif node.op is Op.SCATTER:  # checked before the kernels write anything, as NumPy
+            uses.append(_IndexUse(node.srcs[2:], [node.shape[a] for a in node.attrs[0]],
+                                  node.attrs[0], 1, node.srcs[1].shape))
+    return uses
+
+
+def _base(ix: Node) -> Node:
+    """An index operand before the broadcasts and unit reshapes that place it."""
+    while ix.op is Op.BROADCAST or (ix.op is Op.RESHAPE and is_unit_reshape(
+            ix.srcs[0].shape, ix.shape)):
+        ix = ix.srcs[0]
+    return ix
 
 
 def param_checks(w: Writer, fn: Function, params: dict[int, int],
@@ -150,24 +193,9 @@ def param_checks(w: Writer, fn: Function, params: dict[int, int],
     host_scalars.py), before the kernels: in C order, as NumPy checks them (the first bad
     index is the one named), and also where the kernels would evaluate none of them (a
     result empty along another axis); a scatter's, before anything is written."""
-    for node in toposort(fn.outputs):
-        if node.op is Op.GATHER:
-            table, axis = node.srcs[0], node.attrs[0]
-            indices = node.srcs[1:]
-            sizes = [table.shape[axis + k] for k in range(len(indices))]
-            axes, set_to = node.attrs[1], flag(node)
-        elif node.op is Op.SCATTER:  # checked before the kernels write anything, as NumPy
-            indices = node.srcs[2:]
-            axes, set_to = node.attrs[0], 1
-            sizes = [node.shape[a] for a in axes]
-        else:
-            continue
-        count = " * ".join(dim(d) for d in indices[0].shape) or "1"
-        for k, ix in enumerate(indices):
-            base = ix
-            while base.op is Op.BROADCAST or (base.op is Op.RESHAPE and is_unit_reshape(
-                    base.srcs[0].shape, base.shape)):
-                base = base.srcs[0]
+    for use in _index_uses(fn):
+        count = " * ".join(dim(d) for d in use.indices[0].shape) or "1"
+        for k, base in enumerate(map(_base, use.indices)):
             known = None
             if base.op is Op.CONST:  # an int beside index arrays: checked even where
                 value = base.attrs[0]  # they are empty, as NumPy does
@@ -177,10 +205,11 @@ def param_checks(w: Writer, fn: Function, params: dict[int, int],
             elif id(base) in hoisted:
                 known = f"(int64_t)c->{hoisted[id(base)]}"
             if known is not None:
-                _int_check(w, known, dim(sizes[k]), axes[k], set_to, gerr, stop)
+                _int_check(w, known, dim(use.sizes[k]), use.axes[k], use.flag, gerr, stop)
             if base.op is not Op.PARAM or base.type.weak or id(base) not in params:
                 continue
-            _param_check(w, params[id(base)], base, count, dim(sizes[k]), axes[k], set_to)
+            _param_check(w, params[id(base)], base, count, dim(use.sizes[k]), use.axes[k],
+                         use.flag)
 
 
 def dim(d: Dim) -> str:
@@ -218,3 +247,26 @@ def _param_check(w: Writer, i: int, param: Node, count: str, size: str, axis: in
             with w.block(f"if ({bad})"):
                 w.line(f"gerr[0] = {set_to}; gerr[1] = v; gerr[2] = {axis}; gerr[3] = size;")
     w.line("if (gerr[0]) return 0;")
+
+
+def _gpu_param_check(w: Writer, i: int, param: Node, count: str, visited: str, size: str,
+                     axis: int, set_to: int) -> None:
+    """Index array ``ga[i]`` read back and checked in C order, where no kernel reads it."""
+    ctype = ops_c.CTYPE[param.dtype]
+    bad = "(uint64_t)v >= (uint64_t)size" if param.dtype == "uint64" else "v < -size || v >= size"
+    with w.block(f"if (!gerr_host[0] && ({visited}) == 0 && ({count}) > 0)"):
+        w.line(f"cv_gpu_array cp = ga[{i}]; PyObject *held = NULL;")
+        w.line(f"if (!cv_gpu_is_c_contiguous(&cp) && !(held = api->gpu->contiguous(argv[{i}], "
+               f"&ga[{i}], &cp))) goto done;")
+        w.line(f"const size_t n = (size_t)({count});")
+        w.line(f"{ctype} *h = ({ctype} *)malloc(n * sizeof *h);")
+        w.line("int r = h ? api->gpu->read(dev, h, cp.data, n * sizeof *h, stream) : -1;")
+        w.line("if (!h) PyErr_NoMemory();")
+        with w.block("for (size_t k = 0; r >= 0 && k < n && !gerr_host[0]; k++)"):
+            w.line(f"const int64_t v = (int64_t)h[k], size = {size};")
+            with w.block(f"if ({bad})"):
+                w.line(f"gerr_host[0] = {set_to}; gerr_host[1] = v; gerr_host[2] = {axis}; "
+                       "gerr_host[3] = size;")
+        w.line("free(h);")
+        w.line("if (held) { api->gpu->release(&cp); Py_DECREF(held); }")
+        w.line("if (r < 0) goto done;")

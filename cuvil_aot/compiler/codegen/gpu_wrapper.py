@@ -198,7 +198,7 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
                 _buffer(w, comp, b, buffer)
         w.line("if ((sm = api->gpu->sm_count(dev)) < 0) goto done;")
         if gathers:
-            gather_access.gpu_int_checks(w, comp.fn, comp.hoisted)
+            gather_access.gpu_int_checks(w, comp.fn, comp.hoisted, st.params)
             gather_access.gpu_flag(w)
         launches(w, comp.prefix, gp, st)
         index = {id(b): i for i, b in enumerate(comp.buffers)}
