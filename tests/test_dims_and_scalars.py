@@ -62,7 +62,7 @@ def dims_compare(x: cv.f32["N", "2H"]):
         y = x
     small = 1.0 if n < 4 else 0.5                    # known at run time: picked per call
     return (y * small, np.where(d > n, x, -x), x * (n == d), x * max(n, d // 2, 3),
-            x * (not n > 2), x * (n > 1 and d or 7))
+            x * (not n > 2), x * (n > 1 and d or 7), x * (0 < n <= d < 9))  # chained
 
 
 @cv.optimize(signatures=["f32[N]", "f64[N]", "f16[N]", "i32[N]"])

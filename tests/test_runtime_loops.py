@@ -120,6 +120,29 @@ def while_counts(x, i, n):
         acc = acc + i  # the counter after its step
     return acc, i
 
+@cv.optimize(signatures=["f32[N], int", "f64[N], int"])
+def while_halving(x, n):
+    steps = 0
+    while n > 1:  # no count: its trips counted on n before the kernels
+        x = np.tanh(x) + n
+        n //= 2
+        steps += 1
+    return x, n, steps
+
+@cv.optimize(signatures=["f64[N], float, float"])
+def while_doubling(x, a, limit):
+    while 0 < a < limit:
+        x = x * 0.5 + a
+        a = a * 2.0
+    return x, a
+
+@cv.optimize(signatures=["f32[N], int, int"])
+def euclid(x, a, b):
+    while b != 0:
+        a, b = b, a % b
+        x = x + a
+    return x, a
+
 @cv.optimize(signatures=["f32[N], int, int"])
 def while_counts_down(x, a, b):
     while b <= a:  # the counter on the right, stepping down past the bound
@@ -220,6 +243,20 @@ def test_while_loops_that_count(compiled, sizes, seed, i, n):
         check_or_raise(compiled.while_counts, *arrays, i, n)
     for arrays in _arrays(compiled.while_counts_down, seed, sizes):
         check(compiled.while_counts_down, *arrays, i, n)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=SIZES, seed=st.integers(0, 2**16), n=st.integers(-3, 300),
+       a=st.floats(-1.0, 8.0), limit=st.floats(-1.0, 1e6), b=st.integers(-50, 50))
+def test_while_loops_that_do_not_count(compiled, sizes, seed, n, a, limit, b):
+    """A condition on numbers the body updates from numbers: trips counted at the call,
+    the numbers after the loop as Python leaves them."""
+    for arrays in _arrays(compiled.while_halving, seed, sizes):
+        check(compiled.while_halving, *arrays, n)
+    for arrays in _arrays(compiled.while_doubling, seed, sizes):
+        check(compiled.while_doubling, *arrays, a, limit)
+    for arrays in _arrays(compiled.euclid, seed, sizes):
+        check(compiled.euclid, *arrays, n, b)
 
 
 UNROLLED = '''
@@ -373,7 +410,7 @@ def loops_forever(x: cv.f32["N"]):
 def halves(x: cv.f32["N"], n: int):
     while n > 1:
         x = x + 1
-        n = n // 2
+        n = n - x.sum()
     return x
 
 @cv.optimize
@@ -399,7 +436,7 @@ def refused(tmp_path_factory):
     ("array_bound", 48, "the bounds of a run-time loop must be computed from int arguments"),
     ("reads_temporary_after", 56, "'x' is assigned in a run-time loop with another dtype"),
     ("loops_forever", 60, "while loop of more than 4096 iterations is too long to unroll"),
-    ("halves", 66, "known only at run time, and the loop is no count"),
+    ("halves", 66, "which the loop computes from array data: its trip count must be known"),
     ("data_bound", 73, "this while loop's condition depends on"),
 ])
 def test_refusals_point_at_the_line(refused, name, line, message):
@@ -424,6 +461,7 @@ def gpu_compiled(tmp_path_factory):
 INTS = {"rnn_over_time": 0, "gru": 0, "running": 0, "stepped": 3, "repeat": 1,
         "python_numbers": 1,
         "fibonacci": 1, "shadowed": 0, "two_loops": 0, "while_counts": 2,
+        "while_halving": 1, "euclid": 2,
         "while_counts_down": 2}
 
 

@@ -95,11 +95,13 @@ def _value(w: Writer, node: Node, names: dict[int, str]) -> str:
     return name
 
 
-def locals_of(w: Writer, roots: list[Node]) -> dict[int, str]:
+def locals_of(w: Writer, roots: list[Node], known: dict[int, str] | None = None
+              ) -> dict[int, str]:
     """C locals of ``roots`` and what they are computed from, by node id, as the kernels
     would compute them (in the match function, once ``S_*`` and ``c->arg_*`` are set;
-    run_time_sizes.py's slice bounds)."""
-    names: dict[int, str] = {}
+    run_time_sizes.py's slice bounds); ``known``: nodes already in C variables."""
+    names: dict[int, str] = dict(known or {})
     for node in toposort(roots):
-        names[id(node)] = _value(w, node, names)
+        if id(node) not in names:
+            names[id(node)] = _value(w, node, names)
     return names

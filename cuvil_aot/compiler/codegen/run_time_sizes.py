@@ -109,6 +109,9 @@ def _slice(w: Writer, r: RunTimeSlice) -> None:
 def _range(w: Writer, r: RunTimeRange) -> None:
     """``range(start, stop, step)``'s start, step and length, as CPython's range computes
     them (a zero step raises ValueError)."""
+    if r.host_while is not None:
+        _while_trips(w, r)
+        return
     with w.block(""):
         w.line(f"/* {str(r).replace('*/', '* /')} */")
         names = host_scalars.locals_of(w, [r.start, r.stop, r.step])
@@ -124,3 +127,31 @@ def _range(w: Writer, r: RunTimeRange) -> None:
         w.line(f"S_{r.start_symbol} = start;")
         w.line(f"S_{r.step_symbol} = step;")
         w.line(f"S_{r.size_symbol} = span > 0 ? (int64_t)((span - 1) / by + 1) : 0;")
+
+
+def _while_trips(w: Writer, r: RunTimeRange) -> None:
+    """A while loop's trip count: the loop run on the numbers its condition reads, as
+    Python runs it (a loop that never ends does not end here either)."""
+    hw = r.host_while
+    assert hw is not None
+    with w.block(""):
+        w.line(f"/* {str(r).replace('*/', '* /')} */")
+        names = host_scalars.locals_of(w, list(hw.inits))
+        state = {}
+        for k, (param, init) in enumerate(zip(hw.state, hw.inits)):
+            ctype = ops_c.CTYPE[param.dtype]
+            w.line(f"{ctype} w{k} = {ops_c.cast(names[id(init)], init.dtype, param.dtype)};")
+            state[id(param)] = f"w{k}"
+        w.line("int64_t trips = 0;")
+        with w.block("for (;;)"):
+            names = host_scalars.locals_of(w, [hw.cond, *hw.updates], state)
+            w.line(f"if (!({names[id(hw.cond)]})) break;")
+            for k, (param, update) in enumerate(zip(hw.state, hw.updates)):
+                w.line(f"const {ops_c.CTYPE[param.dtype]} u{k} = "
+                       f"{ops_c.cast(names[id(update)], update.dtype, param.dtype)};")
+            for k in range(len(hw.state)):
+                w.line(f"w{k} = u{k};")
+            w.line("trips++;")
+        w.line(f"S_{r.start_symbol} = 0;")
+        w.line(f"S_{r.step_symbol} = 1;")
+        w.line(f"S_{r.size_symbol} = trips;")

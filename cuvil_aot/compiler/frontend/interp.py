@@ -324,8 +324,7 @@ class Interpreter:
         return self.bool_op(isinstance(expr.op, ast.And), expr.values)
 
     def bool_op(self, is_and: bool, values: list[ast.expr]) -> Any:
-        """``a and b and ...`` as Python: the first value that decides; a value known only
-        at run time picks between itself and the rest's value then."""
+        """``a and b ...`` as Python's (a run-time value picks itself or the rest's)."""
         result = self.eval(values[0])
         if result is POISON or len(values) == 1:
             return result
@@ -413,9 +412,10 @@ class Interpreter:
         return Dim.of(name)
 
     def expr_Compare(self, expr: ast.Compare) -> Any:
-        if len(expr.ops) != 1:
-            raise UserError("chained comparisons are not supported", self.span(expr),
-                            "(a < b) & (b < c)")
+        if len(expr.ops) != 1:  # a < b < c is (a < b) and (b < c), as in Python
+            terms = [expr.left, *expr.comparators]
+            return self.bool_op(True, [ast.copy_location(ast.Compare(a, [op], [b]), expr)
+                                       for a, op, b in zip(terms, expr.ops, terms[1:])])
         left, right = self.eval(expr.left), self.eval(expr.comparators[0])
         if left is POISON or right is POISON:
             return POISON

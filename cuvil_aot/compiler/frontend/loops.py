@@ -24,6 +24,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from cuvil_aot.compiler.frontend import while_trips
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import is_symbolic, run_time_origin, to_node
 from cuvil_aot.compiler.ir.loop import LoopBody, RunTimeRange
@@ -56,16 +57,19 @@ def run_time_range(stmt: ast.For, evaluate: Callable[[ast.expr], Any]) -> list[A
     return None
 
 
-def run_loop(interp: Any, stmt: ast.For, args: list[Any], poison: Any) -> None:
-    """Interpret a run-time loop once, as ir/loop.py's LoopBody, and bind what it carries."""
+def run_loop(interp: Any, stmt: ast.For, args: list[Any] | None, poison: Any,
+             test: ast.expr | None = None) -> None:
+    """Interpret a run-time loop once, as ir/loop.py's LoopBody, and bind what it carries:
+    ``for`` over range(*args), or ``while test`` (args None), its trips counted on the
+    numbers the condition reads (while_trips.py)."""
     span = interp.span(stmt)
     if interp.loop_depth:
         raise UserError("a run-time loop inside a run-time loop is not supported", span,
                         NESTED_HINT)
     _refuse_forms(interp, stmt)
-    if any(a is poison for a in args):
+    if args is not None and any(a is poison for a in args):
         return
-    bounds = _bounds(args, interp.span(stmt.iter))
+    bounds = None if args is None else _bounds(args, interp.span(stmt.iter))
     scope = interp.frames[-1].scope
     target = stmt.target
     assert isinstance(target, ast.Name)
@@ -73,18 +77,22 @@ def run_loop(interp: Any, stmt: ast.For, args: list[Any], poison: Any) -> None:
     carried = sorted(n for n in assigned if n in scope and not isinstance(scope[n], Unbound))
     number = interp.loop_count
     interp.loop_count += 1
-    found = _carry(interp, stmt, carried, number, poison, span)
+    found = _carry(interp, stmt, carried, number, poison, span, test)
     temps = set() if found is None else _changed(carried, found[0], found[3], span)
     temps &= _written_first(stmt.body)
     if temps:  # overwritten before it is read, with another dtype or shape: a temporary
         carried = [n for n in carried if n not in temps]
-        found = _carry(interp, stmt, carried, number, poison, span)
+        found = _carry(interp, stmt, carried, number, poison, span, test)
     if found is None:
         for name in sorted(assigned) + [target.id]:
             scope[name] = poison
         return
-    types, inits, body, outs = found
+    types, inits, body, outs, cond = found
     _check_carried(carried, types, outs, span)
+    if bounds is None:
+        assert test is not None
+        bounds = while_trips.trips(cond, body[1:1 + len(carried)], inits,
+                                   [to_node(o, span) for o in outs], interp.span(test))
     loop = _body(body, carried, types, outs, bounds, number, span)
     captured_outer = loop[1]
     srcs = tuple(_init(i, t) for i, t in zip(inits, types)) + captured_outer
@@ -100,10 +108,11 @@ def run_loop(interp: Any, stmt: ast.For, args: list[Any], poison: Any) -> None:
 
 
 def _carry(interp: Any, stmt: ast.For, carried: list[str], number: int, poison: Any,
-           span: SourceSpan) -> tuple[list[TensorType], list[Node], tuple[Node, ...],
-                                      list[Any]] | None:
+           span: SourceSpan, test: ast.expr | None
+           ) -> tuple[list[TensorType], list[Node], tuple[Node, ...], list[Any], Any] | None:
     """The body interpreted with ``carried`` as its carried values: (their types, initial
-    values, the body's parameters, their values after one iteration); None on an error."""
+    values, the body's parameters, their values after one iteration, ``test``'s truth
+    before it); None on an error."""
     scope = interp.frames[-1].scope
     inits = []
     for name in carried:
@@ -119,15 +128,15 @@ def _carry(interp: Any, stmt: ast.For, carried: list[str], number: int, poison: 
     result: tuple[tuple[Node, ...], list[Any]] | None = None
     if any(i.type.weak for i in inits):  # a Python number: its dtype after one iteration
         probe = [TensorType(t.dtype, t.shape, i.type.weak) for t, i in zip(types, inits)]
-        result = _interpret(interp, stmt, carried, probe, number, poison, True)
+        result = _interpret(interp, stmt, carried, probe, number, poison, True, None)
         if result is not None:
             types = [_retyped(t, o, span) if i.type.weak else t
                      for t, o, i in zip(types, result[1], inits)]
     if result is not None or not any(i.type.weak for i in inits):
-        result = _interpret(interp, stmt, carried, types, number, poison, False)
+        result = _interpret(interp, stmt, carried, types, number, poison, False, test)
     if result is None:
         return None
-    return types, inits, result[0], result[1]
+    return types, inits, result[0], result[1], result[2]
 
 
 def _written_first(body: list[ast.stmt]) -> set[str]:
@@ -219,10 +228,11 @@ def _bounds(args: list[Any], span: SourceSpan) -> RunTimeRange:
 
 
 def _interpret(interp: Any, stmt: ast.For, carried: list[str], types: list[TensorType],
-               number: int, poison: Any, probe: bool
-               ) -> tuple[tuple[Node, ...], list[Any]] | None:
-    """Runs the body once on stand-ins: (parameters, carried values after it); a probe
-    (weak stand-ins for Python numbers, to learn their dtype) leaves no trace."""
+               number: int, poison: Any, probe: bool, test: ast.expr | None
+               ) -> tuple[tuple[Node, ...], list[Any], Any] | None:
+    """Runs the body once on stand-ins: (parameters, carried values after it, ``test``'s
+    truth before it); a probe (weak stand-ins for Python numbers, to learn their dtype)
+    leaves no trace."""
     target = stmt.target
     assert isinstance(target, ast.Name)
     index = Node(Op.PARAM, TensorType("int64", (), weak=True),
@@ -238,7 +248,11 @@ def _interpret(interp: Any, stmt: ast.For, carried: list[str], types: list[Tenso
     diagnostics, interp.diagnostics = interp.diagnostics, []
     interp.frames.append(dataclasses.replace(frame, scope=scope))
     interp.loop_depth += 1
+    cond = None
     try:
+        if test is not None:
+            cond = interp.eval(test)
+            cond = cond if cond is poison else interp.truth(cond, test)
         interp.run_block(stmt.body)
     finally:
         interp.loop_depth -= 1
@@ -251,14 +265,14 @@ def _interpret(interp: Any, stmt: ast.For, carried: list[str], types: list[Tenso
                             "length would be known only at run time", interp.span(stmt),
                             "a range() of a constant (it unrolls), or carry an array")
     outs = [scope[name] for name in carried]
-    if found or any(o is poison for o in outs):
+    if found or cond is poison or any(o is poison for o in outs):
         diagnostics.extend(found)
         return None
     if probe:
         del interp.requirements[marks[0]:]
         del interp.derived[marks[1]:]
         del interp.run_time[marks[2]:]
-        return (index, *params), outs
+        return (index, *params), outs, cond
     ids = {id(index)} | {id(p) for p in params}
     for r in interp.run_time[marks[2]:]:
         if any(id(n) in ids for b in (r.start, r.stop, r.step) if isinstance(b, Node)
@@ -266,7 +280,7 @@ def _interpret(interp: Any, stmt: ast.For, carried: list[str], types: list[Tenso
             raise UserError("a slice whose bounds depend on a run-time loop's variable or "
                             "carried values is not supported", interp.span(stmt),
                             "index with the variable itself: xs[:, t]")
-    return (index, *params), outs
+    return (index, *params), outs, cond
 
 
 def _retyped(t: TensorType, out: Any, span: SourceSpan) -> TensorType:

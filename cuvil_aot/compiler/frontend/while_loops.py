@@ -10,8 +10,9 @@ iteration to the next, and after the loop it holds what the ``while`` leaves in 
 computed before the loop: ``i - step * ((i - stop) // step)`` if the loop runs at all.
 
 Any other ``while`` unrolls while its condition is known at compile time (at most
-``MAX_UNROLL`` iterations); a condition known only at run time that is no count is
-refused with the counted form as the hint.
+``MAX_UNROLL`` iterations); from where its condition is known only at run time it is a
+run-time loop over ``range(trips)``, the trips counted at the call on the numbers the
+condition reads (while_trips.py; refused where they come from array data).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ import ast
 import copy
 from typing import Any
 
+from cuvil_aot.compiler.frontend import loops
 from cuvil_aot.compiler.frontend.user_error import UserError
-from cuvil_aot.compiler.frontend.values import run_time_origin
 from cuvil_aot.compiler.ir.node import Node
 
 __all__ = ["COUNTED_HINT", "as_counted_for", "run_while"]
@@ -50,10 +51,12 @@ def run_while(interp: Any, stmt: ast.While, poison: Any, max_unroll: int) -> Non
         if cond is poison:
             return
         truth = interp.truth(cond, stmt.test)
-        if isinstance(truth, Node):
-            raise UserError(f"this while loop's condition depends on {run_time_origin(truth)}, "
-                            "known only at run time, and the loop is no count",
-                            interp.span(stmt.test), COUNTED_HINT)
+        if isinstance(truth, Node):  # known only at run time from here on
+            loop = ast.For(target=ast.Name(f"_while{interp.while_depth}_trip", ast.Store()),
+                           iter=ast.Constant(None), body=stmt.body, orelse=[])
+            ast.fix_missing_locations(ast.copy_location(loop, stmt))
+            loops.run_loop(interp, loop, None, poison, stmt.test)
+            return
         if not truth:
             return
         interp.run_block(stmt.body)

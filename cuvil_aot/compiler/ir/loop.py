@@ -29,19 +29,46 @@ from cuvil_aot.compiler.ir.types import Dim
 
 
 @dataclass(frozen=True)
+class HostWhile:
+    """The trip count of ``while cond: ...`` where the condition reads only numbers the
+    body updates from numbers (``while n > 1: n //= 2``): the wrapper runs the loop on
+    those numbers alone, once per call. ``state``: the body's parameters of those numbers,
+    ``inits``: their values before the loop (known before the kernels), ``updates``: their
+    values after one iteration and ``cond``: the condition, both of ``state``."""
+
+    state: tuple[Node, ...]
+    inits: tuple[Node, ...]
+    updates: tuple[Node, ...]
+    cond: Node
+
+    def __str__(self) -> str:
+        state = ", ".join(f"{describe(p)} = {describe(i)} -> {describe(u)}"
+                          for p, i, u in zip(self.state, self.inits, self.updates))
+        return f"while {describe(self.cond)}: {state}"
+
+
+@dataclass(frozen=True)
 class RunTimeRange:
     """``range(start, stop, step)`` of a run-time loop, per call: the symbols
-    ``start_symbol``, ``step_symbol`` and ``size_symbol`` (the trip count, >= 0)."""
+    ``start_symbol``, ``step_symbol`` and ``size_symbol`` (the trip count, >= 0); for a
+    while loop, ``range(0, trips, 1)`` with the trips counted by ``host_while``."""
 
     start: Node = field(compare=False)
     stop: Node = field(compare=False)
     step: Node = field(compare=False)
     key: str  # a digest of the bounds: equal ranges share their symbols
+    host_while: HostWhile | None = field(default=None, compare=False)
 
     @staticmethod
     def of(start: Node, stop: Node, step: Node) -> RunTimeRange:
         text = "|".join(describe(b) for b in (start, stop, step))
         return RunTimeRange(start, stop, step, hashlib.sha256(text.encode()).hexdigest()[:8])
+
+    @staticmethod
+    def counting(host_while: HostWhile, zero: Node, one: Node) -> RunTimeRange:
+        text = str(host_while)
+        return RunTimeRange(zero, zero, one, hashlib.sha256(text.encode()).hexdigest()[:8],
+                            host_while)
 
     @property
     def start_symbol(self) -> str:
@@ -62,12 +89,17 @@ class RunTimeRange:
     @property
     def uses(self) -> frozenset[str]:
         found: set[str] = set()
-        for n in toposort([self.start, self.stop, self.step]):
+        roots = [self.start, self.stop, self.step]
+        if self.host_while is not None:
+            roots += [*self.host_while.inits, *self.host_while.updates, self.host_while.cond]
+        for n in toposort(roots):
             if n.op is Op.CONST and isinstance(n.attrs[0], Dim):
                 found |= n.attrs[0].symbols
         return frozenset(found)
 
     def __str__(self) -> str:
+        if self.host_while is not None:
+            return f"{', '.join(self.defines)} = range(0, trips of {self.host_while}, 1)"
         bounds = ", ".join(describe(b) for b in (self.start, self.stop, self.step))
         return f"{', '.join(self.defines)} = range({bounds})"
 
