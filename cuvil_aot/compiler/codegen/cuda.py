@@ -23,11 +23,11 @@ Each group has a few entry points (``extern "C"``) that the host picks from:
   aligned runs of 4: a thread's elements come in runs of 4 through 16-byte (for 4-byte
   types) vectors;
   ``_q32`` gives each of many short rows (up to 64) 8 lanes of a warp;
-- GEMM (cuda_gemm.py): ``_tiled`` (128x128 tiles), ``_tiled64``, ``_gemv1``, ``_gemv4`` (main
-  loops in cuda_gemm.h; at one row per tile the GEMV reads float32 weights as float4
-  where they are contiguous and aligned), and for float32 ``_tc``/``_tct`` (3xTF32 on tensor
-  cores, 128x128 tiles), all calling the group's epilogue functor on finished
-  accumulators.
+- GEMM (cuda_gemm.py): the group's epilogue functor only; the entry points are its unit's,
+  shared by every GEMM of the unit (its tag picks the epilogue): ``_tiled`` (128x128
+  tiles), ``_tiled64``, ``_gemv1``, ``_gemv4`` (main loops in cuda_gemm.h; at one row per
+  tile the GEMV reads float32 weights as float4 where they are contiguous and aligned),
+  and for float32 ``_tc``/``_tct`` (3xTF32 on tensor cores, 128x128 tiles).
 """
 
 from __future__ import annotations
@@ -88,8 +88,9 @@ def args_struct(k: CudaKernel, w: Writer) -> None:
         gather_access.fields(k, w)
 
 
-def source(kernels: list[CudaKernel], ones: Sequence[str] = ()) -> str:
-    """A unit's CUDA source: the headers, every argument struct, every kernel, then the
-    one-kernel versions of multi-kernel calls (``ones``, see cuda_one.py)."""
-    return HEADER + "".join(k.struct for k in kernels) + "".join(k.code for k in kernels) + \
-        "".join(ones)
+def source(kernels: list[CudaKernel], structs: str = "", more: Sequence[str] = ()) -> str:
+    """A unit's CUDA source: the headers, every argument struct (then ``structs``), every
+    kernel, then ``more``: the unit's shared GEMM main loops (cuda_gemm.py) and the
+    one-kernel versions of multi-kernel calls (cuda_one.py)."""
+    return HEADER + "".join(k.struct for k in kernels) + structs + \
+        "".join(k.code for k in kernels) + "".join(more)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cuvil_aot.compiler.codegen import gather_access, ops_c, ops_cuda
-from cuvil_aot.compiler.codegen.cuda_geometry import ENTRIES, GEMM_TC
+from cuvil_aot.compiler.codegen.cuda_geometry import ENTRIES
 from cuvil_aot.compiler.codegen.kernel_emitter import Body, Kernel, KernelEmitter, dest_map
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Dest, Group, Kind
@@ -27,10 +27,10 @@ class CudaKernel(Kernel):
 
     @property
     def entries(self) -> list[str]:
-        names = ENTRIES[self.group.kind]
-        if self.group.kind is Kind.GEMM and self.acc_type == "float":
-            names += GEMM_TC
-        return [f"{self.name}_{e}" for e in names]
+        """Its own entry points: none for a GEMM, whose are its unit's (gpu_plan.py)."""
+        if self.group.kind is Kind.GEMM:
+            return []
+        return [f"{self.name}_{e}" for e in ENTRIES[self.group.kind]]
 
     @property
     def acc_type(self) -> str:

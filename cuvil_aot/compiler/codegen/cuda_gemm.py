@@ -1,16 +1,31 @@
-"""GEMM CUDA kernels: the group's epilogue functor, run on finished accumulators, and the
-entry points of the main loops of cuda_gemm.h: ``_tiled`` (128x128 tiles), ``_tiled64``,
-``_gemv1``, ``_gemv4`` (at one row per tile the GEMV reads float32 weights as float4 where
-they are contiguous and aligned), ``_ksum`` (adds split-K partial sums) and, for float32,
-``_tc``/``_tct`` (3xTF32 on tensor cores, 128x128 tiles) and their 64-row versions."""
+"""GEMM CUDA kernels: each group's epilogue functor, run on finished accumulators, and per
+unit and accumulator type one set of entry points of the main loops of cuda_gemm.h that
+every GEMM of the unit launches with its tag and arguments: ``_tiled`` (128x128 tiles),
+``_tiled64``, ``_gemv1``, ``_gemv4`` (at one row per tile the GEMV reads float32 weights as
+float4 where they are contiguous and aligned), ``_ksum`` (adds split-K partial sums) and,
+for float32, ``_tc``/``_tct`` (3xTF32 on tensor cores, 128x128 tiles) and their 64-row
+versions.
+
+Before, each GEMM had its nine entry points, its epilogue inlined into each main loop
+(an 8-GEMM encoder layer: 72 main loops, 15 s of nvcc for sm_90 on one core). After::
+
+    typedef struct { int64_t tag; union { f0_s0_g0_args m0; f0_s0_g2_args m1; } u; }
+        f0_gemm_f32_args;
+    struct f0_gemm_f32_epi { ... switch (a->tag) { case 0: f0_s0_g0_epi{&a->u.m0}(...); ...
+    extern "C" __global__ void f0_gemm_f32_tc(const __grid_constant__ f0_gemm_f32_args a_) {
+        const cv_gemm_job j = f0_gemm_f32_job(&a_);   /* m, n, terms... of the tagged GEMM */
+        cv_gemm_tc<false, 128>(j.t, j.nterms, j.m, j.n, j.nb, ..., f0_gemm_f32_epi{&a_});
+    }
+"""
 
 from __future__ import annotations
 
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaEmitter, CudaKernel, GpuBody
-from cuvil_aot.compiler.codegen.cuda_geometry import BLOCK, GEMM_TC, GEMV_BLOCK
-from cuvil_aot.compiler.codegen.cuda_pieces import entry, filled, prologue
+from cuvil_aot.compiler.codegen.cuda_geometry import BLOCK, ENTRIES, GEMM_TC, GEMV_BLOCK
+from cuvil_aot.compiler.codegen.cuda_pieces import filled, prologue
 from cuvil_aot.compiler.codegen.kernel_emitter import store_roots
 from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.ir.group import Kind
 
 
 def gemv_call(k: CudaKernel, mr: int, after: str = "") -> str:
@@ -25,30 +40,86 @@ def gemv_call(k: CudaKernel, mr: int, after: str = "") -> str:
 
 
 def gemm_kernels(em: CudaEmitter, w: Writer) -> None:
-    """The epilogue functor, then every entry point (the host picks one per call)."""
+    """The group's epilogue functor; its main loops are its unit's (shared_gemms)."""
     k, nloops = em.k, em.nloops
     roots = list(zip(em.group.roots, em.group.dests))
     body = filled(GpuBody(Writer()), lambda b: store_roots(em, b, roots))
-    acc = k.acc_type
     loop_vars = "int64_t i0, int64_t i1, int64_t i2" if nloops == 3 else "int64_t, int64_t i0, " \
         "int64_t i1"
     with w.block(f"struct {k.name}_epi", "};"):
         w.line(f"const {k.name}_args *a;")
-        with w.block(f"__device__ __forceinline__ void operator()({loop_vars}, {acc} acc) const"):
+        with w.block(f"__device__ __forceinline__ void operator()({loop_vars}, {k.acc_type} acc) "
+                     "const"):
             prologue(k, w, "int64_t")
             w.extend(body)
-    m, n = f"a->n[{nloops - 2}]", f"a->n[{nloops - 1}]"
-    batch = "a->n[0]" if nloops == 3 else "1"
-    nterms = len(em.group.terms)
-    part = f"(int)a->split, reinterpret_cast<{acc} *>(a->part)"
-    for suffix, tile in (("tiled", 128), ("tiled64", 64)):
-        entry(w, k, suffix, f"{BLOCK}", f"cv_gemm_tiled<{acc}, {tile}>(a->t, {nterms}, {m}, "
-               f"{n}, {batch}, {part}, {k.name}_epi{{a}});")
+
+
+def shared_name(unit: str, acc_type: str) -> str:
+    """The GEMM main loops of ``unit`` accumulating in ``acc_type``: their argument struct,
+    functor and entry points are named from it."""
+    return f"{unit}_gemm_{'f32' if acc_type == 'float' else 'f64'}"
+
+
+def shared_entries(unit: str, acc_type: str) -> list[str]:
+    """The entry points of a unit's shared GEMM main loops (cuda_geometry's order)."""
+    names = ENTRIES[Kind.GEMM] + (GEMM_TC if acc_type == "float" else ())
+    return [f"{shared_name(unit, acc_type)}_{e}" for e in names]
+
+
+def shared_struct(name: str, kernels: list[CudaKernel]) -> str:
+    """The shared main loops' argument: which GEMM (its tag: its index in ``kernels``) and
+    that GEMM's own arguments (the same text compiles to the same layout in C and C++)."""
+    w = Writer()
+    with w.block("typedef struct", f"}} {name}_args;"):
+        w.line("int64_t tag;")
+        with w.block("union", "} u;"):
+            for tag, k in enumerate(kernels):
+                w.line(f"{k.name}_args m{tag};")
+    return w.text()
+
+
+def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
+    """One set of main loops for every GEMM of ``unit`` that accumulates in one type: each
+    is compiled once per unit, not once per GEMM (most of nvcc's time where a function has
+    several matmuls), and hands the accumulators to the epilogue of the GEMM its argument's
+    tag names (a switch at the one call site of the staged epilogue)."""
+    acc = kernels[0].acc_type
+    name = shared_name(unit, acc)
+    w = Writer()
+    with w.block(f"struct {name}_epi", "};"):
+        w.line(f"const {name}_args *a;")
+        with w.block(f"__device__ __forceinline__ void operator()(int64_t b, int64_t i, int64_t j, "
+                     f"{acc} acc) const"):
+            with w.block("switch (a->tag)"):
+                for tag, k in enumerate(kernels):
+                    w.line(f"case {tag}: {k.name}_epi{{&a->u.m{tag}}}(b, i, j, acc); break;")
+    with w.block(f"static __device__ __forceinline__ cv_gemm_job {name}_job(const {name}_args *a)"):
+        with w.block("switch (a->tag)"):
+            for tag, k in enumerate(kernels):
+                x = f"a->u.m{tag}."
+                dims = f"{x}n[1], {x}n[2], {x}n[0]" if k.nloops == 3 else f"{x}n[0], {x}n[1], 1"
+                w.line(f"case {tag}: return cv_gemm_job{{{x}t, {len(k.group.terms)}, {dims}, "
+                       f"(int){x}split, {x}part, (int){x}cols, (int){x}vec}};")
+        w.line("return cv_gemm_job{};")
+    part = f"j.split, reinterpret_cast<{acc} *>(j.part)"
+    epi = f"{name}_epi{{&a_}}"
+    calls = {"tiled": (BLOCK, f"cv_gemm_tiled<{acc}, 128>(j.t, j.nterms, j.m, j.n, j.nb, {part}, "
+                              f"{epi});"),
+             "tiled64": (BLOCK, f"cv_gemm_tiled<{acc}, 64>(j.t, j.nterms, j.m, j.n, j.nb, {part}, "
+                                f"{epi});"),
+             "ksum": (BLOCK, f"cv_gemm_ksum<{acc}>(reinterpret_cast<const {acc} *>(j.part), "
+                             f"j.split, j.m, j.n, j.nb, {epi});")}
     for mr in (1, 4):
-        entry(w, k, f"gemv{mr}", f"{GEMV_BLOCK}", gemv_call(k, mr))
-    entry(w, k, "ksum", f"{BLOCK}", f"cv_gemm_ksum<{acc}>(reinterpret_cast<const {acc} *>("
-           f"a->part), (int)a->split, {m}, {n}, {batch}, {k.name}_epi{{a}});")
-    if acc == "float":  # two blocks per SM: cp.async stages of one overlap the other's math
-        for suffix, bt, rows in zip(GEMM_TC, ("false", "true") * 2, (128, 128, 64, 64)):
-            entry(w, k, suffix, f"{BLOCK}, 2", f"cv_gemm_tc<{bt}, {rows}>(a->t, {nterms}, {m}, "
-                   f"{n}, {batch}, {part}, {k.name}_epi{{a}});")
+        calls[f"gemv{mr}"] = (GEMV_BLOCK, f"cv_gemv<{acc}, {mr}>(j.t, j.nterms, j.m, j.n, j.nb, "
+                                          f"j.cols, j.vec, {epi});")
+    # two blocks per SM: cp.async stages of one overlap the other's math
+    for suffix, bt, rows in zip(GEMM_TC, ("false", "true") * 2, (128, 128, 64, 64)):
+        calls[suffix] = (f"{BLOCK}, 2", f"cv_gemm_tc<{bt}, {rows}>(j.t, j.nterms, j.m, j.n, j.nb, "
+                                        f"{part}, {epi});")
+    for entry_name in shared_entries(unit, acc):
+        threads, call = calls[entry_name[len(name) + 1:]]
+        with w.block(f'extern "C" __global__ void __launch_bounds__({threads}) '
+                     f"{entry_name}(const __grid_constant__ {name}_args a_)"):
+            w.line(f"const cv_gemm_job j = {name}_job(&a_);")
+            w.line(call)
+    return w.text()

@@ -109,15 +109,21 @@ def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
 
 
 def _launch_planned(w: Writer, k: CudaKernel, gp: GpuPlan, g: int, when: str) -> None:
-    """Launches kernel g as L[g] says (and its split-K sum), where ``when`` holds."""
+    """Launches kernel g as L[g] says (and its split-K sum), where ``when`` holds; a GEMM
+    through its unit's shared main loops, its arguments tagged (cuda_gemm.py)."""
     table = module_symbol(k.name)
-    w.line(f"if ({when}L[{g}].run && api->gpu->launch(&{table}, dev, L[{g}].kid, "
-           f"L[{g}].grid, L[{g}].gy, L[{g}].block, 0, stream, &one.a{g}) < 0) goto done;")
-    if k.group.kind is Kind.GEMM:
-        ksum = gp.first[k.name] + ENTRIES[Kind.GEMM].index("ksum")
-        w.line(f"if ({when}L[{g}].sum_grid && api->gpu->launch(&{table}, dev, "
-               f"{ksum}, L[{g}].sum_grid, 1, {BLOCK}, 0, stream, &one.a{g}) < 0) "
-               "goto done;")
+    if k.group.kind is not Kind.GEMM:
+        w.line(f"if ({when}L[{g}].run && api->gpu->launch(&{table}, dev, L[{g}].kid, "
+               f"L[{g}].grid, L[{g}].gy, L[{g}].block, 0, stream, &one.a{g}) < 0) goto done;")
+        return
+    shared, tag = gp.tag(k)
+    ksum = gp.first[k.name] + ENTRIES[Kind.GEMM].index("ksum")
+    with w.block(f"if ({when}L[{g}].run)"):
+        w.line(f"{shared}_args sh; sh.tag = {tag}; sh.u.m{tag} = one.a{g};")
+        w.line(f"if (api->gpu->launch(&{table}, dev, L[{g}].kid, L[{g}].grid, L[{g}].gy, "
+               f"L[{g}].block, 0, stream, &sh) < 0) goto done;")
+        w.line(f"if (L[{g}].sum_grid && api->gpu->launch(&{table}, dev, {ksum}, "
+               f"L[{g}].sum_grid, 1, {BLOCK}, 0, stream, &sh) < 0) goto done;")
 
 
 def _tile_consumer_runs(w: Writer, g: int, offsets: list[Dim], alone: bool) -> None:

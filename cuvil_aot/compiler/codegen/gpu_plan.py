@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cuvil_aot.compiler.codegen import cuda, cuda_one
+from cuvil_aot.compiler.codegen import cuda, cuda_gemm, cuda_one
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
 from cuvil_aot.compiler.codegen.run_time_loops import LoopSpan
@@ -33,18 +33,34 @@ class GpuPlan:
     first: dict[str, int] = field(default_factory=dict)  # kernel name -> its first entry
     one: dict[str, int] = field(default_factory=dict)  # comp.prefix -> its one-kernel entry
     loops: dict[str, list[LoopSpan]] = field(default_factory=dict)  # comp.prefix -> its loops
+    # unit -> accumulator C type -> its GEMM kernels, which share one set of main loops
+    # (cuda_gemm.shared_gemms), each launched with its index here as the tag
+    gemms: dict[str, dict[str, list[CudaKernel]]] = field(default_factory=dict)
+
+    def tag(self, k: CudaKernel) -> tuple[str, int]:
+        """GEMM kernel ``k``'s shared main loops (their name) and its tag there."""
+        kernels = self.gemms[unit_of(k.name)][k.acc_type]
+        return cuda_gemm.shared_name(unit_of(k.name), k.acc_type), kernels.index(k)
+
+    def shared_structs(self, unit: str) -> str:
+        """The argument structs of ``unit``'s shared GEMM main loops."""
+        return "".join(cuda_gemm.shared_struct(cuda_gemm.shared_name(unit, acc), kernels)
+                       for acc, kernels in self.gemms.get(unit, {}).items())
 
     def sources(self) -> dict[str, str]:
         """Each unit's CUDA source, by unit."""
         by_unit: dict[str, list[str]] = {}
         for prefix in self.kernels:
             by_unit.setdefault(unit_of(prefix), []).append(prefix)
-        return {unit: self._source(prefixes) for unit, prefixes in by_unit.items()}
+        return {unit: self._source(unit, prefixes) for unit, prefixes in by_unit.items()}
 
-    def _source(self, prefixes: list[str]) -> str:
+    def _source(self, unit: str, prefixes: list[str]) -> str:
+        shared = [cuda_gemm.shared_gemms(unit, kernels)
+                  for kernels in self.gemms.get(unit, {}).values()]
         ones = [cuda_one.one_struct(p, self.kernels[p]) + cuda_one.one_kernel(p, self.kernels[p])
                 for p in prefixes if p in self.one]
-        return cuda.source([k for p in prefixes for k in self.kernels[p]], ones)
+        return cuda.source([k for p in prefixes for k in self.kernels[p]],
+                           self.shared_structs(unit), shared + ones)
 
 
 def lower(comps: list[Compiled]) -> GpuPlan:
@@ -55,10 +71,21 @@ def lower(comps: list[Compiled]) -> GpuPlan:
         kernels = [cuda.emit_kernel(f"{comp.prefix}_g{g}", group, buffers, comp.hoisted)
                    for g, group in enumerate(comp.groups)]
         gp.kernels[comp.prefix] = kernels
-        names = gp.names.setdefault(unit_of(comp.prefix), [])
+        unit = unit_of(comp.prefix)
+        names = gp.names.setdefault(unit, [])
         for k in kernels:
-            gp.first[k.name] = len(names)
-            names.extend(k.entries)
+            if k.group.kind is not Kind.GEMM:
+                gp.first[k.name] = len(names)
+                names.extend(k.entries)
+                continue
+            gemms = gp.gemms.setdefault(unit, {})
+            if k.acc_type not in gemms:  # the unit's first: its main loops' entry points
+                gemms[k.acc_type] = []
+                entries = cuda_gemm.shared_entries(unit, k.acc_type)
+                gp.first[entries[0]] = len(names)
+                names.extend(entries)
+            gemms[k.acc_type].append(k)
+            gp.first[k.name] = gp.first[cuda_gemm.shared_entries(unit, k.acc_type)[0]]
         gp.loops[comp.prefix] = comp.loops  # launched one by one, in order
         if len(kernels) > 1 and all(k.group.kind is not Kind.SCAN for k in kernels) \
                 and not comp.loops:

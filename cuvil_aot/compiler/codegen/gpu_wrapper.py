@@ -49,6 +49,8 @@ def module_table(w: Writer, gp: GpuPlan, targets: GpuTargets | None) -> None:
         for k in kernels:
             w.line(k.struct)  # the layout the kernels read (the same text is in the unit)
         w.line(cuda_one.one_struct(prefix, kernels))
+    for unit in gp.names:
+        w.line(gp.shared_structs(unit))
     w.line(f"static const int cv_gpu_sass[] = {{{', '.join(map(str, targets.sass)) or '0'}}};")
     for unit, names in gp.names.items():
         table = f"cv_gpu_{unit}"

@@ -15,9 +15,10 @@
  *    float32 accuracy; A with k contiguous, B with n (or k) contiguous, 16-byte
  *    aligned rows. The host checks the layout; on older GPUs it is
  *    cv_gemm_tiled.
- * All take the epilogue the same way. Where the tiles are too few for the
- * SMs, the tiled loops split k in chunks (split-K, cv_term_chunk) and
- * cv_gemm_ksum adds the chunks' partial sums for the epilogue.
+ * All take the epilogue the same way, and hand it a tile's finished elements
+ * at one call site in a loop (staged through shared memory: cv_tile_out). Where
+ * the tiles are too few for the SMs, the tiled loops split k in chunks (split-K,
+ * cv_term_chunk) and cv_gemm_ksum adds the chunks' partial sums for the epilogue.
  */
 #ifndef CUVIL_AOT_CUDA_GEMM_H
 #define CUVIL_AOT_CUDA_GEMM_H
@@ -25,5 +26,17 @@
 #include "cuvil_aot/cuda_gemm_tiled.h"
 #include "cuvil_aot/cuda_gemm_tc.h"
 #include "cuvil_aot/cuda_gemv.h"
+
+/* What the main loops need of one GEMM: a unit's GEMMs share its main loops, each
+ * launch naming its GEMM by a tag, whose arguments the generated code reads into this
+ * (cuda_gemm.py's shared_gemms). */
+struct cv_gemm_job {
+    const cv_gpu_term *t;
+    int nterms;
+    int64_t m, n, nb;
+    int split;
+    char *part;
+    int cols, vec;
+};
 
 #endif

@@ -193,6 +193,37 @@ CV_DEV void cv_tc_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t n, 
     __syncthreads(); /* the stages are free for the next term or batch */
 }
 
+/* A warp's finished BM/2 x 32 tile (from row r0, column c0) to the epilogue, 16
+ * rows at a time through its 16 x 33 floats of `stage` (the k-loop's shared memory,
+ * free once it is done): one call site of out, in a loop, where calling it from the
+ * fragments would inline it BM/2 times (nvcc's time), and a row's 32 columns go out
+ * from 32 lanes at once (coalesced stores). acc[i][j]: rows g, g, g + 8, g + 8;
+ * columns 2t, 2t + 1, 2t, 2t + 1. */
+template <int BM, class Out>
+CV_DEV void cv_tc_out(const float (&acc)[BM / 32][4][4], float *stage, int64_t bat, int64_t m,
+                      int64_t n, int64_t r0, int64_t c0, const Out &out) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+    float *mine = stage + warp * 16 * 33;
+#pragma unroll 1
+    for (int i = 0; i < BM / 32; i++) {
+#pragma unroll
+        for (int ii = 0; ii < BM / 32; ii++)
+            if (ii == i) /* acc indexed by constants only: it stays in registers */
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        mine[(g + (e >> 1) * 8) * 33 + j * 8 + 2 * tq + (e & 1)] = acc[ii][j][e];
+        __syncwarp();
+        const int64_t c = c0 + lane;
+#pragma unroll 1
+        for (int r = 0; r < 16; r++)
+            if (r0 + i * 16 + r < m && c < n) out(bat, r0 + i * 16 + r, c, mine[r * 33 + lane]);
+        __syncwarp(); /* the next band overwrites it */
+    }
+    __syncthreads(); /* the stages are the next batch's */
+}
+
 /* grid.x: split x row tiles x column tiles of BM x 128, grid.y: batches
  * (grid-strided); block: CV_GEMM_THREADS. With split > 1 the partial sums go to
  * part (cv_term_chunk). */
@@ -211,8 +242,9 @@ CV_DEV void cv_gemm_tc(const cv_gpu_term *terms, int nterms, int64_t m, int64_t 
     }
 #else
     __shared__ __align__(16) cv_tc_smem<BT, BM> sm;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int wm = warp >> 2, wn = warp & 3, g = lane >> 2, tq = lane & 3;
+    static_assert(sizeof(sm) >= CV_GEMM_THREADS / 32 * 16 * 33 * sizeof(float),
+                  "cv_tc_out stages its bands in the k-loop's shared memory");
+    const int warp = threadIdx.x >> 5, wm = warp >> 2, wn = warp & 3;
     for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
         float acc[BM / 32][4][4];
 #pragma unroll
@@ -224,19 +256,8 @@ CV_DEV void cv_gemm_tc(const cv_gpu_term *terms, int nterms, int64_t m, int64_t 
         for (int t = 0; t < nterms; t++)
             cv_tc_term<BT, BM>(cv_term_chunk<float>(terms[t], s, split), bat, m, n, row0, col0,
                                sm, acc);
-        /* acc[i][j]: rows g, g, g + 8, g + 8; columns 2t, 2t + 1, 2t, 2t + 1. */
-#pragma unroll
-        for (int i = 0; i < BM / 32; i++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int64_t r = row0 + wm * (BM / 2) + i * 16 + g + (e >> 1) * 8;
-                if (r >= m) continue;
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    const int64_t c = col0 + wn * 32 + j * 8 + 2 * tq + (e & 1);
-                    if (c < n) out(bat, r, c, acc[i][j][e]);
-                }
-            }
+        cv_tc_out<BM>(acc, reinterpret_cast<float *>(&sm), bat, m, n,
+                      row0 + wm * (BM / 2), col0 + wn * 32, out);
     }
 #endif
 }

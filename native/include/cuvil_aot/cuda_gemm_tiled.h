@@ -154,6 +154,35 @@ CV_DEV void cv_gemm_ksum(const T *part, int split, int64_t m, int64_t n, int64_t
     }
 }
 
+/* A finished B x B tile to the epilogue, a band of 16 rows (one per ty) at a time
+ * through shared memory `stage` (16 x B): one call site of epi, in a loop, where
+ * calling it from the registers would inline it TM x TM times (nvcc's time), and
+ * consecutive threads hand it consecutive columns (coalesced stores). */
+template <class T, int B, class Epi>
+CV_DEV void cv_tile_out(const T (&acc)[B / 16][B / 16], T *stage, int64_t bat, int64_t m,
+                        int64_t n, int64_t row0, int64_t col0, const Epi &epi) {
+    constexpr int TM = B / 16;
+    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+#pragma unroll 1
+    for (int i = 0; i < TM; i++) {
+        __syncthreads(); /* the stage is free: the k-loop's, or the last band's, reads done */
+#pragma unroll
+        for (int ii = 0; ii < TM; ii++)
+            if (ii == i) /* acc indexed by constants only: it stays in registers */
+#pragma unroll
+                for (int j = 0; j < TM; j++)
+                    stage[ty * B + tx * 4 + (j % 4) + 64 * (j / 4)] = acc[ii][j];
+        __syncthreads();
+        const int64_t r0 = row0 + (i % 4) + 64 * (i / 4);
+#pragma unroll 1
+        for (int e = threadIdx.x; e < 16 * B; e += CV_GEMM_THREADS) {
+            const int64_t r = r0 + (e / B) * 4, c = col0 + e % B;
+            if (r < m && c < n) epi(bat, r, c, stage[e]);
+        }
+    }
+    __syncthreads(); /* the stage is the next batch's A tiles */
+}
+
 /* The B x B tile from (row0, col0) of every batch from grid.y (grid-strided), over
  * k-chunk s of `split` (cv_term_chunk). */
 template <class T, int B, class Epi>
@@ -163,7 +192,7 @@ CV_DEV void cv_gemm_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_
     __shared__ __align__(16) T as[2][8][B];
     __shared__ __align__(16) T bs[2][8][B];
     constexpr int TM = B / 16;
-    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+    static_assert(sizeof(as) >= 16 * B * sizeof(T), "cv_tile_out stages its bands in as");
     for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
         T acc[TM][TM];
 #pragma unroll
@@ -173,15 +202,7 @@ CV_DEV void cv_gemm_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_
         for (int t = 0; t < nterms; t++)
             cv_tile_term<T, B, B>(cv_term_chunk<T>(terms[t], s, split), bat, m, n, row0, col0,
                                   as, bs, acc);
-#pragma unroll
-        for (int i = 0; i < TM; i++) {
-            const int64_t r = row0 + ty * 4 + (i % 4) + 64 * (i / 4);
-#pragma unroll
-            for (int j = 0; j < TM; j++) {
-                const int64_t c = col0 + tx * 4 + (j % 4) + 64 * (j / 4);
-                if (r < m && c < n) epi(bat, r, c, acc[i][j]);
-            }
-        }
+        cv_tile_out<T, B>(acc, &as[0][0][0], bat, m, n, row0, col0, epi);
     }
 }
 
