@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import compile_source, cuda_text
+from conftest import compile_source, cuda_text, load_source
 
 from cuvil_aot.compiler import pipeline
 from cuvil_aot.compiler.codegen import cuda, ops_c, ops_cuda
@@ -257,6 +257,36 @@ def test_examples_compile_for_the_gpu(models, tmp_path):
     ext = extension.load(artifact.ext_name, artifact.path)
     x, w, b = np.ones((3, 128), np.float32), np.ones((128, 64), np.float32), np.ones(64, np.float32)
     np.testing.assert_array_equal(ext.matmul_relu(x, w, b), np.full((3, 64), 129, np.float32))
+
+
+MIXED = '''
+import numpy as np
+import cuvil_aot as cv
+
+@cv.optimize(signatures=["f32[B,N], f32[N,M]", "f64[B,N], f64[N,M]"])
+def ends_with_a_gemm(x, w):
+    return np.tanh(x) @ w
+
+@cv.optimize(signatures=["f32[B,N], f32[N,M], f32[M,K]"])
+def two_gemms(x, w, v):
+    return (x @ w) @ v * 2
+'''
+
+
+@needs_nvcc
+@pytest.mark.parametrize("source", ["mixed", "transformers"])
+def test_shared_gemm_main_loops_compile(tmp_path, source):
+    """Units whose GEMMs share their main loops compile for the GPU: float32 and float64
+    GEMMs in one unit (two shared sets), a one-kernel whose last phase is a GEMV, and the
+    transformer layers of bench/ (nvcc, no device)."""
+    text = MIXED if source == "mixed" else (ROOT / "bench" / "transformer_models.py").read_text()
+    module = load_source(tmp_path, text)
+    artifact = pipeline.build(module, pipeline.Options(cuda_archs=("sm_90",)), out_dir=tmp_path)
+    assert artifact.manifest["refused"] == {}
+    if source == "mixed":
+        cu = cuda_text(artifact.sources)
+        assert "f0_gemm_f32_tc(" in cu and "f0_gemm_f64_tiled(" in cu and "f0_gemm_f64_tc(" not in cu
+        assert "f0_gemm_f32_gemv(0, a, o.v[1]);" in cu  # the one-kernel's last phase
 
 
 class FakeDeviceArray:

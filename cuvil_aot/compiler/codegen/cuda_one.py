@@ -80,7 +80,7 @@ def one_kernel(prefix: str, kernels: list[CudaKernel],
 def gemv_phases(kernels: list[CudaKernel]) -> list[CudaKernel]:
     """The GEMMs a one-kernel runs through their unit's shared GEMV (not tile-paired)."""
     return [k for g, k in enumerate(kernels) if k.group.kind is Kind.GEMM
-            and tile_consumer(kernels, g) is None]
+            and (g + 1 == len(kernels) or tile_consumer(kernels, g) is None)]
 
 
 def tile_consumer(kernels: list[CudaKernel], g: int) -> list[Dim] | None:
