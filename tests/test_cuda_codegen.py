@@ -286,7 +286,7 @@ def test_shared_gemm_main_loops_compile(tmp_path, source):
     if source == "mixed":
         cu = cuda_text(artifact.sources)
         assert "f0_gemm_f32_tc(" in cu and "f0_gemm_f64_tiled(" in cu and "f0_gemm_f64_tc(" not in cu
-        assert "f0_gemm_f32_gemv(0, a, o.v[1]);" in cu  # the one-kernel's last phase
+        assert "cv_gemv<float, 1>(a->t, 1, a->n[0], a->n[1], 1" in cu  # the one-kernel's last
 
 
 class FakeDeviceArray:

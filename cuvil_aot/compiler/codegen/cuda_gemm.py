@@ -11,13 +11,11 @@ Before, each GEMM had its nine entry points, its epilogue inlined into each main
 
     typedef struct { int64_t tag; union { f0_s0_g0_args m0; f0_s0_g2_args m1; } u; }
         f0_gemm_f32_args;
-    struct f0_gemm_f32_epi { ... switch (tag) { case 0: f0_s0_g0_epi{(...)a}(...); ...
+    struct f0_gemm_f32_epi { ... switch (a->tag) { case 0: f0_s0_g0_epi{&a->u.m0}(...); ...
     extern "C" __global__ void f0_gemm_f32_tc(const __grid_constant__ f0_gemm_f32_args a_) {
-        const cv_gemm_job j = f0_gemm_f32_job(a_.tag, &a_.u);  /* the tagged GEMM's m, n.. */
-        cv_gemm_tc<false, 128>(j.t, ..., f0_gemm_f32_epi{a_.tag, &a_.u});
+        const cv_gemm_job j = f0_gemm_f32_job(&a_);   /* m, n, terms... of the tagged GEMM */
+        cv_gemm_tc<false, 128>(j.t, j.nterms, j.m, j.n, j.nb, ..., f0_gemm_f32_epi{&a_});
     }
-
-The one-kernels' GEMV phases call the unit's one ``{name}_gemv`` likewise.
 """
 
 from __future__ import annotations
@@ -80,42 +78,34 @@ def shared_struct(name: str, kernels: list[CudaKernel]) -> str:
     return w.text()
 
 
-def shared_gemms(unit: str, kernels: list[CudaKernel], one_gemv: bool) -> str:
+def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
     """One set of main loops for every GEMM of ``unit`` that accumulates in one type: each
     is compiled once per unit, not once per GEMM (most of nvcc's time where a function has
     several matmuls), and hands the accumulators to the epilogue of the GEMM its argument's
-    tag names (a switch at the one call site of the staged epilogue); ``one_gemv``: with the
-    GEMV its one-kernels call (cuda_one.py)."""
+    tag names (a switch at the one call site of the staged epilogue). The one-kernels
+    (cuda_one.py) keep their GEMMs' GEMV inline: a call to one shared GEMV cut the encoder
+    layer's nvcc time by a quarter, but its arguments became generic loads instead of the
+    parameter bank's, and a GPT-2 decode step took 186 us against 127 (H200, one run each)."""
     acc = kernels[0].acc_type
     name = shared_name(unit, acc)
     w = Writer()
     with w.block(f"struct {name}_epi", "};"):
-        w.line("int64_t tag;")
-        w.line("const void *a;  /* the tagged GEMM's arguments */")
+        w.line(f"const {name}_args *a;")
         with w.block(f"__device__ __forceinline__ void operator()(int64_t b, int64_t i, int64_t j, "
                      f"{acc} acc) const"):
-            with w.block("switch (tag)"):
+            with w.block("switch (a->tag)"):
                 for tag, k in enumerate(kernels):
-                    w.line(f"case {tag}: {k.name}_epi{{(const {k.name}_args *)a}}(b, i, j, acc); "
-                           "break;")
-    with w.block(f"static __device__ __forceinline__ cv_gemm_job {name}_job(int64_t tag, "
-                 "const void *a)"):
-        with w.block("switch (tag)"):
+                    w.line(f"case {tag}: {k.name}_epi{{&a->u.m{tag}}}(b, i, j, acc); break;")
+    with w.block(f"static __device__ __forceinline__ cv_gemm_job {name}_job(const {name}_args *a)"):
+        with w.block("switch (a->tag)"):
             for tag, k in enumerate(kernels):
-                x = f"((const {k.name}_args *)a)->"
+                x = f"a->u.m{tag}."
                 dims = f"{x}n[1], {x}n[2], {x}n[0]" if k.nloops == 3 else f"{x}n[0], {x}n[1], 1"
                 w.line(f"case {tag}: return cv_gemm_job{{{x}t, {len(k.group.terms)}, {dims}, "
                        f"(int){x}split, {x}part, (int){x}cols, (int){x}vec}};")
         w.line("return cv_gemm_job{};")
-    if one_gemv:  # the GEMV phases of the unit's one-kernels (cuda_one.py): one copy, called
-        with w.block(f"static __device__ __noinline__ void {name}_gemv(int64_t tag, "
-                     "const void *a, int mr)"):
-            w.line(f"const cv_gemm_job j = {name}_job(tag, a);")
-            for mr in (1, 4):
-                w.line(f"{'if (mr == 1)' if mr == 1 else 'else'} cv_gemv<{acc}, {mr}>(j.t, "
-                       f"j.nterms, j.m, j.n, j.nb, j.cols, j.vec, {name}_epi{{tag, a}});")
     part = f"j.split, reinterpret_cast<{acc} *>(j.part)"
-    epi = f"{name}_epi{{a_.tag, &a_.u}}"
+    epi = f"{name}_epi{{&a_}}"
     calls = {"tiled": (BLOCK, f"cv_gemm_tiled<{acc}, 128>(j.t, j.nterms, j.m, j.n, j.nb, {part}, "
                               f"{epi});"),
              "tiled64": (BLOCK, f"cv_gemm_tiled<{acc}, 64>(j.t, j.nterms, j.m, j.n, j.nb, {part}, "
@@ -133,6 +123,6 @@ def shared_gemms(unit: str, kernels: list[CudaKernel], one_gemv: bool) -> str:
         threads, call = calls[entry_name[len(name) + 1:]]
         with w.block(f'extern "C" __global__ void __launch_bounds__({threads}) '
                      f"{entry_name}(const __grid_constant__ {name}_args a_)"):
-            w.line(f"const cv_gemm_job j = {name}_job(a_.tag, &a_.u);")
+            w.line(f"const cv_gemm_job j = {name}_job(&a_);")
             w.line(call)
     return w.text()

@@ -6,8 +6,6 @@ a GEMV's elementwise consumer runs in the GEMV's own tiles (tile_consumer). The 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
 from cuvil_aot.compiler.codegen.cuda_gemm import gemv_call
 from cuvil_aot.compiler.codegen.writer import Writer
@@ -32,8 +30,7 @@ def one_struct(prefix: str, kernels: list[CudaKernel]) -> str:
     return w.text()
 
 
-def one_kernel(prefix: str, kernels: list[CudaKernel],
-               tag: Callable[[CudaKernel], tuple[str, int]]) -> str:
+def one_kernel(prefix: str, kernels: list[CudaKernel]) -> str:
     """A call's kernels as one cooperative kernel, with a grid-wide barrier between
     them: at batch 1 each launch costs more than its work (H200: two launches and a
     synchronize 11.4 us, one cooperative launch with one barrier 8.8 us;
@@ -47,8 +44,7 @@ def one_kernel(prefix: str, kernels: list[CudaKernel],
     A GEMV followed by an elementwise kernel that reads its result column-aligned
     (tile_consumer: the LSTM step's gates) may skip the barrier between them: where the
     host sets runs[g], each GEMV tile computes every column its consumer's elements
-    read (runs of columns n / runs apart) and the block then computes those elements.
-    Other GEMV phases call their unit's shared GEMV (``tag``: cuda_gemm.shared_gemms)."""
+    read (runs of columns n / runs apart) and the block then computes those elements."""
     w = Writer()
     paired = {g for g in range(len(kernels) - 1) if tile_consumer(kernels, g) is not None}
     for g in paired:
@@ -63,7 +59,7 @@ def one_kernel(prefix: str, kernels: list[CudaKernel],
             with w.block(""):
                 w.line(f"const {k.name}_args *a = &o.a{g};")
                 if g not in paired:
-                    w.line(_one_call(k, f"o.v[{g}]", tag))
+                    w.line(_one_call(k, f"o.v[{g}]"))
                     continue
                 runs = f"o.runs[{g}]"
                 after = f"{runs} ? {runs} : 1, {kernels[g + 1].name}_after{{&o.a{g + 1}, " \
@@ -73,14 +69,8 @@ def one_kernel(prefix: str, kernels: list[CudaKernel],
                 with w.block(f"if (!{runs})"):
                     w.line("cooperative_groups::this_grid().sync();")
                     w.line(f"const {kernels[g + 1].name}_args *a = &o.a{g + 1};")
-                    w.line(_one_call(kernels[g + 1], f"o.v[{g + 1}]", tag))
+                    w.line(_one_call(kernels[g + 1], f"o.v[{g + 1}]"))
     return w.text()
-
-
-def gemv_phases(kernels: list[CudaKernel]) -> list[CudaKernel]:
-    """The GEMMs a one-kernel runs through their unit's shared GEMV (not tile-paired)."""
-    return [k for g, k in enumerate(kernels) if k.group.kind is Kind.GEMM
-            and (g + 1 == len(kernels) or tile_consumer(kernels, g) is None)]
 
 
 def tile_consumer(kernels: list[CudaKernel], g: int) -> list[Dim] | None:
@@ -122,7 +112,7 @@ def _after_struct(w: Writer, k: CudaKernel) -> None:
                        "(int32_t)(r * n1 + col1), (int32_t)blockDim.x);")
 
 
-def _one_call(k: CudaKernel, v: str, tag: Callable[[CudaKernel], tuple[str, int]]) -> str:
+def _one_call(k: CudaKernel, v: str) -> str:
     """Phase k of the one-kernel, in 32-bit offsets only: a call whose offsets need 64 bits
     is launched kernel by kernel (gpu_launch.py), and each variant left out of this one
     large kernel is nvcc time saved (a BERT-style layer's one-kernel took 9.5 s of nvcc for
@@ -133,5 +123,4 @@ def _one_call(k: CudaKernel, v: str, tag: Callable[[CudaKernel], tuple[str, int]
     if k.group.kind is Kind.ROW:
         return (f"if ({v} == 4) {name}_rows_c<int32_t, 0, {ONE_ROW_CACHE}, false, 1>(a); "
                 f"else if ({v}) {name}_rows<int32_t, 0>(a); else {name}_rows<int32_t, 32>(a);")
-    shared, number = tag(k)
-    return f"{shared}_gemv({number}, a, {v});"
+    return f"if ({v} == 1) {gemv_call(k, 1)} else {gemv_call(k, 4)}"

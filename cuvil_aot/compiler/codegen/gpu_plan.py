@@ -55,12 +55,10 @@ class GpuPlan:
         return {unit: self._source(unit, prefixes) for unit, prefixes in by_unit.items()}
 
     def _source(self, unit: str, prefixes: list[str]) -> str:
-        called = {k.acc_type for p in prefixes if p in self.one
-                  for k in cuda_one.gemv_phases(self.kernels[p])}
-        shared = [cuda_gemm.shared_gemms(unit, kernels, acc in called)
-                  for acc, kernels in self.gemms.get(unit, {}).items()]
-        ones = [cuda_one.one_struct(p, self.kernels[p]) +
-                cuda_one.one_kernel(p, self.kernels[p], self.tag) for p in prefixes if p in self.one]
+        shared = [cuda_gemm.shared_gemms(unit, kernels)
+                  for kernels in self.gemms.get(unit, {}).values()]
+        ones = [cuda_one.one_struct(p, self.kernels[p]) + cuda_one.one_kernel(p, self.kernels[p])
+                for p in prefixes if p in self.one]
         return cuda.source([k for p in prefixes for k in self.kernels[p]],
                            self.shared_structs(unit), shared + ones)
 
