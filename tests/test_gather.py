@@ -83,6 +83,18 @@ def run_time_int(x, i):
 @cv.optimize(signatures=["f32[V,D], i64[B]"])
 def first_only(table, ids):
     return table[ids]
+
+@cv.optimize(signatures=["f32[R,C], i64[B], int", "f64[R,C], i32[B], int"])
+def in_branches(x, ids, t):
+    """Gathers Python runs only where the branch is taken: never an IndexError from the
+    other one (branches.py)."""
+    n = x.shape[0]
+    a = x[t] if 0 <= t < n else x.sum(axis=0) * 2 if n else x.sum(axis=0) - 1
+    b = (t < n) and (x[t].sum() > 1) if x.shape[1] else t > 0
+    c = (t >= n) or (x[t].sum() > 0)
+    d = x[ids].sum(axis=0) if t > 0 else x[:1].sum(axis=0)
+    e = x[t] if t < 0 else x[min(t, 2)] if n > 2 else x[:1].sum(axis=0)
+    return a, b, c, d, e
 '''
 
 SIZES = ("V", "D", "B", "T", "S", "R", "C", "E", "K")
@@ -171,6 +183,38 @@ def test_run_time_int_index(compiled, r, i):
     """x[i] with i an int parameter: a gather of one row (NumPy's basic indexing)."""
     for dtype in (np.float32, np.float64):
         check_or_raise(compiled.run_time_int, np.arange(r * r, dtype=dtype).reshape(r, r), i)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), r=st.integers(1, 5), c=dims, b=dims, t=st.integers(-7, 7))
+def test_gathers_in_branches_python_does_not_run(compiled, data, r, c, b, t):
+    """``x[t] if 0 <= t < n else ...``, ``t < n and x[t]``, ``t >= n or x[t]``: NumPy's
+    result, and its IndexError only where Python runs the gather. Not where the gathered
+    axis is empty: every index is out of range then, that of a branch not taken too
+    (branches.py says so)."""
+    for sig in compiled.in_branches.signatures:
+        sizes = {"R": r, "C": c, "B": b}
+        args = [*_args(data, sig.rsplit(",", 1)[0], sizes, {"1": r + 3}), t]
+        try:
+            compiled.in_branches.py_func(*args)
+        except IndexError:  # which bad index NumPy names depends on its casts' layouts
+            with pytest.raises(IndexError, match="is out of bounds for axis 0 with size"):
+                compiled.in_branches(*args)
+            continue
+        check(compiled.in_branches, *args)
+
+
+def test_branches_of_different_shapes_are_refused(tmp_path: Path):
+    """Python returns one of the two: its shape would be known only at run time."""
+    module = compile_source(tmp_path, '''
+import cuvil_aot as cv
+
+@cv.optimize
+def either(x: cv.f32["N"], t: int):
+    return x if t > 0 else 0.0
+''')
+    with pytest.raises(cv.CompileError, match=r"different shapes, \(N,\) and \(\): which one"):
+        module.either(np.ones(3, np.float32), 1)
 
 
 @settings(max_examples=20, deadline=None)

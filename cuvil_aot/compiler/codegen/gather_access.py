@@ -147,9 +147,12 @@ def gpu_int_checks(w: Writer, fn: Function, hoisted: dict[int, str],
         count = " * ".join(dim(d) for d in use.indices[0].shape) or "1"
         visited = " * ".join(dim(d) for d in use.domain) or "1"
         for k, base in enumerate(map(_base, use.indices)):
+            guard = _branch_guard(base, hoisted)
+            base = _base(base.srcs[1]) if guard is not None else base
             if base.op is Op.PARAM and not base.type.weak and id(base) in params:
-                _gpu_param_check(w, params[id(base)], base, count, visited,
-                                 dim(use.sizes[k]), use.axes[k], use.flag)
+                _gpu_param_check(w, params[id(base)], base, count, f"(({guard}) ? ({visited}) : 1)"
+                                 if guard is not None else visited, dim(use.sizes[k]),
+                                 use.axes[k], use.flag)
     index_error(w, "gerr_host")
 
 
@@ -178,6 +181,24 @@ def _index_uses(fn: Function) -> list[_IndexUse]:
     return uses
 
 
+def _branch_guard(ix: Node, hoisted: dict[int, str]) -> str | None:
+    """Where ``ix`` is ``where(taken, index, 0)`` (a gather in a branch Python may not run,
+    frontend/branches.py) and the wrapper knows ``taken``: it in C."""
+    if ix.op is not Op.WHERE or _placed(ix.srcs[2], hoisted).op is not Op.CONST:
+        return None
+    taken = _placed(ix.srcs[0], hoisted)
+    if taken.op is Op.PARAM and taken.type.weak and not taken.shape:
+        return f"(c->arg_{taken.attrs[1]} != 0)"
+    return f"(c->{hoisted[id(taken)]} != 0)" if id(taken) in hoisted else None
+
+
+def _placed(node: Node, hoisted: dict[int, str]) -> Node:
+    """``node`` before the broadcasts and casts that place it (to a hoisted number)."""
+    while id(node) not in hoisted and node.op in (Op.BROADCAST, Op.CAST):
+        node = node.srcs[0]
+    return node
+
+
 def _base(ix: Node) -> Node:
     """An index operand before the broadcasts and unit reshapes that place it."""
     while ix.op is Op.BROADCAST or (ix.op is Op.RESHAPE and is_unit_reshape(
@@ -196,6 +217,14 @@ def param_checks(w: Writer, fn: Function, params: dict[int, int],
     for use in _index_uses(fn):
         count = " * ".join(dim(d) for d in use.indices[0].shape) or "1"
         for k, base in enumerate(map(_base, use.indices)):
+            guard = _branch_guard(base, hoisted)
+            if guard is not None:  # in a branch Python may not run (frontend/branches.py)
+                base = _base(base.srcs[1])
+                if base.op is Op.PARAM and not base.type.weak and id(base) in params:
+                    with w.block(f"if ({guard})"):
+                        _param_check(w, params[id(base)], base, count, dim(use.sizes[k]),
+                                     use.axes[k], use.flag)
+                continue
             known = None
             if base.op is Op.CONST:  # an int beside index arrays: checked even where
                 value = base.attrs[0]  # they are empty, as NumPy does

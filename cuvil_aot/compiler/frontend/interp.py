@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cuvil_aot.compiler.frontend import assign as assignment
-from cuvil_aot.compiler.frontend import local_functions, loops, numpy_api, subscript, while_loops
+from cuvil_aot.compiler.frontend import (branches, local_functions, loops, numpy_api,
+                                         subscript, while_loops)
 from cuvil_aot.compiler.frontend.operators import binary
 from cuvil_aot.compiler.frontend.source import FunctionSource, function_source
 from cuvil_aot.compiler.frontend.user_error import UserError
@@ -309,33 +310,10 @@ class Interpreter:
         return out
 
     def expr_IfExp(self, expr: ast.IfExp) -> Any:
-        cond = self.eval(expr.test)
-        if cond is POISON:
-            return POISON
-        truth = self.truth(cond, expr.test)
-        if not isinstance(truth, Node):
-            return self.eval(expr.body if truth else expr.orelse)
-        body, orelse = self.eval(expr.body), self.eval(expr.orelse)  # known at run time:
-        if body is POISON or orelse is POISON:  # both computed, one picked
-            return POISON
-        return apply(Op.WHERE, [truth, body, orelse], self.span(expr))
+        return branches.if_exp(self, expr, POISON)
 
     def expr_BoolOp(self, expr: ast.BoolOp) -> Any:
-        return self.bool_op(isinstance(expr.op, ast.And), expr.values)
-
-    def bool_op(self, is_and: bool, values: list[ast.expr]) -> Any:
-        """``a and b ...`` as Python's (a run-time value picks itself or the rest's)."""
-        result = self.eval(values[0])
-        if result is POISON or len(values) == 1:
-            return result
-        truth = self.truth(result, values[0])
-        if not isinstance(truth, Node):
-            return self.bool_op(is_and, values[1:]) if truth == is_and else result
-        rest = self.bool_op(is_and, values[1:])
-        if rest is POISON:
-            return POISON
-        picked = [rest, result] if is_and else [result, rest]
-        return apply(Op.WHERE, [truth, *picked], self.span(values[0]))
+        return branches.bool_op(self, isinstance(expr.op, ast.And), expr.values, POISON)
 
     def truth(self, value: Any, where: ast.AST) -> Any:
         """``bool(value)``: a bool when known at compile time, else a run-time scalar."""
@@ -414,8 +392,9 @@ class Interpreter:
     def expr_Compare(self, expr: ast.Compare) -> Any:
         if len(expr.ops) != 1:  # a < b < c is (a < b) and (b < c), as in Python
             terms = [expr.left, *expr.comparators]
-            return self.bool_op(True, [ast.copy_location(ast.Compare(a, [op], [b]), expr)
-                                       for a, op, b in zip(terms, expr.ops, terms[1:])])
+            return branches.bool_op(self, True, [ast.copy_location(ast.Compare(a, [op], [b]), expr)
+                                                 for a, op, b in zip(terms, expr.ops, terms[1:])],
+                                    POISON)
         left, right = self.eval(expr.left), self.eval(expr.comparators[0])
         if left is POISON or right is POISON:
             return POISON
