@@ -92,10 +92,9 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
     with w.block(f"struct {name}_epi", "};"):
         w.line(f"const {name}_args *a;")
         with w.block(f"__device__ __forceinline__ void operator()(int64_t b, int64_t i, int64_t j, "
-                     f"{acc} acc) const"):
-            with w.block("switch (a->tag)"):
-                for tag, k in enumerate(kernels):
-                    w.line(f"case {tag}: {k.name}_epi{{&a->u.m{tag}}}(b, i, j, acc); break;")
+                     f"{acc} acc) const"), w.block("switch (a->tag)"):
+            for tag, k in enumerate(kernels):
+                w.line(f"case {tag}: {k.name}_epi{{&a->u.m{tag}}}(b, i, j, acc); break;")
     with w.block(f"static __device__ __forceinline__ cv_gemm_job {name}_job(const {name}_args *a)"):
         with w.block("switch (a->tag)"):
             for tag, k in enumerate(kernels):
@@ -106,14 +105,15 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
         w.line("return cv_gemm_job{};")
     part = f"j.split, reinterpret_cast<{acc} *>(j.part)"
     epi = f"{name}_epi{{&a_}}"
-    calls = {"tiled": (BLOCK, f"cv_gemm_tiled<{acc}, 128>(j.t, j.nterms, j.m, j.n, j.nb, {part}, "
+    block, gemv_block = f"{BLOCK}", f"{GEMV_BLOCK}"
+    calls = {"tiled": (block, f"cv_gemm_tiled<{acc}, 128>(j.t, j.nterms, j.m, j.n, j.nb, {part}, "
                               f"{epi});"),
-             "tiled64": (BLOCK, f"cv_gemm_tiled<{acc}, 64>(j.t, j.nterms, j.m, j.n, j.nb, {part}, "
+             "tiled64": (block, f"cv_gemm_tiled<{acc}, 64>(j.t, j.nterms, j.m, j.n, j.nb, {part}, "
                                 f"{epi});"),
-             "ksum": (BLOCK, f"cv_gemm_ksum<{acc}>(reinterpret_cast<const {acc} *>(j.part), "
+             "ksum": (block, f"cv_gemm_ksum<{acc}>(reinterpret_cast<const {acc} *>(j.part), "
                              f"j.split, j.m, j.n, j.nb, {epi});")}
     for mr in (1, 4):
-        calls[f"gemv{mr}"] = (GEMV_BLOCK, f"cv_gemv<{acc}, {mr}>(j.t, j.nterms, j.m, j.n, j.nb, "
+        calls[f"gemv{mr}"] = (gemv_block, f"cv_gemv<{acc}, {mr}>(j.t, j.nterms, j.m, j.n, j.nb, "
                                           f"j.cols, j.vec, {epi});")
     # two blocks per SM: cp.async stages of one overlap the other's math
     for suffix, bt, rows in zip(GEMM_TC, ("false", "true") * 2, (128, 128, 64, 64)):

@@ -73,9 +73,10 @@ def bool_op(interp: Any, is_and: bool, values: list[ast.expr], poison: Any) -> A
 def _same_shape(a: Any, b: Any, span: SourceSpan) -> None:
     """Python returns one of ``a`` and ``b``: where their shapes differ, which shape the
     result has is known only at run time (np.where would broadcast them: refused)."""
-    shapes = [to_node(v, span).shape if isinstance(v, Node | bool | int | float) else None
-              for v in (a, b)]
-    if None not in shapes and shapes[0] != shapes[1]:
+    if not all(isinstance(v, Node | bool | int | float) for v in (a, b)):
+        return
+    shapes = [to_node(v, span).shape for v in (a, b)]
+    if shapes[0] != shapes[1]:
         shown = [f"({', '.join(map(str, s))}{',' if len(s) == 1 else ''})" for s in shapes]
         raise UserError(f"the two values this condition picks between have different shapes, "
                         f"{shown[0]} and {shown[1]}: which one Python returns is known only "

@@ -23,8 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cuvil_aot.compiler.frontend import assign as assignment
-from cuvil_aot.compiler.frontend import (branches, local_functions, loops, numpy_api,
-                                         subscript, while_loops)
+from cuvil_aot.compiler.frontend import (
+    branches,
+    local_functions,
+    loops,
+    numpy_api,
+    subscript,
+    while_loops,
+)
 from cuvil_aot.compiler.frontend.operators import binary
 from cuvil_aot.compiler.frontend.source import FunctionSource, function_source
 from cuvil_aot.compiler.frontend.user_error import UserError

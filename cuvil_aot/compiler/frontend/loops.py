@@ -125,7 +125,7 @@ def _carry(interp: Any, stmt: ast.For, carried: list[str], number: int, poison: 
                             "its body", span)
         inits.append(to_node(value, span))
     types = [TensorType(i.dtype, i.shape) for i in inits]
-    result: tuple[tuple[Node, ...], list[Any]] | None = None
+    result: tuple[tuple[Node, ...], list[Any], Any] | None = None
     if any(i.type.weak for i in inits):  # a Python number: its dtype after one iteration
         probe = [TensorType(t.dtype, t.shape, i.type.weak) for t, i in zip(types, inits)]
         result = _interpret(interp, stmt, carried, probe, number, poison, True, None)
