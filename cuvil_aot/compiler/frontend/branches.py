@@ -1,10 +1,14 @@
-"""Python's branching expressions: ``a if c else b``, ``a and b``, ``a or b``.
+"""Python's branches: ``a if c else b``, ``a and b``, ``a or b``, and ``if`` statements.
 
 A condition known at compile time picks what Python would evaluate. One known only at
-run time computes both branches and picks one (np.where): ``a and b`` computes ``b`` too.
-Gathers in a branch Python may not run (``x[t] if t < n else x[0]``, ``t < n and x[t]``)
-are guarded: an index out of range in the
-branch Python does not run must not raise: Python never evaluates it. So each gather a
+run time computes both branches and picks one per call (np.where): ``a and b`` computes
+``b`` too; an ``if`` statement runs both blocks on copies of the names and picks each
+name they assign. The two values of a pick must have one shape and dtype (else which
+one Python has is known only at run time: refused), and an ``if`` block cannot return,
+break, raise or write into an array.
+
+Gathers in a branch Python may not run (``x[t] if t < n else x[0]``) are guarded: an
+index out of range there must not raise, as Python never evaluates it. So each gather a
 branch adds reads index 0 where the branch is not taken, its indices ``where(c, i, 0)``;
 where it is taken, its own indices, checked as any. A gather computed before the branch
 (a value the branch only reads) stays as it is: Python ran it.
@@ -27,11 +31,83 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from cuvil_aot.compiler.frontend import loops
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import apply, to_node
 from cuvil_aot.compiler.ir.node import Node, rewrite, toposort
 from cuvil_aot.compiler.ir.ops import Op
 from cuvil_aot.errors import SourceSpan
+
+IF_HINT = "compute both values and pick one: y = np.where(cond, a, b)"
+
+
+def if_statement(interp: Any, stmt: ast.If, poison: Any) -> None:
+    """``if test: body else: orelse``. On a run-time condition both blocks run, on copies
+    of the names, and each name either assigns is the one its taken block leaves, picked
+    per call (np.where); a name only one block assigns cannot be read after."""
+    cond = interp.eval(stmt.test)
+    if cond is poison:
+        return
+    truth = interp.truth(cond, stmt.test)
+    if not isinstance(truth, Node):
+        interp.run_block(stmt.body if truth else stmt.orelse)
+        return
+    _refuse_effects(interp, stmt)
+    span = interp.span(stmt.test)
+    scope = interp.frames[-1].scope
+    before = computed([f.scope for f in interp.frames], truth)
+    start = dict(scope)
+    lists = [(v, len(v)) for v in start.values() if isinstance(v, list)]
+    ends = []
+    for block in (stmt.body, stmt.orelse):
+        scope.clear()
+        scope.update(start)
+        interp.run_block(block)
+        ends.append(dict(scope))
+        if any(len(items) != size for items, size in lists):
+            raise UserError("a list changed in a block of an if on a run-time condition: its "
+                            "length would be known only at run time", span, IF_HINT)
+    scope.clear()
+    scope.update(start)
+    taken = (truth, negated(truth, span))
+    for name in sorted(set(ends[0]) | set(ends[1])):
+        sides = [end.get(name) for end in ends]
+        if sides[0] is sides[1]:
+            scope[name] = sides[0]
+        elif any(v is None for v in sides):
+            scope[name] = loops.Unbound(f"'{name}' is assigned in one block of an if on a "
+                                        "run-time condition only: Python leaves it unbound "
+                                        "when the other block runs")
+        elif any(v is poison for v in sides):
+            scope[name] = poison
+        else:
+            for v in sides:
+                if not isinstance(v, Node | bool | int | float):
+                    raise UserError(f"'{name}' is {interp.describe(v)} in a block of an if on "
+                                    "a run-time condition: only arrays and numbers can be "
+                                    "picked per call", span, IF_HINT)
+            _same_type(sides[0], sides[1], span, name)
+            picked = [branch(t, v, before, span) for t, v in zip(taken, sides)]
+            scope[name] = apply(Op.WHERE, [truth, *picked], span)
+
+
+def _refuse_effects(interp: Any, stmt: ast.If) -> None:
+    """What an if on a run-time condition cannot do: leave the function or a loop, raise,
+    or write into an array (both blocks run)."""
+    stack: list[ast.AST] = [*stmt.body, *stmt.orelse]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.Lambda | ast.AsyncFunctionDef):
+            continue  # its own returns
+        stack.extend(ast.iter_child_nodes(node))
+        what = {ast.Return: "'return'", ast.Break: "'break'", ast.Continue: "'continue'",
+                ast.Raise: "'raise'"}.get(type(node))
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            what = "assignment into an array"
+        if what is not None:
+            raise UserError(f"{what} inside an if on a run-time condition is not supported: "
+                            "both blocks run and one's values are picked per call",
+                            interp.span(node), IF_HINT)
 
 
 def if_exp(interp: Any, expr: ast.IfExp, poison: Any) -> Any:
@@ -46,7 +122,7 @@ def if_exp(interp: Any, expr: ast.IfExp, poison: Any) -> Any:
     body, orelse = interp.eval(expr.body), interp.eval(expr.orelse)
     if body is poison or orelse is poison:
         return poison
-    _same_shape(body, orelse, span)
+    _same_type(body, orelse, span)
     body = branch(truth, body, before, span)
     orelse = branch(negated(truth, span), orelse, before, span)
     return apply(Op.WHERE, [truth, body, orelse], span)
@@ -70,7 +146,7 @@ def bool_op(interp: Any, is_and: bool, values: list[ast.expr], poison: Any) -> A
     return apply(Op.WHERE, [truth, *([rest, result] if is_and else [result, rest])], span)
 
 
-def _same_shape(a: Any, b: Any, span: SourceSpan) -> None:
+def _same_shape(a: Any, b: Any, span: SourceSpan, name: str = "") -> None:
     """Python returns one of ``a`` and ``b``: where their shapes differ, which shape the
     result has is known only at run time (np.where would broadcast them: refused)."""
     if not all(isinstance(v, Node | bool | int | float) for v in (a, b)):
@@ -78,9 +154,23 @@ def _same_shape(a: Any, b: Any, span: SourceSpan) -> None:
     shapes = [to_node(v, span).shape for v in (a, b)]
     if shapes[0] != shapes[1]:
         shown = [f"({', '.join(map(str, s))}{',' if len(s) == 1 else ''})" for s in shapes]
-        raise UserError(f"the two values this condition picks between have different shapes, "
-                        f"{shown[0]} and {shown[1]}: which one Python returns is known only "
-                        "at run time", span, "np.where(cond, a, b) broadcasts them")
+        what = f"'{name}' has" if name else "the two values this condition picks between have"
+        raise UserError(f"{what} different shapes, {shown[0]} and {shown[1]}: which one "
+                        "Python returns is known only at run time", span,
+                        "np.where(cond, a, b) broadcasts them")
+
+
+def _same_type(a: Any, b: Any, span: SourceSpan, name: str = "") -> None:
+    """As _same_shape, and the same dtype: ``1 if c else 2.5`` is an int or a float."""
+    _same_shape(a, b, span, name)
+    if not all(isinstance(v, Node | bool | int | float) for v in (a, b)):
+        return
+    dtypes = [to_node(v, span).dtype for v in (a, b)]
+    if dtypes[0] != dtypes[1]:
+        what = f"'{name}' is" if name else "the two values this condition picks between are"
+        raise UserError(f"{what} {dtypes[0]} and {dtypes[1]}: which dtype the result has "
+                        "is known only at run time", span,
+                        "give both the same dtype: .astype(...) or float(...)")
 
 
 def computed(scopes: list[dict[str, Any]], *values: Any) -> set[int]:

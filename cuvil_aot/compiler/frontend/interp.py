@@ -34,7 +34,7 @@ from cuvil_aot.compiler.frontend import (
 from cuvil_aot.compiler.frontend.operators import binary
 from cuvil_aot.compiler.frontend.source import FunctionSource, function_source
 from cuvil_aot.compiler.frontend.user_error import UserError
-from cuvil_aot.compiler.frontend.values import apply, fold, python_value, run_time_origin, to_node
+from cuvil_aot.compiler.frontend.values import apply, fold, python_value, to_node
 from cuvil_aot.compiler.ir.construct import Requirement, ShapeError, derived_symbol
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
@@ -207,10 +207,7 @@ class Interpreter:
         raise _Return(None if stmt.value is None else self.eval(stmt.value))
 
     def stmt_If(self, stmt: ast.If) -> None:
-        cond = self.eval(stmt.test)
-        if cond is POISON:
-            return
-        self.run_block(stmt.body if self.compile_time_bool(cond, stmt.test) else stmt.orelse)
+        branches.if_statement(self, stmt, POISON)
 
     def stmt_For(self, stmt: ast.For) -> None:
         if stmt.orelse:
@@ -333,15 +330,6 @@ class Interpreter:
                 return True
             return binary("NotEq", value, 0, *[self.span(where)] * 3)
         return bool(fold(value))
-
-    def compile_time_bool(self, value: Any, where: ast.AST) -> bool:
-        truth = self.truth(value, where)
-        if isinstance(truth, Node):
-            raise UserError(f"this condition depends on {run_time_origin(truth)}, known only "
-                            "at run time", self.span(where),
-                            "static dimensions in the signature, or pick values with "
-                            "`a if cond else b` or np.where(cond, a, b)")
-        return bool(truth)
 
     def expr_BinOp(self, expr: ast.BinOp) -> Any:
         return self.binop(expr.op, self.eval(expr.left), self.eval(expr.right), expr)
