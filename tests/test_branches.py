@@ -1,9 +1,10 @@
 """``if`` statements and conditional expressions on run-time conditions against NumPy:
 both blocks run and each name they assign is picked per call, elif chains, nested ifs,
 an if inside a run-time loop's body, gathers on the side Python does not run never
-raising; and what is refused, at the user's line: a return, a raise or a write into an
-array inside such a block, two values of different shapes or dtypes, a name only one
-block assigns read after it, a list that grows in one block."""
+raising, early returns; and what is refused, at the user's line: a return where the
+other block goes on, a raise or a write into an array inside such a block, two values of
+different shapes or dtypes, a name only one block assigns read after it, a list that
+grows in one block."""
 
 from __future__ import annotations
 
@@ -58,6 +59,16 @@ def in_a_loop(xs, h):
             h = h * 0.5
     return h
 
+@cv.optimize(signatures=["f32[N,M]", "f64[N,M]"])
+def early(x):
+    if x.shape[0] == 0:
+        return x, x.sum()
+    if x.shape == (2, 2):
+        y = x - 1
+        return y * 2, y.sum()
+    h = x.sum(axis=0) * 3
+    return x + h, h.sum()
+
 @cv.optimize(signatures=["f32[N], f32[N]"])
 def on_data(x, y):
     if x.sum() > y.sum():  # a condition from array data: picked on the device
@@ -103,6 +114,14 @@ def test_if_in_a_run_time_loop(compiled, steps, n, seed):
           _array(seed + 1, (n,), "float32"))
 
 
+@settings(max_examples=40, deadline=None)
+@given(n=sizes, m=sizes, seed=st.integers(0, 2**16))
+def test_early_returns(compiled, n, m, seed):
+    """``if c: return a`` then more code: the rest runs where c is false, as Python's."""
+    for dtype in ("float32", "float64"):
+        check(compiled.early, _array(seed, (n, m), dtype))
+
+
 @settings(max_examples=30, deadline=None)
 @given(n=sizes, seed=st.integers(0, 2**16))
 def test_condition_from_array_data(compiled, n, seed):
@@ -115,9 +134,11 @@ import cuvil_aot as cv
 
 @cv.optimize
 def returns(x: cv.f32["N"], t: int):
-    if t > 0:
-        return x
-    return x * 2
+    for i in range(2):
+        if t > i:
+            return x
+        x = x * 2
+    return x
 
 @cv.optimize
 def writes(x: cv.f32["N"], t: int):
@@ -169,13 +190,13 @@ def refused(tmp_path_factory):
 
 
 @pytest.mark.parametrize(("name", "line", "message"), [
-    ("returns", 8, "'return' inside an if on a run-time condition is not supported"),
-    ("writes", 15, "assignment into an array inside an if on a run-time condition"),
-    ("shapes", 20, "'y' has different shapes, (N,) and (): which one"),
-    ("dtypes", 28, "'s' is int64 and float64: which dtype the result has"),
-    ("one_side", 38, "'y' is assigned in one block of an if on a run-time condition only"),
-    ("grows", 43, "a list changed in a block of an if on a run-time condition"),
-    ("raises", 50, "'raise' inside an if on a run-time condition is not supported"),
+    ("returns", 8, "a return in one block of an if on a run-time condition only"),
+    ("writes", 17, "assignment into an array inside an if on a run-time condition"),
+    ("shapes", 22, "'y' has different shapes, (N,) and (): which one"),
+    ("dtypes", 30, "'s' is int64 and float64: which dtype the result has"),
+    ("one_side", 40, "'y' is assigned in one block of an if on a run-time condition only"),
+    ("grows", 45, "a list changed in a block of an if on a run-time condition"),
+    ("raises", 52, "'raise' inside an if on a run-time condition is not supported"),
 ])
 def test_refusals_point_at_the_line(refused, name, line, message):
     fn = getattr(refused, name)

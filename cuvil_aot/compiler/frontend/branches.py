@@ -4,8 +4,9 @@ A condition known at compile time picks what Python would evaluate. One known on
 run time computes both branches and picks one per call (np.where): ``a and b`` computes
 ``b`` too; an ``if`` statement runs both blocks on copies of the names and picks each
 name they assign. The two values of a pick must have one shape and dtype (else which
-one Python has is known only at run time: refused), and an ``if`` block cannot return,
-break, raise or write into an array.
+one Python has is known only at run time: refused), and an ``if`` block cannot break,
+raise or write into an array; it can return where the other block returns too (the rest
+of a block after ``if c: return a`` is the if's else: early_returns).
 
 Gathers in a branch Python may not run (``x[t] if t < n else x[0]``) are guarded: an
 index out of range there must not raise, as Python never evaluates it. So each gather a
@@ -41,6 +42,25 @@ from cuvil_aot.errors import SourceSpan
 IF_HINT = "compute both values and pick one: y = np.where(cond, a, b)"
 
 
+class FunctionReturn(Exception):
+    """A ``return`` being interpreted: the value the function returns."""
+
+    def __init__(self, value: Any):
+        self.value = value
+
+
+def early_returns(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """``if c: ...; return a`` then the rest of the block, as ``if c: ...; return a``
+    ``else: <the rest>``: the rest runs only where c is false, as in Python, and an if on
+    a run-time condition then sees both of its returns."""
+    for i, stmt in enumerate(stmts[:-1]):
+        if isinstance(stmt, ast.If) and stmt.body and isinstance(stmt.body[-1], ast.Return):
+            joined = ast.copy_location(ast.If(stmt.test, stmt.body,
+                                              [*stmt.orelse, *stmts[i + 1:]]), stmt)
+            return [*stmts[:i], joined]
+    return stmts
+
+
 def if_statement(interp: Any, stmt: ast.If, poison: Any) -> None:
     """``if test: body else: orelse``. On a run-time condition both blocks run, on copies
     of the names, and each name either assigns is the one its taken block leaves, picked
@@ -58,11 +78,17 @@ def if_statement(interp: Any, stmt: ast.If, poison: Any) -> None:
     before = computed([f.scope for f in interp.frames], truth)
     start = dict(scope)
     lists = [(v, len(v)) for v in start.values() if isinstance(v, list)]
-    ends = []
+    ends: list[dict[str, Any]] = []
+    returned: list[FunctionReturn | None] = []
+    errors = len(interp.diagnostics)
     for block in (stmt.body, stmt.orelse):
         scope.clear()
         scope.update(start)
-        interp.run_block(block)
+        try:
+            interp.run_block(block)
+            returned.append(None)
+        except FunctionReturn as ret:
+            returned.append(ret)
         ends.append(dict(scope))
         if any(len(items) != size for items, size in lists):
             raise UserError("a list changed in a block of an if on a run-time condition: its "
@@ -70,6 +96,15 @@ def if_statement(interp: Any, stmt: ast.If, poison: Any) -> None:
     scope.clear()
     scope.update(start)
     taken = (truth, negated(truth, span))
+    if returned[0] is not None and returned[1] is not None:  # the function returns here
+        values = [r.value for r in returned if r is not None]
+        raise FunctionReturn(_pick_returns(values, truth, taken, before, span, poison))
+    if (returned[0] is not None or returned[1] is not None) and len(interp.diagnostics) > errors:
+        raise FunctionReturn(poison)  # a block was refused: no second error about it
+    if returned[0] is not None or returned[1] is not None:
+        raise UserError("a return in one block of an if on a run-time condition only, where "
+                        "the other goes on past the block it is in", span,
+                        "return from both blocks, or after the if")
     for name in sorted(set(ends[0]) | set(ends[1])):
         sides = [end.get(name) for end in ends]
         if sides[0] is sides[1]:
@@ -91,6 +126,23 @@ def if_statement(interp: Any, stmt: ast.If, poison: Any) -> None:
             scope[name] = apply(Op.WHERE, [truth, *picked], span)
 
 
+def _pick_returns(values: list[Any], truth: Node, taken: tuple[Node, Node], before: set[int],
+                  span: SourceSpan, poison: Any) -> Any:
+    """What a function returns from one of two blocks, picked per call (a tuple: each)."""
+    if any(v is poison for v in values):
+        return poison
+    if all(isinstance(v, tuple) for v in values) and len(values[0]) == len(values[1]):
+        return tuple(_pick_returns(list(pair), truth, taken, before, span, poison)
+                     for pair in zip(*values))
+    if not all(isinstance(v, Node | bool | int | float) for v in values):
+        raise UserError("the two blocks of an if on a run-time condition return values that "
+                        "cannot be picked per call (arrays and numbers, or tuples of as many)",
+                        span, IF_HINT)
+    _same_type(values[0], values[1], span)
+    picked = [branch(t, v, before, span) for t, v in zip(taken, values)]
+    return apply(Op.WHERE, [truth, *picked], span)
+
+
 def _refuse_effects(interp: Any, stmt: ast.If) -> None:
     """What an if on a run-time condition cannot do: leave the function or a loop, raise,
     or write into an array (both blocks run)."""
@@ -100,8 +152,9 @@ def _refuse_effects(interp: Any, stmt: ast.If) -> None:
         if isinstance(node, ast.FunctionDef | ast.Lambda | ast.AsyncFunctionDef):
             continue  # its own returns
         stack.extend(ast.iter_child_nodes(node))
-        what = {ast.Return: "'return'", ast.Break: "'break'", ast.Continue: "'continue'",
-                ast.Raise: "'raise'"}.get(type(node))
+        kinds: dict[type[ast.AST], str] = {ast.Break: "'break'", ast.Continue: "'continue'",
+                                           ast.Raise: "'raise'"}
+        what = kinds.get(type(node))
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
             what = "assignment into an array"
         if what is not None:

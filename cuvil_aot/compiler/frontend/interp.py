@@ -60,11 +60,6 @@ class _Poison:
 POISON = _Poison()
 
 
-class _Return(Exception):
-    def __init__(self, value: Any):
-        self.value = value
-
-
 @dataclass
 class Trace:
     """What one compile read besides its own body: the cache key needs it."""
@@ -120,7 +115,7 @@ class Interpreter:
         self.frames.append(frame)
         try:
             self.run_block(body)
-        except _Return as ret:
+        except branches.FunctionReturn as ret:
             return ret.value
         finally:
             self.frames.pop()
@@ -128,7 +123,7 @@ class Interpreter:
 
     # Statements --------------------------------------------------------------
     def run_block(self, stmts: list[ast.stmt]) -> None:
-        for stmt in stmts:
+        for stmt in branches.early_returns(stmts):
             try:
                 self.run_stmt(stmt)
             except UserError as err:
@@ -137,7 +132,7 @@ class Interpreter:
             except ShapeError as err:  # from a builder without a closer span
                 self.diagnostics.append(Diagnostic(self.span(stmt), str(err)))
                 self._poison_targets(stmt)
-            except _Return:
+            except branches.FunctionReturn:
                 raise
             except Exception as exc:  # a bug in cuvil_aot: refuse the function, at this line
                 self.diagnostics.append(internal_diagnostic(self.span(stmt), exc))
@@ -149,7 +144,7 @@ class Interpreter:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 scope[node.id] = POISON
         if isinstance(stmt, ast.Return):
-            raise _Return(POISON)
+            raise branches.FunctionReturn(POISON)
 
     def run_stmt(self, stmt: ast.stmt) -> None:
         method = getattr(self, "stmt_" + type(stmt).__name__, None)
@@ -204,7 +199,7 @@ class Interpreter:
         self.assign(stmt.target, value)
 
     def stmt_Return(self, stmt: ast.Return) -> None:
-        raise _Return(None if stmt.value is None else self.eval(stmt.value))
+        raise branches.FunctionReturn(None if stmt.value is None else self.eval(stmt.value))
 
     def stmt_If(self, stmt: ast.If) -> None:
         branches.if_statement(self, stmt, POISON)
