@@ -1,8 +1,9 @@
 """``if`` statements and conditional expressions on run-time conditions against NumPy:
 both blocks run and each name they assign is picked per call, elif chains, nested ifs,
 an if inside a run-time loop's body, gathers on the side Python does not run never
-raising, early returns; and what is refused, at the user's line: a return where the
-other block goes on, a raise or a write into an array inside such a block, two values of
+raising, early returns, ``if c: raise E("...")`` checked at the call; and what is
+refused, at the user's line: a return where the other block goes on, a raise on array
+data, a write into an array inside such a block, two values of
 different shapes or dtypes, a name only one block assigns read after it, a list that
 grows in one block."""
 
@@ -10,11 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import check, compile_source
+from conftest import check, compile_source, gpu_build
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cuvil_aot as cv
+from cuvil_aot.compiler.toolchain import nvcc
 
 SOURCE = '''
 import numpy as np
@@ -69,6 +71,14 @@ def early(x):
     h = x.sum(axis=0) * 3
     return x + h, h.sum()
 
+@cv.optimize(signatures=["f32[N,K], f32[M,H], int"])
+def validated(x, w, t):
+    if x.shape[1] != w.shape[0]:
+        raise ValueError("x and w do not fit")
+    if t < 0 or t > 3:
+        raise IndexError
+    return x @ w * t
+
 @cv.optimize(signatures=["f32[N], f32[N]"])
 def on_data(x, y):
     if x.sum() > y.sum():  # a condition from array data: picked on the device
@@ -122,10 +132,32 @@ def test_early_returns(compiled, n, m, seed):
         check(compiled.early, _array(seed, (n, m), dtype))
 
 
+@settings(max_examples=40, deadline=None)
+@given(n=sizes, k=sizes, m=sizes, h=sizes, t=st.integers(-2, 5), seed=st.integers(0, 2**16))
+def test_raise_on_a_condition_the_call_checks(compiled, n, k, m, h, t, seed):
+    """``if c: raise ValueError("...")`` on int arguments and dimensions: Python's exception
+    and message at the call, where c holds."""
+    x, w = _array(seed, (n, k), "float32"), _array(seed + 1, (m, h), "float32")
+    try:
+        compiled.validated.py_func(x, w, t)
+    except (ValueError, IndexError) as exc:
+        with pytest.raises(type(exc), match=f"^{exc}$"):
+            compiled.validated(x, w, t)
+        return
+    check(compiled.validated, x, w, t)
+
+
 @settings(max_examples=30, deadline=None)
 @given(n=sizes, seed=st.integers(0, 2**16))
 def test_condition_from_array_data(compiled, n, seed):
     check(compiled.on_data, _array(seed, (n,), "float32"), _array(seed + 1, (n,), "float32"))
+
+
+@pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc not found")
+def test_the_gpu_path_compiles(tmp_path):
+    """The picks, guarded gathers and call-time raises in the GPU wrapper and kernels
+    (nvcc and cc, no device)."""
+    gpu_build(tmp_path, SOURCE)
 
 
 REFUSED = '''
@@ -178,8 +210,8 @@ def grows(x: cv.f32["N"], t: int):
 
 @cv.optimize
 def raises(x: cv.f32["N"], t: int):
-    if t < 0:
-        raise ValueError("t must be >= 0")
+    if x.sum() < t:
+        raise ValueError("too small")
     return x
 '''
 
@@ -196,7 +228,7 @@ def refused(tmp_path_factory):
     ("dtypes", 30, "'s' is int64 and float64: which dtype the result has"),
     ("one_side", 40, "'y' is assigned in one block of an if on a run-time condition only"),
     ("grows", 45, "a list changed in a block of an if on a run-time condition"),
-    ("raises", 52, "'raise' inside an if on a run-time condition is not supported"),
+    ("raises", 51, "this raise depends on the values of 'x', 't': the call checks"),
 ])
 def test_refusals_point_at_the_line(refused, name, line, message):
     fn = getattr(refused, name)

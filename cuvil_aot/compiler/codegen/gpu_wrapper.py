@@ -22,7 +22,6 @@ from cuvil_aot.compiler.codegen.gpu_launch import GpuStorage, launches
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan
 from cuvil_aot.compiler.codegen.launch import dim
 from cuvil_aot.compiler.codegen.wrapper_arguments import (
-    c_string,
     empty_reduction_checks,
     fail,
     match_dims,
@@ -30,7 +29,7 @@ from cuvil_aot.compiler.codegen.wrapper_arguments import (
     no_match_error,
     out_argument,
 )
-from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.codegen.writer import Writer, c_string
 from cuvil_aot.compiler.gpu_targets import GpuTargets
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.signature import render_type

@@ -24,7 +24,6 @@ from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, lower
 from cuvil_aot.compiler.codegen.kernel_emitter import Kernel
 from cuvil_aot.compiler.codegen.launch import dim, launch
 from cuvil_aot.compiler.codegen.wrapper_arguments import (
-    c_string,
     empty_reduction_checks,
     fail,
     match_dims,
@@ -32,7 +31,7 @@ from cuvil_aot.compiler.codegen.wrapper_arguments import (
     no_match_error,
     out_argument,
 )
-from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.codegen.writer import Writer, c_string
 from cuvil_aot.compiler.gpu_targets import GpuTargets
 from cuvil_aot.compiler.ir.group import Kind
 from cuvil_aot.compiler.ir.node import Function, Param

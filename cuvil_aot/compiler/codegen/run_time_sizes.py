@@ -25,10 +25,10 @@ from typing import Any
 from cuvil_aot.compiler.codegen import host_scalars, ops_c
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.shape_checks import checked
-from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.codegen.writer import Writer, c_string
 from cuvil_aot.compiler.ir.loop import RunTimeRange
 from cuvil_aot.compiler.ir.node import Node
-from cuvil_aot.compiler.ir.run_time import RunTimeSlice
+from cuvil_aot.compiler.ir.run_time import CallCheck, RunTimeSlice
 from cuvil_aot.compiler.ir.types import Dim
 
 
@@ -50,6 +50,9 @@ def emit(w: Writer, comp: Compiled) -> list[Dim]:
             done.add(ready.key)
             bound |= set(ready.defines)
             continue
+        if isinstance(ready, CallCheck):  # if cond: raise ... (frontend/branches.py)
+            _call_check(w, ready)
+            continue
         if isinstance(ready, RunTimeSlice):
             if ready.key not in done:
                 _slice(w, ready)
@@ -67,7 +70,7 @@ def emit(w: Writer, comp: Compiled) -> list[Dim]:
 
 
 def _uses(entry: Any) -> frozenset[str]:
-    if isinstance(entry, RunTimeSlice | RunTimeRange):
+    if isinstance(entry, RunTimeSlice | RunTimeRange | CallCheck):
         return entry.uses
     return entry[1].symbols  # type: ignore[no-any-return]
 
@@ -155,3 +158,13 @@ def _while_trips(w: Writer, r: RunTimeRange) -> None:
         w.line(f"S_{r.start_symbol} = 0;")
         w.line(f"S_{r.step_symbol} = 1;")
         w.line(f"S_{r.size_symbol} = trips;")
+
+
+def _call_check(w: Writer, check: CallCheck) -> None:
+    """The exception ``if cond: raise`` raises, where ``cond`` holds at this call."""
+    with w.block(""):
+        w.line(f"/* {str(check).replace('*/', '* /')} */")
+        names = host_scalars.locals_of(w, [check.cond])
+        with w.block(f"if ({names[id(check.cond)]})"):
+            w.line(f"PyErr_SetString(PyExc_{check.error}, {c_string(check.message)});")
+            w.line("return -1;")

@@ -25,18 +25,13 @@ from cuvil_aot.compiler.codegen.shape_checks import (
     size_checks,
     values,
 )
-from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.codegen.writer import Writer, c_string
 from cuvil_aot.compiler.ir.construct import Raises
 from cuvil_aot.compiler.ir.node import Param
 from cuvil_aot.compiler.ir.ops import Op
 from cuvil_aot.compiler.ir.signature import render_type
 
 NO_IDENTITY = {Op.MAX: "maximum", Op.MIN: "minimum", Op.ARGMAX: "argmax", Op.ARGMIN: "argmin"}
-
-
-def c_string(text: str) -> str:
-    """``text`` as a C string literal."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def fail(w: Writer, shape: bool, fmt: str, *args: str) -> None:

@@ -6,7 +6,9 @@ run time computes both branches and picks one per call (np.where): ``a and b`` c
 name they assign. The two values of a pick must have one shape and dtype (else which
 one Python has is known only at run time: refused), and an ``if`` block cannot break,
 raise or write into an array; it can return where the other block returns too (the rest
-of a block after ``if c: return a`` is the if's else: early_returns).
+of a block after ``if c: return a`` is the if's else: early_returns). ``if c: raise
+ValueError("...")`` on a condition the wrapper knows before the kernels (int arguments,
+dimensions) is that check at the call (ir/run_time.CallCheck).
 
 Gathers in a branch Python may not run (``x[t] if t < n else x[0]``) are guarded: an
 index out of range there must not raise, as Python never evaluates it. So each gather a
@@ -34,9 +36,10 @@ from typing import Any
 
 from cuvil_aot.compiler.frontend import loops
 from cuvil_aot.compiler.frontend.user_error import UserError
-from cuvil_aot.compiler.frontend.values import apply, to_node
+from cuvil_aot.compiler.frontend.values import apply, run_time_origin, to_node
 from cuvil_aot.compiler.ir.node import Node, rewrite, toposort
 from cuvil_aot.compiler.ir.ops import Op
+from cuvil_aot.compiler.ir.run_time import CallCheck
 from cuvil_aot.errors import SourceSpan
 
 IF_HINT = "compute both values and pick one: y = np.where(cond, a, b)"
@@ -71,6 +74,14 @@ def if_statement(interp: Any, stmt: ast.If, poison: Any) -> None:
     truth = interp.truth(cond, stmt.test)
     if not isinstance(truth, Node):
         interp.run_block(stmt.body if truth else stmt.orelse)
+        return
+    raised = _raised(interp, stmt)
+    if raised is not None:  # if cond: raise E("..."): checked at the call
+        if interp.loop_depth or not loops.known_before_the_kernels(truth):
+            raise UserError(f"this raise depends on {run_time_origin(truth)}: the call checks "
+                            "a condition on int arguments and dimensions only", interp.span(
+                                stmt.test), "check it in Python before the call")
+        interp.run_time.append(CallCheck.of(truth, *raised))
         return
     _refuse_effects(interp, stmt)
     span = interp.span(stmt.test)
@@ -141,6 +152,25 @@ def _pick_returns(values: list[Any], truth: Node, taken: tuple[Node, Node], befo
     _same_type(values[0], values[1], span)
     picked = [branch(t, v, before, span) for t, v in zip(taken, values)]
     return apply(Op.WHERE, [truth, *picked], span)
+
+
+def _raised(interp: Any, stmt: ast.If) -> tuple[str, str] | None:
+    """(exception name, message) of ``if c: raise ValueError("...")`` (a builtin exception
+    and a constant message), else None."""
+    if stmt.orelse or len(stmt.body) != 1 or not isinstance(stmt.body[0], ast.Raise):
+        return None
+    exc = stmt.body[0].exc
+    call = exc if isinstance(exc, ast.Call) else None
+    args = call.args if call is not None else []
+    if call is not None and (call.keywords or len(args) > 1 or args and not (
+            isinstance(args[0], ast.Constant) and isinstance(args[0].value, str))):
+        return None
+    kind = interp.eval(call.func if call is not None else exc) if exc is not None else None
+    if not (isinstance(kind, type) and issubclass(kind, Exception)
+            and kind.__module__ == "builtins"):
+        return None
+    message = args[0].value if args and isinstance(args[0], ast.Constant) else ""
+    return kind.__name__, str(message)
 
 
 def _refuse_effects(interp: Any, stmt: ast.If) -> None:

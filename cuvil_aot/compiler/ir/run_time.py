@@ -84,3 +84,33 @@ def describe(value: Node | int | None) -> str:
         return f"{value.attrs[0]}:{value.dtype}"
     args = ",".join(describe(s) for s in value.srcs)
     return f"{value.op.name.lower()}:{value.dtype}({args})"
+
+
+@dataclass(frozen=True)
+class CallCheck:
+    """``if cond: raise error(message)``: the wrapper raises NumPy's (Python's) exception
+    at the call where ``cond`` holds, before any kernel runs; ``cond`` is 0-d, computed
+    from scalar arguments, dimensions and constants (frontend/branches.py)."""
+
+    cond: Node = field(compare=False)
+    error: str  # a builtin exception's name: ValueError
+    message: str
+    key: str
+
+    @staticmethod
+    def of(cond: Node, error: str, message: str) -> CallCheck:
+        text = f"{describe(cond)}|{error}|{message}"
+        return CallCheck(cond, error, message, hashlib.sha256(text.encode()).hexdigest()[:8])
+
+    @property
+    def defines(self) -> list[str]:
+        return []
+
+    @property
+    def uses(self) -> frozenset[str]:
+        return frozenset(s for n in toposort([self.cond])
+                         if n.op is Op.CONST and isinstance(n.attrs[0], Dim)
+                         for s in n.attrs[0].symbols)
+
+    def __str__(self) -> str:
+        return f"if {describe(self.cond)}: raise {self.error}({self.message!r})"
