@@ -106,13 +106,12 @@ def if_statement(interp: Any, stmt: ast.If, poison: Any) -> None:
                             "length would be known only at run time", span, IF_HINT)
     scope.clear()
     scope.update(start)
-    taken = (truth, negated(truth, span))
-    if returned[0] is not None and returned[1] is not None:  # the function returns here
-        values = [r.value for r in returned if r is not None]
-        raise FunctionReturn(_pick_returns(values, truth, taken, before, span, poison))
-    if (returned[0] is not None or returned[1] is not None) and len(interp.diagnostics) > errors:
+    values = [r.value for r in returned if r is not None]
+    if len(values) == 2:  # the function returns here
+        raise FunctionReturn(_pick_returns(values, truth, before, span, poison))
+    if values and len(interp.diagnostics) > errors:
         raise FunctionReturn(poison)  # a block was refused: no second error about it
-    if returned[0] is not None or returned[1] is not None:
+    if values:
         raise UserError("a return in one block of an if on a run-time condition only, where "
                         "the other goes on past the block it is in", span,
                         "return from both blocks, or after the if")
@@ -132,26 +131,32 @@ def if_statement(interp: Any, stmt: ast.If, poison: Any) -> None:
                     raise UserError(f"'{name}' is {interp.describe(v)} in a block of an if on "
                                     "a run-time condition: only arrays and numbers can be "
                                     "picked per call", span, IF_HINT)
-            _same_type(sides[0], sides[1], span, name)
-            picked = [branch(t, v, before, span) for t, v in zip(taken, sides)]
-            scope[name] = apply(Op.WHERE, [truth, *picked], span)
+            scope[name] = _pick(truth, sides[0], sides[1], before, span, name)
 
 
-def _pick_returns(values: list[Any], truth: Node, taken: tuple[Node, Node], before: set[int],
-                  span: SourceSpan, poison: Any) -> Any:
+def _pick_returns(values: list[Any], truth: Node, before: set[int], span: SourceSpan,
+                  poison: Any) -> Any:
     """What a function returns from one of two blocks, picked per call (a tuple: each)."""
     if any(v is poison for v in values):
         return poison
     if all(isinstance(v, tuple) for v in values) and len(values[0]) == len(values[1]):
-        return tuple(_pick_returns(list(pair), truth, taken, before, span, poison)
+        return tuple(_pick_returns(list(pair), truth, before, span, poison)
                      for pair in zip(*values))
     if not all(isinstance(v, Node | bool | int | float) for v in values):
         raise UserError("the two blocks of an if on a run-time condition return values that "
                         "cannot be picked per call (arrays and numbers, or tuples of as many)",
                         span, IF_HINT)
-    _same_type(values[0], values[1], span)
-    picked = [branch(t, v, before, span) for t, v in zip(taken, values)]
-    return apply(Op.WHERE, [truth, *picked], span)
+    return _pick(truth, values[0], values[1], before, span)
+
+
+def _pick(truth: Node, a: Any, b: Any, before: set[int], span: SourceSpan,
+          name: str = "") -> Node:
+    """``a`` where ``truth``, else ``b``: of one shape and dtype, the gathers each adds to
+    ``before`` guarded by its side."""
+    _same_type(a, b, span, name)
+    a = branch(truth, a, before, span)
+    b = branch(negated(truth, span), b, before, span)
+    return apply(Op.WHERE, [truth, a, b], span)
 
 
 def _raised(interp: Any, stmt: ast.If) -> tuple[str, str] | None:
@@ -205,10 +210,7 @@ def if_exp(interp: Any, expr: ast.IfExp, poison: Any) -> Any:
     body, orelse = interp.eval(expr.body), interp.eval(expr.orelse)
     if body is poison or orelse is poison:
         return poison
-    _same_type(body, orelse, span)
-    body = branch(truth, body, before, span)
-    orelse = branch(negated(truth, span), orelse, before, span)
-    return apply(Op.WHERE, [truth, body, orelse], span)
+    return _pick(truth, body, orelse, before, span)
 
 
 def bool_op(interp: Any, is_and: bool, values: list[ast.expr], poison: Any) -> Any:
