@@ -39,7 +39,9 @@ def one_kernel(prefix: str, kernels: list[CudaKernel]) -> str:
     rows 1 for a block per row (else a warp per row), or 4: a block per row that keeps
     the row in registers (one pass over memory instead of three: a ResNet head's softmax
     phase at batch 1 took 2.3 us
-    with three, H200, bench/gpu/resnet_probe.cu); GEMV its rows per tile (1 or 4).
+    with three, H200, bench/gpu/resnet_probe.cu); GEMV its rows per tile (1 or 4). The
+    phases run in a loop, so that the GEMVs share one copy of their main loops
+    (_shared_gemvs): their arguments and epilogues are picked by phase.
 
     A GEMV followed by an elementwise kernel that reads its result column-aligned
     (tile_consumer: the LSTM step's gates) may skip the barrier between them: where the
@@ -49,28 +51,92 @@ def one_kernel(prefix: str, kernels: list[CudaKernel]) -> str:
     paired = {g for g in range(len(kernels) - 1) if tile_consumer(kernels, g) is not None}
     for g in paired:
         _after_struct(w, kernels[g + 1])
+    shared = _shared_gemvs(kernels, paired)
+    for acc, phases in shared.items():
+        _epilogue_switch(w, prefix, kernels, acc, phases)
     with w.block(f'extern "C" __global__ void __launch_bounds__({ONE_BLOCK}, 1) '
                  f"{prefix}_one(const __grid_constant__ {prefix}_one_args o)"):
-        for g, k in enumerate(kernels):
-            if g - 1 in paired:
-                continue
-            if g:
-                w.line("cooperative_groups::this_grid().sync();")
-            with w.block(""):
-                w.line(f"const {k.name}_args *a = &o.a{g};")
-                if g not in paired:
-                    w.line(_one_call(k, f"o.v[{g}]"))
-                    continue
-                runs = f"o.runs[{g}]"
-                after = f"{runs} ? {runs} : 1, {kernels[g + 1].name}_after{{&o.a{g + 1}, " \
-                        f"{runs} != 0}}"
-                w.line(f"if (o.v[{g}] == 1) {gemv_call(k, 1, after)} "
-                       f"else {gemv_call(k, 4, after)}")
-                with w.block(f"if (!{runs})"):
-                    w.line("cooperative_groups::this_grid().sync();")
-                    w.line(f"const {kernels[g + 1].name}_args *a = &o.a{g + 1};")
-                    w.line(_one_call(kernels[g + 1], f"o.v[{g + 1}]"))
+        w.line("/* a loop over the phases: one copy of the GEMV main loops they share */")
+        w.line("#pragma unroll 1")
+        with w.block(f"for (int g = 0; g < {len(kernels)}; g++)"):
+            w.line("if (g) cooperative_groups::this_grid().sync();")
+            with w.block("switch (g)"):
+                for g, k in enumerate(kernels):
+                    if g - 1 in paired or any(g in phases for phases in shared.values()):
+                        continue
+                    with w.block(f"case {g}:"):
+                        w.line(f"const {k.name}_args *a = &o.a{g};")
+                        if g in paired:
+                            _paired_phase(w, kernels, g)
+                        else:
+                            w.line(_one_call(k, f"o.v[{g}]"))
+                        w.line("continue;")
+            for acc, phases in shared.items():
+                _shared_gemv_call(w, prefix, kernels, acc, phases)
     return w.text()
+
+
+def _shared_gemvs(kernels: list[CudaKernel], paired: set[int]) -> dict[str, list[int]]:
+    """The GEMM phases, by accumulator type, that share one GEMV main loop in the
+    one-kernel: inlined once per (type, rows per tile) instead of at each phase (a BERT
+    layer's seven GEMMs: 14 inlined main loops, two thirds of its unit's nvcc time). A
+    GEMV whose consumer runs in its tiles keeps its own (its consumer is its ``after``)."""
+    shared: dict[str, list[int]] = {}
+    for g, k in enumerate(kernels):
+        if k.group.kind is Kind.GEMM and g not in paired:
+            shared.setdefault(k.acc_type, []).append(g)
+    return shared
+
+
+def _epilogue_switch(w: Writer, prefix: str, kernels: list[CudaKernel], acc: str,
+                     phases: list[int]) -> None:
+    """The shared GEMV's epilogue: phase g's own (its group's stores), picked by g."""
+    with w.block(f"struct {prefix}_one_epi_{acc}", "};"):
+        w.line(f"const {prefix}_one_args *o;")
+        w.line("int g;")
+        with w.block("__device__ __forceinline__ void operator()(int64_t b, int64_t i, "
+                     f"int64_t j, {acc} acc) const"), w.block("switch (g)"):
+            for g in phases:
+                w.line(f"case {g}: {kernels[g].name}_epi{{&o->a{g}}}(b, i, j, acc); break;")
+
+
+def _shared_gemv_call(w: Writer, prefix: str, kernels: list[CudaKernel], acc: str,
+                      phases: list[int]) -> None:
+    """The GEMV phases of accumulator type ``acc``: their arguments picked by phase (from
+    the parameter bank: each case reads fixed offsets of ``o``), one call per row count."""
+    with w.block(""):
+        # t starts as a parameter's address, not 0: a null among its values made nvcc
+        # read the terms through generic loads instead of the parameter bank
+        w.line(f"const cv_gpu_term *t = o.a{phases[0]}.t;")
+        w.line("int on = 0, nt = 0, cols = 0, vec = 0, v = 0;")
+        w.line("int64_t m = 0, n = 0, nb = 1;")
+        with w.block("switch (g)"):
+            for g in phases:
+                k = kernels[g]
+                last = k.nloops - 1
+                batch = f" nb = o.a{g}.n[0];" if k.nloops == 3 else ""
+                w.line(f"case {g}: on = 1; t = o.a{g}.t; nt = {len(k.group.terms)}; "
+                       f"m = o.a{g}.n[{last - 1}]; n = o.a{g}.n[{last}];{batch} "
+                       f"cols = (int)o.a{g}.cols; vec = (int)o.a{g}.vec; v = o.v[{g}]; break;")
+        with w.block("if (on)"):
+            epi = f"{prefix}_one_epi_{acc}{{&o, g}}"
+            w.line(f"if (v == 1) cv_gemv<{acc}, 1>(t, nt, m, n, nb, cols, vec, {epi}); "
+                   f"else cv_gemv<{acc}, 4>(t, nt, m, n, nb, cols, vec, {epi});")
+            w.line("continue;")
+
+
+def _paired_phase(w: Writer, kernels: list[CudaKernel], g: int) -> None:
+    """GEMV g with its consumer g + 1 in its tiles where the host set runs[g], else after
+    a grid barrier; the loop then skips g + 1."""
+    k = kernels[g]
+    runs = f"o.runs[{g}]"
+    after = f"{runs} ? {runs} : 1, {kernels[g + 1].name}_after{{&o.a{g + 1}, {runs} != 0}}"
+    w.line(f"if (o.v[{g}] == 1) {gemv_call(k, 1, after)} else {gemv_call(k, 4, after)}")
+    with w.block(f"if (!{runs})"):
+        w.line("cooperative_groups::this_grid().sync();")
+        w.line(f"const {kernels[g + 1].name}_args *a = &o.a{g + 1};")
+        w.line(_one_call(kernels[g + 1], f"o.v[{g + 1}]"))
+    w.line("g++;")
 
 
 def tile_consumer(kernels: list[CudaKernel], g: int) -> list[Dim] | None:
@@ -113,14 +179,12 @@ def _after_struct(w: Writer, k: CudaKernel) -> None:
 
 
 def _one_call(k: CudaKernel, v: str) -> str:
-    """Phase k of the one-kernel, in 32-bit offsets only: a call whose offsets need 64 bits
-    is launched kernel by kernel (gpu_launch.py), and each variant left out of this one
-    large kernel is nvcc time saved (a BERT-style layer's one-kernel took 9.5 s of nvcc for
-    sm_90 with the 64-bit variants)."""
+    """Elementwise or row phase k of the one-kernel, in 32-bit offsets only: a call whose
+    offsets need 64 bits is launched kernel by kernel (gpu_launch.py), and each variant
+    left out of this one large kernel is nvcc time saved (a BERT-style layer's one-kernel
+    took 9.5 s of nvcc for sm_90 with the 64-bit variants)."""
     name = k.name
     if k.group.kind is Kind.ELEMENTWISE:
         return f"{name}_strided<int32_t>(a);"
-    if k.group.kind is Kind.ROW:
-        return (f"if ({v} == 4) {name}_rows_c<int32_t, 0, {ONE_ROW_CACHE}, false, 1>(a); "
-                f"else if ({v}) {name}_rows<int32_t, 0>(a); else {name}_rows<int32_t, 32>(a);")
-    return f"if ({v} == 1) {gemv_call(k, 1)} else {gemv_call(k, 4)}"
+    return (f"if ({v} == 4) {name}_rows_c<int32_t, 0, {ONE_ROW_CACHE}, false, 1>(a); "
+            f"else if ({v}) {name}_rows<int32_t, 0>(a); else {name}_rows<int32_t, 32>(a);")
