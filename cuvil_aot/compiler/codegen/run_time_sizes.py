@@ -161,10 +161,19 @@ def _while_trips(w: Writer, r: RunTimeRange) -> None:
 
 
 def _call_check(w: Writer, check: CallCheck) -> None:
-    """The exception ``if cond: raise`` raises, where ``cond`` holds at this call."""
+    """The exception ``check`` raises, where its condition holds at this call (the
+    message's numbers printed as Python prints ints)."""
+    numbers = [p for p in check.message if isinstance(p, Node)]
     with w.block(""):
         w.line(f"/* {str(check).replace('*/', '* /')} */")
-        names = host_scalars.locals_of(w, [check.cond])
+        names = host_scalars.locals_of(w, [check.cond, *numbers])
         with w.block(f"if ({names[id(check.cond)]})"):
-            w.line(f"PyErr_SetString(PyExc_{check.error}, {c_string(check.message)});")
+            if numbers:
+                fmt = "".join(p.replace("%", "%%") if isinstance(p, str) else "%lld"
+                              for p in check.message)
+                args = "".join(f", (long long){names[id(n)]}" for n in numbers)
+                w.line(f"PyErr_Format(PyExc_{check.error}, {c_string(fmt)}{args});")
+            else:
+                text = "".join(p for p in check.message if isinstance(p, str))
+                w.line(f"PyErr_SetString(PyExc_{check.error}, {c_string(text)});")
             w.line("return -1;")

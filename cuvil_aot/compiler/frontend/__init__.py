@@ -6,7 +6,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
-from cuvil_aot.compiler.frontend import assign
+from cuvil_aot.compiler.frontend import assign, call_checks
 from cuvil_aot.compiler.frontend.interp import POISON, Interpreter, Trace
 from cuvil_aot.compiler.frontend.signature import Signature, SignatureSyntaxError, signatures_of
 from cuvil_aot.compiler.frontend.size_one import size_one_specializations
@@ -128,7 +128,9 @@ def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Tra
     interp = Interpreter(trace, diagnostics)
     params = tuple(Node(Op.PARAM, p.type, attrs=(i, p.name)) for i, p in enumerate(sig.params))
     try:
-        with assuming() as facts:  # dimensions NumPy checks at the call (construct.unify)
+        # dimensions NumPy checks at the call (construct.unify), and Python's and NumPy's
+        # errors on numbers the call knows (call_checks.py)
+        with assuming() as facts, call_checks.recording(interp.run_time):
             value = interp.call_function(fn, list(params), {}, None)
     except UserError as err:
         diagnostics.append(err.diagnostic)

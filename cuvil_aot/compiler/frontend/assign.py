@@ -241,13 +241,16 @@ def owner_is_local(interp: Interpreter, old: Node) -> bool:
 
 def _cast(value: Node, dtype: str, span: SourceSpan) -> Node:
     """``value`` as ``dtype``, as __setitem__ converts it (unsafe casting; a Python int out of
-    an integer dtype's range raises NumPy's OverflowError)."""
+    an integer dtype's range raises NumPy's OverflowError, at the call for an int known
+    only then)."""
     if value.op is Op.CONST and value.type.weak and is_int(dtype) \
             and isinstance(value.attrs[0], int) and not isinstance(value.attrs[0], bool):
         info = np.iinfo(dtype)
         if not info.min <= value.attrs[0] <= info.max:
             raise UserError(f"OverflowError: Python integer {value.attrs[0]} out of bounds "
                             f"for {dtype}", span)
+    elif value.type.weak and value.dtype == "int64" and not value.shape and is_int(dtype):
+        B.check_python_int(value, dtype)
     return strong(C.cast(value, dtype, span))
 
 

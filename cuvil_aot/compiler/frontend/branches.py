@@ -24,6 +24,9 @@ After::
 
     where(lt(%t, N), gather(%x, where(lt(%t, N), %t, 0)), gather(%x, 0))
 
+The checks at the call that code in a branch records (a division by a number that is
+zero there, call_checks.py) are made only where the branch is taken, as Python runs it.
+
 Not guarded: a gather along an empty axis (index 0 is out of range too), and the call's
 own checks of sizes (an assumption ``A == B`` or a constant index past a symbolic axis,
 made in a branch): these still raise where the branch is not taken.
@@ -34,7 +37,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from cuvil_aot.compiler.frontend import loops
+from cuvil_aot.compiler.frontend import call_checks, loops
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import apply, run_time_origin, to_node
 from cuvil_aot.compiler.ir.node import Node, rewrite, toposort
@@ -77,7 +80,7 @@ def if_statement(interp: Any, stmt: ast.If, poison: Any) -> None:
         return
     raised = _raised(interp, stmt)
     if raised is not None:  # if cond: raise E("..."): checked at the call
-        if interp.loop_depth or not loops.known_before_the_kernels(truth):
+        if interp.loop_depth or not call_checks.known_before_the_kernels(truth):
             raise UserError(f"this raise depends on {run_time_origin(truth)}: the call checks "
                             "a condition on int arguments and dimensions only", interp.span(
                                 stmt.test), "check it in Python before the call")
@@ -92,14 +95,16 @@ def if_statement(interp: Any, stmt: ast.If, poison: Any) -> None:
     ends: list[dict[str, Any]] = []
     returned: list[FunctionReturn | None] = []
     errors = len(interp.diagnostics)
-    for block in (stmt.body, stmt.orelse):
+    for block, taken in ((stmt.body, truth), (stmt.orelse, negated(truth, span))):
         scope.clear()
         scope.update(start)
+        mark = len(interp.run_time)
         try:
             interp.run_block(block)
             returned.append(None)
         except FunctionReturn as ret:
             returned.append(ret)
+        call_checks.guard(interp.run_time, mark, taken)
         ends.append(dict(scope))
         if any(len(items) != size for items, size in lists):
             raise UserError("a list changed in a block of an if on a run-time condition: its "
@@ -207,10 +212,19 @@ def if_exp(interp: Any, expr: ast.IfExp, poison: Any) -> Any:
     if not isinstance(truth, Node):
         return interp.eval(expr.body if truth else expr.orelse)
     before, span = computed([f.scope for f in interp.frames], truth), interp.span(expr)
-    body, orelse = interp.eval(expr.body), interp.eval(expr.orelse)
+    body = _evaluated(interp, expr.body, truth)
+    orelse = _evaluated(interp, expr.orelse, negated(truth, span))
     if body is poison or orelse is poison:
         return poison
     return _pick(truth, body, orelse, before, span)
+
+
+def _evaluated(interp: Any, expr: ast.expr, taken: Node) -> Any:
+    """``expr``'s value, the checks at the call it records made only where ``taken``."""
+    mark = len(interp.run_time)
+    value = interp.eval(expr)
+    call_checks.guard(interp.run_time, mark, taken)
+    return value
 
 
 def bool_op(interp: Any, is_and: bool, values: list[ast.expr], poison: Any) -> Any:
@@ -223,7 +237,9 @@ def bool_op(interp: Any, is_and: bool, values: list[ast.expr], poison: Any) -> A
     if not isinstance(truth, Node):
         return bool_op(interp, is_and, values[1:], poison) if truth == is_and else result
     before, span = computed([f.scope for f in interp.frames], truth), interp.span(values[0])
+    mark = len(interp.run_time)
     rest = bool_op(interp, is_and, values[1:], poison)
+    call_checks.guard(interp.run_time, mark, truth if is_and else negated(truth, span))
     if rest is poison:
         return poison
     _same_shape(result, rest, span)

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from cuvil_aot.compiler.frontend import call_checks
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.construct import Message, ShapeError, cast, reshape
 from cuvil_aot.compiler.ir.node import Node
@@ -181,11 +182,29 @@ def elementwise(op: Op, args: Sequence[Node], span: SourceSpan | None = None) ->
 
 def _check_python_ints(args: Sequence[Node], compute: str) -> None:
     """NEP 50: arithmetic of an integer array with a Python int its dtype cannot hold
-    (``int8 + 300``) raises, as in NumPy (a Python int known only at run time wraps)."""
+    (``int8 + 300``) raises, as in NumPy: now for a constant, at the call for an int known
+    only then (an int argument, a size: call_checks.py)."""
     for a in args:
         value = _python_int(a)
         if value is not None and not _holds(compute, value):
             raise DtypeError(f"Python integer {value} out of bounds for {compute}")
+        if value is None and a.type.weak and a.dtype == "int64" and not a.shape:
+            check_python_int(a, compute)
+
+
+def check_python_int(value: Node, dtype: str) -> None:
+    """Where the weak int ``value`` is out of ``dtype``'s range at the call, NumPy's
+    OverflowError there."""
+    info, wide = np.iinfo(dtype), np.iinfo("int64")
+    tests = []
+    if info.min > wide.min:  # an int64 is never below int64's own range
+        tests.append(elementwise(Op.LT, [value, const(int(info.min))]))
+    if info.max < wide.max:
+        tests.append(elementwise(Op.GT, [value, const(int(info.max))]))
+    if tests:
+        cond = tests[0] if len(tests) == 1 else elementwise(Op.OR, tests)
+        call_checks.record(cond, "OverflowError",
+                           ("Python integer ", value, f" out of bounds for {dtype}"))
 
 
 # Comparisons of integers are exact in NumPy where no dtype holds both operands: against a

@@ -33,7 +33,7 @@ from cuvil_aot.compiler.frontend.values import (
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
-from cuvil_aot.compiler.ir.types import Dim, TensorType, is_float
+from cuvil_aot.compiler.ir.types import Dim, TensorType, is_float, is_int
 from cuvil_aot.errors import SourceSpan
 
 Handler = Callable[..., Any]
@@ -112,10 +112,26 @@ def clip(ctx: Ctx, a: Any, a_min: Any = None, a_max: Any = None) -> Node:
         raise UserError("clip needs a_min or a_max", ctx.span)
     out = to_node(a, ctx.span)
     if a_min is not None:
-        out = apply(Op.MAXIMUM, [out, a_min], ctx.span)
+        out = apply(Op.MAXIMUM, [out, _clip_bound(out, a_min, True, ctx.span)], ctx.span)
     if a_max is not None:
-        out = apply(Op.MINIMUM, [out, a_max], ctx.span)
+        out = apply(Op.MINIMUM, [out, _clip_bound(out, a_max, False, ctx.span)], ctx.span)
     return strong(out)
+
+
+def _clip_bound(x: Node, bound: Any, lower: bool, span: SourceSpan) -> Any:
+    """A Python int bound of np.clip on an integer array: past the dtype's range on the
+    bound's own side it clips nothing and NumPy does not raise (``np.clip(x_int8, -300,
+    5)``), so it is the dtype's end; past the other side NumPy raises OverflowError."""
+    value = fold(bound)
+    python_int = isinstance(value, int) and not isinstance(value, bool) or is_symbolic(value) \
+        or isinstance(value, Node) and value.type.weak and value.dtype == "int64"
+    if not python_int or not is_int(x.dtype) or x.type.weak:
+        return bound
+    info = np.iinfo(x.dtype)
+    end = int(info.min if lower else info.max)
+    if isinstance(value, int):
+        return max(value, end) if lower else min(value, end)
+    return apply(Op.MAXIMUM if lower else Op.MINIMUM, [value, end], span)
 
 
 # Reductions ------------------------------------------------------------------------

@@ -10,7 +10,9 @@ stays weak, NEP 50, read through a weak cast of its 0-d buffer), and what the bo
 reads from outside is captured. What the body computes from outside values only (a
 loop-invariant ``w * 2``) is computed once, before the loop. After the loop each carried
 variable is an ``Op.LOOP_OUT`` node; the loop variable and the names only the body
-assigns cannot be read (they would need the last iteration's value).
+assigns cannot be read (they would need the last iteration's value). The checks at the
+call the body records (a division by an argument that is zero: call_checks.py) are made
+only where the loop has a trip, as Python runs its body only then.
 
 Refused: ``break``, ``continue`` and ``return`` in the body, a run-time loop inside
 another, assignment into an array in the body, bounds computed from array data, and
@@ -24,12 +26,13 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from cuvil_aot.compiler.frontend import while_trips
+from cuvil_aot.compiler.frontend import call_checks, while_trips
 from cuvil_aot.compiler.frontend.user_error import UserError
-from cuvil_aot.compiler.frontend.values import is_symbolic, run_time_origin, to_node
+from cuvil_aot.compiler.frontend.values import apply, is_symbolic, run_time_origin, to_node
 from cuvil_aot.compiler.ir.loop import LoopBody, RunTimeRange
 from cuvil_aot.compiler.ir.node import Function, Node, Param, toposort
 from cuvil_aot.compiler.ir.ops import ELEMENTWISE, Op
+from cuvil_aot.compiler.ir.run_time import RunTimeSlice
 from cuvil_aot.compiler.ir.types import Dim, TensorType
 from cuvil_aot.errors import SourceSpan
 
@@ -77,11 +80,13 @@ def run_loop(interp: Any, stmt: ast.For, args: list[Any] | None, poison: Any,
     carried = sorted(n for n in assigned if n in scope and not isinstance(scope[n], Unbound))
     number = interp.loop_count
     interp.loop_count += 1
+    mark = len(interp.run_time)
     found = _carry(interp, stmt, carried, number, poison, span, test)
     temps = set() if found is None else _changed(carried, found[0], found[3], span)
     temps &= _written_first(stmt.body)
     if temps:  # overwritten before it is read, with another dtype or shape: a temporary
         carried = [n for n in carried if n not in temps]
+        del interp.run_time[mark:]  # what the first reading recorded
         found = _carry(interp, stmt, carried, number, poison, span, test)
     if found is None:
         for name in sorted(assigned) + [target.id]:
@@ -98,6 +103,8 @@ def run_loop(interp: Any, stmt: ast.For, args: list[Any] | None, poison: Any,
     srcs = tuple(_init(i, t) for i, t in zip(inits, types)) + captured_outer
     for j, name in enumerate(carried):
         scope[name] = Node(Op.LOOP_OUT, types[j], srcs, attrs=(loop[0], j), span=span)
+    trips = to_node(Dim.of(loop[0].range.size_symbol), span)
+    call_checks.guard(interp.run_time, mark, apply(Op.GT, [trips, 0], span))  # a first trip
     interp.run_time.append(loop[0].range)
     scope[target.id] = Unbound(f"'{target.id}' is the variable of a run-time loop: its value "
                                "after the loop is not supported")
@@ -274,7 +281,8 @@ def _interpret(interp: Any, stmt: ast.For, carried: list[str], types: list[Tenso
         del interp.run_time[marks[2]:]
         return (index, *params), outs, cond
     ids = {id(index)} | {id(p) for p in params}
-    for r in interp.run_time[marks[2]:]:
+    slices = [r for r in interp.run_time[marks[2]:] if isinstance(r, RunTimeSlice)]
+    for r in slices:
         if any(id(n) in ids for b in (r.start, r.stop, r.step) if isinstance(b, Node)
                for n in toposort([b])):
             raise UserError("a slice whose bounds depend on a run-time loop's variable or "
@@ -314,16 +322,6 @@ def _check_carried(carried: list[str], types: list[TensorType], outs: list[Any],
             raise UserError(f"'{name}' changes from {t} to {TensorType(node.dtype, node.shape)} "
                             "in one iteration of a run-time loop: a carried value keeps its "
                             "dtype and shape", span, CARRY_HINT)
-
-
-def known_before_the_kernels(value: Node) -> bool:
-    """Whether the wrapper computes 0-d ``value`` once per call, before any kernel: from
-    constants, dimensions and int arguments, not from array data nor a run-time loop's
-    stand-ins (``_loop{n}_*``, which change each iteration)."""
-    return not value.shape and all(
-        n.op is Op.CONST or (n.op is Op.PARAM and n.type.weak
-                             and not str(n.attrs[1]).startswith("_loop"))
-        or (n.op in ELEMENTWISE and not n.shape) for n in toposort([value]))
 
 
 def _is_host(node: Node, host: set[int]) -> bool:

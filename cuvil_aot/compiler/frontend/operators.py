@@ -10,12 +10,15 @@ NumPy's on arrays, with NumPy's fast paths for ``x ** 2`` and ``x ** 0.5``.
 
 from __future__ import annotations
 
+import math
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
+from cuvil_aot.compiler.frontend import call_checks
 from cuvil_aot.compiler.frontend.int_matmul import reduced_matmul
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
 from cuvil_aot.compiler.frontend.values import apply, fold, is_symbolic, python_value, to_node
@@ -43,13 +46,16 @@ def binary(name: str, left: Any, right: Any, span: SourceSpan, left_span: Source
         return matmul(to_node(left, left_span), to_node(right, right_span), span,
                       left_span, right_span)
     left, right = fold(left), fold(right)
-    if not isinstance(left, Node) and not isinstance(right, Node):
-        if not is_symbolic(left) and not is_symbolic(right):
-            return _fold_binary(name, left, right, span)
-        known = dim_binary(name, left, right)
-        if known is not None:
-            return known
-    if _python_scalars(left, right):
+    numbers = not isinstance(left, Node) and not isinstance(right, Node)
+    if numbers and not is_symbolic(left) and not is_symbolic(right):
+        return _fold_binary(name, left, right, span)
+    python = _python_scalars(left, right)
+    if python:  # one is known only at the call: there, Python's ZeroDivisionError
+        _zero_division(name, left, right, span)
+    known = dim_binary(name, left, right) if numbers else None
+    if known is not None:
+        return known
+    if python:
         return _python_binary(name, left, right, span)
     if name == "Pow":
         special = _power(left, right, span)
@@ -151,6 +157,49 @@ def _python_binary(name: str, left: Any, right: Any, span: SourceSpan) -> Node:
         if name == "Pow" and a.dtype == b.dtype == "int64" and negative:
             a = python_value(a, float, span)
     return apply(_BINARY[name], [a, b], span)
+
+
+def _zero_division(name: str, left: Any, right: Any, span: SourceSpan) -> None:
+    """Python numbers, one known only at the call: there, where the divisor is zero (or
+    ``0 ** -1``), the ZeroDivisionError Python raises (call_checks.py)."""
+    if name not in ("Div", "FloorDiv", "Mod", "Pow"):
+        return
+    a, b = to_node(left, span), to_node(right, span)
+    if name != "Pow":
+        if _never(b, lambda v: v != 0):
+            return
+        cond = apply(Op.EQ, [b, 0], span)
+    else:  # 0.0 ** -inf is inf
+        if _never(a, lambda v: v != 0) or _never(b, lambda v: v >= 0 or v == -math.inf):
+            return
+        below = apply(Op.LT, [b, 0], span)
+        if b.dtype == "float64":
+            below = apply(Op.AND, [below, apply(Op.GT, [b, -math.inf], span)], span)
+        cond = apply(Op.AND, [apply(Op.EQ, [a, 0], span), below], span)
+    call_checks.record(cond, "ZeroDivisionError", _python_message(name, a.dtype, b.dtype))
+
+
+def _never(x: Node, holds: Callable[[Any], bool]) -> bool:
+    """Whether ``x`` is a constant that ``holds``, or a size it holds for (for 1, 2, ...
+    where the size is known positive, else for 0 too)."""
+    if x.op is not Op.CONST:
+        return False
+    value = x.attrs[0]
+    if isinstance(value, Dim):
+        return holds(1) and (value.known_positive() or holds(0))
+    return holds(value)
+
+
+def _python_message(name: str, left: str, right: str) -> str:
+    """What the running Python's ZeroDivisionError says for operands of these dtypes
+    (``float division by zero`` on 3.11, ``division by zero`` on 3.12)."""
+    zero, base = (-1, 0) if name == "Pow" else (0, 1)
+    kind: dict[str, type] = {"float64": float}
+    try:
+        _PY_BINARY[name](kind.get(left, int)(base), kind.get(right, int)(zero))
+    except ZeroDivisionError as exc:
+        return str(exc)
+    raise RuntimeError(f"{name} of {left} by {right} zero did not raise")  # a cuvil_aot bug
 
 
 def _power(base: Any, exponent: Any, span: SourceSpan) -> Node | None:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
-from cuvil_aot.compiler.frontend import loops
+from cuvil_aot.compiler.frontend.call_checks import known_before_the_kernels
 from cuvil_aot.compiler.frontend.handlers import Ctx, Handler
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
 from cuvil_aot.compiler.frontend.values import apply, dtype_arg, fold, is_symbolic, to_node
@@ -119,7 +119,7 @@ def _check_kth(kth: Any, n: Dim, size: Dim, ctx: Ctx) -> None:
         if isinstance(k, bool | np.bool_):
             raise UserError("Booleans unacceptable as partition index", ctx.span)
         if isinstance(k, Node) and not k.shape and is_int(k.dtype):
-            if not loops.known_before_the_kernels(k):
+            if not known_before_the_kernels(k):
                 continue  # from array data or a loop's variable: unchecked, a full sort
             k = _run_time_int(k, ctx)
         elif not is_symbolic(k) and (isinstance(k, Node) or not isinstance(k, int | np.integer)):

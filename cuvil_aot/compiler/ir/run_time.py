@@ -86,21 +86,28 @@ def describe(value: Node | int | None) -> str:
     return f"{value.op.name.lower()}:{value.dtype}({args})"
 
 
+Text = tuple[str | Node, ...]
+"""A message the call raises: text, and 0-d ints it prints as their values at the call."""
+
+
 @dataclass(frozen=True)
 class CallCheck:
     """``if cond: raise error(message)``: the wrapper raises NumPy's (Python's) exception
-    at the call where ``cond`` holds, before any kernel runs; ``cond`` is 0-d, computed
-    from scalar arguments, dimensions and constants (frontend/branches.py)."""
+    at the call where ``cond`` holds, before any kernel runs; ``cond`` and the message's
+    numbers are 0-d, computed from scalar arguments, dimensions and constants
+    (frontend/branches.py's raise, frontend/call_checks.py's checks of Python's and
+    NumPy's own errors)."""
 
     cond: Node = field(compare=False)
     error: str  # a builtin exception's name: ValueError
-    message: str
-    key: str
+    message: Text = field(compare=False)
+    key: str  # a digest of the above: equal checks are made once
 
     @staticmethod
-    def of(cond: Node, error: str, message: str) -> CallCheck:
-        text = f"{describe(cond)}|{error}|{message}"
-        return CallCheck(cond, error, message, hashlib.sha256(text.encode()).hexdigest()[:8])
+    def of(cond: Node, error: str, message: str | Text) -> CallCheck:
+        parts = (message,) if isinstance(message, str) else tuple(message)
+        text = f"{describe(cond)}|{error}|{_text(parts)}"
+        return CallCheck(cond, error, parts, hashlib.sha256(text.encode()).hexdigest()[:8])
 
     @property
     def defines(self) -> list[str]:
@@ -108,9 +115,14 @@ class CallCheck:
 
     @property
     def uses(self) -> frozenset[str]:
-        return frozenset(s for n in toposort([self.cond])
+        numbers = [p for p in self.message if isinstance(p, Node)]
+        return frozenset(s for n in toposort([self.cond, *numbers])
                          if n.op is Op.CONST and isinstance(n.attrs[0], Dim)
                          for s in n.attrs[0].symbols)
 
     def __str__(self) -> str:
-        return f"if {describe(self.cond)}: raise {self.error}({self.message!r})"
+        return f"if {describe(self.cond)}: raise {self.error}({_text(self.message)!r})"
+
+
+def _text(message: Text) -> str:
+    return "".join(p if isinstance(p, str) else "{" + describe(p) + "}" for p in message)
