@@ -21,7 +21,14 @@ Before, each GEMM had its nine entry points, its epilogue inlined into each main
 from __future__ import annotations
 
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaEmitter, CudaKernel, GpuBody
-from cuvil_aot.compiler.codegen.cuda_geometry import BLOCK, ENTRIES, GEMM_TC, GEMV_BLOCK
+from cuvil_aot.compiler.codegen.cuda_geometry import (
+    BLOCK,
+    DOT_COLS,
+    DOT_ROWS,
+    ENTRIES,
+    GEMM_TC,
+    GEMV_BLOCK,
+)
 from cuvil_aot.compiler.codegen.cuda_pieces import filled, prologue
 from cuvil_aot.compiler.codegen.kernel_emitter import store_roots
 from cuvil_aot.compiler.codegen.writer import Writer
@@ -37,6 +44,14 @@ def gemv_call(k: CudaKernel, mr: int, after: str = "") -> str:
     return (f"cv_gemv<{k.acc_type}, {mr}>(a->t, {len(k.group.terms)}, a->n[{nloops - 2}], "
             f"a->n[{nloops - 1}], {batch}, (int)a->cols, (int)a->vec, {k.name}_epi{{a}}"
             f"{after});")
+
+
+def dot_call(k: CudaKernel) -> str:
+    """The dot GEMV (a transposed B: cv_gemv_dot) of GEMM kernel ``k`` on its struct ``a``."""
+    nloops = k.nloops
+    batch = "a->n[0]" if nloops == 3 else "1"
+    return (f"cv_gemv_dot<{k.acc_type}, {DOT_ROWS}, {DOT_COLS}>(a->t, {len(k.group.terms)}, "
+            f"a->n[{nloops - 2}], a->n[{nloops - 1}], {batch}, (int)a->vec, {k.name}_epi{{a}});")
 
 
 def gemm_kernels(em: CudaEmitter, w: Writer) -> None:
@@ -82,10 +97,10 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
     """One set of main loops for every GEMM of ``unit`` that accumulates in one type: each
     is compiled once per unit, not once per GEMM (most of nvcc's time where a function has
     several matmuls), and hands the accumulators to the epilogue of the GEMM its argument's
-    tag names (a switch at the one call site of the staged epilogue). The one-kernels
-    (cuda_one.py) keep their GEMMs' GEMV inline: a call to one shared GEMV cut the encoder
-    layer's nvcc time by a quarter, but its arguments became generic loads instead of the
-    parameter bank's, and a GPT-2 decode step took 186 us against 127 (H200, one run each)."""
+    tag names (a switch at the one call site of the staged epilogue). A one-kernel
+    (cuda_one.py) inlines its own: a call to a shared noinline GEMV read its arguments
+    through generic loads, not the parameter bank, and a GPT-2 decode step took 186 us
+    against 127 (H200, one run each)."""
     acc = kernels[0].acc_type
     name = shared_name(unit, acc)
     w = Writer()
@@ -112,6 +127,9 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
                                 f"{epi});"),
              "ksum": (block, f"cv_gemm_ksum<{acc}>(reinterpret_cast<const {acc} *>(j.part), "
                              f"j.split, j.m, j.n, j.nb, {epi});")}
+    # three blocks per SM (80 registers): a dot GEMV block waits on one round of loads
+    calls["dot"] = (f"{BLOCK}, 3", f"cv_gemv_dot<{acc}, {DOT_ROWS}, {DOT_COLS}>(j.t, j.nterms, "
+                                   f"j.m, j.n, j.nb, j.vec, {epi});")
     for mr in (1, 4):
         calls[f"gemv{mr}"] = (gemv_block, f"cv_gemv<{acc}, {mr}>(j.t, j.nterms, j.m, j.n, j.nb, "
                                           f"j.cols, j.vec, {epi});")

@@ -22,9 +22,12 @@ QUARTER_ROW_MAX = 64  # the longest row that a quarter warp (_q32) takes
 ROW_CACHE = 16  # elements per thread a cached block-per-row kernel keeps in registers
 ROW_RUN = 4  # _bcu32: a thread's elements in runs of 4, moved as one vector each
 
+DOT_ROWS = DOT_COLS = 4  # a dot GEMV's tile (cv_gemv_dot: 8 warps, 4 rows x 4 columns)
+DOT_VARIANT = 8  # a one-kernel's v[g] for a GEMM phase run by the dot GEMV (else: its rows)
+
 ENTRIES = {Kind.ELEMENTWISE: ("s32", "s64", "flat"),
            Kind.ROW: ("w32", "w64", "b32", "b64", "bc32", "bcu32", "q32"),
-           Kind.GEMM: ("tiled", "tiled64", "gemv1", "gemv4", "ksum"),
+           Kind.GEMM: ("tiled", "tiled64", "gemv1", "gemv4", "ksum", "dot"),
            Kind.SCAN: ("r32", "r64"),  # cuda_scan.py: 32- or 64-bit offsets
            Kind.LOOP: ()}  # none of its own: its body's kernels (run_time_loops.py)
 # float32 only: tensor cores, B with n (tc) or k (tct) contiguous; tiles of 128 or 64 rows

@@ -7,7 +7,8 @@ a GEMV's elementwise consumer runs in the GEMV's own tiles (tile_consumer). The 
 from __future__ import annotations
 
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
-from cuvil_aot.compiler.codegen.cuda_gemm import gemv_call
+from cuvil_aot.compiler.codegen.cuda_gemm import dot_call, gemv_call
+from cuvil_aot.compiler.codegen.cuda_geometry import DOT_COLS, DOT_ROWS, DOT_VARIANT
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Kind
 from cuvil_aot.compiler.ir.indexing import identity
@@ -15,6 +16,12 @@ from cuvil_aot.compiler.ir.types import Dim
 
 ONE_BLOCK = 1024  # threads of a one-kernel block: a block per SM, all co-resident
 ONE_ROW_CACHE = 2  # elements per thread of a block-per-row phase kept in registers
+# The most kernels a one-kernel takes as phases. It wins where a launch costs more than
+# the work (an LSTM step: 2 kernels, a ResNet head at batch 1: 3), and lost on every
+# transformer layer measured (15 kernels, H200, bench/gpu/h200_2026-12-02c): from call to
+# result a BERT-base layer at 1 x 16 took 265 us as one kernel against 125 launched one
+# by one, four of them at 1 x 8 749 against 368, a GPT-2 decode step 143 against 81.
+ONE_MAX_KERNELS = 4
 
 
 def one_struct(prefix: str, kernels: list[CudaKernel]) -> str:
@@ -39,7 +46,8 @@ def one_kernel(prefix: str, kernels: list[CudaKernel]) -> str:
     rows 1 for a block per row (else a warp per row), or 4: a block per row that keeps
     the row in registers (one pass over memory instead of three: a ResNet head's softmax
     phase at batch 1 took 2.3 us
-    with three, H200, bench/gpu/resnet_probe.cu); GEMV its rows per tile (1 or 4). The
+    with three, H200, bench/gpu/resnet_probe.cu); GEMV its rows per tile (1 or 4), or
+    DOT_VARIANT for the dot GEMV (a transposed B, cv_gemv_dot). The
     phases run in a loop, so that the GEMVs share one copy of their main loops
     (_shared_gemvs): their arguments and epilogues are picked by phase.
 
@@ -120,8 +128,10 @@ def _shared_gemv_call(w: Writer, prefix: str, kernels: list[CudaKernel], acc: st
                        f"cols = (int)o.a{g}.cols; vec = (int)o.a{g}.vec; v = o.v[{g}]; break;")
         with w.block("if (on)"):
             epi = f"{prefix}_one_epi_{acc}{{&o, g}}"
-            w.line(f"if (v == 1) cv_gemv<{acc}, 1>(t, nt, m, n, nb, cols, vec, {epi}); "
-                   f"else cv_gemv<{acc}, 4>(t, nt, m, n, nb, cols, vec, {epi});")
+            dot = f"cv_gemv_dot<{acc}, {DOT_ROWS}, {DOT_COLS}>(t, nt, m, n, nb, vec, {epi});"
+            w.line(f"if (v == {DOT_VARIANT}) {dot} else if (v == 1) cv_gemv<{acc}, 1>(t, nt, m, "
+                   f"n, nb, cols, vec, {epi}); else cv_gemv<{acc}, 4>(t, nt, m, n, nb, cols, vec, "
+                   f"{epi});")
             w.line("continue;")
 
 
@@ -131,7 +141,8 @@ def _paired_phase(w: Writer, kernels: list[CudaKernel], g: int) -> None:
     k = kernels[g]
     runs = f"o.runs[{g}]"
     after = f"{runs} ? {runs} : 1, {kernels[g + 1].name}_after{{&o.a{g + 1}, {runs} != 0}}"
-    w.line(f"if (o.v[{g}] == 1) {gemv_call(k, 1, after)} else {gemv_call(k, 4, after)}")
+    w.line(f"if (o.v[{g}] == {DOT_VARIANT}) {dot_call(k)} else if (o.v[{g}] == 1) "
+           f"{gemv_call(k, 1, after)} else {gemv_call(k, 4, after)}")
     with w.block(f"if (!{runs})"):
         w.line("cooperative_groups::this_grid().sync();")
         w.line(f"const {kernels[g + 1].name}_args *a = &o.a{g + 1};")

@@ -12,6 +12,9 @@ from cuvil_aot.compiler.codegen import cuda_one, ops_c, run_time_loops
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel, unit_axis
 from cuvil_aot.compiler.codegen.cuda_geometry import (
     BLOCK,
+    DOT_COLS,
+    DOT_ROWS,
+    DOT_VARIANT,
     ENTRIES,
     GEMV_BLOCK,
     QUARTER,
@@ -224,10 +227,12 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
         with w.block("if (nb * m * n > 0)"):
             w.line("const uint32_t gy = (uint32_t)(nb < 65535 ? nb : 65535);")
             w.line("int kid; uint32_t grid, block;")
-            # GEMV for a few rows, unless B is a large transposed matrix (x @ w.T): its
-            # lanes own columns, so they would read w's rows K floats apart, uncoalesced
-            # (a BERT-base layer at 1 x 16 took 385 us so); the tiles read it in rows
-            w.line(f"const int gemv = m <= 32 && !({_transposed_weights(k)});")
+            # GEMV for a few rows; where B is a large transposed matrix (x @ w.T) the dot
+            # GEMV, whose lanes step along w's rows: the GEMV's lanes own columns, so they
+            # would read w's rows K floats apart (a BERT-base layer at 1 x 16 took 385 us
+            # so), and the tensor-core tiles took 13.5 us for each of its 768-wide GEMMs
+            w.line(f"const int transposed = {_transposed_weights(k)};")
+            w.line("const int gemv = m <= 32 && !transposed, dot = m <= 32 && transposed;")
             with w.block("if (gemv)"):  # GEMV: each weight read once per 4 rows
                 w.line("const int64_t mr = m == 1 ? 1 : 4, groups = (m + mr - 1) / mr;")
                 w.line(f"const int vec = {_vec_condition(k)};")
@@ -242,6 +247,13 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
                 w.line(f"grid = (uint32_t)((n + cols - 1) / cols * groups); "
                        f"block = {GEMV_BLOCK};")
                 w.line(f"one.v[{g}] = (int)mr;")
+            with w.block("else if (dot)"):  # a block (8 warps) per tile of DOT_ROWS x DOT_COLS
+                dot = ENTRIES[Kind.GEMM].index("dot")
+                w.line(f"a.cols = 0; a.vec = {_dot_vec_condition(k)};")
+                w.line(f"kid = {first} + {dot}; block = {BLOCK};")
+                w.line(f"grid = cv_gpu_grid((n + {DOT_COLS - 1}) / {DOT_COLS} * "
+                       f"((m + {DOT_ROWS - 1}) / {DOT_ROWS}), 1, sm, 8);")
+                w.line(f"one.v[{g}] = {DOT_VARIANT};")
             with w.block("else"):  # 64x64 tiles where 128x128 ones leave SMs idle
                 w.line("const int64_t tiles = ((m + 127) / 128) * ((n + 127) / 128);")
                 w.line("const int few_tiles = tiles * nb < sm;")
@@ -256,7 +268,7 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
             w.line(launch)
             w.line(f"if (a.split > 1) L[{g}].sum_grid = cv_gpu_grid(nb * m * n, {BLOCK}, "
                    "sm, 8);")
-            w.line("small = small && gemv;")
+            w.line("small = small && (gemv || dot);")
 
 
 def _split(w: Writer, k: CudaKernel, g: int) -> None:
@@ -299,6 +311,15 @@ def _vec_condition(k: CudaKernel) -> str:
         return "0"
     fits = " && ".join(f"cv_gpu_term_fits32(&a.t[{t}], m, n)" for t in range(len(k.group.terms)))
     return f"mr == 1 && n % 4 == 0 && {_aligned(k, 'b', 'cs', 'rs')} && {fits}"
+
+
+def _dot_vec_condition(k: CudaKernel) -> str:
+    """float4 loads in the dot GEMV: float32, A's and B's rows contiguous along k and
+    aligned, k a multiple of 4."""
+    if k.acc_type != "float":
+        return "0"
+    depths = " && ".join(f"a.t[{t}].k % 4 == 0" for t in range(len(k.group.terms)))
+    return f"{_aligned(k, 'a', 'cs', 'rs')} && {_aligned(k, 'b', 'rs', 'cs')} && {depths}"
 
 
 def _tc_choice(w: Writer, k: CudaKernel, first: int) -> None:

@@ -87,8 +87,8 @@ def lower(comps: list[Compiled]) -> GpuPlan:
             gemms[k.acc_type].append(k)
             gp.first[k.name] = gp.first[cuda_gemm.shared_entries(unit, k.acc_type)[0]]
         gp.loops[comp.prefix] = comp.loops  # launched one by one, in order
-        if len(kernels) > 1 and all(k.group.kind is not Kind.SCAN for k in kernels) \
-                and not comp.loops:
+        if 1 < len(kernels) <= cuda_one.ONE_MAX_KERNELS and not comp.loops \
+                and all(k.group.kind is not Kind.SCAN for k in kernels):
             gp.one[comp.prefix] = len(names)
             names.append(f"{comp.prefix}_one")
     return gp

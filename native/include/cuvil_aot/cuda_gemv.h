@@ -248,4 +248,120 @@ CV_DEV void cv_gemv(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n, 
                             (tile / tiles_n) * MR, epi, after);
 }
 
+/* The GEMV of a transposed B (x @ w.T with w's rows along k: b_rs == 1), where cv_gemv's
+ * lanes, which own columns, would read w K floats apart. Here a team of CV_DOT_TEAM warps
+ * owns a tile of MR rows x NC columns, its lanes step along k (reading w's rows coalesced,
+ * 4 floats at a time where `vec`), each warp a share of k so that many loads are in flight
+ * per column; shuffles and shared memory add the shares up. A warp per tile, stepping
+ * through all of k, was latency-bound: a BERT-base layer's GEMMs at 1 x 16 took 21 us each
+ * so (H200, bench/gpu/kernel_profile.py). Tiles block-stride over grid.x (as many teams per
+ * block as its multiple of 256 threads holds), batches over grid.y. */
+#define CV_DOT_TEAM 8
+
+template <class T, int MR, int NC, int LOADS>
+CV_DEV void cv_gemv_dot_step(const T *a, const int64_t arow[MR], int64_t a_cs, const T *b[NC],
+                             int64_t b_rs, int64_t k, int64_t step, int64_t k_end,
+                             T acc[MR][NC]) {
+    T w[LOADS][NC];
+#pragma unroll
+    for (int u = 0; u < LOADS; u++)
+#pragma unroll
+        for (int c = 0; c < NC; c++)
+            w[u][c] = k + u * step < k_end ? __ldg(b[c] + (k + u * step) * b_rs) : T(0);
+#pragma unroll
+    for (int u = 0; u < LOADS; u++)
+        if (k + u * step < k_end)
+#pragma unroll
+            for (int r = 0; r < MR; r++) {
+                const T x = __ldg(a + arow[r] + (k + u * step) * a_cs);
+#pragma unroll
+                for (int c = 0; c < NC; c++) acc[r][c] = fma(x, w[u][c], acc[r][c]);
+            }
+}
+
+/* The float4 share: 4 consecutive k per lane (A's and B's rows contiguous along k and
+ * 16-byte aligned, k % 4 == 0: the host's `vec`); one float4 per column in flight, which
+ * keeps a one-kernel's 64 registers. */
+template <int MR, int NC>
+CV_DEV void cv_gemv_dot_step4(const float *a, const int64_t arow[MR], const float *b[NC],
+                              int64_t k, float acc[MR][NC]) {
+    float4 w[NC];
+#pragma unroll
+    for (int c = 0; c < NC; c++) w[c] = __ldg(reinterpret_cast<const float4 *>(b[c] + k));
+#pragma unroll
+    for (int r = 0; r < MR; r++) {
+        const float4 x = __ldg(reinterpret_cast<const float4 *>(a + arow[r] + k));
+#pragma unroll
+        for (int c = 0; c < NC; c++)
+            acc[r][c] = fmaf(x.w, w[c].w, fmaf(x.z, w[c].z, fmaf(x.y, w[c].y,
+                        fmaf(x.x, w[c].x, acc[r][c]))));
+    }
+}
+
+template <class T, int MR, int NC>
+CV_DEV void cv_gemv_dot_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t n,
+                             int64_t row0, int64_t col0, int64_t first, int64_t step, int vec,
+                             T acc[MR][NC]) {
+    const T *a = reinterpret_cast<const T *>(t.a) + bat * t.a_bs;
+    const T *b[NC];
+    int64_t arow[MR];
+#pragma unroll
+    for (int c = 0; c < NC; c++) /* past n: the last column again, its sums not stored */
+        b[c] = reinterpret_cast<const T *>(t.b) + bat * t.b_bs + (col0 + c < n ? col0 + c : n - 1) * t.b_cs;
+#pragma unroll
+    for (int r = 0; r < MR; r++) arow[r] = (row0 + r < m ? row0 + r : m - 1) * t.a_rs;
+    if constexpr (cv_is_float<T>::value) {
+        if (vec) {
+            for (int64_t k = first * 4; k < t.k; k += step * 4)
+                cv_gemv_dot_step4<MR, NC>(a, arow, b, k, acc);
+            return;
+        }
+    }
+    for (int64_t k = first; k < t.k; k += 4 * step)
+        cv_gemv_dot_step<T, MR, NC, 4>(a, arow, t.a_cs, b, t.b_rs, k, step, t.k, acc);
+}
+
+template <class T, int MR, int NC, class Epi>
+CV_DEV void cv_gemv_dot(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
+                        int64_t nbatch, int vec, const Epi &epi) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int team = warp / CV_DOT_TEAM, member = warp % CV_DOT_TEAM;
+    const int teams = (blockDim.x >> 5) / CV_DOT_TEAM;
+    static_assert(CV_GEMV_THREADS / 32 * MR * NC * sizeof(T) <= CV_GEMV_THREADS / 32 *
+                  CV_GEMV_MAX_MR * 32 * sizeof(double), "the team's sums fit the GEMV's buffer");
+    T (*part)[CV_DOT_TEAM][MR * NC] = reinterpret_cast<T (*)[CV_DOT_TEAM][MR * NC]>(cv_gemv_buffer());
+    const int64_t tiles_n = (n + NC - 1) / NC, tiles = tiles_n * ((m + MR - 1) / MR);
+    const int64_t first = (int64_t)member * 32 + lane, step = CV_DOT_TEAM * 32;
+    for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y)
+        for (int64_t base = (int64_t)blockIdx.x * teams; base < tiles; base += (int64_t)gridDim.x * teams) {
+            const int64_t tile = base + team; /* every thread reaches the barriers below */
+            const int64_t col0 = (tile % tiles_n) * NC, row0 = (tile / tiles_n) * MR;
+            T acc[MR][NC];
+#pragma unroll
+            for (int r = 0; r < MR; r++)
+#pragma unroll
+                for (int c = 0; c < NC; c++) acc[r][c] = 0;
+            if (tile < tiles)
+                for (int t = 0; t < nterms; t++)
+                    cv_gemv_dot_term<T, MR, NC>(terms[t], bat, m, n, row0, col0, first, step, vec, acc);
+#pragma unroll
+            for (int r = 0; r < MR; r++)
+#pragma unroll
+                for (int c = 0; c < NC; c++) {
+                    T v = acc[r][c];
+#pragma unroll
+                    for (int off = 16; off > 0; off >>= 1) v += cv_shfl_xor(v, off);
+                    if (lane == 0) part[team][member][r * NC + c] = v;
+                }
+            __syncthreads();
+            if (tile < tiles && member == 0 && lane < MR * NC) {
+                T sum = 0;
+                for (int w = 0; w < CV_DOT_TEAM; w++) sum += part[team][w][lane];
+                const int64_t row = row0 + lane / NC, col = col0 + lane % NC;
+                if (row < m && col < n) epi(bat, row, col, sum);
+            }
+            __syncthreads(); /* part[] is reused by the next tile */
+        }
+}
+
 #endif
