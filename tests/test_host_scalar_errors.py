@@ -6,7 +6,8 @@ not where Python does not run it (the branch not taken, a loop with no trip), an
 for NumPy's arrays and scalars (inf or nan there, as NumPy). A Python int known only at
 the call out of an integer array's range raises NumPy's OverflowError with its message
 in arithmetic (``x + n``, ``np.maximum``, ``x[:1] = n``, an ``np.clip`` bound past the
-far end), and not where NumPy computes an answer (comparisons, ``np.where``, a clip bound
+far end) and as np.full's fill value (a constant one: a compile error with that message),
+and not where NumPy computes an answer (comparisons, ``np.where``, a clip bound
 past its own end): there the answer is NumPy's, exactly."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cuvil_aot.compiler.toolchain import nvcc
+from cuvil_aot.errors import CompileError
 
 SOURCE = '''
 import numpy as np
@@ -103,6 +105,14 @@ def stored(x, n):
     y = x.copy()
     y[:1] = n
     return y
+
+@cv.optimize(signatures=INTS)
+def filled(x, n):
+    return np.full_like(x, n), np.full(len(x), n, dtype=np.int8), np.full((), n, np.uint8)
+
+@cv.optimize(signatures=["f32[N]"])
+def filled_300(x):
+    return np.full(x.shape, 300, dtype=np.int8)
 
 @cv.optimize(signatures=["i8[N], int, int", "u8[N], int, int", "i16[N], int, int"])
 def clipped(x, lo, hi):
@@ -218,7 +228,7 @@ def test_the_messages_are_pythons(compiled):
 def test_a_run_time_int_against_a_small_int_array(compiled, n, v, dtype, seed):
     x = _ints(seed, n, dtype)
     for fn in (compiled.arith, compiled.extrema, compiled.compare, compiled.picked,
-               compiled.stored):
+               compiled.stored, compiled.filled):
         same_as_python(fn, x, v)
 
 
@@ -240,12 +250,16 @@ def test_overflow_messages_are_numpys(compiled):
     x = np.ones(2, np.int8)
     for fn, args in [(compiled.arith, (x, 300)), (compiled.arith, (x.view(np.uint8), -1)),
                      (compiled.extrema, (x, -129)), (compiled.stored, (x, 128)),
-                     (compiled.clipped, (x, 200, 300)),
+                     (compiled.clipped, (x, 200, 300)), (compiled.filled, (x, 128)),
+                     (compiled.filled, (x[:0], -1)),
                      (compiled.plus_size, (np.ones(200, np.int8),))]:
         with pytest.raises(OverflowError) as numpy:
             fn.py_func(*args)
         with pytest.raises(OverflowError, match=f"^{re.escape(str(numpy.value))}$"):
             fn(*args)
+    with pytest.raises(CompileError, match=re.escape(
+            "OverflowError: Python integer 300 out of bounds for int8")):
+        compiled.filled_300(np.ones(2, np.float32))
     assert compiled.compare(x, 300)[0].all()
     assert not compiled.compare(x, -300)[1].any()
 

@@ -18,7 +18,7 @@ there the result is what the kernels compute.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -26,7 +26,7 @@ from typing import Any
 from cuvil_aot.compiler.ir.node import Node, toposort
 from cuvil_aot.compiler.ir.ops import ELEMENTWISE, Op
 from cuvil_aot.compiler.ir.run_time import CallCheck, Text
-from cuvil_aot.compiler.ir.types import TensorType
+from cuvil_aot.compiler.ir.types import Dim, TensorType
 
 _RECORDS: ContextVar[list[Any] | None] = ContextVar("cuvil_aot_call_checks", default=None)
 
@@ -49,6 +49,30 @@ def known_before_the_kernels(value: Node) -> bool:
         n.op is Op.CONST or (n.op is Op.PARAM and n.type.weak
                              and not str(n.attrs[1]).startswith("_loop"))
         or (n.op in ELEMENTWISE and not n.shape) for n in toposort([value]))
+
+
+def always(x: Node, holds: Callable[[Any], bool]) -> bool:
+    """Whether ``holds`` is true of every value 0-d ``x`` may take at the call: ``x`` a
+    constant, or a polynomial of sizes whose sign is known (1, 2, ... where it is known
+    positive, 0, 1, ... where known nonnegative): then a check of it is never needed."""
+    if x.op is not Op.CONST:
+        return False
+    value = x.attrs[0]
+    if isinstance(value, Dim):
+        if value.known_positive():
+            return bool(holds(1))
+        return value.known_nonnegative() and bool(holds(0)) and bool(holds(1))
+    return bool(holds(value))
+
+
+def message_of(fn: Callable[..., Any], *args: Any) -> str:
+    """What the running Python (NumPy) says where ``fn(*args)`` fails: the message a
+    check of that error raises."""
+    try:
+        fn(*args)
+    except (ValueError, OverflowError) as exc:
+        return str(exc)
+    raise RuntimeError(f"{fn.__name__}{args} did not raise")  # a cuvil_aot bug
 
 
 def record(cond: Node, error: str, message: str | Text) -> None:

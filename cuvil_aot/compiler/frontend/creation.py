@@ -31,7 +31,7 @@ from cuvil_aot.compiler.frontend.values import (
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
-from cuvil_aot.compiler.ir.types import Dim, TensorType, is_float
+from cuvil_aot.compiler.ir.types import Dim, TensorType, is_float, is_int
 
 SIZE_HINT = "a size from the arguments' shapes (x.shape[0]) or a constant"
 
@@ -54,19 +54,30 @@ def _fill_dtype(fill_value: Any, dtype: Any, ctx: Ctx) -> str:
 
 def filled(shape: tuple[Dim, ...], fill_value: Any, dtype: str, ctx: Ctx) -> Node:
     """An array of ``shape`` holding ``fill_value`` converted to ``dtype`` (unsafe
-    casting, as np.full does)."""
+    casting, as np.full does; a Python int out of an integer dtype's range raises NumPy's
+    OverflowError, now for a constant, at the call for an int known only then)."""
     if is_number(fill_value):
-        with np.errstate(all="ignore"):
-            value = np.asarray(fold(fill_value)).astype(dtype)[()].item()
-        source = B.const(value, dtype, ctx.span)
+        source = B.const(_converted(fold(fill_value), dtype, ctx), dtype, ctx.span)
     else:
-        source = C.cast(strong(to_node(fill_value, ctx.span)), dtype, ctx.span)
+        value = to_node(fill_value, ctx.span)
+        if value.type.weak and value.dtype == "int64" and not value.shape and is_int(dtype):
+            B.check_python_int(value, dtype)
+        source = C.cast(strong(value), dtype, ctx.span)
         if source.shape:
             return B.broadcast_to(source, shape, ctx.span)
     # A node of its own (not a shaped CONST): a returned filled array is stored.
     if not shape:
         return Node(Op.CAST, TensorType(dtype, ()), (source,), span=ctx.span)
     return Node(Op.BROADCAST, TensorType(dtype, shape), (source,), span=ctx.span)
+
+
+def _converted(value: Any, dtype: str, ctx: Ctx) -> Any:
+    """A fill value known now as np.full converts it: NumPy runs it."""
+    try:
+        with np.errstate(all="ignore"):
+            return np.full((), value, dtype)[()].item()
+    except OverflowError as exc:  # a Python int out of the dtype's range
+        raise UserError(f"OverflowError: {exc}", ctx.span) from None
 
 
 def _constant_filler(value: int) -> Handler:

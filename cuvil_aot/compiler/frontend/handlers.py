@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
+from cuvil_aot.compiler.frontend import math_errors
 from cuvil_aot.compiler.frontend.operators import binary, matmul
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
 from cuvil_aot.compiler.frontend.values import (
@@ -342,18 +343,24 @@ def _py_convert(kind: type) -> Handler:
     return handler
 
 
-def _py_math(op: Op, to_int: bool = False) -> Handler:
-    """math.sqrt and its kin: a float of a float; math.floor and math.ceil: an int."""
+def _py_math(fn: Callable[[float], float], op: Op, to_int: bool = False) -> Handler:
+    """math.sqrt and its kin: a float of a float, Python's errors at the call where they
+    raise (math_errors.py); math.floor and math.ceil: an int."""
     def handler(ctx: Ctx, x: Any, /) -> Any:
         if to_int and not is_float(to_node(x, ctx.span).dtype):
             return python_value(x, int, ctx.span)  # math.floor(n) is n for an int
-        out = apply(op, [python_value(x, float, ctx.span)], ctx.span)
+        number = python_value(x, float, ctx.span)
+        out = apply(op, [number], ctx.span)
+        math_errors.check(fn, [number], out, ctx.span)
         return python_value(out, int, ctx.span) if to_int else out
     return handler
 
 
 def py_pow(ctx: Ctx, x: Any, y: Any, /) -> Node:
-    return apply(Op.POW, [python_value(v, float, ctx.span) for v in (x, y)], ctx.span)
+    numbers = [python_value(v, float, ctx.span) for v in (x, y)]
+    out = apply(Op.POW, numbers, ctx.span)
+    math_errors.check(math.pow, numbers, out, ctx.span)
+    return out
 
 
 def py_abs(ctx: Ctx, x: Any, /) -> Any:
@@ -391,8 +398,9 @@ PY_FUNCTIONS: dict[Any, Handler] = {
     float: _py_convert(float), int: _py_convert(int), bool: _py_convert(bool), abs: py_abs,
     pow: py_power,
     min: _py_extremum("Lt"), max: _py_extremum("Gt"), math.pow: py_pow,
-    math.floor: _py_math(Op.FLOOR, True), math.ceil: _py_math(Op.CEIL, True),
-    **{getattr(math, name): _py_math(op) for name, op in (
+    math.floor: _py_math(math.floor, Op.FLOOR, True),
+    math.ceil: _py_math(math.ceil, Op.CEIL, True),
+    **{getattr(math, name): _py_math(getattr(math, name), op) for name, op in (
         ("sqrt", Op.SQRT), ("exp", Op.EXP), ("expm1", Op.EXPM1), ("log", Op.LOG),
         ("log1p", Op.LOG1P), ("tanh", Op.TANH), ("sin", Op.SIN), ("cos", Op.COS),
         ("fabs", Op.ABS))},

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
-from cuvil_aot.compiler.frontend import call_checks
+from cuvil_aot.compiler.frontend import call_checks, power_errors
 from cuvil_aot.compiler.frontend.int_matmul import reduced_matmul
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
 from cuvil_aot.compiler.frontend.values import apply, fold, is_symbolic, python_value, to_node
@@ -56,12 +55,15 @@ def binary(name: str, left: Any, right: Any, span: SourceSpan, left_span: Source
     if known is not None:
         return known
     if python:
-        return _python_binary(name, left, right, span)
+        return _python_binary(name, left, right, span, left_span, right_span)
     if name == "Pow":
         special = _power(left, right, span)
         if special is not None:
             return special
-    return apply(_BINARY[name], [left, right], span)
+    result = apply(_BINARY[name], [left, right], span)
+    if name == "Pow":  # an integer array to a negative power known at the call
+        power_errors.numpy_power(result, to_node(right, span), span)
+    return result
 
 
 def _fold_binary(name: str, left: Any, right: Any, span: SourceSpan) -> Any:
@@ -147,16 +149,22 @@ def _python_scalars(left: Any, right: Any) -> bool:
 _ARITHMETIC = ("Add", "Sub", "Mult", "Div", "FloorDiv", "Mod", "Pow")
 
 
-def _python_binary(name: str, left: Any, right: Any, span: SourceSpan) -> Node:
+def _python_binary(name: str, left: Any, right: Any, span: SourceSpan, left_span: SourceSpan,
+                   right_span: SourceSpan) -> Node:
     """Python's operator on Python numbers known at run time: booleans compute as ints
-    (``True + True == 2``), an int to a negative power is a float."""
+    (``True + True == 2``), an int to a negative power is a float (to one known only at
+    the call: power_errors.py)."""
     a, b = to_node(left, span), to_node(right, span)
-    if name in _ARITHMETIC:
-        a, b = (python_value(v, int, span) if v.dtype == "bool" else v for v in (a, b))
-        negative = isinstance(right, int | float) and right < 0
-        if name == "Pow" and a.dtype == b.dtype == "int64" and negative:
-            a = python_value(a, float, span)
-    return apply(_BINARY[name], [a, b], span)
+    if name not in _ARITHMETIC:
+        return apply(_BINARY[name], [a, b], span)
+    a, b = (python_value(v, int, span) if v.dtype == "bool" else v for v in (a, b))
+    if name != "Pow":
+        return apply(_BINARY[name], [a, b], span)
+    negative = isinstance(right, int | float) and right < 0
+    base = python_value(a, float, span) if a.dtype == b.dtype == "int64" and negative else a
+    result = apply(Op.POW, [base, b], span)
+    power_errors.python_power(a, b, result, span, left_span, right_span)
+    return result
 
 
 def _zero_division(name: str, left: Any, right: Any, span: SourceSpan) -> None:
@@ -166,28 +174,18 @@ def _zero_division(name: str, left: Any, right: Any, span: SourceSpan) -> None:
         return
     a, b = to_node(left, span), to_node(right, span)
     if name != "Pow":
-        if _never(b, lambda v: v != 0):
+        if call_checks.always(b, lambda v: v != 0):
             return
         cond = apply(Op.EQ, [b, 0], span)
     else:  # 0.0 ** -inf is inf
-        if _never(a, lambda v: v != 0) or _never(b, lambda v: v >= 0 or v == -math.inf):
+        if call_checks.always(a, lambda v: v != 0) \
+                or call_checks.always(b, lambda v: v >= 0 or v == -math.inf):
             return
         below = apply(Op.LT, [b, 0], span)
         if b.dtype == "float64":
             below = apply(Op.AND, [below, apply(Op.GT, [b, -math.inf], span)], span)
         cond = apply(Op.AND, [apply(Op.EQ, [a, 0], span), below], span)
     call_checks.record(cond, "ZeroDivisionError", _python_message(name, a.dtype, b.dtype))
-
-
-def _never(x: Node, holds: Callable[[Any], bool]) -> bool:
-    """Whether ``x`` is a constant that ``holds``, or a size it holds for (for 1, 2, ...
-    where the size is known positive, else for 0 too)."""
-    if x.op is not Op.CONST:
-        return False
-    value = x.attrs[0]
-    if isinstance(value, Dim):
-        return holds(1) and (value.known_positive() or holds(0))
-    return holds(value)
 
 
 def _python_message(name: str, left: str, right: str) -> str:

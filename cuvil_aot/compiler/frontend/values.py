@@ -10,16 +10,18 @@ parameter, a number computed from a symbolic dimension: ``D ** 0.5``) is a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
+from cuvil_aot.compiler.frontend import call_checks
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
 from cuvil_aot.compiler.ir.node import Node, toposort
 from cuvil_aot.compiler.ir.ops import Op
-from cuvil_aot.compiler.ir.types import DTYPES, Dim, TensorType, dtype_of, shape_str
+from cuvil_aot.compiler.ir.types import DTYPES, Dim, TensorType, dtype_of, is_float, shape_str
 from cuvil_aot.errors import SourceSpan
 
 PY_KINDS = {float: "float64", int: "int64", bool: "bool"}  # the dtype a Python scalar is in
@@ -103,7 +105,24 @@ def python_value(value: Any, kind: type, span: SourceSpan) -> Any:
     dtype = PY_KINDS[kind]
     if x.dtype == dtype and x.type.weak:
         return x
+    if kind is int and is_float(x.dtype):
+        _check_int_of_float(x, span)
     return Node(Op.CAST, TensorType(dtype, (), weak=True), (x,), span=span)
+
+
+def _check_int_of_float(x: Node, span: SourceSpan) -> None:
+    """``int(x)`` of a float raises in Python where x is nan or infinite: at the call there
+    (call_checks.py), with the running Python's message. Past int64, where Python's int
+    grows, a compiled int cannot hold it: OverflowError saying so."""
+    nan = apply(Op.NE, [x, x], span)
+    infinite = apply(Op.EQ, [apply(Op.ABS, [x], span), math.inf], span)
+    call_checks.record(nan, "ValueError", call_checks.message_of(int, math.nan))
+    call_checks.record(infinite, "OverflowError", call_checks.message_of(int, math.inf))
+    outside = apply(Op.OR, [apply(Op.GE, [x, 2.0**63], span),
+                            apply(Op.LT, [x, -2.0**63], span)], span)
+    past = apply(Op.AND, [outside, apply(Op.INVERT, [infinite], span)], span)
+    call_checks.record(past, "OverflowError", "int() of a float past int64's range: Python's "
+                       "int holds it, a compiled int is an int64")
 
 
 def strong(x: Node) -> Node:
