@@ -70,59 +70,52 @@ def check(fn, args: list[np.ndarray]) -> None:
     assert_close(got, ref, args[0].dtype, 20)
 
 
+def check_random(fn, shapes: list[tuple[int, ...]], seed: int, dtype=np.float32) -> None:
+    rng = np.random.default_rng(seed)
+    check(fn, [rng.standard_normal(shape).astype(dtype) for shape in shapes])
+
+
 # k * n above 65536: the launch takes the dot GEMV for m <= 32 (gpu_launch.py)
-sizes = st.fixed_dictionaries({"m": st.integers(1, 32), "k": st.integers(129, 900),
-                               "n": st.integers(513, 1100)})
+sizes = st.tuples(st.integers(1, 32), st.integers(129, 900), st.integers(513, 1100))
+seeds = st.integers(0, 2**32 - 1)
 
 
 @settings(max_examples=12, deadline=None)
-@given(s=sizes, seed=st.integers(0, 2**32 - 1))
+@given(s=sizes, seed=seeds)
 def test_linear(dots, s, seed):
-    rng = np.random.default_rng(seed)
-    m, k, n = s["m"], s["k"], s["n"]
-    check(dots.linear, [rng.standard_normal(shape).astype(np.float32)
-                        for shape in [(m, k), (n, k), (n,)]])
+    m, k, n = s
+    check_random(dots.linear, [(m, k), (n, k), (n,)], seed)
 
 
 @settings(max_examples=8, deadline=None)
-@given(s=sizes, z=st.integers(1, 3), seed=st.integers(0, 2**32 - 1))
+@given(s=sizes, z=st.integers(1, 3), seed=seeds)
 def test_batched(dots, s, z, seed):
-    rng = np.random.default_rng(seed)
-    m, k, n = s["m"], s["k"], s["n"]
-    check(dots.batched, [rng.standard_normal(shape).astype(np.float32)
-                         for shape in [(z, m, k), (z, n, k)]])
+    m, k, n = s
+    check_random(dots.batched, [(z, m, k), (z, n, k)], seed)
 
 
 @settings(max_examples=8, deadline=None)
-@given(s=sizes, j=st.integers(130, 700), seed=st.integers(0, 2**32 - 1))
+@given(s=sizes, j=st.integers(130, 700), seed=seeds)
 def test_two_terms(dots, s, j, seed):
-    rng = np.random.default_rng(seed)
-    m, k, n = s["m"], s["k"], s["n"]
-    check(dots.two_terms, [rng.standard_normal(shape).astype(np.float32)
-                           for shape in [(m, k), (m, j), (n, k), (n, j)]])
+    m, k, n = s
+    check_random(dots.two_terms, [(m, k), (m, j), (n, k), (n, j)], seed)
 
 
 @settings(max_examples=8, deadline=None)
-@given(s=sizes, seed=st.integers(0, 2**32 - 1))
+@given(s=sizes, seed=seeds)
 def test_float64(dots, s, seed):
-    rng = np.random.default_rng(seed)
-    m, k, n = s["m"], s["k"], s["n"]
-    check(dots.linear64, [rng.standard_normal((m, k)), rng.standard_normal((n, k))])
+    m, k, n = s
+    check_random(dots.linear64, [(m, k), (n, k)], seed, np.float64)
 
 
 @settings(max_examples=8, deadline=None)
-@given(s=sizes, seed=st.integers(0, 2**32 - 1))
+@given(s=sizes, seed=seeds)
 def test_in_a_one_kernel(dots, s, seed):
-    rng = np.random.default_rng(seed)
-    m, k, n = s["m"], s["k"], s["n"]
-    check(dots.linear_norm, [rng.standard_normal(shape).astype(np.float32)
-                             for shape in [(m, k), (n, k), (n,)]])
+    m, k, n = s
+    check_random(dots.linear_norm, [(m, k), (n, k), (n,)], seed)
 
 
 @settings(max_examples=8, deadline=None)
-@given(m=st.integers(1, 32), k=st.integers(129, 600), h=st.integers(172, 400),
-       seed=st.integers(0, 2**32 - 1))
+@given(m=st.integers(1, 32), k=st.integers(129, 600), h=st.integers(172, 400), seed=seeds)
 def test_before_a_column_consumer(dots, m, k, h, seed):
-    rng = np.random.default_rng(seed)
-    check(dots.gates, [rng.standard_normal(shape).astype(np.float32)
-                       for shape in [(m, k), (3 * h, k), (m, h)]])
+    check_random(dots.gates, [(m, k), (3 * h, k), (m, h)], seed)
