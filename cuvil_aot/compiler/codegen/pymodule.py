@@ -176,8 +176,8 @@ def run_function(w: Writer, comp: Compiled) -> None:
             else:
                 size = " * ".join(dim(d) for d in shape) or "1"
                 storage = ops_c.STORAGE[buffer.dtype]
-                w.line(f"buf[{b}] = cv_buffer(({size}) * (int64_t)sizeof({storage}));")
-                w.line(f"owned[{b}] = 1;")
+                w.line(f"buf[{b}] = cv_buffer(({size}) * (int64_t)sizeof({storage}), "
+                       f"&owned[{b}]);")
                 w.line(f"if (!buf[{b}]) {{ PyErr_NoMemory(); goto done; }}")
         big = " || ".join(f"{_work(k)} > 16384" for k in comp.kernels) or "0"
         with w.block(f"if ({big})"):
@@ -194,7 +194,7 @@ def run_function(w: Writer, comp: Compiled) -> None:
         _result(w, comp)
         w.line("done:")
         with w.block(f"for (int b = 0; b < {max(1, nbuf)}; b++)"):
-            w.line("if (owned[b]) free(buf[b]);")
+            w.line("cv_buffer_free(buf[b], owned[b]);")
             w.line("Py_XDECREF(arr[b]);")
         w.line(f"for (int i = 0; i < {max(1, nparams)}; i++) Py_XDECREF(in[i]);")
         w.line("return result;")
