@@ -35,23 +35,25 @@ from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Kind
 
 
+def _gemv_operands(k: CudaKernel) -> str:
+    """A GEMV's terms, their count, m, n and batches, from GEMM kernel ``k``'s struct ``a``."""
+    nloops = k.nloops
+    batch = "a->n[0]" if nloops == 3 else "1"
+    return f"a->t, {len(k.group.terms)}, a->n[{nloops - 2}], a->n[{nloops - 1}], {batch}"
+
+
 def gemv_call(k: CudaKernel, mr: int, after: str = "") -> str:
     """The GEMV main loop of GEMM kernel ``k`` on its argument struct ``a``; ``after``:
     its runs of columns and the consumer that runs in its tiles (cuda_one.py)."""
-    nloops = k.nloops
-    batch = "a->n[0]" if nloops == 3 else "1"
     after = f", {after}" if after else ""
-    return (f"cv_gemv<{k.acc_type}, {mr}>(a->t, {len(k.group.terms)}, a->n[{nloops - 2}], "
-            f"a->n[{nloops - 1}], {batch}, (int)a->cols, (int)a->vec, {k.name}_epi{{a}}"
-            f"{after});")
+    return (f"cv_gemv<{k.acc_type}, {mr}>({_gemv_operands(k)}, (int)a->cols, (int)a->vec, "
+            f"{k.name}_epi{{a}}{after});")
 
 
 def dot_call(k: CudaKernel) -> str:
     """The dot GEMV (a transposed B: cv_gemv_dot) of GEMM kernel ``k`` on its struct ``a``."""
-    nloops = k.nloops
-    batch = "a->n[0]" if nloops == 3 else "1"
-    return (f"cv_gemv_dot<{k.acc_type}, {DOT_ROWS}, {DOT_COLS}>(a->t, {len(k.group.terms)}, "
-            f"a->n[{nloops - 2}], a->n[{nloops - 1}], {batch}, (int)a->vec, {k.name}_epi{{a}});")
+    return (f"cv_gemv_dot<{k.acc_type}, {DOT_ROWS}, {DOT_COLS}>({_gemv_operands(k)}, "
+            f"(int)a->vec, {k.name}_epi{{a}});")
 
 
 def gemm_kernels(em: CudaEmitter, w: Writer) -> None:
