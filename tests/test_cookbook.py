@@ -79,6 +79,8 @@ SPECS: dict[str, Spec] = {
     "alibi_attention": Spec(args={"slopes": "positive"}),
     "kv_cache_write": Spec(args={"t": below("S")}),
     "decode_attend_prefix": Spec(args={"t": below("S")}),
+    "kv_cache_append_loop": Spec(dims={"S": lambda d: d["T"] + 3},
+                                 args={"start": lambda rng, d: int(rng.integers(0, 4))}),
     "bert_embeddings": Spec(dims={"P": lambda d: d["T"] + 2},
                             args={"input_ids": ("ints", 0, "V"),
                                   "token_type_ids": ("ints", 0, 2)}),

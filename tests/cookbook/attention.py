@@ -1,5 +1,5 @@
 """Attention: the scale spelled every usual way, multi-head split/merge, causal and
-padding masks, einsum scores, ALiBi, KV caches."""
+padding masks, einsum scores, ALiBi, KV caches (written in place, also in a loop)."""
 
 # ruff: noqa: F722 - dims like "3H" read to pyflakes as broken forward annotations
 
@@ -170,3 +170,13 @@ def decode_attend_prefix(q: cv.f32["B", "D"], k_cache: cv.f32["B", "S", "D"],
     scores = (k @ q[:, :, None])[..., 0] / np.sqrt(q.shape[-1])
     p = softmax(scores)
     return (p[:, :, None] * v).sum(axis=1)
+
+
+@cv.optimize
+def kv_cache_append_loop(k: cv.f32["B", "T", "D"], v: cv.f32["B", "T", "D"],
+                         k_cache: cv.f32["B", "S", "D"], v_cache: cv.f32["B", "S", "D"],
+                         start: int):
+    for i in range(k.shape[1]):
+        k_cache[:, start + i] = k[:, i]
+        v_cache[:, start + i] = v[:, i]
+    return k_cache, v_cache

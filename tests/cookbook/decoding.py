@@ -1,5 +1,6 @@
-"""Decoding: greedy steps, temperature, top-k (argpartition and sort), Gumbel-max
-sampling with given noise, repetition penalty, beam candidates."""
+"""Decoding: greedy steps and a greedy loop storing its tokens, temperature, top-k
+(argpartition and sort), Gumbel-max sampling with given noise, repetition penalty, beam
+candidates."""
 
 import numpy as np
 
@@ -78,3 +79,13 @@ def beam_candidates(logits: cv.f32["B", "V"], beam_scores: cv.f32["B"]):
     flat = scores.reshape(1, -1)
     best = np.argsort(flat, axis=-1)[:, ::-1][:, :BEAM]
     return best // vocab, best % vocab, np.take_along_axis(flat, best, axis=-1)
+
+
+@cv.optimize
+def greedy_generate(h: cv.f32["B", "D"], emb: cv.f32["V", "D"], w_h: cv.f32["D", "D"],
+                    lm_head: cv.f32["D", "V"], out_ids: cv.i64["B", "S"]):
+    for t in range(out_ids.shape[1]):
+        ids = np.argmax(h @ lm_head, axis=-1)
+        out_ids[:, t] = ids
+        h = np.tanh(emb[ids] + h @ w_h)
+    return out_ids, h

@@ -45,10 +45,12 @@ def lower_signature(prefix: str, name: str, fn: Function, sig: Signature) -> Com
     comp = Compiled(prefix, name, fn, sig, hoisted=host_scalars.find(fn))
     comp.groups, comp.loops = run_time_loops.flatten(fn)
     comp.named, comp.alias = run_time_loops.storage_names(comp.loops)
-    for group in comp.groups:
-        for dest in group.dests:
-            if not any(dest.buffer is b for b in comp.buffers):
-                comp.buffers.append(dest.buffer)
+    # a loop's result held by an argument's array has no copy kernel storing it
+    stored = [d.buffer for g in comp.groups for d in g.dests] + [
+        out for span in comp.loops for out in span.outs]
+    for buffer in stored:
+        if not any(buffer is b for b in comp.buffers):
+            comp.buffers.append(buffer)
     buffer_ids = {id(b) for b in comp.buffers}
     for g, group in enumerate(comp.groups):
         comp.kernels.append(emit_kernel(f"{prefix}_k{g}", group, buffer_ids, comp.hoisted))

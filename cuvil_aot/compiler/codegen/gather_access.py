@@ -25,6 +25,7 @@ After::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,7 +33,7 @@ from cuvil_aot.compiler.codegen import ops_c
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.indexing import IndexMap, gather_map, is_unit_reshape
 from cuvil_aot.compiler.ir.node import Function, Node, toposort
-from cuvil_aot.compiler.ir.ops import Op
+from cuvil_aot.compiler.ir.ops import ELEMENTWISE, Op
 from cuvil_aot.compiler.ir.types import Dim
 
 if TYPE_CHECKING:
@@ -208,12 +209,15 @@ def _base(ix: Node) -> Node:
 
 
 def param_checks(w: Writer, fn: Function, params: dict[int, int],
-                 hoisted: dict[int, str], gerr: str = "gerr", stop: str = "return 0;") -> None:
+                 hoisted: dict[int, str], gerr: str = "gerr", stop: str = "return 0;",
+                 host: Callable[[Node], str] | None = None) -> None:
     """The CPU exec's check of the index arrays of gathers and scatters that are parameters
     (and of int indices the wrapper knows: constants, int arguments, numbers it computes,
     host_scalars.py), before the kernels: in C order, as NumPy checks them (the first bad
     index is the one named), and also where the kernels would evaluate none of them (a
-    result empty along another axis); a scatter's, before anything is written."""
+    result empty along another axis); a scatter's, before anything is written. ``host``
+    renders an int the C code computes from int arguments and constants (a run-time
+    loop's ``y[t + k] = v``, checked each iteration)."""
     for use in _index_uses(fn):
         count = " * ".join(dim(d) for d in use.indices[0].shape) or "1"
         for k, base in enumerate(map(_base, use.indices)):
@@ -233,12 +237,24 @@ def param_checks(w: Writer, fn: Function, params: dict[int, int],
                 known = f"c->arg_{base.attrs[1]}"
             elif id(base) in hoisted:
                 known = f"(int64_t)c->{hoisted[id(base)]}"
+            elif host is not None and _is_host_int(base):
+                with w.block(""):
+                    _int_check(w, host(base), dim(use.sizes[k]), use.axes[k], use.flag, gerr,
+                               stop)
+                continue
             if known is not None:
                 _int_check(w, known, dim(use.sizes[k]), use.axes[k], use.flag, gerr, stop)
             if base.op is not Op.PARAM or base.type.weak or id(base) not in params:
                 continue
             _param_check(w, params[id(base)], base, count, dim(use.sizes[k]), use.axes[k],
                          use.flag)
+
+
+def _is_host_int(node: Node) -> bool:
+    """A 0-d int computed from int arguments and constants only."""
+    return not node.shape and all(
+        n.op is Op.CONST or (n.op is Op.PARAM and n.type.weak)
+        or (n.op in ELEMENTWISE and not n.shape) for n in toposort([node]))
 
 
 def dim(d: Dim) -> str:

@@ -136,7 +136,8 @@ def exec_function(w: Writer, comp: Compiled) -> None:
         run_time_loops.run_kernels(  # int indices of the body checked as NumPy: each time
             w, comp.prefix, len(comp.kernels), comp.loops, comp.storage,
             lambda g, st: launch(w, comp.kernels[g], st),
-            lambda body: param_checks(w, body.fn, {}, {}))
+            lambda body: param_checks(w, body.fn, {}, {}, host=lambda n: host_scalars.locals_of(
+                w, [n])[id(n)]))
         w.line("return 0;")
 
 

@@ -8,7 +8,10 @@ a C loop. The index is a field of a copy of the call struct (``lc0.arg__loop0_t`
 body's kernels read as an int argument. Each carried value has two buffers, the
 result's and the body output's: iteration ``it`` reads ``L0cur[j]`` and writes
 ``L0nxt[j]``, the two swapped each iteration and picked so that the last one writes
-the result's buffer (with no iteration, the copy put the initial value there). Before
+the result's buffer (with no iteration, the copy put the initial value there). A value
+the body writes in place (``y[t] = v``: the body's Function.inplace) has one buffer, the
+result's, read and written by every iteration; where that is an argument's own array
+(a KV cache the caller passed) no copy runs at all. Before
 (groups) and after (exec)::
 
     kernel 1: loop over [], stores %3        # loop0: body kernels b0, b1
@@ -73,8 +76,12 @@ def flatten(fn: Function) -> tuple[list[Group], list[LoopSpan]]:
         nexts = list(body.fn.outputs)
         outs = [results.get(j, Node(Op.CAST, nxt.type, (nxt,))) for j, nxt in enumerate(nexts)]
         first = len(groups)
-        for buffers in (outs, nexts):  # the initial value into where iteration 0 reads it
-            for init, buffer in zip(inits, buffers):
+        inplace = in_place(body)  # one buffer, the result's: the initial value goes there
+        seconds = [outs[j] if j in inplace else nxt for j, nxt in enumerate(nexts)]
+        held = {j for j in inplace if _holds(fn, outs[j], inits[j])}
+        for buffers in (outs, seconds):  # the initial value into where iteration 0 reads it
+            for init, buffer in [(i, b) for j, (i, b) in enumerate(zip(inits, buffers))
+                                 if j not in held]:
                 copy = Node(Op.CAST, buffer.type, (init,), span=init.span)
                 groups.append(Group(Kind.ELEMENTWISE, LoopSpace(buffer.shape), (copy,),
                                     (Dest(buffer),)))
@@ -82,6 +89,12 @@ def flatten(fn: Function) -> tuple[list[Group], list[LoopSpan]]:
         spans.append(LoopSpan(body, first, len(groups) - len(body.fn.groups) - first,
                               len(groups), inits, outs, nexts, list(srcs[body.ncarried:])))
     return groups, spans
+
+
+def _holds(fn: Function, out: Node, init: Node) -> bool:
+    """Whether ``out`` is stored in argument ``init``'s own array (a loop writes into the
+    caller's array in place): it holds the initial value already."""
+    return any(fn.outputs[k] is out and fn.param_nodes[p] is init for k, p in fn.inplace)
 
 
 def storage_names(spans: list[LoopSpan]) -> tuple[dict[int, str], dict[int, Node]]:
@@ -135,8 +148,11 @@ def run_kernels(w: Writer, prefix: str, count: int, spans: list[LoopSpan], st: S
         with w.block(f"for (int64_t it = 0; it < {n}; it++)"):
             w.line(f"lc{m}.arg_{span.body.index.attrs[1]} = S_{r.start_symbol} + it * "
                    f"S_{r.step_symbol};")
+            inplace = in_place(span.body)
             for c, (out, nxt) in enumerate(zip(span.outs, span.nexts)):
                 a, b = f"(char *)({raw.data(out)})", f"(char *)({raw.data(nxt)})"
+                if c in inplace:  # written in place: every iteration reads and writes one
+                    b = a
                 w.line(f"L{m}cur[{c}] = ({n} - it) % 2 == 0 ? {a} : {b};")
                 w.line(f"L{m}nxt[{c}] = ({n} - it) % 2 == 0 ? {b} : {a};")
             w.line(f"const {prefix}_call *const c = &lc{m}; (void)c;")
@@ -147,6 +163,11 @@ def run_kernels(w: Writer, prefix: str, count: int, spans: list[LoopSpan], st: S
         w.level -= 1
         w.line("}")
         g = span.stop
+
+
+def in_place(body: LoopBody) -> set[int]:
+    """The carried values the body writes in place (``y[t] = v``: Function.inplace)."""
+    return {k for k, _ in body.fn.inplace}
 
 
 def in_body(spans: list[LoopSpan], g: int) -> bool:

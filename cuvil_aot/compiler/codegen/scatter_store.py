@@ -49,7 +49,7 @@ def dest_map(node: Node, m: IndexMap) -> IndexMap:
     terms are added by ``store``)."""
     axes, at, starts, steps = node.attrs
     n = len(node.srcs[2].shape)
-    nloops = len(m[0].coeffs) if m else 0
+    nloops = len(m[0].coeffs) if m else 1  # a 0-d value's kernel runs one loop of one trip
     out = []
     p = 0  # the position of the next sliced axis among the value's other axes
     for a in range(len(node.shape)):

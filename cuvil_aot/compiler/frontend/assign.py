@@ -67,8 +67,8 @@ def setitem(interp: Interpreter, target: ast.Subscript, value: Any, poison: Any)
         except (TypeError, IndexError, KeyError) as exc:
             raise UserError(f"{type(exc).__name__}: {exc}", span) from None
         return
-    owner = _owner(interp, old, name, span)
-    _rebind(interp, old, _update(interp, old, index, to_node(value, span), span), owner)
+    owner = owner_of(interp, old, name, span)
+    rebind(interp, old, _update(interp, old, index, to_node(value, span), span), owner)
 
 
 def augmented(interp: Interpreter, stmt: ast.AugAssign, poison: Any) -> bool:
@@ -83,12 +83,12 @@ def augmented(interp: Interpreter, stmt: ast.AugAssign, poison: Any) -> bool:
         if value is poison:
             return True
         span = interp.span(stmt)
-        owner = _owner(interp, old, target.id, span)
+        owner = owner_of(interp, old, target.id, span)
         result = _same_kind(interp.binop(stmt.op, old, value, stmt), old, stmt.op, span)
         if owner < 0:  # a local array: the new value is the write (no other name sees it)
-            _rebind(interp, old, result, owner)
+            rebind(interp, old, result, owner)
             return True
-        _rebind(interp, old, _update(interp, old, Ellipsis, result, span), owner)
+        rebind(interp, old, _update(interp, old, Ellipsis, result, span), owner)
         return True
     if not isinstance(target, ast.Subscript):
         raise UserError("augmented assignment to this kind of target is not supported",
@@ -101,10 +101,10 @@ def augmented(interp: Interpreter, stmt: ast.AugAssign, poison: Any) -> bool:
     if not isinstance(old, Node):
         raise UserError(f"augmented assignment into {interp.describe(old)} is not supported",
                         span, "x = x + v")
-    owner = _owner(interp, old, name, span)
+    owner = owner_of(interp, old, name, span)
     current = interp.subscript(old, index, target)
     result = _same_kind(interp.binop(stmt.op, current, value, stmt), old, stmt.op, span)
-    _rebind(interp, old, _update(interp, old, index, result, span), owner)
+    rebind(interp, old, _update(interp, old, index, result, span), owner)
     return True
 
 
@@ -129,7 +129,7 @@ def writes(interp: Interpreter) -> Writes:
     return record
 
 
-def _owner(interp: Interpreter, old: Node, name: str, span: SourceSpan) -> int:
+def owner_of(interp: Interpreter, old: Node, name: str, span: SourceSpan) -> int:
     """Which object ``old`` is: -1 for an array of this function, else the index of the
     argument it is. Views of other arrays are refused (their base would change too)."""
     known = writes(interp).objects.get(id(old))
@@ -151,7 +151,7 @@ def _owner(interp: Interpreter, old: Node, name: str, span: SourceSpan) -> int:
     return -1
 
 
-def _rebind(interp: Interpreter, old: Node, new: Node, owner: int) -> None:
+def rebind(interp: Interpreter, old: Node, new: Node, owner: int) -> None:
     """Every name (of every frame, also inside tuples and lists) that held ``old`` holds
     ``new``: they are one object, which the assignment changed."""
     record = writes(interp)
@@ -194,7 +194,9 @@ def _update(interp: Interpreter, old: Node, index: Any, value: Node, span: Sourc
     mask = _mask(old, items, value, span)
     if mask is not None:
         return mask
-    if scatter.has_arrays(items):  # integer-array indices: frontend/scatter.py
+    if scatter.has_arrays(items) or (interp.loop_depth and _has_run_time_int(items)):
+        # integer-array indices (frontend/scatter.py), or in a run-time loop's body an int
+        # the kernel computes each iteration (``y[t] = v``): a scatter of 0-d indices
         return scatter.update(old, items, value, span,
                               lambda basic: _region(interp, old, basic, span))
     items = _run_time_ints(interp, old, items, span)
@@ -208,6 +210,10 @@ def _update(interp: Interpreter, old: Node, index: Any, value: Node, span: Sourc
         return Node(Op.CAST, TensorType(old.dtype, old.shape), (placed,), span=span)  # a copy
     return Node(Op.SETITEM, TensorType(old.dtype, old.shape), (old, placed),
                 attrs=(tuple(starts), tuple(steps)), span=span)
+
+
+def _has_run_time_int(items: list[Any]) -> bool:
+    return any(isinstance(i, Node) and not i.shape and i.op is not Op.CONST for i in items)
 
 
 def _region(interp: Interpreter, old: Node, items: list[Any], span: SourceSpan

@@ -14,9 +14,17 @@ assigns cannot be read (they would need the last iteration's value). The checks 
 call the body records (a division by an argument that is zero: call_checks.py) are made
 only where the loop has a trip, as Python runs its body only then.
 
+An array the body assigns into (``y[t] = v``, ``k_cache[:, pos + t] = k``, ``x += v``) is
+carried and written in place: the body's record of assignments (assign.py, its own) makes
+it the body function's ``inplace`` pair, one buffer across iterations
+(codegen/run_time_loops.py), an index the body computes a scatter of 0-d indices checked
+each iteration; after the loop every name of the array, and the caller for an argument,
+holds the loop's result (assign.rebind).
+
 Refused: ``break``, ``continue`` and ``return`` in the body, a run-time loop inside
-another, assignment into an array in the body, bounds computed from array data, and
-slices whose bounds depend on the loop index (``xs[:, t:t + 2]``; ``xs[:, t]`` works).
+another, bounds computed from array data, slices whose bounds depend on the loop index
+(``xs[:, t:t + 2]``; ``xs[:, t]`` works), and of assignments into arrays: through another
+name the body reads, into a name the body then rebinds, and from a function it calls.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from cuvil_aot.compiler.frontend import call_checks, while_trips
+from cuvil_aot.compiler.frontend import assign, call_checks, while_trips
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import apply, is_symbolic, run_time_origin, to_node
 from cuvil_aot.compiler.ir.loop import LoopBody, RunTimeRange
@@ -76,8 +84,11 @@ def run_loop(interp: Any, stmt: ast.For, args: list[Any] | None, poison: Any,
     scope = interp.frames[-1].scope
     target = stmt.target
     assert isinstance(target, ast.Name)
+    owners = _owners(interp, stmt, poison, span)
+    written = set(owners)
     assigned = _assigned(stmt.body) - {target.id}
-    carried = sorted(n for n in assigned if n in scope and not isinstance(scope[n], Unbound))
+    carried = sorted(n for n in assigned | written
+                     if n in scope and not isinstance(scope[n], Unbound))
     number = interp.loop_count
     interp.loop_count += 1
     mark = len(interp.run_time)
@@ -92,17 +103,21 @@ def run_loop(interp: Any, stmt: ast.For, args: list[Any] | None, poison: Any,
         for name in sorted(assigned) + [target.id]:
             scope[name] = poison
         return
-    types, inits, body, outs, cond = found
+    types, inits, body, outs, cond, record = found
     _check_carried(carried, types, outs, span)
+    inplace = _in_place(carried, outs, record, span)
+    written = {carried[j] for j, _ in inplace}
     if bounds is None:
         assert test is not None
         bounds = while_trips.trips(cond, body[1:1 + len(carried)], inits,
                                    [to_node(o, span) for o in outs], interp.span(test))
-    loop = _body(body, carried, types, outs, bounds, number, span)
+    loop = _body(body, carried, types, outs, bounds, number, span, inplace)
     captured_outer = loop[1]
     srcs = tuple(_init(i, t) for i, t in zip(inits, types)) + captured_outer
     for j, name in enumerate(carried):
         scope[name] = Node(Op.LOOP_OUT, types[j], srcs, attrs=(loop[0], j), span=span)
+        if name in written:  # the same array, written: its other names (and the caller) see it
+            assign.rebind(interp, inits[j], scope[name], owners[name])
     trips = to_node(Dim.of(loop[0].range.size_symbol), span)
     call_checks.guard(interp.run_time, mark, apply(Op.GT, [trips, 0], span))  # a first trip
     interp.run_time.append(loop[0].range)
@@ -116,10 +131,11 @@ def run_loop(interp: Any, stmt: ast.For, args: list[Any] | None, poison: Any,
 
 def _carry(interp: Any, stmt: ast.For, carried: list[str], number: int, poison: Any,
            span: SourceSpan, test: ast.expr | None
-           ) -> tuple[list[TensorType], list[Node], tuple[Node, ...], list[Any], Any] | None:
+           ) -> tuple[list[TensorType], list[Node], tuple[Node, ...], list[Any], Any,
+                      assign.Writes] | None:
     """The body interpreted with ``carried`` as its carried values: (their types, initial
     values, the body's parameters, their values after one iteration, ``test``'s truth
-    before it); None on an error."""
+    before it, its assignments into arrays); None on an error."""
     scope = interp.frames[-1].scope
     inits = []
     for name in carried:
@@ -132,7 +148,7 @@ def _carry(interp: Any, stmt: ast.For, carried: list[str], number: int, poison: 
                             "its body", span)
         inits.append(to_node(value, span))
     types = [TensorType(i.dtype, i.shape) for i in inits]
-    result: tuple[tuple[Node, ...], list[Any], Any] | None = None
+    result: tuple[tuple[Node, ...], list[Any], Any, assign.Writes] | None = None
     if any(i.type.weak for i in inits):  # a Python number: its dtype after one iteration
         probe = [TensorType(t.dtype, t.shape, i.type.weak) for t, i in zip(types, inits)]
         result = _interpret(interp, stmt, carried, probe, number, poison, True, None)
@@ -143,7 +159,7 @@ def _carry(interp: Any, stmt: ast.For, carried: list[str], number: int, poison: 
         result = _interpret(interp, stmt, carried, types, number, poison, False, test)
     if result is None:
         return None
-    return types, inits, result[0], result[1], result[2]
+    return types, inits, result[0], result[1], result[2], result[3]
 
 
 def _written_first(body: list[ast.stmt]) -> set[str]:
@@ -186,10 +202,63 @@ def _refuse_forms(interp: Any, stmt: ast.For) -> None:
             raise UserError(f"'{word}' inside a loop whose trip count is known only at run "
                             "time is not supported", interp.span(node),
                             "compute every iteration and select with np.where")
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
-            raise UserError("assignment into an array inside a run-time loop is not supported",
-                            interp.span(node), "build the value with np.where or concatenate")
         stack.extend(ast.iter_child_nodes(node))
+
+
+def _written(body: list[ast.stmt]) -> set[str]:
+    """Names the body assigns into (``y[t] = v``, ``y[t] += v``) or updates in place
+    (``y += v``: in place where y is an array)."""
+    names: set[str] = set()
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.Lambda | ast.AsyncFunctionDef):
+            continue
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
+                and isinstance(node.value, ast.Name):
+            names.add(node.value.id)
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        stack.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def _owners(interp: Any, stmt: ast.For, poison: Any, span: SourceSpan) -> dict[str, int]:
+    """For each array the body may write in place, the object it is (assign.owner_of: -1 an
+    array of this function, else the argument's index); views are refused there, and
+    another name of the same array that the body reads (it would not see the writes)."""
+    scope = interp.frames[-1].scope
+    loads = {n.id for s in stmt.body for n in ast.walk(s)
+             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    owners = {}
+    for name in sorted(_written(stmt.body)):
+        value = scope.get(name)
+        if not isinstance(value, Node) or not value.shape or value is poison:
+            continue
+        owners[name] = assign.owner_of(interp, value, name, span)
+        for other in sorted(loads - {name}):
+            held = scope.get(other)
+            if held is value or (isinstance(held, tuple | list) and any(v is value for v in held)):
+                raise UserError(f"'{other}' holds the array '{name}' that a run-time loop "
+                                "writes into, and the loop reads it: not supported",
+                                span, f"read it as '{name}' inside the loop")
+    return owners
+
+
+def _in_place(carried: list[str], outs: list[Any], record: assign.Writes,
+              span: SourceSpan) -> tuple[tuple[int, int], ...]:
+    """The body's (output, parameter) pairs of carried arrays it writes in place (one
+    buffer across iterations, as NumPy's one array); a name rebound after its array was
+    written is refused (the next iteration would write another object)."""
+    pairs = []
+    for param, last in sorted(record.params.items()):
+        j = param - 1
+        if outs[j] is not last:
+            raise UserError(f"'{carried[j]}' is assigned into and then rebound in one "
+                            "run-time loop: not supported", span,
+                            f"write into '{carried[j]}' only (y[...] = value), or only rebind it")
+        pairs.append((j, param))
+    return tuple(pairs)
 
 
 def _assigned(body: list[ast.stmt]) -> set[str]:
@@ -236,10 +305,11 @@ def _bounds(args: list[Any], span: SourceSpan) -> RunTimeRange:
 
 def _interpret(interp: Any, stmt: ast.For, carried: list[str], types: list[TensorType],
                number: int, poison: Any, probe: bool, test: ast.expr | None
-               ) -> tuple[tuple[Node, ...], list[Any], Any] | None:
+               ) -> tuple[tuple[Node, ...], list[Any], Any, assign.Writes] | None:
     """Runs the body once on stand-ins: (parameters, carried values after it, ``test``'s
-    truth before it); a probe (weak stand-ins for Python numbers, to learn their dtype)
-    leaves no trace."""
+    truth before it, the body's own record of assignments into arrays: a carried array
+    written is its parameter's); a probe (weak stand-ins for Python numbers, to learn
+    their dtype) leaves no trace."""
     target = stmt.target
     assert isinstance(target, ast.Name)
     index = Node(Op.PARAM, TensorType("int64", (), weak=True),
@@ -253,6 +323,9 @@ def _interpret(interp: Any, stmt: ast.For, carried: list[str], types: list[Tenso
     lists = [(v, len(v)) for v in frame.scope.values() if isinstance(v, list)]
     marks = [len(interp.requirements), len(interp.derived), len(interp.run_time)]
     diagnostics, interp.diagnostics = interp.diagnostics, []
+    outer = assign.writes(interp)
+    interp.writes = record = assign.Writes()
+    before = [dict(f.scope) for f in interp.frames]
     interp.frames.append(dataclasses.replace(frame, scope=scope))
     interp.loop_depth += 1
     cond = None
@@ -264,7 +337,17 @@ def _interpret(interp: Any, stmt: ast.For, carried: list[str], types: list[Tenso
     finally:
         interp.loop_depth -= 1
         interp.frames.pop()
+        interp.writes = outer
         found, interp.diagnostics = interp.diagnostics, diagnostics
+        changed = [len(f.scope) != len(b) or any(f.scope.get(k) is not v for k, v in b.items())
+                   for f, b in zip(interp.frames, before)]
+        for f, b in zip(interp.frames, before):
+            f.scope.clear()
+            f.scope.update(b)
+    if any(changed):  # a function called in the body wrote an array of outside the loop
+        raise UserError("assignment inside a run-time loop into an array that is not a name "
+                        "of the loop's own code (an argument of a function it calls) is not "
+                        "supported", interp.span(stmt), "assign in the loop's body itself")
     for items, size in lists:
         if len(items) != size:
             del items[size:]
@@ -279,7 +362,7 @@ def _interpret(interp: Any, stmt: ast.For, carried: list[str], types: list[Tenso
         del interp.requirements[marks[0]:]
         del interp.derived[marks[1]:]
         del interp.run_time[marks[2]:]
-        return (index, *params), outs, cond
+        return (index, *params), outs, cond, record
     ids = {id(index)} | {id(p) for p in params}
     slices = [r for r in interp.run_time[marks[2]:] if isinstance(r, RunTimeSlice)]
     for r in slices:
@@ -288,7 +371,7 @@ def _interpret(interp: Any, stmt: ast.For, carried: list[str], types: list[Tenso
             raise UserError("a slice whose bounds depend on a run-time loop's variable or "
                             "carried values is not supported", interp.span(stmt),
                             "index with the variable itself: xs[:, t]")
-    return (index, *params), outs, cond
+    return (index, *params), outs, cond, record
 
 
 def _retyped(t: TensorType, out: Any, span: SourceSpan) -> TensorType:
@@ -330,8 +413,8 @@ def _is_host(node: Node, host: set[int]) -> bool:
 
 
 def _body(params: tuple[Node, ...], carried: list[str], types: list[TensorType],
-          outs: list[Any], bounds: RunTimeRange, number: int,
-          span: SourceSpan) -> tuple[LoopBody, tuple[Node, ...]]:
+          outs: list[Any], bounds: RunTimeRange, number: int, span: SourceSpan,
+          inplace: tuple[tuple[int, int], ...]) -> tuple[LoopBody, tuple[Node, ...]]:
     """The body function: what depends on the stand-ins, reading outside values through
     captured parameters (numbers the wrapper computes stay as they are)."""
     nodes = [to_node(o, span) for o in outs]
@@ -370,7 +453,8 @@ def _body(params: tuple[Node, ...], carried: list[str], types: list[TensorType],
     body_params = tuple(Param(str(p.attrs[1]), p.type, p.type.weak) for p in params) + tuple(
         Param(str(captured[id(n)].attrs[1]), captured[id(n)].type, False) for n in outer)
     fn = Function(f"loop{number}", body_params,
-                  params + tuple(captured[id(n)] for n in outer), tuple(results), True)
+                  params + tuple(captured[id(n)] for n in outer), tuple(results), True,
+                  inplace=inplace)
     return LoopBody(fn, bounds, len(carried), tuple(carried), number), tuple(outer)
 
 

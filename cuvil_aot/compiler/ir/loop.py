@@ -9,7 +9,8 @@ graph each carried value after the loop is an ``Op.LOOP_OUT`` node: srcs (initia
 values..., captured values...), attrs (body, j). The trip count, start and step are
 symbols the call computes once (``RunTimeRange``, with ``range()``'s semantics: a zero
 step raises ValueError), the body's kernels run in a C loop, the carried values
-double-buffered (codegen/run_time_loops.py).
+double-buffered (codegen/run_time_loops.py), or one buffer written in place where the body
+assigns into it (``y[t] = v``: the body function's ``inplace``).
 
 Before (IR of the function, the body apart)::
 

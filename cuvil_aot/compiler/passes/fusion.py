@@ -256,7 +256,7 @@ def _settle_parts(plan: Plan, parts: tuple[Node, ...]) -> bool:
     buffer of its own, copied in; what a part reads that cannot run inline does too."""
     changed = False
     for part in parts:
-        if part.op not in ELEMENTWISE and part.op not in MOVEMENT:
+        if part.op not in ELEMENTWISE and part.op not in MOVEMENT and part.op is not Op.GATHER:
             changed |= plan.add_buffer(part, "a part of a concatenation computed apart")
         elif id(part) not in plan.buffers:
             changed |= _walk(plan, part, Walk(LoopSpace(part.shape)))

@@ -44,7 +44,9 @@ def prepare(fn: Function) -> tuple[Function, list[Node]]:
         while link.op in WRITES and link.srcs[0] is not param \
                 and link.srcs[0].op in WRITES:
             link = link.srcs[0]
-        keep = link if link.op in WRITES and link.srcs[0] is param else None
+        keep = (link, 0) if link.op in WRITES and link.srcs[0] is param else None
+        if link.op is Op.LOOP_OUT and link.srcs[link.attrs[1]] is param:
+            keep = (link, link.attrs[1])  # a run-time loop writes it: its initial value
         outputs, copies = _snapshot(outputs, param, keep)
         snaps.extend(copies)
     return fn.replace(outputs=outputs), snaps
@@ -71,8 +73,9 @@ def _strip(outputs: tuple[Node, ...]) -> list[Node]:
 
 
 def _snapshot(outputs: tuple[Node, ...], param: Node,
-              keep: Node | None) -> tuple[tuple[Node, ...], list[Node]]:
-    """Every read of ``param`` but the first link's (``keep``) through a copy: of the whole
+              keep: tuple[Node, int] | None) -> tuple[tuple[Node, ...], list[Node]]:
+    """Every read of ``param`` but the first writer's (``keep``: it and the position of
+    its source that is the old value) through a copy: of the whole
     array, or, where a gather reads as many positions as a scatter writes (``x[ids] =
     f(x[ids])``), of what the gather reads (not the whole array: repetition penalties)."""
     snap = Node(Op.CAST, TensorType(param.dtype, param.shape), (param,), span=param.span)
@@ -80,13 +83,14 @@ def _snapshot(outputs: tuple[Node, ...], param: Node,
     copies: list[Node] = []
     used = False
     for node in toposort(outputs):
-        if _gathers_as_written(node, param, keep):
+        if _gathers_as_written(node, param, keep[0] if keep else None):
             new[id(node)] = Node(Op.CAST, node.type, (node,), span=node.span)
             copies.append(new[id(node)])
             continue
         srcs = []
         for pos, s in enumerate(node.srcs):
-            if s is param and not (node is keep and pos == 0):
+            if s is param and not (keep is not None and _same_writer(node, keep[0])
+                                   and pos == keep[1]):
                 srcs.append(snap)
                 used = True
             else:
@@ -94,6 +98,13 @@ def _snapshot(outputs: tuple[Node, ...], param: Node,
         same = all(a is b for a, b in zip(srcs, node.srcs))
         new[id(node)] = node if same else node.replace(srcs=tuple(srcs))
     return tuple(new[id(o)] for o in outputs), ([snap] if used else []) + copies
+
+
+def _same_writer(node: Node, writer: Node) -> bool:
+    """``node`` is ``writer``, or another result of the same run-time loop (each has the
+    loop's sources)."""
+    return node is writer or (node.op is Op.LOOP_OUT and writer.op is Op.LOOP_OUT
+                              and node.attrs[0] is writer.attrs[0])
 
 
 def _gathers_as_written(node: Node, param: Node, keep: Node | None) -> bool:
@@ -168,7 +179,7 @@ def order_after(plan: Any, groups: list[Group]) -> dict[int, set[int]]:
     writers: dict[int, list[int]] = {}
     for i, g in enumerate(groups):
         for d in g.dests:
-            if d.buffer.op in WRITES:
+            if d.buffer.op in WRITES or d.buffer.op is Op.LOOP_OUT:
                 deps.setdefault(i, set()).update(writers.get(id(d.buffer), []))
                 writers.setdefault(id(d.buffer), []).append(i)
     fn = plan.fn
