@@ -85,6 +85,7 @@ class Interpreter:
         self.run_time: list[RunTimeSlice] = []  # slices with run-time bounds
         self.loop_count = 0  # run-time loops so far (loops.py)
         self.loop_depth = 0  # inside a run-time loop's body
+        self.loop_params: list[set[int]] = []  # ids of each enclosing loop's parameters
         self.while_depth = 0  # counted while loops being run (while_loops.py)
 
     # Spans -----------------------------------------------------------------

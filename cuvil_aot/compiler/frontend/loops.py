@@ -21,8 +21,12 @@ it the body function's ``inplace`` pair, one buffer across iterations
 each iteration; after the loop every name of the array, and the caller for an argument,
 holds the loop's result (assign.rebind).
 
-Refused: ``break``, ``continue`` and ``return`` in the body, a run-time loop inside
-another, bounds computed from array data, slices whose bounds depend on the loop index
+A run-time loop inside another's body is the same, one level down: a LOOP_OUT in the
+outer body function, its bounds computed once per call (so not from the outer loop's
+variable or carried values: ``for j in range(i)`` is refused).
+
+Refused: ``break``, ``continue`` and ``return`` in the body, bounds computed from array
+data, slices whose bounds depend on the loop index
 (``xs[:, t:t + 2]``; ``xs[:, t]`` works), and of assignments into arrays: through another
 name the body reads, into a name the body then rebinds, and from a function it calls.
 """
@@ -45,8 +49,9 @@ from cuvil_aot.compiler.ir.types import Dim, TensorType
 from cuvil_aot.errors import SourceSpan
 
 CARRY_HINT = "give it its final dtype and shape before the loop: h = np.zeros((B, H), x.dtype)"
-NESTED_HINT = ("a constant trip count for the inner loop (it unrolls), or keep the outer loop "
-               "in Python and mark its body (one step) with @cuvil_aot.optimize")
+NESTED_HINT = ("bounds from int arguments and dimensions (for j in range(n)), a constant trip "
+               "count for the inner loop (it unrolls), or mask: for j in range(n): "
+               "... np.where(j < i, ...)")
 
 
 class Unbound:
@@ -74,9 +79,6 @@ def run_loop(interp: Any, stmt: ast.For, args: list[Any] | None, poison: Any,
     ``for`` over range(*args), or ``while test`` (args None), its trips counted on the
     numbers the condition reads (while_trips.py)."""
     span = interp.span(stmt)
-    if interp.loop_depth:
-        raise UserError("a run-time loop inside a run-time loop is not supported", span,
-                        NESTED_HINT)
     _refuse_forms(interp, stmt)
     if args is not None and any(a is poison for a in args):
         return
@@ -111,6 +113,7 @@ def run_loop(interp: Any, stmt: ast.For, args: list[Any] | None, poison: Any,
         assert test is not None
         bounds = while_trips.trips(cond, body[1:1 + len(carried)], inits,
                                    [to_node(o, span) for o in outs], interp.span(test))
+    _check_outer_independent(interp, bounds, span)
     loop = _body(body, carried, types, outs, bounds, number, span, inplace)
     captured_outer = loop[1]
     srcs = tuple(_init(i, t) for i, t in zip(inits, types)) + captured_outer
@@ -328,6 +331,7 @@ def _interpret(interp: Any, stmt: ast.For, carried: list[str], types: list[Tenso
     before = [dict(f.scope) for f in interp.frames]
     interp.frames.append(dataclasses.replace(frame, scope=scope))
     interp.loop_depth += 1
+    interp.loop_params.append({id(index)} | {id(p) for p in params})
     cond = None
     try:
         if test is not None:
@@ -336,6 +340,7 @@ def _interpret(interp: Any, stmt: ast.For, carried: list[str], types: list[Tenso
         interp.run_block(stmt.body)
     finally:
         interp.loop_depth -= 1
+        interp.loop_params.pop()
         interp.frames.pop()
         interp.writes = outer
         found, interp.diagnostics = interp.diagnostics, diagnostics
@@ -372,6 +377,19 @@ def _interpret(interp: Any, stmt: ast.For, carried: list[str], types: list[Tenso
                             "carried values is not supported", interp.span(stmt),
                             "index with the variable itself: xs[:, t]")
     return (index, *params), outs, cond, record
+
+
+def _check_outer_independent(interp: Any, bounds: RunTimeRange, span: SourceSpan) -> None:
+    """An inner loop's bounds are computed by the call, once: not from an enclosing loop's
+    variable or carried values."""
+    roots = [bounds.start, bounds.stop, bounds.step]
+    if bounds.host_while is not None:
+        roots += bounds.host_while.inits
+    outer = set().union(*interp.loop_params)
+    if any(id(n) in outer for n in toposort(roots)):
+        raise UserError("a run-time loop inside another whose bounds depend on the outer "
+                        "loop's variable or carried values is not supported: the call "
+                        "computes the bounds once", span, NESTED_HINT)
 
 
 def _retyped(t: TensorType, out: Any, span: SourceSpan) -> TensorType:
