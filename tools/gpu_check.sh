@@ -53,6 +53,7 @@ if [ "${GPU_CHECK_TESTS:-}" != none ]; then
         "$ROOT/tests/test_scan_sort.py" "$ROOT/tests/test_inplace.py" \
         "$ROOT/tests/test_int_matmul.py" "$ROOT/tests/test_runtime_ints.py" \
         "$ROOT/tests/test_scatter.py" "$ROOT/tests/test_runtime_loops.py" \
+        "$ROOT/tests/test_loop_writes.py" "$ROOT/tests/test_nested_loops.py" \
         > "$OUT/pytest.log" 2>&1
     echo "pytest exit $?" | tee -a "$OUT/summary.txt"
     grep -E "passed|failed|error" "$OUT/pytest.log" | tail -3 | tee -a "$OUT/summary.txt"
