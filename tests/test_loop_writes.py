@@ -282,7 +282,7 @@ def test_gpu_against_numpy(gpu_compiled):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(11)
     cases: list[tuple[str, list[Any]]] = []
-    for t, d, n in [(3, 4, 5), (1, 1, 3), (5, 33, 0), (2, 64, 9)]:
+    for t, d, n in [(3, 4, 5), (1, 1, 3), (5, 33, 0), (2, 64, 5)]:
         cases.append(("fill_rows", [_array(rng, "float32", (t, d)), n]))
     for b, ln, t, d, pos in [(2, 9, 3, 4, 5), (1, 4, 2, 64, -2), (3, 16, 0, 8, 1)]:
         cases.append(("cache_append", [_array(rng, "float32", s) for s in
