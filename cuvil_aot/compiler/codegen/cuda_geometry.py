@@ -23,6 +23,7 @@ ROW_CACHE = 16  # elements per thread a cached block-per-row kernel keeps in reg
 ROW_RUN = 4  # _bcu32: a thread's elements in runs of 4, moved as one vector each
 
 DOT_ROWS = DOT_COLS = 4  # a dot GEMV's tile (cv_gemv_dot: 8 warps, 4 rows x 4 columns)
+DOT_MMA_COLS = 16  # its tile on tensor cores (float32, m <= 16: cuda_gemv.h's CV_DOT_MMA_COLS)
 DOT_VARIANT = 8  # a one-kernel's v[g] for a GEMM phase run by the dot GEMV (else: its rows)
 
 ENTRIES = {Kind.ELEMENTWISE: ("s32", "s64", "flat"),

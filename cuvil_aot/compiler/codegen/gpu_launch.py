@@ -13,6 +13,7 @@ from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel, unit_axis
 from cuvil_aot.compiler.codegen.cuda_geometry import (
     BLOCK,
     DOT_COLS,
+    DOT_MMA_COLS,
     DOT_ROWS,
     DOT_VARIANT,
     ENTRIES,
@@ -251,8 +252,14 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
                 dot = ENTRIES[Kind.GEMM].index("dot")
                 w.line(f"a.cols = 0; a.vec = {_dot_vec_condition(k)};")
                 w.line(f"kid = {first} + {dot}; block = {BLOCK};")
-                w.line(f"grid = cv_gpu_grid((n + {DOT_COLS - 1}) / {DOT_COLS} * "
-                       f"((m + {DOT_ROWS - 1}) / {DOT_ROWS}), 1, sm, 8);")
+                # on tensor cores (float32, up to 16 rows, vec): tiles of DOT_MMA_COLS columns,
+                # or of 8 (vec 2) where those would be fewer than the SMs
+                w.line(f"const int64_t wide = (n + {DOT_MMA_COLS - 1}) / {DOT_MMA_COLS};")
+                w.line("if (a.vec && m <= 16 && wide * nb < sm) a.vec = 2;")
+                w.line(f"const int64_t dot_tiles = a.vec == 2 ? (n + 7) / 8 : a.vec && m <= 16 "
+                       f"? wide : (n + {DOT_COLS - 1}) / {DOT_COLS} * "
+                       f"((m + {DOT_ROWS - 1}) / {DOT_ROWS});")
+                w.line("grid = cv_gpu_grid(dot_tiles, 1, sm, 8);")
                 w.line(f"one.v[{g}] = {DOT_VARIANT};")
             with w.block("else"):  # 64x64 tiles where 128x128 ones leave SMs idle
                 w.line("const int64_t tiles = ((m + 127) / 128) * ((n + 127) / 128);")

@@ -3,6 +3,7 @@
 #ifndef CUVIL_AOT_CUDA_GEMV_H
 #define CUVIL_AOT_CUDA_GEMV_H
 
+#include "cuvil_aot/cuda_gemv_mma.h"
 #include "cuvil_aot/cuda_kernel.h"
 
 #define CV_GEMV_THREADS 1024
@@ -322,8 +323,8 @@ CV_DEV void cv_gemv_dot_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64
 }
 
 template <class T, int MR, int NC, class Epi>
-CV_DEV void cv_gemv_dot(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
-                        int64_t nbatch, int vec, const Epi &epi) {
+CV_DEV void cv_gemv_dot_fma(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
+                            int64_t nbatch, int vec, const Epi &epi) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int team = warp / CV_DOT_TEAM, member = warp % CV_DOT_TEAM;
     const int teams = (blockDim.x >> 5) / CV_DOT_TEAM;
@@ -362,6 +363,29 @@ CV_DEV void cv_gemv_dot(const cv_gpu_term *terms, int nterms, int64_t m, int64_t
             }
             __syncthreads(); /* part[] is reused by the next tile */
         }
+}
+
+/* The dot GEMV: on tensor cores where it may (sm_80+, float32, up to 16 rows, `vec`:
+ * cuda_gemv_mma.h), else the FMA loop above. vec == 2: the host found tiles of 16
+ * columns too few for the SMs; 8 columns a tile then, 4 chunks in flight per warp
+ * (bench/gpu/gemv_mma_probe.cu: 16 x 3072 x 768 in 10.1 us so, 14.9 in tiles of 16). */
+#define CV_DOT_MMA_COLS 16 /* cv_gemv_dot_mma<2, 2>'s tile (vec == 1) */
+template <class T, int MR, int NC, class Epi>
+CV_DEV void cv_gemv_dot(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
+                        int64_t nbatch, int vec, const Epi &epi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if constexpr (cv_is_float<T>::value) {
+        static_assert(CV_GEMV_THREADS / 32 * 16 * CV_DOT_MMA_COLS * sizeof(float) <=
+                          CV_GEMV_THREADS / 32 * CV_GEMV_MAX_MR * 32 * sizeof(double),
+                      "the warps' sums fit the GEMV's buffer");
+        if (vec == 2 && m <= 16)
+            return cv_gemv_dot_mma<1, 4>(terms, nterms, m, n, nbatch, cv_gemv_buffer(), epi);
+        if (vec && m <= 16)
+            return cv_gemv_dot_mma<CV_DOT_MMA_COLS / 8, 2>(terms, nterms, m, n, nbatch,
+                                                           cv_gemv_buffer(), epi);
+    }
+#endif
+    cv_gemv_dot_fma<T, MR, NC>(terms, nterms, m, n, nbatch, vec, epi);
 }
 
 #endif
