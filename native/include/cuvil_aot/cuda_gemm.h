@@ -7,7 +7,8 @@
  *  - cv_gemm_tiled (cuda_gemm_tiled.h): 128x128 (or 64x64) block tiles, 8x8
  *    (4x4) per thread, double-buffered shared memory. Any strides (scalar
  *    global loads).
- *  - cv_gemv (cuda_gemv.h): small m (up to 32). Reads each weight once per 4
+ *  - cv_gemv (cuda_gemv.h): small m (up to 32); with a transposed B, cv_gemv_dot (on
+ *    tensor cores for up to 16 float32 rows: cuda_gemv_mma.h). Reads each weight once per 4
  *    rows: a block owns `cols` columns, its 32 warps split k, partial sums meet
  *    in shared memory. float4 loads of the weights where they are contiguous
  *    and aligned.
