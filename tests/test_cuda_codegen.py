@@ -285,8 +285,8 @@ def test_shared_gemm_main_loops_compile(tmp_path, source):
     assert artifact.manifest["refused"] == {}
     if source == "mixed":
         cu = cuda_text(artifact.sources)
-        assert "f0_gemm_f32_tc(" in cu and "f0_gemm_f64_tiled(" in cu
-        assert "f0_gemm_f64_tc(" not in cu  # tensor cores: float32 only
+        assert "f0_gemm_f32_tc64(" in cu and "f0_gemm_f64_tiled(" in cu
+        assert "f0_gemm_f64_tc64(" not in cu  # tensor cores: float32 only
         # the one-kernel's last phase, a GEMV through the main loop its phases share
         assert "case 1: on = 1; t = o.a1.t; nt = 1; m = o.a1.n[0]; n = o.a1.n[1];" in cu
         assert "cv_gemv<float, 1>(t, nt, m, n, nb, cols, vec, f0_s0_one_epi_float{&o, g})" in cu

@@ -27,7 +27,7 @@ Each group has a few entry points (``extern "C"``) that the host picks from:
   shared by every GEMM of the unit (its tag picks the epilogue): ``_tiled`` (128x128
   tiles), ``_tiled64``, ``_gemv1``, ``_gemv4`` (main loops in cuda_gemm.h; at one row per
   tile the GEMV reads float32 weights as float4 where they are contiguous and aligned),
-  and for float32 ``_tc``/``_tct`` (3xTF32 on tensor cores, 128x128 tiles).
+  and for float32 ``_tc64``/``_tct64`` (3xTF32 on tensor cores, 64x128 tiles).
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 unit and accumulator type one set of entry points of the main loops of cuda_gemm.h that
 every GEMM of the unit launches with its tag and arguments: ``_tiled`` (128x128 tiles),
 ``_tiled64``, ``_gemv1``, ``_gemv4`` (at one row per tile the GEMV reads float32 weights as
-float4 where they are contiguous and aligned), ``_ksum`` (adds split-K partial sums) and,
-for float32, ``_tc``/``_tct`` (3xTF32 on tensor cores, 128x128 tiles) and their 64-row
-versions.
+float4 where they are contiguous and aligned), ``_ksum`` (adds split-K partial sums),
+``_dot`` (a transposed B) and, for float32, ``_tc64``/``_tct64`` (3xTF32 on tensor cores,
+64x128 tiles).
 
 Before, each GEMM had its nine entry points, its epilogue inlined into each main loop
 (an 8-GEMM encoder layer: 72 main loops, 15 s of nvcc for sm_90 on one core). After::
@@ -136,8 +136,8 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
         calls[f"gemv{mr}"] = (gemv_block, f"cv_gemv<{acc}, {mr}>(j.t, j.nterms, j.m, j.n, j.nb, "
                                           f"j.cols, j.vec, {epi});")
     # two blocks per SM: cp.async stages of one overlap the other's math
-    for suffix, bt, rows in zip(GEMM_TC, ("false", "true") * 2, (128, 128, 64, 64)):
-        calls[suffix] = (f"{BLOCK}, 2", f"cv_gemm_tc<{bt}, {rows}>(j.t, j.nterms, j.m, j.n, j.nb, "
+    for suffix, bt in zip(GEMM_TC, ("false", "true")):
+        calls[suffix] = (f"{BLOCK}, 2", f"cv_gemm_tc<{bt}, 64>(j.t, j.nterms, j.m, j.n, j.nb, "
                                         f"{part}, {epi});")
     for entry_name in shared_entries(unit, acc):
         threads, call = calls[entry_name[len(name) + 1:]]

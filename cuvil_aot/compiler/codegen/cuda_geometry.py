@@ -31,5 +31,6 @@ ENTRIES = {Kind.ELEMENTWISE: ("s32", "s64", "flat"),
            Kind.GEMM: ("tiled", "tiled64", "gemv1", "gemv4", "ksum", "dot"),
            Kind.SCAN: ("r32", "r64"),  # cuda_scan.py: 32- or 64-bit offsets
            Kind.LOOP: ()}  # none of its own: its body's kernels (run_time_loops.py)
-# float32 only: tensor cores, B with n (tc) or k (tct) contiguous; tiles of 128 or 64 rows
-GEMM_TC = ("tc", "tct", "tc64", "tct64")
+# float32 only: tensor cores, B with n (tc64) or k (tct64) contiguous; tiles of 64 rows (as
+# fast as 128 or faster at every shape of bench/gpu/tct_probe.cu on the H200)
+GEMM_TC = ("tc64", "tct64")

@@ -263,15 +263,16 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
                 w.line(f"one.v[{g}] = {DOT_VARIANT};")
             with w.block("else"):  # 64x64 tiles where 128x128 ones leave SMs idle
                 w.line("const int64_t tiles = ((m + 127) / 128) * ((n + 127) / 128);")
-                w.line("const int few_tiles = tiles * nb < sm;")
+                w.line("int few_tiles = tiles * nb < sm;")
                 w.line(f"kid = {first} + few_tiles; block = {BLOCK};")
                 w.line("int tc = 0;")
                 if k.acc_type == "float":
                     _tc_choice(w, k, first)
                 w.line("const int64_t ftiles = ((m + 63) / 64) * ((n + (tc ? 127 : 63)) / "
                        "(tc ? 128 : 64));")
+                w.line("if (tc) few_tiles = ftiles * nb < sm;  /* split-K below */")
                 _split(w, k, g)
-                w.line("grid = (uint32_t)(few_tiles ? ftiles * a.split : tiles);")
+                w.line("grid = (uint32_t)(few_tiles || tc ? ftiles * a.split : tiles);")
             w.line(launch)
             w.line(f"if (a.split > 1) L[{g}].sum_grid = cv_gpu_grid(nb * m * n, {BLOCK}, "
                    "sm, 8);")
@@ -331,14 +332,15 @@ def _dot_vec_condition(k: CudaKernel) -> str:
 
 def _tc_choice(w: Writer, k: CudaKernel, first: int) -> None:
     """The tensor-core main loop where the operands suit cp.async: A with k contiguous, B
-    with n (_tc) or k (_tct) contiguous, rows and batches 16-byte aligned. Tiles of 128 x
-    128, or of 64 x 128 where those would leave SMs idle (_tc64, _tct64)."""
+    with n (_tc64) or k (_tct64) contiguous, rows and batches 16-byte aligned; tiles of 64
+    x 128 (128 x 128 ones ran 0.7-1.0x as fast at the transformer shapes: ncu found them
+    latency-bound at 2 blocks an SM, and their 192 tiles of 1024 x 3072 left SMs idle)."""
     a_ok = _aligned(k, "a", "cs", "rs")
     bn = _aligned(k, "b", "cs", "rs")
     bk = _aligned(k, "b", "rs", "cs")
     w.line(f"tc = !({a_ok}) ? 0 : ({bn}) ? 1 : ({bk}) ? 2 : 0;")
     tc_first = first + len(ENTRIES[Kind.GEMM])  # entries GEMM_TC follow ENTRIES
-    w.line(f"if (tc) kid = {tc_first} + (tc - 1) + (few_tiles ? 2 : 0);")
+    w.line(f"if (tc) kid = {tc_first} + (tc - 1);")
 
 
 def _flat_condition(w: Writer, k: CudaKernel) -> None:

@@ -14,8 +14,8 @@
  * growing with k (7e-6 at k = 1024 on the H200, cuBLAS 5.7e-7), so each
  * k-slab's sum is added to the accumulators with a rounded FADD.
  *
- * Block tile BM x 128 (BM = 128, or 64 where 128-row tiles would be fewer than
- * the SMs), k-slabs of 8 in CV_TC_STAGES shared-memory stages filled by cp.async
+ * Block tile BM x 128 (the host's BM: 64, as fast as 128 or faster at every
+ * shape of bench/gpu/tct_probe.cu), k-slabs of 8 in CV_TC_STAGES shared-memory stages filled by cp.async
  * (16-byte chunks, zero-filled past m, n, k), 8 warps of BM/2 x 32, mma.sync
  * m16n8k8. Within a k-slab the fragment's k-columns (t, t+4) are read
  * from smem columns (2t, 2t+1) in A and B alike: the same permutation of k on
@@ -128,8 +128,10 @@ struct cv_tc_loader {
 };
 
 /* Warp (wm, wn) owns rows wm*BM/2 + [0, BM/2) and columns wn*32 + [0, 32) of the
- * tile: BM/32 x 4 mma tiles of 16x8; lane = 4g + t. */
-template <bool BT, int BM>
+ * tile: BM/32 x 4 mma tiles of 16x8; lane = 4g + t. X3: 3xTF32 (float32 accuracy);
+ * else one TF32 product, for operands the function rounded to TF32 itself
+ * (precision="tf32"): cv_tf32 of such a value is the value, and its small part 0. */
+template <bool BT, int BM, bool X3 = true>
 CV_DEV void cv_tc_slab(const cv_tc_smem<BT, BM> &sm, int st, int wm, int wn, int g, int t,
                        float acc[BM / 32][4][4]) {
     uint32_t bb[4][2], bs[4][2];
@@ -159,8 +161,10 @@ CV_DEV void cv_tc_slab(const cv_tc_smem<BT, BM> &sm, int st, int wm, int wn, int
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             float part[4] = {0, 0, 0, 0};
-            cv_mma_tf32(part, as, bb[j]); /* the small terms first */
-            cv_mma_tf32(part, ab, bs[j]);
+            if (X3) {
+                cv_mma_tf32(part, as, bb[j]); /* the small terms first */
+                cv_mma_tf32(part, ab, bs[j]);
+            }
             cv_mma_tf32(part, ab, bb[j]);
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[i][j][e] += part[e];
@@ -168,7 +172,7 @@ CV_DEV void cv_tc_slab(const cv_tc_smem<BT, BM> &sm, int st, int wm, int wn, int
     }
 }
 
-template <bool BT, int BM>
+template <bool BT, int BM, bool X3 = true>
 CV_DEV void cv_tc_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t n, int64_t row0,
                        int64_t col0, cv_tc_smem<BT, BM> &sm, float acc[BM / 32][4][4]) {
     cv_tc_loader<BT, BM> ld;
@@ -187,7 +191,7 @@ CV_DEV void cv_tc_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t n, 
         const int64_t next = s + CV_TC_STAGES - 1;
         if (next < slabs) ld.load(sm, (int)(next % CV_TC_STAGES));
         cv_cp_async_commit();
-        cv_tc_slab<BT, BM>(sm, (int)(s % CV_TC_STAGES), wm, wn, g, tq, acc);
+        cv_tc_slab<BT, BM, X3>(sm, (int)(s % CV_TC_STAGES), wm, wn, g, tq, acc);
     }
     cv_cp_async_wait<0>();
     __syncthreads(); /* the stages are free for the next term or batch */
@@ -227,7 +231,7 @@ CV_DEV void cv_tc_out(const float (&acc)[BM / 32][4][4], float *stage, int64_t b
 /* grid.x: split x row tiles x column tiles of BM x 128, grid.y: batches
  * (grid-strided); block: CV_GEMM_THREADS. With split > 1 the partial sums go to
  * part (cv_term_chunk). */
-template <bool BT, int BM, class Epi>
+template <bool BT, int BM, bool X3 = true, class Epi>
 CV_DEV void cv_gemm_tc(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
                        int64_t nbatch, int split, float *part, const Epi &epi) {
     const int64_t tiles_n = (n + 127) / 128, tiles = (m + BM - 1) / BM * tiles_n;
@@ -254,8 +258,8 @@ CV_DEV void cv_gemm_tc(const cv_gpu_term *terms, int nterms, int64_t m, int64_t 
 #pragma unroll
                 for (int e = 0; e < 4; e++) acc[i][j][e] = 0;
         for (int t = 0; t < nterms; t++)
-            cv_tc_term<BT, BM>(cv_term_chunk<float>(terms[t], s, split), bat, m, n, row0, col0,
-                               sm, acc);
+            cv_tc_term<BT, BM, X3>(cv_term_chunk<float>(terms[t], s, split), bat, m, n, row0,
+                                   col0, sm, acc);
         cv_tc_out<BM>(acc, reinterpret_cast<float *>(&sm), bat, m, n,
                       row0 + wm * (BM / 2), col0 + wn * 32, out);
     }
