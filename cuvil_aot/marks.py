@@ -39,6 +39,8 @@ class ArrayType:
 
 
 f16 = DType("f16", "float16")
+# bfloat16: NumPy arrays of ml_dtypes.bfloat16 (the optional extra "bf16"), computed in float32
+bf16 = DType("bf16", "bfloat16")
 f32 = DType("f32", "float32")
 f64 = DType("f64", "float64")
 i8 = DType("i8", "int8")
@@ -48,7 +50,7 @@ i64 = DType("i64", "int64")
 u8 = DType("u8", "uint8")
 u64 = DType("u64", "uint64")
 bool_ = DType("bool_", "bool")
-ARRAY_DTYPES = (f16, f32, f64, i8, i16, i32, i64, u8, u64, bool_)  # every annotation dtype
+ARRAY_DTYPES = (f16, bf16, f32, f64, i8, i16, i32, i64, u8, u64, bool_)  # every annotation dtype
 
 FALLBACKS = (None, "python")
 
