@@ -102,6 +102,7 @@ class CLanguage:
             Op.CEIL: self.rounding("ceil"),
             Op.RINT: self.rounding("rint"),  # ties to even in the default rounding mode
             Op.SQRT: self.libm("sqrt"),
+            Op.TF32: lambda fam, args: call("cv_tf32_round", args) if fam == "f" else None,
             Op.SIN: self.trigonometric("sin"),
             Op.COS: self.trigonometric("cos"),
             **{op: self.vmath(name) for op, name in _VMATH.items()},

@@ -38,6 +38,16 @@ static inline cv_bf16 cv_bf16_store(float f) {
 /* A float rounded to the nearest bfloat16 (a cast to bfloat16 computed in float). */
 static inline float cv_bf16_round(float f) { return cv_bf16_load(cv_bf16_store(f)); }
 
+/* A float rounded to TF32 (10 mantissa bits) to nearest, ties away from zero, as the
+ * GPU's cvt.rna.tf32.f32; inf and NaN unchanged (a precision="tf32" matmul's operands). */
+static inline float cv_tf32_round(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
 static inline int64_t cv_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* Prefetch element i of p into L1 for a later pass. i may lie past the array (the last
