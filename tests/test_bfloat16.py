@@ -49,6 +49,13 @@ def matmul(a: cv.bf16["M", "K"], b: cv.bf16["K", "N"], w: cv.f32["K", "N"]):
     return a @ b, a @ w
 
 @cv.optimize
+def gemms(a: cv.bf16["B", "M", "K"], b: cv.bf16["K", "N"], c: cv.bf16["N", "K"],
+          d: cv.bf16["M", "J"], e: cv.bf16["J", "N"], bias: cv.f32["N"]):
+    """The bfloat16 GEMM's operand layouts: batched A with a shared B, B transposed (read
+    along k), two terms in one GEMM, and an epilogue."""
+    return a @ b, a[0] @ c.T, np.tanh(a[0] @ b + d @ e + bias), a[:, ::2, 1:] @ b[1:, :]
+
+@cv.optimize
 def casts(x: cv.f32["N"], y: cv.bf16["N"]):
     return x.astype(ml_dtypes.bfloat16), y.astype(np.float32), x.astype("bfloat16") + y, \\
         np.where(y > 0, y, x), y.astype(np.int32)
@@ -168,6 +175,52 @@ def test_matmul_of_bfloat16_is_float32(compiled, data, m, k, n):
         assert e.dtype == np.float32
         spread = np.abs(f64(a)) @ np.abs(f64(other))
         assert_close(g, f64(a) @ f64(other), np.float32, 0, 2 ** -22 * (k + 1) * spread + 1e-30)
+
+
+def _gemm_references(a, b, c, d, e, bias):
+    a64, b64, c64, d64, e64 = (f64(v) for v in (a, b, c, d, e))
+    spread = [np.abs(a64) @ np.abs(b64), np.abs(a64[0]) @ np.abs(c64.T),
+              np.abs(a64[0]) @ np.abs(b64) + np.abs(d64) @ np.abs(e64),
+              np.abs(a64[:, ::2, 1:]) @ np.abs(b64[1:, :])]
+    want = [a64 @ b64, a64[0] @ c64.T, np.tanh(a64[0] @ b64 + d64 @ e64 + bias),
+            a64[:, ::2, 1:] @ b64[1:, :]]
+    return want, spread
+
+
+@pytest.mark.parametrize("level", ["detected", 3])
+@settings(max_examples=20, deadline=None)
+@given(data=st.data(), nb=st.integers(1, 3), m=st.integers(1, 40), k=st.integers(1, 70),
+       n=st.integers(1, 70), j=st.integers(0, 9))
+def test_bfloat16_gemm_layouts(compiled, level, data, nb, m, k, n, j):
+    """Both kernels (AVX-512 BF16 where this CPU has it; at level 3 the plain loop) on
+    fresh shapes, odd k included: float32 accumulation of exact products."""
+    import cuvil_aot.runtime.native as native
+
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))  # values: too many
+    a, b, c, d, e = (rng.standard_normal(s).astype(BF16) for s in  # for hypothesis to draw
+                     ((nb, m, k), (k, n), (n, k), (m, j), (j, n)))
+    bias = rng.standard_normal(n).astype(np.float32)
+    native.configure(cpu_level=0 if level == "detected" else level)
+    try:
+        got, _ = call_poisoned(compiled.gemms, a, b, c, d, e, bias)
+    finally:
+        native.configure(cpu_level=0)
+    want, spread = _gemm_references(a, b, c, d, e, bias)
+    for g, w, s in zip(got, want, spread):
+        assert_close(g, w, np.dtype(np.float32), 2 ** -23, 2 ** -22 * (k + j + 1) * s + 1e-30)
+
+
+def test_bfloat16_gemm_of_large_shapes(compiled):
+    """Past one tile and one k block (the kernels' 192 x 256 tiles, 512-deep blocks)."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((2, 400, 1100)).astype(BF16)
+    b, c = rng.standard_normal((1100, 300)).astype(BF16), rng.standard_normal((300, 1100))
+    d, e = rng.standard_normal((400, 3)).astype(BF16), rng.standard_normal((3, 300))
+    bias = rng.standard_normal(300).astype(np.float32)
+    got, _ = call_poisoned(compiled.gemms, a, b, c.astype(BF16), d, e.astype(BF16), bias)
+    want, spread = _gemm_references(a, b, c.astype(BF16), d, e.astype(BF16), bias)
+    for g, w, s in zip(got, want, spread):
+        assert_close(g, w, np.dtype(np.float32), 2 ** -23, 2 ** -22 * 1104 * s)
 
 
 @settings(max_examples=30, deadline=None)

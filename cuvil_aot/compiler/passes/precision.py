@@ -28,6 +28,9 @@ from cuvil_aot.compiler.ir.node import Function, Node, rewrite
 from cuvil_aot.compiler.ir.ops import Op
 
 NARROW = {"bf16": "bfloat16", "fp16": "float16"}
+# Operand types whose every value the mode's type holds: their widened values pass as
+# they are (a bfloat16 array under "bf16" is read as it is, not rounded again)
+HELD = {"bf16": ("bfloat16",), "fp16": ("float16",), "tf32": ("bfloat16", "float16")}
 
 
 def run(fn: Function) -> Function:
@@ -51,6 +54,8 @@ def run(fn: Function) -> Function:
 
 def round_operand(x: Node, precision: str) -> Node:
     """``x`` (float32) rounded to what the policy lets a matmul read, still float32."""
+    if x.op is Op.CAST and x.srcs[0].dtype in HELD[precision]:
+        return x
     if precision == "tf32":
         return Node(Op.TF32, x.type, (x,), span=x.span)
     return C.cast(C.cast(x, NARROW[precision], x.span), "float32", x.span)
