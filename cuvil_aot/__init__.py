@@ -8,13 +8,14 @@ from cuvil_aot._version import __version__
 from cuvil_aot.api import compile_module, optimize
 from cuvil_aot.errors import CompileError, CudaError, SignatureError
 from cuvil_aot.importer import install, uninstall
-from cuvil_aot.marks import bool_, f16, f32, f64, i8, i16, i32, i64, u8, u64
+from cuvil_aot.marks import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u64
 
 __all__ = [
     "__version__",
     "CompileError",
     "CudaError",
     "SignatureError",
+    "bf16",
     "bool_",
     "compile_module",
     "f16",

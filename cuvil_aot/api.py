@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cuvil_aot.errors import SignatureError
-from cuvil_aot.marks import Marked
+from cuvil_aot.marks import PRECISIONS, Marked
 
 if TYPE_CHECKING:
     from cuvil_aot.load.builder import LoadableArtifact
@@ -23,8 +23,8 @@ class Dispatcher(Marked):
     """
 
     def __init__(self, fn: Callable[..., Any], signatures: Sequence[str] | None,
-                 fallback: str | None):
-        super().__init__(fn, signatures, fallback)
+                 fallback: str | None, precision: str = "fp32"):
+        super().__init__(fn, signatures, fallback, precision)
         self._warned = False
         self._lock = threading.Lock()
 
@@ -60,13 +60,21 @@ class Dispatcher(Marked):
 
 
 def optimize(fn: Callable[..., Any] | None = None, *, signatures: Sequence[str] | None = None,
-             fallback: str | None = None) -> Any:
-    """Mark ``fn`` for compilation, as ``@optimize`` or ``@optimize(signatures=[...])``."""
+             fallback: str | None = None, precision: str = "fp32") -> Any:
+    """Mark ``fn`` for compilation, as ``@optimize`` or ``@optimize(signatures=[...])``.
+
+    ``precision`` decides what its float32 matmuls read: "fp32" (the default) the operands
+    as they are; "tf32", "bf16", "fp16" the operands rounded to that type, accumulated and
+    finished (epilogues) in float32. Result dtypes stay NumPy's for the code as written.
+    """
     if isinstance(signatures, str):
         signatures = [signatures]
+    if precision not in PRECISIONS:  # at the decorator, not at the first call
+        raise ValueError(f"optimize(): precision must be one of "
+                         f"{', '.join(map(repr, PRECISIONS))}, got {precision!r}")
 
     def wrap(f: Callable[..., Any]) -> Dispatcher:
-        return Dispatcher(f, signatures, fallback)
+        return Dispatcher(f, signatures, fallback, precision)
 
     return wrap(fn) if fn is not None else wrap
 

@@ -39,6 +39,8 @@ class ArrayType:
 
 
 f16 = DType("f16", "float16")
+# bfloat16: NumPy arrays of ml_dtypes.bfloat16 (the optional extra "bf16"), computed in float32
+bf16 = DType("bf16", "bfloat16")
 f32 = DType("f32", "float32")
 f64 = DType("f64", "float64")
 i8 = DType("i8", "int8")
@@ -48,23 +50,31 @@ i64 = DType("i64", "int64")
 u8 = DType("u8", "uint8")
 u64 = DType("u64", "uint64")
 bool_ = DType("bool_", "bool")
-ARRAY_DTYPES = (f16, f32, f64, i8, i16, i32, i64, u8, u64, bool_)  # every annotation dtype
+ARRAY_DTYPES = (f16, bf16, f32, f64, i8, i16, i32, i64, u8, u64, bool_)  # every annotation dtype
 
 FALLBACKS = (None, "python")
+# What a function's matmuls read (README, "Precision"): their operands rounded to TF32,
+# bfloat16 or float16, accumulated in float32; fp32 rounds nothing
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 
 
 class Marked:
-    """A function marked for compilation: the original, its signatures, its fallback, and
-    the compiled code once bound (set by the runtime's binding)."""
+    """A function marked for compilation: the original, its signatures, its fallback, the
+    precision of its matmuls, and the compiled code once bound (set by the runtime's
+    binding)."""
 
     def __init__(self, fn: Callable[..., Any], signatures: Sequence[str] | None,
-                 fallback: str | None):
+                 fallback: str | None, precision: str = "fp32"):
         if fallback not in FALLBACKS:
             raise ValueError(f"fallback must be None or 'python', got {fallback!r}")
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, "
+                             f"got {precision!r}")
         functools.update_wrapper(cast(Any, self), fn)
         self.py_func = cast(types.FunctionType, fn)
         self.signatures = tuple(signatures) if signatures is not None else None
         self.fallback = fallback
+        self.precision = precision
         self.compiled: Callable[..., Any] | None = None
 
 

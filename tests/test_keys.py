@@ -139,6 +139,17 @@ def test_signature_change_misses(built: Workspace, tmp_path: Path) -> None:
     assert_miss(ws.run(probe(), CUVIL_AOT_MODE="strict"), "signatures")
 
 
+def test_precision_change_misses(built: Workspace, tmp_path: Path) -> None:
+    """Through a module constant, so that the function's source stays the same: only the
+    policy's own component (and the file's bytes, in the cheap key) differ."""
+    ws = built.copy_to(tmp_path / "src")
+    ws.edit("mod.py", 'SCALE = 2.0\n', 'SCALE = 2.0\nPRECISION = "fp32"\n')
+    ws.edit("mod.py", '@cv.optimize\n', '@cv.optimize(precision=PRECISION)\n')
+    assert last_json(ws.run(probe()))["how"] == "built"
+    ws.edit("mod.py", 'PRECISION = "fp32"', 'PRECISION = "tf32"')
+    assert_miss(ws.run(probe(), CUVIL_AOT_MODE="strict"), "precision")
+
+
 def test_same_source_under_another_module_name_misses(built: Workspace, tmp_path: Path) -> None:
     ws = built.copy_to(tmp_path / "src")
     shutil.copy(ws.root / "mod.py", ws.root / "other.py")

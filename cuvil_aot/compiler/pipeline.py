@@ -31,6 +31,7 @@ from cuvil_aot.compiler.timeline import Timeline
 from cuvil_aot.compiler.toolchain import cc as cc_mod
 from cuvil_aot.compiler.toolchain import nvcc as nvcc_mod
 from cuvil_aot.errors import CompileError, Diagnostic, SourceSpan, internal_diagnostic
+from cuvil_aot.marks import marked
 from cuvil_aot.options import Options
 
 __all__ = ["Artifact", "Options", "build", "compile_ir", "generate_sources", "key_components"]
@@ -204,6 +205,8 @@ def key_components(module: types.ModuleType, options: Options | None = None) -> 
         "globals": _sha(lowered.trace.globals_read),
         "signatures": _sha({name: [str(sig) for sig, _ in sigs]
                             for name, sigs in lowered.functions.items()}),
+        # @optimize(precision=...): what the matmuls read (passes/precision.py)
+        "precision": _sha({name: m.precision for name, m in marked(module).items()}),
         # What a refused function's call says is in the build: a moved error is a miss.
         "refused": _sha(lowered.rendered_refusals()),
         "cuvil_aot": host.package_hash(),

@@ -134,7 +134,8 @@ def dependencies(module: types.ModuleType) -> dict[str, Any] | None:
     signatures = {}
     for name, dispatcher in sorted(marks.marked(module).items()):
         fn = dispatcher.py_func
-        signatures[name] = [repr(dispatcher.signatures), repr(fn.__annotations__)]
+        signatures[name] = [repr(dispatcher.signatures), repr(fn.__annotations__),
+                            dispatcher.precision]
         walk.todo.append(fn)
     seen: set[int] = set()
     while walk.todo:

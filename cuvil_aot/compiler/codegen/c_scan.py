@@ -35,14 +35,15 @@ def scan_root(em: KernelEmitter) -> tuple[Node, int]:
 
 def combine(op: Op, dtype: str, acc: str, value: str) -> str:
     """``acc`` op ``value`` in ``dtype`` as NumPy computes one step of the scan: integers
-    wrap (computed unsigned: C's signed overflow is undefined), float16 rounds each step."""
+    wrap (computed unsigned: C's signed overflow is undefined), float16 and bfloat16 round
+    each step."""
     fam = ops_c.FAMILY[dtype]
     if fam == "b":
         return f"({acc} {BOOLEAN[op]} {value})"
     if fam in ops_c.INTEGERS:
         return f"({ops_c.CTYPE[dtype]})((uint64_t)({acc}) {SYMBOL[op]} (uint64_t)({value}))"
     step = f"({acc} {SYMBOL[op]} {value})"
-    return ops_c.cast(step, "float32", "float16") if dtype == "float16" else step
+    return ops_c.cast(step, "float32", dtype) if dtype in ops_c.ROUNDED else step
 
 
 def scan_body(em: KernelEmitter, w: Writer) -> None:

@@ -86,8 +86,10 @@ def size_expr(em: KernelEmitter, d: Dim) -> str:
 
 def guarded_load(em: KernelEmitter, j: int, offset: str, ok: str, body: Body) -> str:
     """Operand j at ``offset`` where ``ok``, else 0 (no load)."""
-    ctype = ops_c.CTYPE[em.k.operands[j].dtype]
-    return body.local(ctype, f"{ok} ? ({ctype})p{j}[{offset}] : ({ctype})0")
+    dtype = em.k.operands[j].dtype
+    ctype = ops_c.CTYPE[dtype]
+    element = ops_c.load(dtype, f"p{j}[{offset}]")
+    return body.local(ctype, f"{ok} ? ({ctype}){element} : ({ctype})0")
 
 
 def fields(k: Kernel, w: Writer) -> None:

@@ -12,6 +12,7 @@ from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
 from cuvil_aot.compiler.codegen.run_time_loops import LoopSpan
 from cuvil_aot.compiler.ir.group import Kind
+from cuvil_aot.compiler.ir.node import toposort
 
 
 def unit_of(prefix: str) -> str:
@@ -63,10 +64,27 @@ class GpuPlan:
                            self.shared_structs(unit), shared + ones)
 
 
-def lower(comps: list[Compiled]) -> GpuPlan:
-    """The CUDA kernels of every signature, one per fusion group, and the tables."""
-    gp = GpuPlan()
+def refusal(comps: list[Compiled]) -> str | None:
+    """Why a function (its signatures ``comps``) has no GPU kernels; None where it has:
+    bfloat16 values have no CUDA lowering yet (issue 24), and a wrong dtype there would be
+    a silent wrong answer."""
     for comp in comps:
+        groups = [n for g in comp.groups for n in toposort(g.roots + g.terms)]
+        if any(n.dtype == "bfloat16" for n in groups) or \
+                any(p.type.dtype == "bfloat16" for p in comp.sig.params):
+            return ("bfloat16 has no GPU kernels yet: call it with NumPy arrays "
+                    "(ml_dtypes.bfloat16) to run it on the CPU")
+    return None
+
+
+def lower(comps: list[Compiled]) -> GpuPlan:
+    """The CUDA kernels of every signature, one per fusion group, and the tables; none for
+    a function ``refusal`` refuses."""
+    gp = GpuPlan()
+    refused = {c.name for c in comps if refusal([c]) is not None}
+    for comp in comps:
+        if comp.name in refused:
+            continue
         buffers = {id(b) for b in comp.buffers}
         kernels = [cuda.emit_kernel(f"{comp.prefix}_g{g}", group, buffers, comp.hoisted)
                    for g, group in enumerate(comp.groups)]

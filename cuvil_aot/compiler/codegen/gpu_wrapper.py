@@ -16,7 +16,7 @@ offers no C one.
 
 from __future__ import annotations
 
-from cuvil_aot.compiler.codegen import cuda_one, gather_access, inplace_args
+from cuvil_aot.compiler.codegen import cuda_one, gather_access, gpu_plan, inplace_args
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.gpu_launch import GpuStorage, launches
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan
@@ -35,7 +35,8 @@ from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.signature import render_type
 from cuvil_aot.compiler.ir.types import DTYPES
 
-DT = {dtype: f"CV_DT_{dtype.upper()}" for dtype in DTYPES}  # native/.../cuda_driver.h
+# native/.../cuda_driver.h; bfloat16 has none: its functions get no GPU path (gpu_plan.refusal)
+DT = {dtype: f"CV_DT_{dtype.upper()}" for dtype in DTYPES if dtype != "bfloat16"}
 
 
 def module_table(w: Writer, gp: GpuPlan, targets: GpuTargets | None) -> None:
@@ -74,6 +75,11 @@ def branch(w: Writer, index: int, name: str, nparams: int) -> None:
 
 def function(w: Writer, index: int, name: str, comps: list[Compiled], gp: GpuPlan,
              enabled: bool) -> None:
+    """The function's device-array path: its signatures' matching and launches; where the
+    module has no CUDA kernels (``enabled`` False) or the function none (gpu_plan.refusal),
+    a CudaError saying why."""
+    refused = gpu_plan.refusal(comps)
+    enabled = enabled and refused is None
     if enabled:
         for comp in comps:
             _match(w, comp)
@@ -88,7 +94,9 @@ def function(w: Writer, index: int, name: str, comps: list[Compiled], gp: GpuPla
         w.line("PyObject *result = NULL; char got[200];")
         w.line("(void)out; (void)stream; (void)got;")
         _view_arguments(w, name, index, len(params))
-        if not enabled:
+        if refused is not None:
+            w.line(f"result = cv_gpu_refused({c_string(name)}, {c_string(refused)});")
+        elif not enabled:
             w.line(f"result = cv_gpu_unavailable({c_string(name)});")
         else:
             _dispatch(w, name, comps)

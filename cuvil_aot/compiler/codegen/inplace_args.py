@@ -25,9 +25,7 @@ from cuvil_aot.compiler.codegen import host_scalars, ops_c
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.launch import dim
 from cuvil_aot.compiler.codegen.writer import Writer
-from cuvil_aot.compiler.ir.types import DTYPES
 
-TYPENUM = {dtype: f"NPY_{dtype.upper()}" for dtype in DTYPES}
 READ_ONLY = '"assignment destination is read-only"'
 
 
@@ -57,7 +55,7 @@ def cpu_buffer(w: Writer, comp: Compiled, b: int, k: int) -> bool:
     i = param_of(comp, k)
     if i is None:
         return False
-    typenum = TYPENUM[comp.fn.outputs[k].dtype]
+    typenum = ops_c.TYPENUM[comp.fn.outputs[k].dtype]
     _out_refused(w, comp, k, i)
     with w.block(""):
         w.line(f"PyArrayObject *o = (PyArrayObject *)argv[{i}];")

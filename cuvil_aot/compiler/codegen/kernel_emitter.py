@@ -138,7 +138,8 @@ class KernelEmitter:
             return self.accumulator()
         if id(node) in self.stashed and m == identity(self.nloops):
             j = self.stashed[id(node)]
-            return body.local(ops_c.CTYPE[node.dtype], f"p{j}[{self.offset(j, body)}]")
+            return body.local(ops_c.CTYPE[node.dtype],
+                              ops_c.load(node.dtype, f"p{j}[{self.offset(j, body)}]"))
         if id(node) in self.recips and body.fast:  # x / d as x * (1 / d): see row_reciprocals
             rcp, ok = self.recips[id(node)]
             body.conds.add(ok)
@@ -213,7 +214,7 @@ class KernelEmitter:
 
     def load(self, base: Node, view: Shape | None, m: IndexMap, body: Body) -> str:
         j = self.operand(base, view, m)
-        value = f"p{j}[{self.offset(j, body)}]"
+        value = ops_c.load(base.dtype, f"p{j}[{self.offset(j, body)}]")
         return body.local(ops_c.CTYPE[base.dtype], value)
 
     def per_row(self) -> IndexMap:
@@ -228,11 +229,11 @@ class KernelEmitter:
             scatter_store.store(self, dest, m, value, body)
             return
         j = self.operand(dest.buffer, None, dest_map(root, dest, m), dest)
-        storage = ops_c.STORAGE[dest.buffer.dtype]
+        stored = ops_c.store(dest.buffer.dtype, value)
         if j in body.tiles:
-            body.w.line(f"{body.tiles[j]}[i{body.inner} - c0] = ({storage})({value});")
+            body.w.line(f"{body.tiles[j]}[i{body.inner} - c0] = {stored};")
             return
-        body.w.line(f"p{j}[{self.offset(j, body)}] = ({storage})({value});")
+        body.w.line(f"p{j}[{self.offset(j, body)}] = {stored};")
 
 
 def store_roots(em: KernelEmitter, body: Body, roots: list[tuple[Node, Dest]]) -> None:

@@ -133,12 +133,19 @@ def _root_bytes(k: Kernel) -> int:
     return sum(ops_c.ITEMSIZE[d.buffer.dtype] for d in k.group.dests)
 
 
+# The runtime's GEMM (runtime.h) by the dtype of the operands: float32 and float64
+# accumulate in their own type, bfloat16 operands (canonicalize.py) in float32
+GEMMS = {"float32": "f32", "float64": "f64", "bfloat16": "bf16"}
+OPERAND_CTYPE = {"f32": "float", "f64": "double", "bf16": "uint16_t"}
+
+
 def _launch_gemm(w: Writer, k: Kernel, st: Storage) -> None:
     group = k.group
-    dtype = group.terms[0].dtype
-    sfx = {"float32": "f32", "float64": "f64"}.get(dtype)
+    dtype = group.terms[0].srcs[0].dtype
+    sfx = GEMMS.get(dtype)
     if sfx is None:
-        raise ops_c.Unsupported(f"matmul on {dtype} (supported: float16, float32, float64)")
+        raise ops_c.Unsupported(f"matmul on {dtype} (supported: float16, bfloat16, float32, "
+                                "float64)")
     out = group.space.shape
     w.line(f"cv_gemm_term_{sfx} terms[{len(group.terms)}];")
     for t, term in enumerate(group.terms):
@@ -148,8 +155,7 @@ def _launch_gemm(w: Writer, k: Kernel, st: Storage) -> None:
             rank = len(operand.shape)
             rs, cs = strides[rank - 2], strides[rank - 1]
             bs = strides[0] if rank == 3 and operand.shape[0] != Dim.of(1) else "0"
-            ctype = ops_c.CTYPE[dtype]
-            w.line(f"terms[{t}].{side} = (const {ctype} *)({ptr});")
+            w.line(f"terms[{t}].{side} = (const {OPERAND_CTYPE[sfx]} *)({ptr});")
             w.line(f"terms[{t}].{side}_rs = {rs}; terms[{t}].{side}_cs = {cs}; "
                    f"terms[{t}].{side}_bs = {bs};")
         w.line(f"terms[{t}].k = {dim(term.srcs[0].shape[-1])};")

@@ -1,7 +1,7 @@
 """C lowering of each computing op: a table keyed by Op, per dtype family.
 
-Values of float16 are computed in float (NumPy rounds after every op; we
-round once at the store), so the families are: f (float), d (double),
+Values of float16 and bfloat16 are computed in float (NumPy rounds after every op; we
+round once at the store and at each cast), so the families are: f (float), d (double),
 i8, i16, i32, i64, u8, u64 and b (bool, stored as one byte).
 
 NumPy's integers wrap after every op. C computes the small ones (i8, i16, u8) in
@@ -23,12 +23,22 @@ from cuvil_aot.compiler.ir.ops import Op
 
 CTYPE = {"bool": "cv_bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
          "int64": "int64_t", "uint8": "uint8_t", "uint64": "uint64_t", "float16": "float",
-         "float32": "float", "float64": "double"}
-STORAGE = {**CTYPE, "float16": "cv_f16"}
+         "bfloat16": "float", "float32": "float", "float64": "double"}
+STORAGE = {**CTYPE, "float16": "cv_f16", "bfloat16": "cv_bf16"}
 ITEMSIZE = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint64": 8,
-            "float16": 2, "float32": 4, "float64": 8}
+            "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 FAMILY = {"bool": "b", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-          "uint8": "u8", "uint64": "u64", "float16": "f", "float32": "f", "float64": "d"}
+          "uint8": "u8", "uint64": "u64", "float16": "f", "bfloat16": "f", "float32": "f",
+          "float64": "d"}
+# Stored in a type C does not convert implicitly (kernel.h's cv_bf16): read and written
+# through load() and store(); every other storage type converts as C assigns.
+CONVERTED = {"bfloat16": ("cv_bf16_load", "cv_bf16_store")}
+# NumPy's type number of each dtype, a C expression for the wrappers: bfloat16 is
+# ml_dtypes', registered at run time (pywrap.h's cv_bf16_typenum; with 0 it imports nothing
+# and matches no array while ml_dtypes is not imported)
+TYPENUM = {dtype: f"NPY_{dtype.upper()}" for dtype in CTYPE} | {"bfloat16": "cv_bf16_typenum(0)"}
+# Computed in float, rounded to their own type where a value of it is made (cast)
+ROUNDED = {"float16": "(float)(cv_f16)", "bfloat16": "cv_bf16_round"}
 FLOATS = ("f", "d")
 UNSIGNED = ("u8", "u64")
 INTEGERS = ("i8", "i16", "i32", "i64", *UNSIGNED)
@@ -92,6 +102,7 @@ class CLanguage:
             Op.CEIL: self.rounding("ceil"),
             Op.RINT: self.rounding("rint"),  # ties to even in the default rounding mode
             Op.SQRT: self.libm("sqrt"),
+            Op.TF32: lambda fam, args: call("cv_tf32_round", args) if fam == "f" else None,
             Op.SIN: self.trigonometric("sin"),
             Op.COS: self.trigonometric("cos"),
             **{op: self.vmath(name) for op, name in _VMATH.items()},
@@ -203,11 +214,23 @@ def render(op: Op, dtype: str, args: list[str]) -> str:
     return C.render(op, dtype, args)
 
 
+def load(dtype: str, element: str) -> str:
+    """The computing value of a stored ``element`` of ``dtype``."""
+    return f"{CONVERTED[dtype][0]}({element})" if dtype in CONVERTED else element
+
+
+def store(dtype: str, value: str) -> str:
+    """What assigning the computed ``value`` to an element of ``dtype`` stores."""
+    if dtype in CONVERTED:
+        return f"{CONVERTED[dtype][1]}({value})"
+    return f"({STORAGE[dtype]})({value})"
+
+
 def cast(value: str, src: str, dst: str) -> str:
     if src == dst:
         return value
-    if dst == "float16":  # computed in float, but the value must be rounded to half
-        return f"((float)(cv_f16)({value}))"
+    if dst in ROUNDED:  # computed in float, but the value must be rounded to its type
+        return f"({ROUNDED[dst]}({value}))"
     if CTYPE[src] == CTYPE[dst]:
         return value
     if dst == "bool":

@@ -36,9 +36,6 @@ from cuvil_aot.compiler.gpu_targets import GpuTargets
 from cuvil_aot.compiler.ir.group import Kind
 from cuvil_aot.compiler.ir.node import Function, Param
 from cuvil_aot.compiler.ir.signature import Signature, render_type
-from cuvil_aot.compiler.ir.types import DTYPES
-
-TYPENUM = {dtype: f"NPY_{dtype.upper()}" for dtype in DTYPES}  # NPY_INT8, NPY_BOOL, ...
 
 
 @dataclass
@@ -114,7 +111,7 @@ def _match_param(w: Writer, i: int, name: str, p: Param) -> None:
     obj = f"argv[{i}]"
     want = f"{render_type(p)}"
     with w.block(f"if (!PyArray_Check({obj}) || PyArray_TYPE((PyArrayObject *){obj}) != "
-                 f"{TYPENUM[p.type.dtype]})"):
+                 f"{ops_c.TYPENUM[p.type.dtype]})"):
         w.line(f"cv_describe({obj}, got, sizeof got);")
         fail(w, False, f"argument '{name}': expected a {p.type.dtype} array {want}, got %s",
              "got")
@@ -214,7 +211,9 @@ def _work(k: Kernel) -> str:
 
 
 def _output_buffer(w: Writer, name: str, b: int, k: int, ndim: int, dtype: str) -> None:
-    typenum = TYPENUM[dtype]
+    typenum = ops_c.TYPENUM[dtype]
+    if dtype == "bfloat16":  # a new bfloat16 array needs ml_dtypes' type: imported here
+        w.line("if (cv_bf16_typenum(1) < 0) goto done;")
     with w.block(f"if (outs[{k}])"):
         w.line(f"if (cv_check_out({c_string(name)}, {k}, outs[{k}], {typenum}, {ndim}, "
                f"shape{b}) < 0) goto done;")

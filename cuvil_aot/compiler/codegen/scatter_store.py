@@ -87,5 +87,5 @@ def store(em: KernelEmitter, dest: Dest, m: IndexMap, value: str, body: Body) ->
         terms.append(f"{pos} * a->{field}")
         oks.append(ok)
     offset = " + ".join([em.offset(j, body), *terms])
-    storage = ops_c.STORAGE[dest.buffer.dtype]
-    body.w.line(f"if ({' && '.join(oks)}) p{j}[{offset}] = ({storage})({value});")
+    stored = ops_c.store(dest.buffer.dtype, value)
+    body.w.line(f"if ({' && '.join(oks)}) p{j}[{offset}] = {stored};")

@@ -99,12 +99,14 @@ def _lower_marked(name: str, dispatcher: Marked, result: LoweredModule,
     def specialized(special: Signature) -> Function | None:
         if special in signatures:  # declared: lowered in its own place
             return None
-        return _lower_quietly(name, fn, special, result.trace)
+        function = _lower_quietly(name, fn, special, result.trace)
+        return function.replace(precision=dispatcher.precision) if function else None
 
     lowered = []
     for sig in signatures:
         function = lower_function(name, fn, sig, result.trace, diagnostics)
         if function is not None:
+            function = function.replace(precision=dispatcher.precision)
             lowered.append((sig, function))
             lowered += size_one_specializations(sig, function, specialized)
     return lowered

@@ -43,7 +43,16 @@ from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.construct import Message, ShapeError, cast, reshape
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import COMPARE, NUMPY, Op
-from cuvil_aot.compiler.ir.types import Dim, Shape, TensorType, dtype_of, is_int, shape_str
+from cuvil_aot.compiler.ir.types import (
+    Dim,
+    Shape,
+    TensorType,
+    dtype_of,
+    is_float,
+    is_int,
+    np_dtype,
+    shape_str,
+)
 from cuvil_aot.errors import SourceSpan
 
 
@@ -55,7 +64,7 @@ _WEAK_DUMMY = {"bool": True, "int64": 1, "float64": 1.0}
 
 
 def _dummy(dtype: str, weak: bool) -> object:
-    return _WEAK_DUMMY[dtype] if weak else np.ones((1,), dtype=dtype)
+    return _WEAK_DUMMY[dtype] if weak else np.ones((1,), dtype=np_dtype(dtype))
 
 
 @functools.cache
@@ -263,7 +272,9 @@ def _holds(dtype: str, value: int) -> bool:
 
 
 def _python_kind(dtype: str) -> str:
-    return {"b": "bool", "i": "int64", "u": "int64", "f": "float64"}[np.dtype(dtype).kind]
+    if is_float(dtype):  # bfloat16 included, whose NumPy kind is "V"
+        return "float64"
+    return {"b": "bool", "i": "int64", "u": "int64"}[np.dtype(dtype).kind]
 
 
 def _where_dtype(a: Node, b: Node) -> str:
@@ -350,7 +361,7 @@ def concat(parts: Sequence[Node], axis: int, span: SourceSpan | None = None) -> 
     if ndim == 0:
         raise ShapeError("zero-dimensional arrays cannot be concatenated")
     axis = normalize_axes((axis,), ndim)[0]
-    dtype = dtype_of(np.result_type(*[np.empty(0, p.dtype) for p in parts]))
+    dtype = dtype_of(np.result_type(*[np.empty(0, np_dtype(p.dtype)) for p in parts]))
     size = Dim.of(0)
     for index, p in enumerate(parts):
         if p.type.ndim != ndim:

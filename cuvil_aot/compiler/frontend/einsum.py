@@ -48,7 +48,7 @@ from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.construct import ShapeError
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
-from cuvil_aot.compiler.ir.types import Dim, dtype_of, is_float
+from cuvil_aot.compiler.ir.types import Dim, dtype_of, is_float, np_dtype
 from cuvil_aot.errors import SourceSpan
 
 Labels = tuple[str, ...]
@@ -312,7 +312,7 @@ def lowered(operands: list[Operand], output: Labels, dtype: str, span: SourceSpa
 # The handler -------------------------------------------------------------------------------
 
 def result_dtype(nodes: Sequence[Node]) -> str:
-    return dtype_of(np.result_type(*(np.empty(0, n.dtype) for n in nodes)))
+    return dtype_of(np.result_type(*(np.empty(0, np_dtype(n.dtype)) for n in nodes)))
 
 
 def einsum(ctx: Ctx, subscripts: Any, /, *operands: Any, out: Any = None, dtype: Any = None,

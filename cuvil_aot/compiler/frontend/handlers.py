@@ -175,8 +175,12 @@ def mean(ctx: Ctx, a: Any, axis: Any = None, keepdims: bool = False) -> Node:
     if not is_float(x.dtype):
         x = C.cast(x, "float64", ctx.span)
     axes = checked(B.normalize_axes, axes_arg(axis, ctx), x.type.ndim, span=ctx.span)
+    narrow = x.dtype if x.dtype in ("float16", "bfloat16") else None
+    if narrow:  # summed and divided in float32, rounded once (NumPy's way for float16)
+        x = C.cast(x, "float32", ctx.span)
     total = checked(B.reduce, Op.SUM, x, axes, bool(keepdims), ctx.span, span=ctx.span)
-    return apply(Op.DIV, [total, fold(B.count(x, axes))], ctx.span)
+    result = apply(Op.DIV, [total, fold(B.count(x, axes))], ctx.span)
+    return C.cast(result, narrow, ctx.span) if narrow else result
 
 
 def var(ctx: Ctx, a: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Node:

@@ -24,7 +24,7 @@ from cuvil_aot.compiler.frontend.values import apply, fold, is_symbolic, python_
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
-from cuvil_aot.compiler.ir.types import Dim, is_int, shape_str
+from cuvil_aot.compiler.ir.types import Dim, is_float, is_int, shape_str
 from cuvil_aot.errors import SourceSpan
 
 _BINARY = {"Add": Op.ADD, "Sub": Op.SUB, "Mult": Op.MUL, "Div": Op.DIV, "FloorDiv": Op.FLOORDIV,
@@ -211,9 +211,9 @@ def _power(base: Any, exponent: Any, span: SourceSpan) -> Node | None:
         return apply(Op.SQUARE, [base], span)
     if exponent == 1:
         return apply(Op.MUL, [base, 1], span)
-    if exponent == 0.5 and base.dtype.startswith("float"):
+    if exponent == 0.5 and is_float(base.dtype):
         return apply(Op.SQRT, [base], span)
-    if exponent in (3, 4) and base.dtype.startswith("float"):
+    if exponent in (3, 4) and is_float(base.dtype):
         # GELU's x ** 3: multiplications vectorize where pow is a libm call per element;
         # within an ulp of pow, as float32 tolerances allow (NumPy's own pow is libm's)
         square = apply(Op.SQUARE, [base], span)

@@ -13,7 +13,7 @@ from typing import Any
 
 from cuvil_aot.compiler.ir.node import Param
 from cuvil_aot.compiler.ir.signature import Signature as Signature  # re-exported
-from cuvil_aot.compiler.ir.types import Dim, TensorType
+from cuvil_aot.compiler.ir.types import Dim, TensorType, np_dtype
 from cuvil_aot.marks import ARRAY_DTYPES, ArrayType, DType, Marked, bool_
 
 _DTYPES = {d.short: d for d in ARRAY_DTYPES} | {"bool": bool_}
@@ -69,6 +69,10 @@ def param_from_spec(name: str, spec: Any) -> Param:
         spec = ArrayType(spec, ())
     if isinstance(spec, ArrayType):
         dims = tuple(parse_dim(d) for d in spec.dims)
+        try:  # bfloat16: registers ml_dtypes' dtype with NumPy, or says to install it
+            np_dtype(spec.dtype.np_dtype)
+        except ValueError as exc:
+            raise SignatureSyntaxError(f"parameter '{name}': {exc}") from None
         return Param(name, TensorType(spec.dtype.np_dtype, dims), False)
     raise SignatureSyntaxError(f"parameter '{name}': unsupported annotation {spec!r}; "
                                f"expected {SYNTAX}")

@@ -31,7 +31,7 @@ import numpy as np
 
 from cuvil_aot.compiler.ir.node import Node, rewrite
 from cuvil_aot.compiler.ir.ops import Op
-from cuvil_aot.compiler.ir.types import Dim, Shape, TensorType, shape_str
+from cuvil_aot.compiler.ir.types import Dim, Shape, TensorType, np_dtype, shape_str
 from cuvil_aot.errors import SourceSpan
 
 
@@ -62,7 +62,7 @@ def cast(x: Node, dtype: str, span: SourceSpan | None = None) -> Node:
         value = x.attrs[0]
         if not isinstance(value, Dim):
             with np.errstate(all="ignore"):  # NumPy casts out-of-range Python floats to inf
-                value = np.asarray(value).astype(dtype).item()
+                value = np.asarray(value).astype(np_dtype(dtype)).item()
         return Node(Op.CONST, TensorType(dtype, x.shape), attrs=(value,), span=x.span)
     return Node(Op.CAST, TensorType(dtype, x.shape), (x,), span=span or x.span)
 

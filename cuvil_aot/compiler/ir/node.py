@@ -74,12 +74,14 @@ class Function:
     hidden: int = 0
     indices: tuple[tuple[str, Any, Any, int], ...] = ()
     run_time: tuple[Any, ...] = ()  # run_time.RunTimeSlice: symbols from run-time ints
+    precision: str = "fp32"  # what the matmuls read (marks.PRECISIONS; passes/precision.py)
 
     def replace(self, **changes: Any) -> Function:
         fields = {f: getattr(self, f) for f in ("name", "params", "param_nodes", "outputs",
                                                 "returns_tuple", "groups", "refused",
                                                 "requirements", "derived", "assumptions",
-                                                "run_time", "inplace", "hidden", "indices")}
+                                                "run_time", "inplace", "hidden", "indices",
+                                                "precision")}
         fields.update(changes)
         return Function(**fields)
 

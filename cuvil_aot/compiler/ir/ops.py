@@ -37,6 +37,9 @@ class Op(enum.Enum):
     RINT = enum.auto()  # to the nearest integer, ties to even (np.rint)
     INVERT = enum.auto()
     CAST = enum.auto()
+    # float32 rounded to TF32 (10 mantissa bits, to nearest, ties away from zero: the GPU's
+    # cvt.rna.tf32.f32); made only by passes/precision.py, for matmul operands
+    TF32 = enum.auto()
     # elementwise, binary
     ADD = enum.auto()
     SUB = enum.auto()
@@ -108,7 +111,7 @@ class Op(enum.Enum):
 
 UNARY = frozenset({Op.NEG, Op.ABS, Op.SIGN, Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.SQRT,
                    Op.SQUARE, Op.TANH, Op.SIN, Op.COS, Op.FLOOR, Op.CEIL, Op.RINT, Op.INVERT,
-                   Op.CAST})
+                   Op.CAST, Op.TF32})
 BINARY = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW, Op.MAXIMUM,
                     Op.MINIMUM, Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE, Op.AND, Op.OR, Op.XOR})
 COMPARE = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
@@ -118,6 +121,13 @@ MOVEMENT = frozenset({Op.PERMUTE, Op.SLICE, Op.BROADCAST, Op.RESHAPE})
 SCANS = frozenset({Op.CUMSUM, Op.CUMPROD, Op.SORT, Op.ARGSORT})  # a kernel of whole rows
 WRITES = frozenset({Op.SETITEM, Op.SCATTER})  # assignments, written in place
 
+def round_tf32(x: Any) -> Any:
+    """Float32 values rounded to TF32 as Op.TF32 does; inf and NaN as they are."""
+    x = np.asarray(x, np.float32)
+    bits = (x.view(np.uint32) + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
+    return np.where(np.isfinite(x), bits.view(np.float32), x)
+
+
 # The NumPy meaning of each computing op: it fixes the result dtype (through
 # NumPy's own type resolution, see frontend.builder) and is the test reference.
 NUMPY: dict[Op, Callable[..., Any]] = {
@@ -125,6 +135,7 @@ NUMPY: dict[Op, Callable[..., Any]] = {
     Op.EXPM1: np.expm1, Op.LOG: np.log, Op.LOG1P: np.log1p, Op.SQRT: np.sqrt,
     Op.SQUARE: np.square, Op.TANH: np.tanh, Op.SIN: np.sin, Op.COS: np.cos,
     Op.FLOOR: np.floor, Op.CEIL: np.ceil, Op.RINT: np.rint, Op.INVERT: np.invert,
+    Op.TF32: round_tf32,
     Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: np.true_divide,
     Op.FLOORDIV: np.floor_divide, Op.MOD: np.remainder, Op.POW: np.power,
     Op.MAXIMUM: np.maximum, Op.MINIMUM: np.minimum, Op.LT: np.less, Op.LE: np.less_equal,

@@ -8,26 +8,43 @@ equality is mathematical equality. Static dimensions are constant polynomials.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 # Monomial: sorted tuple of symbol names (with repetition for powers); () is 1.
 Monomial = tuple[str, ...]
 
-DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint64", "float16", "float32",
-          "float64")
+DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint64", "float16", "bfloat16",
+          "float32", "float64")
 
 
-def dtype_of(np_dtype: object) -> str:
+def np_dtype(dtype: str) -> np.dtype[Any]:
+    """The NumPy dtype of an IR dtype name. bfloat16 is ml_dtypes' (imported here, on first
+    need only: NumPy knows the name "bfloat16" once ml_dtypes has registered it)."""
+    if dtype == "bfloat16":
+        try:
+            import ml_dtypes  # the optional extra "bf16"
+        except ImportError:
+            raise ValueError("bfloat16 arrays are ml_dtypes.bfloat16: install ml_dtypes "
+                             "(pip install 'cuvil-aot[bf16]')") from None
+        bfloat16: np.dtype[Any] = np.dtype(ml_dtypes.bfloat16)
+        return bfloat16
+    return np.dtype(dtype)
+
+
+def dtype_of(np_dtype_like: object) -> str:
     """The IR dtype name of a NumPy dtype, or ValueError for unsupported ones."""
-    name = str(np.dtype(np_dtype).name)  # type: ignore[call-overload]
+    if isinstance(np_dtype_like, str) and np_dtype_like == "bfloat16":
+        return dtype_of(np_dtype("bfloat16"))
+    name = str(np.dtype(np_dtype_like).name)  # type: ignore[call-overload]
     if name not in DTYPES:
         raise ValueError(f"dtype {name} is not supported (supported: {', '.join(DTYPES)})")
     return name
 
 
 def is_float(dtype: str) -> bool:
-    return dtype.startswith("float")
+    return dtype.startswith("float") or dtype == "bfloat16"
 
 
 def is_int(dtype: str) -> bool:

@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from cuvil_aot.compiler.ir.node import Function
 from cuvil_aot.compiler.ir.printer import format_function
 from cuvil_aot.compiler.ir.verify import verify
-from cuvil_aot.compiler.passes import canonicalize, cse, fusion
+from cuvil_aot.compiler.passes import canonicalize, cse, fusion, precision
 
 Pass = Callable[[Function], Function]
 
 PIPELINE: list[tuple[str, Pass]] = [
+    ("precision", precision.run),
     ("canonicalize", canonicalize.run),
     ("cse", cse.run),
     ("fusion", fusion.run),

@@ -4,6 +4,7 @@ Before::
 
     %2 = matmul(%0, %1) : float16[B,N]
     %4 = permute(permute(%3, (1,0)), (1,0))
+    %7 = matmul(cast(%5, f32), cast(%6, f32)) : float32[B,N]   # %5, %6: bfloat16
 
     %5 = sum(%x, (2, 3)) : float32[B,512]                   # x: float32[B,512,7,7]
 
@@ -11,6 +12,7 @@ After::
 
     %2 = cast(matmul(cast(%0, f32), cast(%1, f32)), f16)   # GEMMs run in f32/f64
     %4 = %3                                                 # composed permutations
+    %7 = matmul(%5, %6) : float32[B,N]                      # the bfloat16 GEMM
     %5 = sum(reshape(%x) : float32[B,512,49], (2,))        # one loop of 49, not 7 x 7
 """
 
@@ -31,6 +33,9 @@ def _canonical(node: Node) -> Node:
         a, b = (C.cast(s, "float32") for s in node.srcs)
         wide = node.replace(srcs=(a, b), type=TensorType("float32", node.shape))
         return C.cast(wide, "float16", node.span)
+    if node.op is Op.MATMUL and node.dtype == "float32" and all(_widened_bf16(s)
+                                                               for s in node.srcs):
+        return node.replace(srcs=tuple(s.srcs[0] for s in node.srcs))
     if node.op in REDUCE and _mergeable(node):
         axes = node.attrs[0]
         src = node.srcs[0]
@@ -42,6 +47,12 @@ def _canonical(node: Node) -> Node:
         composed = tuple(inner.attrs[0][p] for p in node.attrs[0])
         return C.permute(inner.srcs[0], composed, node.span)
     return node
+
+
+def _widened_bf16(operand: Node) -> bool:
+    """A bfloat16 value cast to float32: the GEMM reads the bfloat16 itself (products of
+    two bfloat16 are exact in float32, so the sums are the same), half the bytes."""
+    return operand.op is Op.CAST and operand.srcs[0].dtype == "bfloat16"
 
 
 def _mergeable(node: Node) -> bool:

@@ -214,7 +214,8 @@ def _gemm_groups(plan: Plan) -> None:
 
 def _is_term(plan: Plan, other: Node, first: Node, absorbed: set[int]) -> bool:
     return (other.op is Op.MATMUL and id(other) not in absorbed and other.shape == first.shape
-            and other.dtype == first.dtype and len(plan.uses.get(id(other), [])) == 1)
+            and other.dtype == first.dtype and other.srcs[0].dtype == first.srcs[0].dtype
+            and len(plan.uses.get(id(other), [])) == 1)  # one GEMM reads one operand type
 
 
 @dataclass

@@ -15,6 +15,13 @@
 typedef uint8_t cv_bool; /* NumPy's bool: one byte holding 0 or 1 */
 typedef __half cv_f16;   /* storage only; kernels compute float16 in float */
 
+/* kernel.h's cv_tf32_round: to TF32 to nearest, ties away (cvt.rna.tf32.f32's rounding) */
+CV_DEV float cv_tf32_round(float f) {
+    unsigned u = __float_as_uint(f);
+    if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;
+    return __uint_as_float(u);
+}
+
 /* N consecutive elements moved by one (or a few) wide loads and stores. */
 template <class T, int N>
 struct alignas(sizeof(T) * N) cv_vec {

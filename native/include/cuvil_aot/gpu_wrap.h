@@ -162,6 +162,18 @@ static int cv_gpu_check_out(const cv_runtime_api *api, const char *fname, int in
 }
 
 /* A GPU call on a module built without CUDA kernels. */
+/* CudaError: the module has GPU kernels, but none for this function (`why`). */
+static PyObject *cv_gpu_refused(const char *fname, const char *why) {
+    PyObject *mod = PyImport_ImportModule("cuvil_aot.errors");
+    PyObject *type = mod ? PyObject_GetAttrString(mod, "CudaError") : NULL;
+    Py_XDECREF(mod);
+    if (type) {
+        PyErr_Format(type, "%s(): called with device arrays, but %s", fname, why);
+        Py_DECREF(type);
+    }
+    return NULL;
+}
+
 static PyObject *cv_gpu_unavailable(const char *fname) {
     PyObject *mod = PyImport_ImportModule("cuvil_aot.errors");
     PyObject *type = mod ? PyObject_GetAttrString(mod, "CudaError") : NULL;

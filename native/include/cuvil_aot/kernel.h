@@ -14,6 +14,40 @@
 typedef uint8_t cv_bool;  /* NumPy's bool: one byte holding 0 or 1 */
 typedef _Float16 cv_f16;  /* storage only; kernels compute float16 in float */
 
+/* bfloat16 (ml_dtypes.bfloat16): the upper half of a float32's bits, computed in float.
+ * A struct, so that no implicit conversion reads or writes it as an integer: values go
+ * through cv_bf16_load and cv_bf16_store (compiler/codegen/ops_c.py's load and store). */
+typedef struct { uint16_t bits; } cv_bf16;
+
+static inline float cv_bf16_load(cv_bf16 x) {
+    uint32_t u = (uint32_t)x.bits << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* To nearest, ties to even, as ml_dtypes (Eigen) rounds; a NaN stays a quiet NaN. */
+static inline cv_bf16 cv_bf16_store(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    cv_bf16 r = {(uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
+    if ((u & 0x7fffffffu) > 0x7f800000u) r.bits = (uint16_t)((u >> 16) | 0x40u);
+    return r;
+}
+
+/* A float rounded to the nearest bfloat16 (a cast to bfloat16 computed in float). */
+static inline float cv_bf16_round(float f) { return cv_bf16_load(cv_bf16_store(f)); }
+
+/* A float rounded to TF32 (10 mantissa bits) to nearest, ties away from zero, as the
+ * GPU's cvt.rna.tf32.f32; inf and NaN unchanged (a precision="tf32" matmul's operands). */
+static inline float cv_tf32_round(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
 static inline int64_t cv_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* Prefetch element i of p into L1 for a later pass. i may lie past the array (the last

@@ -23,6 +23,37 @@ static int cv_import_errors(void) {
     return (cv_SignatureError && cv_SignatureShapeError) ? 0 : -1;
 }
 
+/* NumPy's type number of ml_dtypes.bfloat16, a dtype registered at run time. With
+ * `import`, ml_dtypes is imported (a new bfloat16 output needs it): -1 with an exception
+ * where it cannot be. Without, -2 while ml_dtypes is not imported: no array can be a
+ * bfloat16 one then, and looking costs no import. */
+static int cv_bf16_num = -1;
+static int cv_bf16_typenum(int import) {
+    if (cv_bf16_num >= 0) return cv_bf16_num;
+    PyObject *name = PyUnicode_FromString("ml_dtypes");
+    if (!name) return -1;
+    PyObject *mod = import ? PyImport_Import(name) : PyImport_GetModule(name);
+    Py_DECREF(name);
+    if (!mod) {
+        if (!import && !PyErr_Occurred()) return -2;
+        if (PyErr_ExceptionMatches(PyExc_ImportError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ImportError, "bfloat16 arrays need ml_dtypes: pip install "
+                            "ml_dtypes (or cuvil-aot[bf16])");
+        }
+        return -1;
+    }
+    PyObject *type = PyObject_GetAttrString(mod, "bfloat16");
+    Py_DECREF(mod);
+    PyArray_Descr *descr = NULL;
+    int ok = type && PyArray_DescrConverter(type, &descr);
+    Py_XDECREF(type);
+    if (!ok) return -1;
+    cv_bf16_num = descr->type_num;
+    Py_DECREF(descr);
+    return cv_bf16_num;
+}
+
 /* Shape arithmetic of the argument checks: a * b, a + b, a - b, setting *ovf where the
  * result does not fit in int64 (symbols bound from two arrays can exceed it: N*M of two
  * broadcast views of 2^32 elements). */

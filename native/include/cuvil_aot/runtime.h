@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CV_RUNTIME_ABI_VERSION 5
+#define CV_RUNTIME_ABI_VERSION 6
 #define CV_RUNTIME_CAPSULE "cuvil_aot.runtime.native._C_API"
 
 /* x86-64 micro-architecture levels (psABI): 1 = baseline, 2 = v2 (SSE4.2,
@@ -43,6 +43,16 @@ typedef struct {
     int64_t b_rs, b_cs, b_bs;
     int64_t k;
 } cv_gemm_term_f64;
+
+/* A term of bfloat16 operands (ml_dtypes.bfloat16: the upper half of a float32's
+ * bits), multiplied exactly and accumulated in float32 (gemm_bf16). */
+typedef struct {
+    const uint16_t *a;
+    int64_t a_rs, a_cs, a_bs;
+    const uint16_t *b;
+    int64_t b_rs, b_cs, b_bs;
+    int64_t k;
+} cv_gemm_term_bf16;
 
 /* The epilogue receives the finished accumulator tile
  * acc[(i - i0) * ld_acc + (j - j0)] = sum over terms of (A @ B)[batch, i, j]
@@ -73,6 +83,15 @@ typedef struct {
     void *ctx;
 } cv_gemm_f64;
 
+/* cv_gemm_f32's contract with bfloat16 operands: float32 tiles, float32 epilogue. */
+typedef struct {
+    int64_t nbatch, m, n;
+    int nterms;
+    const cv_gemm_term_bf16 *terms;
+    cv_epilogue_f32 epilogue;
+    void *ctx;
+} cv_gemm_bf16;
+
 typedef struct cv_runtime_api {
     int abi_version;
     /* The level generated code may use: the detected level, lowered by
@@ -98,6 +117,9 @@ typedef struct cv_runtime_api {
     void *(*out_calloc)(void *ctx, size_t nelem, size_t elsize);
     void *(*out_realloc)(void *ctx, void *ptr, size_t size);
     void (*out_free)(void *ctx, void *ptr, size_t size);
+    /* As gemm_f32, on bfloat16 operands: AVX-512 BF16 (vdpbf16ps) where the CPU has it
+     * and the usable level is 4, else a plain loop (gemm_bf16.c). */
+    int (*gemm_bf16)(const cv_gemm_bf16 *g);
 } cv_runtime_api;
 
 #ifdef Py_PYTHON_H
