@@ -377,7 +377,7 @@ dots_block(int r, int jn, int64_t k, const T *const *arow, const T *const *bcol,
     for (; p + VL <= k; p += VL) {
 #pragma GCC unroll 2
         for (int j = 0; j < npf; j++)
-            __builtin_prefetch(pf[j] + p, 0, 2);
+            __builtin_prefetch(pf[j] + p);
         dots_step(r, 0, VL, acc, arow, bcol, p);
     }
     if (p < k)
@@ -411,12 +411,15 @@ dots_block(int r, int jn, int64_t k, const T *const *arow, const T *const *bcol,
  * across the column blocks (one thread, 16 x 3072 x 768: 140 -> 180
  * GFLOP/s at blocks of 1024; two threads, 16 x 768 x 3072 and 8 x 768 x
  * 3072: 0.87x and 0.72x the time again at 16 KB of A). With two or more
- * row blocks, the columns DOTS_PF blocks ahead are prefetched into L2, a
+ * row blocks, the columns DOTS_PF blocks ahead are prefetched, a
  * share in each row block so the loads go out evenly: the hardware
  * prefetchers lose each 3 KB run of B that a 768-long row is, while the row
- * blocks compute (8 x 768 x 16384, B from memory, two threads: 3.4 -> 2.0
+ * blocks compute (8 x 768 x 16384, B from memory, two threads: 3.2 -> 1.6
  * ms); with one row block it costs more than it brings (3 and 5 x 768 x 512
- * from L3, one thread: 0.85x the speed). */
+ * from L3, one thread: 0.85x the speed). Into L2 (prefetcht1) instead was
+ * slower from memory and from L3 (8 x 768 x 16384: 1.6x the time). The
+ * short k blocks cost B from memory with long k (8 x 3072 x 4096: 1.09x the
+ * time: a 12 KB row read in 6 pieces). */
 CV_TARGET static void dots_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs, const T *b,
                                   int64_t b_cs, int64_t ncols, T *c, int64_t ldc,
                                   int accumulate) {
