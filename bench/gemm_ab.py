@@ -10,6 +10,10 @@ as generated code calls them (cv_run_gemm_f32 through ctypes):
     (change the sources, build /tmp/b.so the same way)
     python bench/gemm_ab.py /tmp/a.so /tmp/b.so --gemm 4096 1024 4096
     python bench/gemm_ab.py /tmp/a.so /tmp/b.so --gemm 1 768 3072 --gemm 1 3072 768
+    python bench/gemm_ab.py /tmp/a.so /tmp/b.so --wt --gemm 16 768 3072
+
+--wt gives B as W.T, W row-major (n, k) as PyTorch's Linear weights (x @ w.T), instead
+of a row-major (k, n) B.
 
 Several --gemm run one after the other in each timed call (the FFN's two
 GEMVs alternate their weights in L3 that way). Every build is checked
@@ -83,6 +87,8 @@ def main() -> None:
     ap.add_argument("--gemm", nargs=3, type=int, action="append", metavar=("M", "K", "N"))
     ap.add_argument("--samples", type=int, default=20)
     ap.add_argument("--level", type=int, default=0, help="cpu_level (0: detected)")
+    ap.add_argument("--wt", action="store_true", help="B = W.T, W row-major (n, k)")
+    ap.add_argument("--threads", type=int, default=0, help="pool size (0: the default)")
     args = ap.parse_args()
     shapes = args.gemm or [[4096, 1024, 4096]]
     with tempfile.TemporaryDirectory() as tmp:
@@ -92,6 +98,8 @@ def main() -> None:
         lib = C.CDLL(os.path.abspath(path))
         if args.level:
             lib.cv_set_cpu_level(args.level)
+        if args.threads:
+            lib.cv_set_num_threads(args.threads)
         lib.cv_run_gemm_f32.argtypes = [C.POINTER(Gemm)]
         runs.append(lib.cv_run_gemm_f32)
     rng = np.random.default_rng(0)
@@ -99,10 +107,13 @@ def main() -> None:
     for m, k, n in shapes:
         x = rng.standard_normal((m, k)).astype(np.float32)
         w = (rng.standard_normal((k, n)) * k**-0.5).astype(np.float32)
+        if args.wt:
+            w = np.ascontiguousarray(w.T).T  # the same values, W.T of a row-major W
         bias = rng.standard_normal(n).astype(np.float32)
         out = np.empty((m, n), np.float32)
         want = np.maximum(0, x.astype(np.float64) @ w + bias)
-        term = Term(x.ctypes.data, k, 1, 0, w.ctypes.data, n, 1, 0, k)
+        b_rs, b_cs = (s // 4 for s in w.strides)
+        term = Term(x.ctypes.data, k, 1, 0, w.ctypes.data, b_rs, b_cs, 0, k)
         ctx = Ctx(bias.ctypes.data, out.ctypes.data, n)
         g = Gemm(1, m, n, 1, C.pointer(term), epi, C.addressof(ctx))
         for path, run in zip(args.builds, runs):

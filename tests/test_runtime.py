@@ -306,6 +306,25 @@ def test_gemm_b_at_every_misalignment(dtype, level, m, n):
         check(out, [(a, b)], dtype)
 
 
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(1, 32), k=st.integers(1, 2600), n=st.integers(1, 70),
+       a_rows=st.sampled_from([1, 3]), b_cols=st.sampled_from([1, 2]),
+       level=st.sampled_from(LEVELS), seed=st.integers(0, 2**32 - 1))
+def test_gemm_dots_kernel_matches_numpy(m, k, n, a_rows, b_cols, level, seed):
+    """x @ W.T with few rows, the small-m dots kernel (A with unit column stride, B with
+    unit row stride): row blocks of 4 and a rest, k blocks past DOTS_KB, the prefetch of
+    later columns from more than 4 rows, every column-block remainder; A every a_rows-th
+    row of a larger array, W every b_cols-th row."""
+    rng = np.random.default_rng(seed)
+    rt.configure(cpu_level=level)
+    for dtype in (np.float32, np.float64):
+        a = rng.uniform(-1, 1, (m * a_rows, k)).astype(dtype)[::a_rows]
+        b = rng.uniform(-1, 1, (n * b_cols, k)).astype(dtype)[::b_cols].T
+        out = poisoned((m, n), "c", dtype)
+        run([(a, b)], out)
+        check(out, [(a, b)], dtype)
+
+
 def test_gemm_from_many_threads_while_resizing():
     """Concurrent GEMMs (small-m and packed paths) while the pool is resized."""
     errors: list[str] = []

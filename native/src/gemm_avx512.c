@@ -24,6 +24,41 @@
 #define DJ 4
 #define MC 192
 
+/* The 4 x 4 dot products of a dots block, each a vector of partial sums
+ * (unused rows zero), summed across lanes as one vector: pairs of vectors
+ * fold into one at each step, 45 instructions against ~130 for 16 separate
+ * lane sums (16 x 768 x 64 from L1: 85% -> 95% of the FMA peak). Lane
+ * 4 i + j of the result holds row i, column j. */
+CV_TARGET static inline __attribute__((always_inline)) void
+dots_sums_f32(int r, int jn, __m512 acc[4][4], float *c, int64_t ldc, int accumulate) {
+    __m512 t[8], u[4];
+    for (int q = 0; q < 8; q++) { /* per 128-bit lane: lanes 0+2, 1+3 of two vectors */
+        __m512 x = acc[q / 2][q % 2 * 2], y = acc[q / 2][q % 2 * 2 + 1];
+        t[q] = _mm512_add_ps(_mm512_unpacklo_ps(x, y), _mm512_unpackhi_ps(x, y));
+    }
+    for (int q = 0; q < 4; q++) { /* per 128-bit lane: the 4 lane sums of 4 vectors */
+        __m512d x = _mm512_castps_pd(t[2 * q]), y = _mm512_castps_pd(t[2 * q + 1]);
+        u[q] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
+                             _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+    }
+    /* across the 128-bit lanes */
+    __m512 x01 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88),
+                               _mm512_shuffle_f32x4(u[0], u[1], 0xDD));
+    __m512 x23 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x88),
+                               _mm512_shuffle_f32x4(u[2], u[3], 0xDD));
+    __m512 y = _mm512_add_ps(_mm512_shuffle_f32x4(x01, x23, 0x88),
+                             _mm512_shuffle_f32x4(x01, x23, 0xDD));
+    __mmask8 mk = (__mmask8)((1u << jn) - 1);
+    __m128 row[4] = {_mm512_castps512_ps128(y), _mm512_extractf32x4_ps(y, 1),
+                     _mm512_extractf32x4_ps(y, 2), _mm512_extractf32x4_ps(y, 3)};
+    for (int i = 0; i < r; i++) {
+        __m128 s = row[i];
+        if (accumulate)
+            s = _mm_add_ps(s, _mm_maskz_loadu_ps(mk, c + i * ldc));
+        _mm_mask_storeu_ps(c + i * ldc, mk, s);
+    }
+}
+
 /* ---- float32 ---- */
 #define T float
 #define TSFX f32
@@ -41,6 +76,7 @@
 #define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define V_HSUM(v) _mm512_reduce_add_ps(v)
 #define V_KEEP(v) __asm__("" : "+v"(v))
+#define V_DOTS_SUMS dots_sums_f32
 #define NC 256
 #define KC 512
 #include "gemm_kern_body.h"

@@ -20,14 +20,16 @@ def extent(em: KernelEmitter, v: int) -> str:
     return f"a->n[{v}]"
 
 
-def decompose(em: KernelEmitter, w: Writer, var_axes: list[int], flat: str) -> None:
-    """Loop variables i{axis} from a flat index over ``var_axes`` (last fastest)."""
+def decompose(em: KernelEmitter, w: Writer, var_axes: list[int], flat: str,
+              trips: dict[int, str] | None = None) -> None:
+    """Loop variables i{axis} from a flat index over ``var_axes`` (last fastest);
+    ``trips`` overrides the trip counts of some axes."""
     if not var_axes:
         return
     w.line(f"int64_t rem = {flat};")
     for axis in reversed(var_axes[1:]):
-        trips = extent(em, axis)
-        w.line(f"const int64_t i{axis} = rem % {trips}; rem /= {trips};")
+        n = (trips or {}).get(axis) or extent(em, axis)
+        w.line(f"const int64_t i{axis} = rem % {n}; rem /= {n};")
     w.line(f"const int64_t i{var_axes[0]} = rem;")
 
 

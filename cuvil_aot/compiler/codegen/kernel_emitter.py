@@ -51,6 +51,7 @@ class Kernel:
     scalars: dict[str, Node] = field(default_factory=dict)  # by field: arg_x, host_0
     symbols: set[str] = field(default_factory=set)
     gathers: dict[str, tuple[int, int]] = field(default_factory=dict)  # a->g{j}_{axis}: (j, axis)
+    merge: bool = False  # the launcher may fold the two innermost loops (c.mergeable)
     struct: str = ""  # the arguments struct typedef
     code: str = ""  # the kernel function
 

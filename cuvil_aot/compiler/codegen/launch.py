@@ -116,16 +116,39 @@ def launch(w: Writer, k: Kernel, st: Storage) -> None:
             w.line(f"const int64_t row_len = {_product(row)};")
             w.line("const int64_t grain = row_len > 0 ? (32768 + row_len - 1) / row_len : 1024;")
             w.line(f"cv_launch(api, K->{k.name}, &a, {_product(kept)}, grain);")
+        elif k.merge:
+            shape = group.space.shape
+            w.line(f"a.merged = {merge_condition(k)};")
+            w.line(f"a.inner = a.merged ? {_product(shape[-2:])} : {dim(shape[-1])};")
+            w.line("const int64_t inner = a.inner;")
+            w.line(f"const int64_t rows = a.merged ? {_product(shape[:-2])} : "
+                   f"{_product(shape[:-1])};")
+            _split_and_launch(w, k)
         else:
             shape = group.space.shape or (Dim.of(1),)
             w.line(f"const int64_t inner = {dim(shape[-1])};")
             w.line(f"const int64_t rows = {_product(shape[:-1])};")
-            w.line("int64_t ntasks, grain;")
-            w.line("cv_split(api, rows, inner, &a.chunk, &a.nchunk, &ntasks, &grain);")
-            if scatter_store.writes(group):  # one thread, in C order: the last write wins
-                w.line("grain = ntasks;")
-            w.line(f"a.stream = rows * inner * {_root_bytes(k)} >= CV_STREAM_MIN_BYTES;")
-            w.line(f"if (rows * inner > 0) cv_launch(api, K->{k.name}, &a, ntasks, grain);")
+            _split_and_launch(w, k)
+
+
+def merge_condition(k: Kernel) -> str:
+    """C: every operand that moves with the two innermost loops steps over the inner one
+    exactly once per step of the outer one (c.mergeable), so one loop covers both."""
+    outer, inner = k.nloops - 2, k.nloops - 1
+    n = dim(k.group.space.shape[inner])
+    checks = [f"a.s[{j}][{outer}] == {n} * a.s[{j}][{inner}]"
+              for j, op in enumerate(k.operands) if inner in op.support()]
+    return " && ".join(checks) or "1"
+
+
+def _split_and_launch(w: Writer, k: Kernel) -> None:
+    """Tasks over rows x inner (cv_split), launched."""
+    w.line("int64_t ntasks, grain;")
+    w.line("cv_split(api, rows, inner, &a.chunk, &a.nchunk, &ntasks, &grain);")
+    if scatter_store.writes(k.group):  # one thread, in C order: the last write wins
+        w.line("grain = ntasks;")
+    w.line(f"a.stream = rows * inner * {_root_bytes(k)} >= CV_STREAM_MIN_BYTES;")
+    w.line(f"if (rows * inner > 0) cv_launch(api, K->{k.name}, &a, ntasks, grain);")
 
 
 def _root_bytes(k: Kernel) -> int:
