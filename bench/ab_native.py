@@ -6,8 +6,11 @@ Each turn starts one process per build (in alternating order), which loads that 
 `cuvil_aot.runtime.native`, warms the case's compiled function up and times calls for
 --seconds; the script prints, per build, the median over turns of each turn's median and
 the best call seen. Alternating short turns spreads the other work on a shared machine
-over both builds; only differences seen in several runs mean anything. Build the
-variants with cmake (see the README's "Building the runtime") and copy the .so aside.
+over both builds; only differences seen in several runs mean anything. Build each
+variant with cmake and copy its .so aside:
+
+    cmake -S . -B /tmp/rtb -G Ninja -DPython_EXECUTABLE=$(which python)
+    cmake --build /tmp/rtb && cp /tmp/rtb/native*.so /tmp/a.so
 """
 
 from __future__ import annotations

@@ -81,10 +81,12 @@
 /* Rows of B per step of rows_stream, and how far ahead it prefetches. */
 #define SR 8
 /* The dots kernel's longest k block, the bytes of A a k block keeps in L1,
- * and the prefetch distance in blocks of DJ columns. */
+ * the most k blocks (each a pass over B in pieces of its rows), and the
+ * prefetch distance in blocks of DJ columns. */
 #define DOTS_KB 1024
 #define DOTS_A_BYTES ((int64_t)16 << 10)
 #define DOTS_PF 2
+#define DOTS_KBLOCKS 3
 
 /* The first `rows` rows of the MR x NR tile (rows a constant after inlining). */
 CV_TARGET static inline __attribute__((always_inline)) void
@@ -417,16 +419,21 @@ dots_block(int r, int jn, int64_t k, const T *const *arow, const T *const *bcol,
  * blocks compute (8 x 768 x 16384, B from memory, two threads: 3.2 -> 1.6
  * ms); with one row block it costs more than it brings (3 and 5 x 768 x 512
  * from L3, one thread: 0.85x the speed). Into L2 (prefetcht1) instead was
- * slower from memory and from L3 (8 x 768 x 16384: 1.6x the time). The
- * short k blocks cost B from memory with long k (8 x 3072 x 4096: 1.09x the
- * time: a 12 KB row read in 6 pieces). */
+ * slower from memory and from L3 (8 x 768 x 16384: 1.6x the time). At most
+ * DOTS_KBLOCKS k blocks: B's rows read in more pieces cost more than A
+ * kept in L1 brings (one thread, 16 x 3072 x 768 from L3, blocks of 256:
+ * 175, of 1024: 205 GFLOP/s; two threads, 8 x 3072 x 4096 from memory,
+ * best of 8: 6 blocks 2.74-2.80 ms, 3 blocks 2.35-2.43, aa686fd's one
+ * 2.52-2.56). */
 CV_TARGET static void dots_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs, const T *b,
                                   int64_t b_cs, int64_t ncols, T *c, int64_t ldc,
                                   int accumulate) {
     int64_t kmax = DOTS_A_BYTES / ((int64_t)sizeof(T) * m);
     kmax = kmax < DOTS_KB ? kmax : DOTS_KB;
     kmax = kmax > 4 * VL ? kmax : 4 * VL;
-    int64_t nkb = (k + kmax - 1) / kmax, kb0 = nkb ? (k + nkb - 1) / nkb : 0;
+    int64_t nkb = (k + kmax - 1) / kmax;
+    nkb = nkb < DOTS_KBLOCKS ? nkb : DOTS_KBLOCKS;
+    int64_t kb0 = nkb ? (k + nkb - 1) / nkb : 0;
     int64_t groups = (m + 3) / 4;
     for (int64_t p0 = 0; p0 < k; p0 += kb0, a += kb0, b += kb0) {
         int64_t kb = k - p0 < kb0 ? k - p0 : kb0;
@@ -483,6 +490,7 @@ const CV_GLUE2(cv_kernels, TSFX) CV_GLUE3(cv_kernels, TSFX, ISA) = {
 #undef DOTS_KB
 #undef DOTS_A_BYTES
 #undef DOTS_PF
+#undef DOTS_KBLOCKS
 #undef V_DOTS_SUMS
 #undef V_KEEP
 #undef NR
