@@ -141,8 +141,9 @@ def test_signature_change_misses(built: Workspace, tmp_path: Path) -> None:
 
 def test_precision_change_misses(built: Workspace, tmp_path: Path) -> None:
     """Through a module constant, so that the function's source stays the same: only the
-    policy's own component (and the file's bytes, in the cheap key) differ."""
-    ws = built.copy_to(tmp_path / "src")
+    policy's own component (and the file's bytes, in the cheap key) differ. A cache of
+    its own: its entries would be extra entries of ``built``'s."""
+    ws = without_shortcuts(built.copy_to(tmp_path / "src"), tmp_path)
     ws.edit("mod.py", 'SCALE = 2.0\n', 'SCALE = 2.0\nPRECISION = "fp32"\n')
     ws.edit("mod.py", '@cv.optimize\n', '@cv.optimize(precision=PRECISION)\n')
     assert last_json(ws.run(probe()))["how"] == "built"
