@@ -139,13 +139,13 @@ def test_signature_change_misses(built: Workspace, tmp_path: Path) -> None:
     assert_miss(ws.run(probe(), CUVIL_AOT_MODE="strict"), "signatures")
 
 
-def test_precision_change_misses(built: Workspace, tmp_path: Path) -> None:
+def test_precision_change_misses(tmp_path: Path) -> None:
     """Through a module constant, so that the function's source stays the same: only the
-    policy's own component (and the file's bytes, in the cheap key) differ. A cache of
-    its own: its entries would be extra entries of ``built``'s."""
-    ws = without_shortcuts(built.copy_to(tmp_path / "src"), tmp_path)
-    ws.edit("mod.py", 'SCALE = 2.0\n', 'SCALE = 2.0\nPRECISION = "fp32"\n')
-    ws.edit("mod.py", '@cv.optimize\n', '@cv.optimize(precision=PRECISION)\n')
+    policy's own component (and the file's bytes, in the cheap key) differ. A cache of its
+    own: the first build must not land in the shared one (one entry there is asserted)."""
+    ws = Workspace.create(tmp_path)
+    ws.write("mod.py", MOD.replace('SCALE = 2.0\n', 'SCALE = 2.0\nPRECISION = "fp32"\n')
+             .replace('@cv.optimize\n', '@cv.optimize(precision=PRECISION)\n'))
     assert last_json(ws.run(probe()))["how"] == "built"
     ws.edit("mod.py", 'PRECISION = "fp32"', 'PRECISION = "tf32"')
     assert_miss(ws.run(probe(), CUVIL_AOT_MODE="strict"), "precision")

@@ -167,4 +167,5 @@ def test_on_the_gpu_bf16_is_refused_tf32_and_fp16_round_there(tmp_path):
     assert sorted(n for n in files if n.endswith(".cu")) == ["kernels_f0.cu", "kernels_f2.cu"]
     assert "cv_tf32_round(" in files["kernels_f0.cu"]
     assert "(cv_f16)" in files["kernels_f2.cu"]
-    assert 'cv_gpu_refused("b", "bfloat16 has no GPU kernels yet' in files["module.c"]
+    assert 'cv_gpu_refused("b", "its precision=\'bf16\' matmuls have no GPU kernels yet' \
+        in files["module.c"]

@@ -69,11 +69,16 @@ def refusal(comps: list[Compiled]) -> str | None:
     bfloat16 values have no CUDA lowering yet (issue 24), and a wrong dtype there would be
     a silent wrong answer."""
     for comp in comps:
-        groups = [n for g in comp.groups for n in toposort(g.roots + g.terms)]
-        if any(n.dtype == "bfloat16" for n in groups) or \
-                any(p.type.dtype == "bfloat16" for p in comp.sig.params):
+        if any(p.type.dtype == "bfloat16" for p in comp.sig.params):
             return ("bfloat16 has no GPU kernels yet: call it with NumPy arrays "
                     "(ml_dtypes.bfloat16) to run it on the CPU")
+        groups = [n for g in comp.groups for n in toposort(g.roots + g.terms)]
+        if any(n.dtype == "bfloat16" for n in groups):
+            why = "its precision='bf16' matmuls" if comp.fn.precision == "bf16" else \
+                "its bfloat16 values"
+            return (f"{why} have no GPU kernels yet: call it with NumPy arrays to run it on "
+                    "the CPU" + (", or use precision='tf32' or 'fp16' on the GPU"
+                                 if comp.fn.precision == "bf16" else ""))
     return None
 
 
