@@ -40,19 +40,6 @@
 #define CV_GEMM_SMALL_RUN ((int64_t)1 << 10)
 #define CV_GEMM_SMALL_GRAIN ((int64_t)128 << 10)
 
-/* Claim a free per-thread slot. A job never has more tasks running at once
- * than the pool has threads, so a slot frees up soon if none is free now
- * (only a concurrent resize of the pool can make that happen). */
-static int cv_gemm_claim_slot(atomic_int *busy, int nslots) {
-    for (;;) {
-        for (int s = 0; s < nslots; s++) {
-            int idle = 0;
-            if (atomic_compare_exchange_strong(&busy[s], &idle, 1))
-                return s;
-        }
-        sched_yield();
-    }
-}
 
 #define CV_GLUE_(a, b) a##_##b
 #define CV_GLUE(a, b) CV_GLUE_(a, b)

@@ -151,22 +151,10 @@ static void task(const plan *pl, int64_t x, float *acc) {
     g->epilogue(g->ctx, bt, i0, i0 + rows, j0, j0 + cols, acc, CV_BF16_NC);
 }
 
-/* A free per-thread slot (a job never runs more tasks at once than the pool has
- * threads, so one frees up soon if none is free now). */
-static int claim(atomic_int *busy, int nslots) {
-    for (;;) {
-        for (int s = 0; s < nslots; s++) {
-            int idle = 0;
-            if (atomic_compare_exchange_strong(&busy[s], &idle, 1))
-                return s;
-        }
-        sched_yield();
-    }
-}
 
 static void compute_range(void *ctx, int64_t begin, int64_t end) {
     const plan *pl = ctx;
-    int s = claim(pl->busy, pl->nslots);
+    int s = cv_ws_claim_slot(pl->busy, pl->nslots);
     float *acc = (float *)(pl->slots + (size_t)s * pl->slot_bytes);
     for (int64_t x = begin; x < end; x++)
         task(pl, x, acc);

@@ -187,7 +187,7 @@ static void FN(unit)(const FN(plan) *pl, int64_t u, T *acc) {
 
 static void FN(compute_range)(void *ctx, int64_t begin, int64_t end) {
     const FN(plan) *pl = ctx;
-    int s = cv_gemm_claim_slot(pl->busy, pl->nslots);
+    int s = cv_ws_claim_slot(pl->busy, pl->nslots);
     T *acc = (T *)(pl->slots + (size_t)s * pl->slot_bytes);
     for (int64_t u = begin; u < end; u++)
         FN(unit)(pl, u, acc);
@@ -209,7 +209,7 @@ static size_t FN(acc_bytes)(const FN(plan) *pl) {
  * that holds the batch's packed A and B and the accumulator tile. */
 static void FN(solo_range)(void *ctx, int64_t begin, int64_t end) {
     const FN(plan) *shared = ctx;
-    int s = cv_gemm_claim_slot(shared->busy, shared->nslots);
+    int s = cv_ws_claim_slot(shared->busy, shared->nslots);
     FN(plan) pl = *shared;
     char *region = pl.slots + (size_t)s * pl.slot_bytes;
     pl.ap = (T *)region;
@@ -361,7 +361,7 @@ typedef struct {
 static void FN(small_range)(void *ctx, int64_t begin, int64_t end) {
     const FN(small_job) *jb = ctx;
     const FN(cv_gemm) *g = jb->g;
-    int s = cv_gemm_claim_slot(jb->busy, jb->nslots);
+    int s = cv_ws_claim_slot(jb->busy, jb->nslots);
     T *c = (T *)(jb->slots + (size_t)s * jb->slot_bytes);
     for (int64_t x = begin; x < end; x++) {
         int64_t bt = x / (jb->chunks * jb->rgroups), j0 = x % jb->chunks * jb->width;

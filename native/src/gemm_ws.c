@@ -1,5 +1,6 @@
 /* See gemm_ws.h. The cache is a single atomic pointer (no lock, so a fork
  * in the middle of a call cannot leave it locked in the child). */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -41,4 +42,15 @@ void cv_ws_put(void *p) {
     if (old && capacity(old) > capacity(block))
         old = atomic_exchange(&cached, old);
     free(old);
+}
+
+int cv_ws_claim_slot(atomic_int *busy, int nslots) {
+    for (;;) {
+        for (int s = 0; s < nslots; s++) {
+            int idle = 0;
+            if (atomic_compare_exchange_strong(&busy[s], &idle, 1))
+                return s;
+        }
+        sched_yield();
+    }
 }

@@ -4,11 +4,18 @@
 #ifndef CUVIL_AOT_GEMM_WS_H
 #define CUVIL_AOT_GEMM_WS_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 /* A block of at least `bytes` (64-byte aligned), or NULL when out of memory. */
 void *cv_ws_get(size_t bytes);
 void cv_ws_put(void *p);
+
+/* Claim a free per-thread slot of a workspace (busy[s]: 1 while slot s is in use). A
+ * job never has more tasks running at once than the pool has threads, so a slot frees
+ * up soon if none is free now (only a concurrent resize of the pool can make that
+ * happen). */
+int cv_ws_claim_slot(atomic_int *busy, int nslots);
 
 /* Round up to a multiple of 64 bytes. */
 static inline size_t cv_ws_round(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
