@@ -18,7 +18,9 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -213,7 +215,23 @@ def floors() -> dict:
     add_s = _best_time(lambda: np.add(x1, x1), 30, inner=10000)
     return {"copy_bw": 2 * src.nbytes / copy_s, "copy_fresh_bw": 2 * src.nbytes / fresh_s,
             "l3_bw": weights.nbytes / gemv_s, "sgemm_flops": 2 * 4096 * 1024 * 4096 / gemm_s,
-            "np_add_s": add_s, "blas": _blas_info()}
+            **_fma_peak(), "np_add_s": add_s, "blas": _blas_info()}
+
+
+def _fma_peak() -> dict:
+    """All CPUs issuing independent 512-bit FMAs (bench/fma_peak.c), the best of three:
+    the ceiling no GEMM passes. Empty where the C compiler or AVX-512 is missing."""
+    src = Path(__file__).with_name("fma_peak.c")
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = Path(tmp) / "fma_peak"
+        try:
+            subprocess.run(["cc", "-O3", "-mavx512f", "-pthread", str(src), "-o", str(exe)],
+                           check=True, capture_output=True)
+            out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+        except (OSError, subprocess.CalledProcessError):
+            return {}
+    cpus, gflops = out.split()
+    return {"fma_flops": float(gflops) * 1e9, "fma_cpus": int(cpus)}
 
 
 def _blas_info() -> list[dict]:
