@@ -46,14 +46,10 @@ cd "$(mktemp -d)"
 if [ "${GPU_CHECK_TESTS:-}" != none ]; then
     echo "== pytest -m gpu" | tee -a "$OUT/summary.txt"
     # Warnings stay warnings here: the frameworks emit their own (pytest.warns still works).
+    # Every test marked gpu, wherever it lives (-m gpu deselects the rest).
     python3 -m pytest -c "$ROOT/pyproject.toml" --rootdir "$ROOT" -m gpu -n 4 --dist loadgroup \
         -p no:cacheprovider -p no:warnings --timeout 300 -q -rfE ${GPU_CHECK_TESTS:-} \
-        "$ROOT/tests/test_gpu.py" "$ROOT/tests/test_gpu_gemm.py" "$ROOT/tests/test_gather.py" \
-        "$ROOT/tests/test_small_ints.py" "$ROOT/tests/test_cookbook_gpu.py" \
-        "$ROOT/tests/test_scan_sort.py" "$ROOT/tests/test_inplace.py" \
-        "$ROOT/tests/test_int_matmul.py" "$ROOT/tests/test_runtime_ints.py" \
-        "$ROOT/tests/test_scatter.py" "$ROOT/tests/test_runtime_loops.py" \
-        "$ROOT/tests/test_loop_writes.py" "$ROOT/tests/test_nested_loops.py" \
+        "$ROOT/tests" \
         > "$OUT/pytest.log" 2>&1
     echo "pytest exit $?" | tee -a "$OUT/summary.txt"
     grep -E "passed|failed|error" "$OUT/pytest.log" | tail -3 | tee -a "$OUT/summary.txt"
