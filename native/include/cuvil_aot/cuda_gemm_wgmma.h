@@ -1,0 +1,283 @@
+/* CUDA C++, for nvcc only. The Hopper GEMM main loop (cv_gemm_wgmma, sm_90a only):
+ * C[M, N] = A[M, K] . B[N, K]^T with both operands K-major (x @ w.T), through
+ * warpgroup MMA (wgmma) fed by the tensor copy engine (TMA). See cuda_gemm_tc.h for
+ * the mma.sync loop it would replace on sm_90a; cuda_wgmma_ops.h for the PTX.
+ *
+ * Kinds (CV_WG_*): float32 A/B/C with one TF32 product (precision="tf32"), with
+ * 3xTF32 (float32 accuracy), and bfloat16 A/B with float32 accumulation and C.
+ *
+ * Block: 384 threads = 3 warpgroups, one CTA per SM (__launch_bounds__(384, 1) on
+ * the kernel that calls this). Warpgroup 0 is the producer: one thread issues the TMA
+ * copies of each k-block into a ring of STAGES stages, the others idle
+ * (setmaxnreg.dec to 40 registers). Warpgroups 1 and 2 are the consumers (setmaxnreg.inc
+ * to 232): consumer c owns rows 64c .. 64c + 63 of the 128 x BN tile.
+ *
+ * Shared memory, dynamic, its base rounded up to 1024 bytes; stage s at s * STAGE:
+ *   A  128 rows x 128 B (BK = 32 float32 or 64 bfloat16 of k per row)   16 KB
+ *   B  BN  rows x 128 B                                                  BN * 128 B
+ *   3xTF32 only: A_small, B_small, the same shapes (and the same swizzle)
+ * Every tile is 1024-aligned, in the 128-byte swizzle (chunk c of row r at c ^ (r % 8),
+ * see cv_wg_desc). Barriers: full[s] (1 arrival + the TMA's bytes) and empty[s]
+ * (one arrival per consumer warp: 8), static shared.
+ *
+ * Consumer k-loop: wait full[s]; (3xTF32: split the landed fp32 tiles in place into
+ * big = tf32(x), written back, and small = tf32(x - big) into the _small tiles: the
+ * position of an element is the same in both, so no swizzle arithmetic; consumer c
+ * splits its own 64 rows of A and half of B's rows; fence.proxy.async then a named
+ * barrier over both consumers, as each reads all of B); then BK/8 (tf32) or BK/16
+ * (bf16) wgmma m64 x BN per k-block, the descriptor start advancing 32 bytes a step.
+ *
+ * 3xTF32 adds small_a*big_b + big_a*small_b + big_a*big_b of each k-block into a
+ * zeroed partial and the partial into the accumulators with a rounded FADD (the
+ * tensor cores' own float32 accumulation truncates: see cuda_gemm_tc.h), which waits
+ * for each k-block's wgmma (wait_group 0); the other kinds keep one k-block in flight
+ * (wait_group 1) and release the stage before it.
+ *
+ * Edges: TMA zero-fills rows past M / N and k past K, so partial tiles compute on
+ * zeros; the epilogue masks. The host's tensor maps need 16-byte aligned bases and
+ * row strides (K % 4 == 0 for float32, K % 8 == 0 for bfloat16): cv_wg_make_map
+ * refuses others (the caller falls back to cv_gemm_tc).
+ *
+ * Epilogue as cv_tc_out: each warp's 16 x BN rows go out in bands of 16 x 32 through
+ * 16 x 33 floats of the (then free) stage memory, out(0, row, col, value) called from
+ * one site, one row's 32 columns from 32 lanes (coalesced). */
+#ifndef CUVIL_AOT_CUDA_GEMM_WGMMA_H
+#define CUVIL_AOT_CUDA_GEMM_WGMMA_H
+
+#include <cuda.h> /* CUtensorMap and its enums (types only: the driver is dlopen'ed) */
+
+#include "cuvil_aot/cuda_gemm_tc.h"
+#include "cuvil_aot/cuda_wgmma_ops.h"
+
+enum { CV_WG_TF32 = 0, CV_WG_TF32X3 = 1, CV_WG_BF16 = 2 };
+
+template <int KIND, int BN, int STAGES>
+struct cv_wg_cfg {
+    static_assert(BN == 128 || BN == 256, "wgmma N of 128 or 256");
+    static constexpr int ELEM = KIND == CV_WG_BF16 ? 2 : 4;
+    static constexpr int BM = 128, BK = 128 / ELEM;
+    static constexpr int KSTEP = KIND == CV_WG_BF16 ? 16 : 8; /* k of one wgmma: 32 bytes */
+    static constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128;
+    static constexpr bool X3 = KIND == CV_WG_TF32X3;
+    static constexpr int STAGE = (A_BYTES + B_BYTES) * (X3 ? 2 : 1);
+    static constexpr int SMEM = STAGES * STAGE + 1024; /* + the base's alignment slack */
+    static_assert(SMEM <= 227 * 1024, "over the H100/H200 shared memory of a block");
+    static_assert(STAGES * STAGE >= 8 * 16 * 33 * 4, "the epilogue's bands fit the stages");
+};
+
+/* The host's tensor map of a K-major operand: `rows` rows of `k` elements, `ld`
+ * elements apart, read in boxes of BK x box_rows with the 128-byte swizzle.
+ * encode: the driver's cuTensorMapEncodeTiled (the runtime's dlopen'ed pointer, or
+ * the function itself where the program links libcuda). Returns 0, or -1 when TMA
+ * cannot read this operand (alignment) or the driver refuses. */
+typedef CUresult (*cv_encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+                                       const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+                                       const cuuint32_t *, CUtensorMapInterleave,
+                                       CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                       CUtensorMapFloatOOBfill);
+static inline int cv_wg_make_map(cv_encode_tiled_fn encode, CUtensorMap *map, const void *base,
+                                 int bf16, int64_t rows, int64_t k, int64_t ld, int box_rows) {
+    const int elem = bf16 ? 2 : 4;
+    if (((uintptr_t)base & 15) || (ld * elem) % 16 || rows <= 0 || k <= 0) return -1;
+    const cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)rows};
+    const cuuint64_t strides[1] = {(cuuint64_t)(ld * elem)}; /* bytes, dims 1.. */
+    const cuuint32_t box[2] = {(cuuint32_t)(128 / elem), (cuuint32_t)box_rows};
+    const cuuint32_t estr[2] = {1, 1};
+    const CUresult r = encode(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                              2, const_cast<void *>(base), dims, strides, box, estr,
+                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? 0 : -1;
+}
+
+#if defined(CV_WGMMA_OK)
+
+template <int BN>
+CV_DEV void cv_wg_mma(float (&d)[BN / 2], int bf16, uint64_t da, uint64_t db, int scale_d) {
+    if constexpr (BN == 128) {
+        if (bf16) cv_wg_mma_bf16_n128(d, da, db, scale_d);
+        else cv_wg_mma_tf32_n128(d, da, db, scale_d);
+    } else {
+        if (bf16) cv_wg_mma_bf16_n256(d, da, db, scale_d);
+        else cv_wg_mma_tf32_n256(d, da, db, scale_d);
+    }
+}
+
+/* 3xTF32: this thread's `count` 16-byte chunks of a landed fp32 tile at `raw`
+ * (chunks first, first + 128, ...) become big in place and small at `small`. */
+CV_DEV void cv_wg_split(unsigned char *raw, unsigned char *small, int first, int count) {
+#pragma unroll 4
+    for (int i = 0; i < count; i++) {
+        const int off = (first + i * 128) * 16;
+        float4 v = *reinterpret_cast<const float4 *>(raw + off), s;
+        uint32_t b0, b1, b2, b3, s0, s1, s2, s3;
+        cv_split_tf32(v.x, b0, s0);
+        cv_split_tf32(v.y, b1, s1);
+        cv_split_tf32(v.z, b2, s2);
+        cv_split_tf32(v.w, b3, s3);
+        v = make_float4(__uint_as_float(b0), __uint_as_float(b1), __uint_as_float(b2),
+                        __uint_as_float(b3));
+        s = make_float4(__uint_as_float(s0), __uint_as_float(s1), __uint_as_float(s2),
+                        __uint_as_float(s3));
+        *reinterpret_cast<float4 *>(raw + off) = v;
+        *reinterpret_cast<float4 *>(small + off) = s;
+    }
+}
+
+/* Consumer c's finished 64 x BN rows to the epilogue (see the top). */
+template <int BN, class Out>
+CV_DEV void cv_wg_out(const float (&acc)[BN / 2], unsigned char *smem, int c, int64_t m,
+                      int64_t n, int64_t row0, int64_t col0, const Out &out) {
+    const int w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    float *band = reinterpret_cast<float *>(smem) + (c * 4 + w) * 16 * 33;
+    const int64_t r0 = row0 + c * 64 + w * 16;
+#pragma unroll 1
+    for (int jb = 0; jb < BN / 32; jb++) {
+#pragma unroll
+        for (int jj = 0; jj < BN / 32; jj++)
+            if (jj == jb) /* acc indexed by constants only: it stays in registers */
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        band[(g + 8 * (e >> 1)) * 33 + q * 8 + 2 * t + (e & 1)] =
+                            acc[(jj * 4 + q) * 4 + e];
+        __syncwarp();
+        const int64_t col = col0 + jb * 32 + lane;
+#pragma unroll 1
+        for (int r = 0; r < 16; r++)
+            if (r0 + r < m && col < n) out(0, r0 + r, col, band[r * 33 + lane]);
+        __syncwarp(); /* the next band overwrites it */
+    }
+}
+
+/* 3xTF32: k-block kb's landed stage split into big and small (see the top), made
+ * visible to wgmma, and both consumers past it (each reads all of B). */
+template <int BN, int STAGES>
+CV_DEV void cv_wg_split_stage(unsigned char *smem, uint64_t *full, int c, int kb) {
+    using C = cv_wg_cfg<CV_WG_TF32X3, BN, STAGES>;
+    const int s = kb % STAGES, tid = threadIdx.x & 127;
+    unsigned char *sa = smem + s * C::STAGE, *sb = sa + C::A_BYTES;
+    unsigned char *sas = sb + C::B_BYTES, *sbs = sas + C::A_BYTES;
+    cv_mbar_wait(&full[s], (kb / STAGES) & 1);
+    cv_wg_split(sa + c * 8192, sas + c * 8192, tid, 4); /* its 64 rows of A: 512 chunks */
+    cv_wg_split(sb + c * (C::B_BYTES / 2), sbs + c * (C::B_BYTES / 2), tid, BN / 32);
+    cv_fence_proxy_async(); /* these writes, before wgmma (the async proxy) reads them */
+    cv_bar_sync(1, 256);
+}
+
+/* Consumer c (0, 1) of the block: its 64 x BN accumulators over all k, then out. */
+template <int KIND, int BN, int STAGES, class Out>
+CV_DEV void cv_wg_consumer(unsigned char *smem, uint64_t *full, uint64_t *empty, int c,
+                           int64_t m, int64_t n, int nk, int64_t row0, int64_t col0,
+                           const Out &out) {
+    using C = cv_wg_cfg<KIND, BN, STAGES>;
+    const int lane = threadIdx.x & 31;
+    float acc[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) acc[i] = 0.f;
+    if constexpr (C::X3) {
+        /* The split of k-block kb + 1 (CUDA cores, shared memory) runs while the
+         * tensor cores work on k-block kb. */
+        float part[BN / 2];
+        if (nk > 0) cv_wg_split_stage<BN, STAGES>(smem, full, c, 0);
+        for (int kb = 0; kb < nk; kb++) {
+            const int s = kb % STAGES;
+            const uint32_t a = cv_smem_u32(smem + s * C::STAGE) + c * 64 * 128;
+            const uint32_t b = cv_smem_u32(smem + s * C::STAGE) + C::A_BYTES;
+            const uint32_t as = b + C::B_BYTES, bs = as + C::A_BYTES;
+            cv_wg_fence_regs(part);
+            cv_wg_arrive();
+#pragma unroll
+            for (int ks = 0; ks < C::BK / C::KSTEP; ks++) {
+                const uint32_t o = ks * 32; /* small terms first, into a zeroed partial */
+                cv_wg_mma<BN>(part, 0, cv_wg_desc(as + o), cv_wg_desc(b + o), ks > 0);
+                cv_wg_mma<BN>(part, 0, cv_wg_desc(a + o), cv_wg_desc(bs + o), 1);
+                cv_wg_mma<BN>(part, 0, cv_wg_desc(a + o), cv_wg_desc(b + o), 1);
+            }
+            cv_wg_commit();
+            if (kb + 1 < nk) cv_wg_split_stage<BN, STAGES>(smem, full, c, kb + 1);
+            cv_wg_wait<0>();
+            cv_wg_fence_regs(part);
+            __syncwarp();
+            if (lane == 0) cv_mbar_arrive(&empty[s]);
+#pragma unroll
+            for (int i = 0; i < BN / 2; i++) acc[i] += part[i];
+        }
+    } else {
+        for (int kb = 0; kb < nk; kb++) {
+            const int s = kb % STAGES;
+            cv_mbar_wait(&full[s], (kb / STAGES) & 1);
+            const uint32_t a = cv_smem_u32(smem + s * C::STAGE) + c * 64 * 128;
+            const uint32_t b = cv_smem_u32(smem + s * C::STAGE) + C::A_BYTES;
+            cv_wg_fence_regs(acc);
+            cv_wg_arrive();
+#pragma unroll
+            for (int ks = 0; ks < C::BK / C::KSTEP; ks++)
+                cv_wg_mma<BN>(acc, KIND == CV_WG_BF16, cv_wg_desc(a + ks * 32),
+                              cv_wg_desc(b + ks * 32), 1);
+            cv_wg_commit();
+            cv_wg_wait<1>(); /* k-block kb - 1's wgmma are done: its stage is free */
+            cv_wg_fence_regs(acc);
+            __syncwarp();
+            if (kb > 0 && lane == 0) cv_mbar_arrive(&empty[(kb + STAGES - 1) % STAGES]);
+        }
+        cv_wg_wait<0>();
+        cv_wg_fence_regs(acc);
+    }
+    cv_bar_sync(1, 256); /* both consumers are past the last stage: its memory is free */
+    cv_wg_out<BN>(acc, smem, c, m, n, row0, col0, out);
+}
+
+#endif /* CV_WGMMA_OK */
+
+/* grid.x: row tiles x column tiles of 128 x BN (column tiles fastest); block: 384
+ * threads; dynamic shared memory cv_wg_cfg<KIND, BN, STAGES>::SMEM (raise the
+ * kernel's limit with cudaFuncSetAttribute / cuFuncSetAttribute). ta: A's map
+ * (rows m, boxes of 128 rows), tb: B's (rows n, boxes of BN rows), both from
+ * cv_wg_make_map; k: the shared dimension. The kernel must be
+ * __launch_bounds__(384, 1) for setmaxnreg to apply. Without sm_90a: traps. */
+template <int KIND, int BN, int STAGES, class Out>
+CV_DEV void cv_gemm_wgmma(const CUtensorMap &ta, const CUtensorMap &tb, int64_t m, int64_t n,
+                          int64_t k, const Out &out) {
+#if defined(CV_WGMMA_OK)
+    using C = cv_wg_cfg<KIND, BN, STAGES>;
+    extern __shared__ unsigned char cv_wg_dyn[];
+    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+    unsigned char *smem = cv_wg_dyn + ((1024 - (cv_smem_u32(cv_wg_dyn) & 1023)) & 1023);
+    const int64_t tiles_n = (n + BN - 1) / BN;
+    const int64_t row0 = (int64_t)(blockIdx.x / tiles_n) * C::BM, col0 = (int64_t)(blockIdx.x % tiles_n) * BN;
+    const int nk = (int)((k + C::BK - 1) / C::BK);
+    const int wg = threadIdx.x >> 7;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            cv_mbar_init(&full[s], 1);
+            cv_mbar_init(&empty[s], 8); /* lane 0 of each consumer warp */
+        }
+        cv_mbar_init_fence();
+        cv_tma_prefetch_map(&ta);
+        cv_tma_prefetch_map(&tb);
+    }
+    __syncthreads();
+    if (wg == 0) {
+        cv_setmaxnreg_dec<40>();
+        if (threadIdx.x == 0) {
+            for (int kb = 0; kb < nk; kb++) {
+                const int s = kb % STAGES;
+                unsigned char *sa = smem + s * C::STAGE;
+                cv_mbar_wait(&empty[s], ((kb / STAGES) & 1) ^ 1);
+                cv_mbar_arrive_tx(&full[s], C::A_BYTES + C::B_BYTES);
+                cv_tma_2d(sa, &ta, kb * C::BK, (int)row0, &full[s]);
+                cv_tma_2d(sa + C::A_BYTES, &tb, kb * C::BK, (int)col0, &full[s]);
+            }
+        }
+    } else {
+        cv_setmaxnreg_inc<232>();
+        cv_wg_consumer<KIND, BN, STAGES>(smem, full, empty, wg - 1, m, n, nk, row0, col0, out);
+    }
+#else
+    __trap(); /* built for a target without wgmma: the host must not launch this */
+#endif
+}
+
+#endif
