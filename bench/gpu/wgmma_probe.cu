@@ -2,12 +2,12 @@
 // (A[M,K], B[N,K], both K-major): first correctness against a float64 host reference
 // (max|err| / max|ref| on sampled rows/cols; odd sizes and 1..16 rows exercise TMA's
 // zero fill and the epilogue's masks), then TFLOP/s (cuda events, 20 launches after warm-up).
-// From the repository root, on the device machine:
-//   cd bench/gpu && nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
-//       -I../../native/include wgmma_probe.cu -lcuda -lcublas -o /tmp/wp && /tmp/wp
-// Without cuBLAS: add -DNO_CUBLAS and drop -lcublas. Modes: `/tmp/wp tile` (one 64x64x32
-// problem per kind, prints the first mismatches: a layout bug's fingerprint), `/tmp/wp check`
-// (correctness only), no argument (check, then the timing table).
+// From the repository root, on the device machine (one line):
+//   cd bench/gpu && nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I../../native/include wgmma_probe.cu -lcuda -lcublas -o /tmp/wp && /tmp/wp
+// Without cuBLAS: add -DNO_CUBLAS and drop -lcublas. Modes: `/tmp/wp tile` (small problems
+// per kind, the first mismatches printed, and with one operand one-hot, where each output
+// should be one element of the other operand: the element it got instead locates a layout
+// bug), `/tmp/wp check` (correctness only), no argument (check, then the timing table).
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cstring>
@@ -46,6 +46,8 @@ __global__ void __launch_bounds__(256, 2) tc_kernel(const __grid_constant__ cv_g
 #define TF32_CFG CV_WG_TF32, 256, 4
 #define X3_CFG CV_WG_TF32X3, 128, 3
 #define BF16_CFG CV_WG_BF16, 256, 4
+#define TF32_N128_CFG CV_WG_TF32, 128, 6 /* 128-wide tiles: twice the blocks at small shapes */
+#define BF16_N128_CFG CV_WG_BF16, 128, 6
 
 struct Problem {
     int m, n, k, k16;                       // k16: the bf16 copies' row stride (k rounded up to 8)
@@ -53,8 +55,14 @@ struct Problem {
     std::vector<float> ab, wb;              // the same, rounded to bfloat16 (as float)
     float *da, *dw, *dbias, *dc;
     __nv_bfloat16 *dab, *dwb;
-    Problem(int m_, int n_, int k_, bool with_bias) : m(m_), n(n_), k(k_), k16((k_ + 7) / 8 * 8) {
+    // onehot 1: A[i][q] = (q == i % k), so C[i][j] = W[j][i % k]; 2: W[j][q] = (q == j % k).
+    Problem(int m_, int n_, int k_, bool with_bias, int onehot = 0)
+        : m(m_), n(n_), k(k_), k16((k_ + 7) / 8 * 8) {
         a = random_floats((size_t)m * k, 1), w = random_floats((size_t)n * k, 1);
+        if (onehot == 1)
+            for (size_t i = 0; i < a.size(); i++) a[i] = (int)(i % k) == (int)(i / k) % k;
+        if (onehot == 2)
+            for (size_t i = 0; i < w.size(); i++) w[i] = (int)(i % k) == (int)(i / k) % k;
         if (with_bias) bias = random_floats(n, 1);
         ab = a, wb = w;
         std::vector<__nv_bfloat16> hab((size_t)m * k16, __float2bfloat16(NAN)), hwb((size_t)n * k16, __float2bfloat16(NAN));
@@ -170,19 +178,64 @@ static double check(Problem &p, const std::function<void()> &launch, bool bf16, 
 
 static const char *verdict(double rel, double tol) { return rel <= tol ? "ok" : "FAIL"; }
 
-// One small problem per kind with a mismatch dump (the layout-bug mode).
+// Where `got` is in the (rows x k) operand v: the nearest element's (row, k).
+static void locate(float got, const std::vector<float> &v, int k) {
+    size_t best = 0;
+    for (size_t i = 1; i < v.size(); i++)
+        if (std::fabs(v[i] - got) < std::fabs(v[best] - got)) best = i;
+    printf(" = operand (row %d, k %d)%s", (int)(best / k), (int)(best % k),
+           std::fabs(v[best] - got) <= 1e-2 * std::fabs(got) ? "" : " (not close)");
+}
+
+// With A one-hot (onehot 1) C[i][j] should be W[j][i % k]: the first few wrong outputs and
+// which W element each got (onehot 2: the same with W one-hot and A's elements).
+template <class L>
+static void onehot_dump(Problem &p, L launch, bool bf16, int onehot) {
+    CK(cudaMemset(p.dc, 0xff, 4 * (size_t)p.m * p.n));
+    launch();
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    std::vector<float> out((size_t)p.m * p.n);
+    CK(cudaMemcpy(out.data(), p.dc, 4 * out.size(), cudaMemcpyDeviceToHost));
+    const std::vector<float> &a = bf16 ? p.ab : p.a, &w = bf16 ? p.wb : p.w;
+    int bad = 0, shown = 0;
+    for (int i = 0; i < p.m; i++)
+        for (int j = 0; j < p.n; j++) {
+            const float want = onehot == 1 ? w[(size_t)j * p.k + i % p.k] : a[(size_t)i * p.k + j % p.k];
+            const float got = out[(size_t)i * p.n + j];
+            if (std::fabs(got - want) <= 2e-3f * std::fabs(want) + 1e-30f) continue;
+            bad++;
+            if (shown++ < 6) {
+                printf("    C(%d, %d) got %.6g want %.6g", i, j, got, want);
+                locate(got, onehot == 1 ? w : a, p.k);
+                printf("\n");
+            }
+        }
+    printf("    %s one-hot: %d of %d outputs wrong\n", onehot == 1 ? "A" : "B", bad, p.m * p.n);
+}
+
+// Small problems per kind with a mismatch dump (the layout-bug mode).
 static void tile_mode() {
-    const int sizes[][3] = {{64, 64, 32}, {128, 128, 64}, {77, 200, 100}};
+    const int sizes[][3] = {{64, 64, 32}, {128, 256, 64}, {77, 200, 100}};
     for (auto &s : sizes) {
-        Problem p(s[0], s[1], s[2], false);
         printf("M=%d N=%d K=%d\n", s[0], s[1], s[2]);
+        Problem p(s[0], s[1], s[2], false);
         double r;
-        r = check(p, wg_launch<TF32_CFG>(p), false, 1, 8, 4e-3);
+        r = check(p, wg_launch<TF32_CFG>(p), false, 1, 6, 4e-3);
         printf("  wg tf32   %.2e %s\n", r, verdict(r, 4e-3));
-        r = check(p, wg_launch<X3_CFG>(p), false, 1, 8, 1e-6);
+        r = check(p, wg_launch<X3_CFG>(p), false, 1, 6, 1e-6);
         printf("  wg 3xtf32 %.2e %s\n", r, verdict(r, 1e-6));
-        r = check(p, wg_launch<BF16_CFG>(p), true, 1, 8, 1e-5);
+        r = check(p, wg_launch<BF16_CFG>(p), true, 1, 6, 1e-5);
         printf("  wg bf16   %.2e %s\n", r, verdict(r, 1e-5));
+        for (int oh = 1; oh <= 2; oh++) {
+            Problem q(s[0], s[1], s[2], false, oh);
+            printf("  wg tf32\n");
+            onehot_dump(q, wg_launch<TF32_CFG>(q), false, oh);
+            printf("  wg 3xtf32\n");
+            onehot_dump(q, wg_launch<X3_CFG>(q), false, oh);
+            printf("  wg bf16\n");
+            onehot_dump(q, wg_launch<BF16_CFG>(q), true, oh);
+        }
     }
 }
 
@@ -223,8 +276,8 @@ static void time_mode() {
                              {1024, 768, 3072},  {4096, 2304, 768},  {4096, 768, 768},
                              {4096, 3072, 768},  {4096, 768, 3072}};
     printf("\nTFLOP/s (error vs float64 on sampled rows/cols in brackets)\n");
-    printf("%-16s %16s %16s %16s %16s %16s %16s\n", "M N K", "wg tf32", "wg 3xtf32", "wg bf16",
-           "tc 3xtf32", "cublas sgemm", "cublas bf16");
+    printf("%-16s %16s %16s %16s %16s %16s %16s %16s %16s\n", "M N K", "wg tf32", "wg 3xtf32",
+           "wg bf16", "wg tf32 n128", "wg bf16 n128", "tc 3xtf32", "cublas sgemm", "cublas bf16");
     for (auto &s : shapes) {
         Problem p(s[0], s[1], s[2], false);
         char name[32];
@@ -240,6 +293,8 @@ static void time_mode() {
         one(wg_launch<TF32_CFG>(p), false);
         one(wg_launch<X3_CFG>(p), false);
         one(wg_launch<BF16_CFG>(p), true);
+        one(wg_launch<TF32_N128_CFG>(p), false);
+        one(wg_launch<BF16_N128_CFG>(p), true);
         one(tc_launch(p), false);
 #ifndef NO_CUBLAS
         one(blas_launch(p, false), false);
@@ -256,8 +311,9 @@ int main(int argc, char **argv) {
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("%s, %d SMs, smem/block optin %zu\n", prop.name, prop.multiProcessorCount,
            prop.sharedMemPerBlockOptin);
-    printf("smem: tf32 %d, 3xtf32 %d, bf16 %d bytes\n", cv_wg_cfg<TF32_CFG>::SMEM,
-           cv_wg_cfg<X3_CFG>::SMEM, cv_wg_cfg<BF16_CFG>::SMEM);
+    printf("smem: tf32 %d, 3xtf32 %d, bf16 %d, tf32 n128 %d, bf16 n128 %d bytes\n",
+           cv_wg_cfg<TF32_CFG>::SMEM, cv_wg_cfg<X3_CFG>::SMEM, cv_wg_cfg<BF16_CFG>::SMEM,
+           cv_wg_cfg<TF32_N128_CFG>::SMEM, cv_wg_cfg<BF16_N128_CFG>::SMEM);
 #ifndef NO_CUBLAS
     if (cublasCreate(&g_blas) != CUBLAS_STATUS_SUCCESS) { printf("cublasCreate failed\n"); return 1; }
 #endif

@@ -54,6 +54,7 @@ enum { CV_WG_TF32 = 0, CV_WG_TF32X3 = 1, CV_WG_BF16 = 2 };
 template <int KIND, int BN, int STAGES>
 struct cv_wg_cfg {
     static_assert(BN == 128 || BN == 256, "wgmma N of 128 or 256");
+    static_assert(STAGES >= 2, "the k-loops overlap one stage with the next");
     static constexpr int ELEM = KIND == CV_WG_BF16 ? 2 : 4;
     static constexpr int BM = 128, BK = 128 / ELEM;
     static constexpr int KSTEP = KIND == CV_WG_BF16 ? 16 : 8; /* k of one wgmma: 32 bytes */
@@ -183,9 +184,10 @@ CV_DEV void cv_wg_consumer(unsigned char *smem, uint64_t *full, uint64_t *empty,
         if (nk > 0) cv_wg_split_stage<BN, STAGES>(smem, full, c, 0);
         for (int kb = 0; kb < nk; kb++) {
             const int s = kb % STAGES;
-            const uint32_t a = cv_smem_u32(smem + s * C::STAGE) + c * 64 * 128;
-            const uint32_t b = cv_smem_u32(smem + s * C::STAGE) + C::A_BYTES;
-            const uint32_t as = b + C::B_BYTES, bs = as + C::A_BYTES;
+            const uint32_t st = cv_smem_u32(smem + s * C::STAGE); /* A, B, A_small, B_small */
+            const uint32_t a = st + c * 64 * 128, b = st + C::A_BYTES;
+            const uint32_t as = st + C::A_BYTES + C::B_BYTES + c * 64 * 128;
+            const uint32_t bs = st + 2 * C::A_BYTES + C::B_BYTES;
             cv_wg_fence_regs(part);
             cv_wg_arrive();
 #pragma unroll
