@@ -8,6 +8,7 @@
 // per kind, the first mismatches printed, and with one operand one-hot, where each output
 // should be one element of the other operand: the element it got instead locates a layout
 // bug), `/tmp/wp check` (correctness only), no argument (check, then the timing table).
+#define CV_WG_WAIT_TRAP_CYCLES 20000000000LL  // ~10 s: a hung pipeline is a launch error
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cstring>
@@ -220,20 +221,25 @@ static void tile_mode() {
     for (auto &s : sizes) {
         printf("M=%d N=%d K=%d\n", s[0], s[1], s[2]);
         Problem p(s[0], s[1], s[2], false);
-        double r;
-        r = check(p, wg_launch<TF32_CFG>(p), false, 1, 6, 4e-3);
-        printf("  wg tf32   %.2e %s\n", r, verdict(r, 4e-3));
-        r = check(p, wg_launch<X3_CFG>(p), false, 1, 6, 1e-6);
-        printf("  wg 3xtf32 %.2e %s\n", r, verdict(r, 1e-6));
-        r = check(p, wg_launch<BF16_CFG>(p), true, 1, 6, 1e-5);
-        printf("  wg bf16   %.2e %s\n", r, verdict(r, 1e-5));
+        auto one = [&](const char *name, const std::function<void()> &launch, bool bf16, double tol) {
+            printf("  %s\n", name);
+            fflush(stdout);
+            const double r = check(p, launch, bf16, 1, 6, tol);
+            printf("    max|err|/max|ref| %.2e %s\n", r, verdict(r, tol));
+        };
+        one("wg tf32", wg_launch<TF32_CFG>(p), false, 4e-3);
+        one("wg 3xtf32", wg_launch<X3_CFG>(p), false, 1e-6);
+        one("wg bf16", wg_launch<BF16_CFG>(p), true, 1e-5);
         for (int oh = 1; oh <= 2; oh++) {
             Problem q(s[0], s[1], s[2], false, oh);
             printf("  wg tf32\n");
+            fflush(stdout);
             onehot_dump(q, wg_launch<TF32_CFG>(q), false, oh);
             printf("  wg 3xtf32\n");
+            fflush(stdout);
             onehot_dump(q, wg_launch<X3_CFG>(q), false, oh);
             printf("  wg bf16\n");
+            fflush(stdout);
             onehot_dump(q, wg_launch<BF16_CFG>(q), true, oh);
         }
     }
@@ -242,15 +248,20 @@ static void tile_mode() {
 // Correctness at odd sizes and few rows, with and without bias.
 static int check_mode() {
     int bad = 0;
-    auto all = [&](Problem &p, int step) {
-        double r1 = check(p, wg_launch<TF32_CFG>(p), false, step);
-        double r3 = check(p, wg_launch<X3_CFG>(p), false, step);
-        double rb = check(p, wg_launch<BF16_CFG>(p), true, step);
-        double rt = check(p, tc_launch(p), false, step);
-        bad += !(r1 <= 4e-3) + !(r3 <= 1e-6) + !(rb <= 1e-5);
-        printf("%5d %5d %5d %4s | tf32 %.1e %-4s | 3xtf32 %.1e %-4s | bf16 %.1e %-4s | tc %.1e\n",
-               p.m, p.n, p.k, p.bias.empty() ? "" : "bias", r1, verdict(r1, 4e-3), r3,
-               verdict(r3, 1e-6), rb, verdict(rb, 1e-5), rt);
+    auto all = [&](Problem &p, int step) {  // printed as it goes: a trap names its kind
+        printf("%5d %5d %5d %4s", p.m, p.n, p.k, p.bias.empty() ? "" : "bias");
+        auto one = [&](const char *name, const std::function<void()> &launch, bool bf16, double tol) {
+            printf(" | %s ", name);
+            fflush(stdout);
+            const double r = check(p, launch, bf16, step);
+            bad += tol > 0 && !(r <= tol);
+            printf("%.1e %-4s", r, tol > 0 ? verdict(r, tol) : "");
+        };
+        one("tf32", wg_launch<TF32_CFG>(p), false, 4e-3);
+        one("3xtf32", wg_launch<X3_CFG>(p), false, 1e-6);
+        one("bf16", wg_launch<BF16_CFG>(p), true, 1e-5);
+        one("tc", tc_launch(p), false, 0);
+        printf("\n");
     };
     printf("    M     N     K      max|err|/max|ref| vs float64 (tol: tf32 4e-3, 3xtf32 1e-6, bf16 1e-5)\n");
     const int odd[][3] = {{64, 64, 32}, {77, 200, 100}, {128, 256, 64}, {300, 520, 1000},

@@ -28,15 +28,23 @@ CV_DEV void cv_mbar_arrive_tx(uint64_t *b, uint32_t tx) {
                  "r"(tx)
                  : "memory");
 }
+/* With CV_WG_WAIT_TRAP_CYCLES defined (probes), a wait longer than that many clock
+ * cycles traps (a launch error) instead of hanging: a lost TMA completion, say. */
 CV_DEV void cv_mbar_wait(uint64_t *b, uint32_t par) {
     const uint32_t a = cv_smem_u32(b);
     uint32_t done;
+#if defined(CV_WG_WAIT_TRAP_CYCLES)
+    const long long t0 = clock64();
+#endif
     do {
         asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
                      "selp.u32 %0, 1, 0, p;\n}\n"
                      : "=r"(done)
                      : "r"(a), "r"(par)
                      : "memory");
+#if defined(CV_WG_WAIT_TRAP_CYCLES)
+        if (!done && clock64() - t0 > (long long)(CV_WG_WAIT_TRAP_CYCLES)) __trap();
+#endif
     } while (!done);
 }
 
