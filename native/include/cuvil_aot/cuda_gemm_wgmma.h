@@ -4,7 +4,8 @@
  * the mma.sync loop it would replace on sm_90a; cuda_wgmma_ops.h for the PTX.
  *
  * Kinds (CV_WG_*): float32 A/B/C with one TF32 product (precision="tf32"), with
- * 3xTF32 (float32 accuracy), and bfloat16 A/B with float32 accumulation and C.
+ * 3xTF32 (float32 accuracy; _TF32X3F the same without per-k-block partials), and
+ * bfloat16 A/B with float32 accumulation and C.
  *
  * Block: 384 threads = 3 warpgroups, one CTA per SM (__launch_bounds__(384, 1) on
  * the kernel that calls this). Warpgroup 0 is the producer: one thread issues the TMA
@@ -49,7 +50,10 @@
 #include "cuvil_aot/cuda_gemm_tc.h"
 #include "cuvil_aot/cuda_wgmma_ops.h"
 
-enum { CV_WG_TF32 = 0, CV_WG_TF32X3 = 1, CV_WG_BF16 = 2 };
+/* CV_WG_TF32X3F: 3xTF32 accumulated in the tensor cores across all k (no partial, no
+ * FADD): faster, but their truncating accumulation costs accuracy (a host model of it
+ * gave 4e-5 of max|ref| at k = 4096, against 5e-7 with per-k-block partials). */
+enum { CV_WG_TF32 = 0, CV_WG_TF32X3 = 1, CV_WG_BF16 = 2, CV_WG_TF32X3F = 3 };
 
 template <int KIND, int BN, int STAGES>
 struct cv_wg_cfg {
@@ -59,7 +63,9 @@ struct cv_wg_cfg {
     static constexpr int BM = 128, BK = 128 / ELEM;
     static constexpr int KSTEP = KIND == CV_WG_BF16 ? 16 : 8; /* k of one wgmma: 32 bytes */
     static constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128;
-    static constexpr bool X3 = KIND == CV_WG_TF32X3;
+    static constexpr bool X3 = KIND == CV_WG_TF32X3 || KIND == CV_WG_TF32X3F;
+    static constexpr bool PARTIAL = KIND == CV_WG_TF32X3;
+    static_assert(PARTIAL || !X3 || STAGES >= 3, "2 k-blocks in flight + 1 being split");
     static constexpr int STAGE = (A_BYTES + B_BYTES) * (X3 ? 2 : 1);
     static constexpr int SMEM = STAGES * STAGE + 1024; /* + the base's alignment slack */
     static_assert(SMEM <= 227 * 1024, "over the H100/H200 shared memory of a block");
@@ -145,7 +151,7 @@ CV_DEV void cv_wg_out(const float (&acc)[BN / 2], unsigned char *smem, int c, in
                             acc[(jj * 4 + q) * 4 + e];
         __syncwarp();
         const int64_t col = col0 + jb * 32 + lane;
-#pragma unroll 1
+#pragma unroll 4 /* 4 shared loads in flight; `out` inlined 4 times, not 64 */
         for (int r = 0; r < 16; r++)
             if (r0 + r < m && col < n) out(0, r0 + r, col, band[r * 33 + lane]);
         __syncwarp(); /* the next band overwrites it */
@@ -156,7 +162,7 @@ CV_DEV void cv_wg_out(const float (&acc)[BN / 2], unsigned char *smem, int c, in
  * visible to wgmma, and both consumers past it (each reads all of B). */
 template <int BN, int STAGES>
 CV_DEV void cv_wg_split_stage(unsigned char *smem, uint64_t *full, int c, int kb) {
-    using C = cv_wg_cfg<CV_WG_TF32X3, BN, STAGES>;
+    using C = cv_wg_cfg<CV_WG_TF32X3, BN, STAGES>; /* the layout of both 3x kinds */
     const int s = kb % STAGES, tid = threadIdx.x & 127;
     unsigned char *sa = smem + s * C::STAGE, *sb = sa + C::A_BYTES;
     unsigned char *sas = sb + C::B_BYTES, *sbs = sas + C::A_BYTES;
@@ -180,32 +186,47 @@ CV_DEV void cv_wg_consumer(unsigned char *smem, uint64_t *full, uint64_t *empty,
     if constexpr (C::X3) {
         /* The split of k-block kb + 1 (CUDA cores, shared memory) runs while the
          * tensor cores work on k-block kb. */
-        float part[BN / 2];
-        if (nk > 0) cv_wg_split_stage<BN, STAGES>(smem, full, c, 0);
-        for (int kb = 0; kb < nk; kb++) {
-            const int s = kb % STAGES;
+        float part[C::PARTIAL ? BN / 2 : 1];
+        /* The 3 x BK/8 wgmma of one k-block into d; first: scale_d of the first. */
+        auto slab = [&](float (&d)[BN / 2], int s, int first) {
             const uint32_t st = cv_smem_u32(smem + s * C::STAGE); /* A, B, A_small, B_small */
             const uint32_t a = st + c * 64 * 128, b = st + C::A_BYTES;
             const uint32_t as = st + C::A_BYTES + C::B_BYTES + c * 64 * 128;
             const uint32_t bs = st + 2 * C::A_BYTES + C::B_BYTES;
-            cv_wg_fence_regs(part);
+            cv_wg_fence_regs(d);
             cv_wg_arrive();
 #pragma unroll
             for (int ks = 0; ks < C::BK / C::KSTEP; ks++) {
-                const uint32_t o = ks * 32; /* small terms first, into a zeroed partial */
-                cv_wg_mma<BN>(part, 0, cv_wg_desc(as + o), cv_wg_desc(b + o), ks > 0);
-                cv_wg_mma<BN>(part, 0, cv_wg_desc(a + o), cv_wg_desc(bs + o), 1);
-                cv_wg_mma<BN>(part, 0, cv_wg_desc(a + o), cv_wg_desc(b + o), 1);
+                const uint32_t o = ks * 32; /* the small terms first */
+                cv_wg_mma<BN>(d, 0, cv_wg_desc(as + o), cv_wg_desc(b + o), ks > 0 || first);
+                cv_wg_mma<BN>(d, 0, cv_wg_desc(a + o), cv_wg_desc(bs + o), 1);
+                cv_wg_mma<BN>(d, 0, cv_wg_desc(a + o), cv_wg_desc(b + o), 1);
             }
             cv_wg_commit();
-            if (kb + 1 < nk) cv_wg_split_stage<BN, STAGES>(smem, full, c, kb + 1);
-            cv_wg_wait<0>();
-            cv_wg_fence_regs(part);
-            __syncwarp();
-            if (lane == 0) cv_mbar_arrive(&empty[s]);
+        };
+        if (nk > 0) cv_wg_split_stage<BN, STAGES>(smem, full, c, 0);
+        for (int kb = 0; kb < nk; kb++) {
+            const int s = kb % STAGES;
+            if constexpr (C::PARTIAL) {
+                slab(part, s, 0); /* into a zeroed partial */
+                if (kb + 1 < nk) cv_wg_split_stage<BN, STAGES>(smem, full, c, kb + 1);
+                cv_wg_wait<0>();
+                cv_wg_fence_regs(part);
+                __syncwarp();
+                if (lane == 0) cv_mbar_arrive(&empty[s]);
 #pragma unroll
-            for (int i = 0; i < BN / 2; i++) acc[i] += part[i];
+                for (int i = 0; i < BN / 2; i++) acc[i] += part[i];
+            } else { /* wgmma of k-blocks kb - 1 and kb in flight during the split of kb + 1 */
+                slab(acc, s, 1);
+                if (kb + 1 < nk) cv_wg_split_stage<BN, STAGES>(smem, full, c, kb + 1);
+                cv_wg_wait<1>();
+                cv_wg_fence_regs(acc);
+                __syncwarp();
+                if (kb > 0 && lane == 0) cv_mbar_arrive(&empty[(kb + STAGES - 1) % STAGES]);
+            }
         }
+        cv_wg_wait<0>();
+        cv_wg_fence_regs(acc);
     } else {
         for (int kb = 0; kb < nk; kb++) {
             const int s = kb % STAGES;
