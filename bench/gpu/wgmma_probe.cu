@@ -94,8 +94,11 @@ static CUtensorMap map_of(const void *p, bool bf16, int rows, int k, int ld, int
     return t;
 }
 
+static int g_sms;  // multiprocessors: the persistent grid
+
+// grid_cap > 0: at most that many blocks, each looping over tiles (persistent).
 template <int KIND, int BN, int STAGES>
-static std::function<void()> wg_launch(Problem &p) {
+static std::function<void()> wg_launch(Problem &p, int grid_cap = 0) {
     using C = cv_wg_cfg<KIND, BN, STAGES>;
     const bool bf = KIND == CV_WG_BF16;
     const int ld = bf ? p.k16 : p.k;
@@ -103,7 +106,8 @@ static std::function<void()> wg_launch(Problem &p) {
     const CUtensorMap tb = map_of(bf ? (void *)p.dwb : (void *)p.dw, bf, p.n, p.k, ld, BN);
     auto kern = wg_kernel<KIND, BN, STAGES>;
     CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
-    const unsigned grid = (unsigned)(((p.m + 127) / 128) * ((p.n + BN - 1) / BN));
+    unsigned grid = (unsigned)(((p.m + 127) / 128) * ((p.n + BN - 1) / BN));
+    if (grid_cap > 0 && grid > (unsigned)grid_cap) grid = grid_cap;
     const Store st{p.dc, p.dbias, p.n};
     const int64_t m = p.m, n = p.n, k = p.k;
     return [=] { kern<<<grid, 384, C::SMEM>>>(ta, tb, m, n, k, st); };
@@ -266,6 +270,12 @@ static int check_mode() {
         one("bf16", wg_launch<BF16_CFG>(p), true, 1e-5);
         one("3xtf32f", wg_launch<X3F_CFG>(p), false, 0);
         one("tc", tc_launch(p), false, 0);
+        printf("\n%21s", "2 blocks, persistent");  // many tiles per block: the ring across tiles
+        one("tf32", wg_launch<TF32_CFG>(p, 2), false, 4e-3);
+        one("3xtf32", wg_launch<X3_CFG>(p, 2), false, 1e-6);
+        one("bf16", wg_launch<BF16_CFG>(p, 2), true, 1e-5);
+        one("3xtf32f", wg_launch<X3F_CFG>(p, 2), false, 0);
+        one("bf16 n128", wg_launch<BF16_N128_CFG>(p, 2), true, 1e-5);
         printf("\n");
     };
     printf("    M     N     K      max|err|/max|ref| vs float64 (tol: tf32 4e-3, 3xtf32 1e-6, bf16 1e-5)\n");
@@ -292,27 +302,34 @@ static void time_mode() {
                              {1024, 768, 3072},  {4096, 2304, 768},  {4096, 768, 768},
                              {4096, 3072, 768},  {4096, 768, 3072}};
     printf("\nTFLOP/s (error vs float64 on sampled rows/cols in brackets)\n");
-    printf("%-16s %16s %16s %16s %16s %16s %16s %16s %16s %16s\n", "M N K", "wg tf32", "wg 3xtf32",
-           "wg bf16", "wg 3xtf32f", "wg tf32 n128", "wg bf16 n128", "tc 3xtf32", "cublas sgemm",
-           "cublas bf16");
+    printf("(P: persistent, one block per SM; n128: 128 x 128 tiles)\n");
+    printf("%-15s", "M N K");
+    for (const char *h : {"wg tf32", "wg 3xtf32", "wg bf16", "wg tf32 P", "wg 3xtf32 P", "wg bf16 P",
+                          "wg 3xtf32f P", "wg tf32 n128", "wg bf16 n128", "tc 3xtf32", "cublas sgemm",
+                          "cublas bf16"})
+        printf(" %15s", h);
+    printf("\n");
     for (auto &s : shapes) {
         Problem p(s[0], s[1], s[2], false);
         char name[32];
         snprintf(name, sizeof name, "%d %d %d", p.m, p.n, p.k);
-        printf("%-16s", name);
+        printf("%-15s", name);
         auto one = [&](std::function<void()> launch, bool bf16) {
             const double rel = check(p, launch, bf16, 61);
             for (int i = 0; i < 3; i++) launch();
             const float us = back_to_back_us(launch, 20);
-            printf(" %7.1f [%.0e]", 2.0 * p.m * p.n * p.k / us / 1e6, rel);
+            printf(" %6.1f [%.0e]", 2.0 * p.m * p.n * p.k / us / 1e6, rel);
             fflush(stdout);
         };
         one(wg_launch<TF32_CFG>(p), false);
         one(wg_launch<X3_CFG>(p), false);
         one(wg_launch<BF16_CFG>(p), true);
-        one(wg_launch<X3F_CFG>(p), false);
-        one(wg_launch<TF32_N128_CFG>(p), false);
-        one(wg_launch<BF16_N128_CFG>(p), true);
+        one(wg_launch<TF32_CFG>(p, g_sms), false);
+        one(wg_launch<X3_CFG>(p, g_sms), false);
+        one(wg_launch<BF16_CFG>(p, g_sms), true);
+        one(wg_launch<X3F_CFG>(p, g_sms), false);
+        one(wg_launch<TF32_N128_CFG>(p, g_sms), false);
+        one(wg_launch<BF16_N128_CFG>(p, g_sms), true);
         one(tc_launch(p), false);
 #ifndef NO_CUBLAS
         one(blas_launch(p, false), false);
@@ -329,6 +346,7 @@ int main(int argc, char **argv) {
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("%s, %d SMs, smem/block optin %zu\n", prop.name, prop.multiProcessorCount,
            prop.sharedMemPerBlockOptin);
+    g_sms = prop.multiProcessorCount;
     printf("smem: tf32 %d, 3xtf32 %d, bf16 %d, tf32 n128 %d, bf16 n128 %d bytes\n",
            cv_wg_cfg<TF32_CFG>::SMEM, cv_wg_cfg<X3_CFG>::SMEM, cv_wg_cfg<BF16_CFG>::SMEM,
            cv_wg_cfg<TF32_N128_CFG>::SMEM, cv_wg_cfg<BF16_N128_CFG>::SMEM);

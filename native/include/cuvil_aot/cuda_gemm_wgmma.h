@@ -8,8 +8,11 @@
  * bfloat16 A/B with float32 accumulation and C.
  *
  * Block: 384 threads = 3 warpgroups, one CTA per SM (__launch_bounds__(384, 1) on
- * the kernel that calls this). Warpgroup 0 is the producer: one thread issues the TMA
- * copies of each k-block into a ring of STAGES stages, the others idle
+ * the kernel that calls this), looping over the 128 x BN output tiles blockIdx.x,
+ * + gridDim.x, ...: a grid of one block per tile, or persistent (one per SM), where
+ * the producer loads the next tile's first stages during this one's epilogue.
+ * Warpgroup 0 is the producer: one thread issues the TMA copies of each k-block into
+ * a ring of STAGES stages (its counter runs on across tiles), the others idle
  * (setmaxnreg.dec to 40 registers). Warpgroups 1 and 2 are the consumers (setmaxnreg.inc
  * to 232): consumer c owns rows 64c .. 64c + 63 of the 128 x BN tile.
  *
@@ -40,8 +43,8 @@
  * refuses others (the caller falls back to cv_gemm_tc).
  *
  * Epilogue as cv_tc_out: each warp's 16 x BN rows go out in bands of 16 x 32 through
- * 16 x 33 floats of the (then free) stage memory, out(0, row, col, value) called from
- * one site, one row's 32 columns from 32 lanes (coalesced). */
+ * its own 16 x 33 floats after the stages, out(0, row, col, value) called from one
+ * site, one row's 32 columns from 32 lanes (coalesced). */
 #ifndef CUVIL_AOT_CUDA_GEMM_WGMMA_H
 #define CUVIL_AOT_CUDA_GEMM_WGMMA_H
 
@@ -67,9 +70,9 @@ struct cv_wg_cfg {
     static constexpr bool PARTIAL = KIND == CV_WG_TF32X3;
     static_assert(PARTIAL || !X3 || STAGES >= 3, "2 k-blocks in flight + 1 being split");
     static constexpr int STAGE = (A_BYTES + B_BYTES) * (X3 ? 2 : 1);
-    static constexpr int SMEM = STAGES * STAGE + 1024; /* + the base's alignment slack */
+    static constexpr int EPI = 8 * 16 * 33 * 4; /* the consumer warps' bands */
+    static constexpr int SMEM = STAGES * STAGE + EPI + 1024; /* + the base's alignment slack */
     static_assert(SMEM <= 227 * 1024, "over the H100/H200 shared memory of a block");
-    static_assert(STAGES * STAGE >= 8 * 16 * 33 * 4, "the epilogue's bands fit the stages");
 };
 
 /* The host's tensor map of a K-major operand: `rows` rows of `k` elements, `ld`
@@ -158,28 +161,34 @@ CV_DEV void cv_wg_out(const float (&acc)[BN / 2], unsigned char *smem, int c, in
     }
 }
 
-/* 3xTF32: k-block kb's landed stage split into big and small (see the top), made
+/* 3xTF32: the landed stage of k-block `it` (counted across tiles) split into big and small (see the top), made
  * visible to wgmma, and both consumers past it (each reads all of B). */
 template <int BN, int STAGES>
-CV_DEV void cv_wg_split_stage(unsigned char *smem, uint64_t *full, int c, int kb) {
+CV_DEV void cv_wg_split_stage(unsigned char *smem, uint64_t *full, int c, uint32_t it) {
     using C = cv_wg_cfg<CV_WG_TF32X3, BN, STAGES>; /* the layout of both 3x kinds */
-    const int s = kb % STAGES, tid = threadIdx.x & 127;
+    const int s = it % STAGES, tid = threadIdx.x & 127;
     unsigned char *sa = smem + s * C::STAGE, *sb = sa + C::A_BYTES;
     unsigned char *sas = sb + C::B_BYTES, *sbs = sas + C::A_BYTES;
-    cv_mbar_wait(&full[s], (kb / STAGES) & 1);
+    cv_mbar_wait(&full[s], (it / STAGES) & 1);
     cv_wg_split(sa + c * 8192, sas + c * 8192, tid, 4); /* its 64 rows of A: 512 chunks */
     cv_wg_split(sb + c * (C::B_BYTES / 2), sbs + c * (C::B_BYTES / 2), tid, BN / 32);
     cv_fence_proxy_async(); /* these writes, before wgmma (the async proxy) reads them */
     cv_bar_sync(1, 256);
 }
 
-/* Consumer c (0, 1) of the block: its 64 x BN accumulators over all k, then out. */
+/* Consumer c (0, 1) of the block, one tile: its 64 x BN accumulators over the nk
+ * k-blocks it .. it + nk - 1 (the ring's counter, advanced here), every stage released
+ * by the end, then out. */
 template <int KIND, int BN, int STAGES, class Out>
 CV_DEV void cv_wg_consumer(unsigned char *smem, uint64_t *full, uint64_t *empty, int c,
-                           int64_t m, int64_t n, int nk, int64_t row0, int64_t col0,
-                           const Out &out) {
+                           uint32_t &it, int64_t m, int64_t n, int nk, int64_t row0,
+                           int64_t col0, const Out &out) {
     using C = cv_wg_cfg<KIND, BN, STAGES>;
     const int lane = threadIdx.x & 31;
+    auto release = [&](uint32_t i) { /* k-block i's stage, once this warp's wgmma are done */
+        __syncwarp();
+        if (lane == 0) cv_mbar_arrive(&empty[i % STAGES]);
+    };
     float acc[BN / 2];
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) acc[i] = 0.f;
@@ -204,33 +213,29 @@ CV_DEV void cv_wg_consumer(unsigned char *smem, uint64_t *full, uint64_t *empty,
             }
             cv_wg_commit();
         };
-        if (nk > 0) cv_wg_split_stage<BN, STAGES>(smem, full, c, 0);
-        for (int kb = 0; kb < nk; kb++) {
-            const int s = kb % STAGES;
+        if (nk > 0) cv_wg_split_stage<BN, STAGES>(smem, full, c, it);
+        for (int kb = 0; kb < nk; kb++, it++) {
+            const int s = it % STAGES;
             if constexpr (C::PARTIAL) {
                 slab(part, s, 0); /* into a zeroed partial */
-                if (kb + 1 < nk) cv_wg_split_stage<BN, STAGES>(smem, full, c, kb + 1);
+                if (kb + 1 < nk) cv_wg_split_stage<BN, STAGES>(smem, full, c, it + 1);
                 cv_wg_wait<0>();
                 cv_wg_fence_regs(part);
-                __syncwarp();
-                if (lane == 0) cv_mbar_arrive(&empty[s]);
+                release(it);
 #pragma unroll
                 for (int i = 0; i < BN / 2; i++) acc[i] += part[i];
             } else { /* wgmma of k-blocks kb - 1 and kb in flight during the split of kb + 1 */
                 slab(acc, s, 1);
-                if (kb + 1 < nk) cv_wg_split_stage<BN, STAGES>(smem, full, c, kb + 1);
+                if (kb + 1 < nk) cv_wg_split_stage<BN, STAGES>(smem, full, c, it + 1);
                 cv_wg_wait<1>();
                 cv_wg_fence_regs(acc);
-                __syncwarp();
-                if (kb > 0 && lane == 0) cv_mbar_arrive(&empty[(kb + STAGES - 1) % STAGES]);
+                if (kb > 0) release(it - 1);
             }
         }
-        cv_wg_wait<0>();
-        cv_wg_fence_regs(acc);
     } else {
-        for (int kb = 0; kb < nk; kb++) {
-            const int s = kb % STAGES;
-            cv_mbar_wait(&full[s], (kb / STAGES) & 1);
+        for (int kb = 0; kb < nk; kb++, it++) {
+            const int s = it % STAGES;
+            cv_mbar_wait(&full[s], (it / STAGES) & 1);
             const uint32_t a = cv_smem_u32(smem + s * C::STAGE) + c * 64 * 128;
             const uint32_t b = cv_smem_u32(smem + s * C::STAGE) + C::A_BYTES;
             cv_wg_fence_regs(acc);
@@ -242,24 +247,24 @@ CV_DEV void cv_wg_consumer(unsigned char *smem, uint64_t *full, uint64_t *empty,
             cv_wg_commit();
             cv_wg_wait<1>(); /* k-block kb - 1's wgmma are done: its stage is free */
             cv_wg_fence_regs(acc);
-            __syncwarp();
-            if (kb > 0 && lane == 0) cv_mbar_arrive(&empty[(kb + STAGES - 1) % STAGES]);
+            if (kb > 0) release(it - 1);
         }
-        cv_wg_wait<0>();
-        cv_wg_fence_regs(acc);
     }
-    cv_bar_sync(1, 256); /* both consumers are past the last stage: its memory is free */
-    cv_wg_out<BN>(acc, smem, c, m, n, row0, col0, out);
+    cv_wg_wait<0>();
+    cv_wg_fence_regs(acc);
+    if (nk > 0 && !C::PARTIAL) release(it - 1); /* the last k-block's stage */
+    cv_wg_out<BN>(acc, smem + STAGES * C::STAGE, c, m, n, row0, col0, out);
 }
 
 #endif /* CV_WGMMA_OK */
 
-/* grid.x: row tiles x column tiles of 128 x BN (column tiles fastest); block: 384
- * threads; dynamic shared memory cv_wg_cfg<KIND, BN, STAGES>::SMEM (raise the
- * kernel's limit with cudaFuncSetAttribute / cuFuncSetAttribute). ta: A's map
- * (rows m, boxes of 128 rows), tb: B's (rows n, boxes of BN rows), both from
- * cv_wg_make_map; k: the shared dimension. The kernel must be
- * __launch_bounds__(384, 1) for setmaxnreg to apply. Without sm_90a: traps. */
+/* Tiles of 128 x BN, column tiles fastest, looped over by blockIdx.x + i * gridDim.x
+ * (grid: the tile count, or fewer: persistent); block: 384 threads; dynamic shared
+ * memory cv_wg_cfg<KIND, BN, STAGES>::SMEM (raise the kernel's limit with
+ * cudaFuncSetAttribute / cuFuncSetAttribute). ta: A's map (rows m, boxes of 128 rows),
+ * tb: B's (rows n, boxes of BN rows), both from cv_wg_make_map; k: the shared
+ * dimension. The kernel must be __launch_bounds__(384, 1) for setmaxnreg to apply.
+ * Built for a target without wgmma: traps. */
 template <int KIND, int BN, int STAGES, class Out>
 CV_DEV void cv_gemm_wgmma(const CUtensorMap &ta, const CUtensorMap &tb, int64_t m, int64_t n,
                           int64_t k, const Out &out) {
@@ -268,8 +273,7 @@ CV_DEV void cv_gemm_wgmma(const CUtensorMap &ta, const CUtensorMap &tb, int64_t 
     extern __shared__ unsigned char cv_wg_dyn[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     unsigned char *smem = cv_wg_dyn + ((1024 - (cv_smem_u32(cv_wg_dyn) & 1023)) & 1023);
-    const int64_t tiles_n = (n + BN - 1) / BN;
-    const int64_t row0 = (int64_t)(blockIdx.x / tiles_n) * C::BM, col0 = (int64_t)(blockIdx.x % tiles_n) * BN;
+    const int64_t tiles_n = (n + BN - 1) / BN, tiles = (m + C::BM - 1) / C::BM * tiles_n;
     const int nk = (int)((k + C::BK - 1) / C::BK);
     const int wg = threadIdx.x >> 7;
     if (threadIdx.x == 0) {
@@ -282,21 +286,26 @@ CV_DEV void cv_gemm_wgmma(const CUtensorMap &ta, const CUtensorMap &tb, int64_t 
         cv_tma_prefetch_map(&tb);
     }
     __syncthreads();
+    uint32_t it = 0; /* k-blocks through the ring so far: stage it % STAGES */
     if (wg == 0) {
         cv_setmaxnreg_dec<40>();
-        if (threadIdx.x == 0) {
-            for (int kb = 0; kb < nk; kb++) {
-                const int s = kb % STAGES;
-                unsigned char *sa = smem + s * C::STAGE;
-                cv_mbar_wait(&empty[s], ((kb / STAGES) & 1) ^ 1);
-                cv_mbar_arrive_tx(&full[s], C::A_BYTES + C::B_BYTES);
-                cv_tma_2d(sa, &ta, kb * C::BK, (int)row0, &full[s]);
-                cv_tma_2d(sa + C::A_BYTES, &tb, kb * C::BK, (int)col0, &full[s]);
+        if (threadIdx.x == 0)
+            for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                const int row0 = (int)(tile / tiles_n * C::BM), col0 = (int)(tile % tiles_n * BN);
+                for (int kb = 0; kb < nk; kb++, it++) {
+                    const int s = it % STAGES;
+                    unsigned char *sa = smem + s * C::STAGE;
+                    cv_mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+                    cv_mbar_arrive_tx(&full[s], C::A_BYTES + C::B_BYTES);
+                    cv_tma_2d(sa, &ta, kb * C::BK, row0, &full[s]);
+                    cv_tma_2d(sa + C::A_BYTES, &tb, kb * C::BK, col0, &full[s]);
+                }
             }
-        }
     } else {
         cv_setmaxnreg_inc<232>();
-        cv_wg_consumer<KIND, BN, STAGES>(smem, full, empty, wg - 1, m, n, nk, row0, col0, out);
+        for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x)
+            cv_wg_consumer<KIND, BN, STAGES>(smem, full, empty, wg - 1, it, m, n, nk,
+                                             tile / tiles_n * C::BM, tile % tiles_n * BN, out);
     }
 #else
     __trap(); /* built for a target without wgmma: the host must not launch this */
