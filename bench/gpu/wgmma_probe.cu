@@ -56,6 +56,10 @@ struct Problem {
     std::vector<float> a, w, bias;          // float32 inputs (k % 4 == 0: TMA's 16-byte rows)
     std::vector<float> ab, wb;              // the same, rounded to bfloat16 (as float)
     float *da, *dw, *dbias, *dc;
+    std::vector<double> ref[2];             // check()'s float64 reference: float32, bf16 inputs
+    std::vector<int> where[2];
+    double top[2] = {0, 0};
+    int ref_step[2] = {0, 0};
     __nv_bfloat16 *dab, *dwb;
     // onehot 1: A[i][q] = (q == i % k), so C[i][j] = W[j][i % k]; 2: W[j][q] = (q == j % k).
     Problem(int m_, int n_, int k_, bool with_bias, int onehot = 0)
@@ -158,16 +162,19 @@ static double check(Problem &p, const std::function<void()> &launch, bool bf16, 
     std::vector<float> out((size_t)p.m * p.n);
     CK(cudaMemcpy(out.data(), p.dc, 4 * out.size(), cudaMemcpyDeviceToHost));
     const std::vector<float> &a = bf16 ? p.ab : p.a, &w = bf16 ? p.wb : p.w;
-    std::vector<double> ref;
-    std::vector<int> where;
-    double top = 0;
-    for (int i : samples(p.m, step))
-        for (int j : samples(p.n, step)) {
-            double acc = p.bias.empty() ? 0 : p.bias[j];
-            for (int q = 0; q < p.k; q++) acc += (double)a[(size_t)i * p.k + q] * w[(size_t)j * p.k + q];
-            ref.push_back(acc), where.push_back(i * p.n + j);
-            top = std::max(top, std::fabs(acc));
-        }
+    std::vector<double> &ref = p.ref[bf16];  // computed once per problem, operand type, step
+    std::vector<int> &where = p.where[bf16];
+    double &top = p.top[bf16];
+    if (p.ref_step[bf16] != step) {
+        ref.clear(), where.clear(), top = 0, p.ref_step[bf16] = step;
+        for (int i : samples(p.m, step))
+            for (int j : samples(p.n, step)) {
+                double acc = p.bias.empty() ? 0 : p.bias[j];
+                for (int q = 0; q < p.k; q++) acc += (double)a[(size_t)i * p.k + q] * w[(size_t)j * p.k + q];
+                ref.push_back(acc), where.push_back(i * p.n + j);
+                top = std::max(top, std::fabs(acc));
+            }
+    }
     double err = 0;
     int shown = 0;
     for (size_t x = 0; x < ref.size(); x++) {
