@@ -20,7 +20,7 @@
  *   A  128 rows x 128 B (BK = 32 float32 or 64 bfloat16 of k per row)   16 KB
  *   B  BN  rows x 128 B                                                  BN * 128 B
  *   3xTF32 only: A_small, B_small, the same shapes (and the same swizzle)
- * Every tile is 1024-aligned, in the 128-byte swizzle (chunk c of row r at c ^ (r % 8),
+ * then, at STAGES * STAGE, 8 x 16 x 33 floats for the epilogue (16.5 KB). Every tile is 1024-aligned, in the 128-byte swizzle (chunk c of row r at c ^ (r % 8),
  * see cv_wg_desc). Barriers: full[s] (1 arrival + the TMA's bytes) and empty[s]
  * (one arrival per consumer warp: 8), static shared.
  *
@@ -28,8 +28,9 @@
  * big = tf32(x), written back, and small = tf32(x - big) into the _small tiles: the
  * position of an element is the same in both, so no swizzle arithmetic; consumer c
  * splits its own 64 rows of A and half of B's rows; fence.proxy.async then a named
- * barrier over both consumers, as each reads all of B); then BK/8 (tf32) or BK/16
- * (bf16) wgmma m64 x BN per k-block, the descriptor start advancing 32 bytes a step.
+ * barrier over both consumers, as each reads all of B; done for k-block kb + 1 while
+ * the tensor cores work on kb); then BK/8 (tf32) or BK/16 (bf16) wgmma m64 x BN per
+ * k-block (x 3 for 3xTF32), the descriptor start advancing 32 bytes a step.
  *
  * 3xTF32 adds small_a*big_b + big_a*small_b + big_a*big_b of each k-block into a
  * zeroed partial and the partial into the accumulators with a rounded FADD (the
