@@ -7,7 +7,10 @@
 // Without cuBLAS: add -DNO_CUBLAS and drop -lcublas. Modes: `/tmp/wp tile` (small problems
 // per kind, the first mismatches printed, and with one operand one-hot, where each output
 // should be one element of the other operand: the element it got instead locates a layout
-// bug), `/tmp/wp check` (correctness only), no argument (check, then the timing table).
+// bug), `/tmp/wp check` (correctness only), no argument (check, then the timing table). A
+// second argument, a comma-separated list of kind names as printed (e.g. `/tmp/wp all
+// bf16,3xtf32`; `all`: check + time), runs only those: a kind that traps ends the process
+// (the context is lost), so run the others without it.
 #define CV_WG_WAIT_TRAP_CYCLES 20000000000LL  // ~10 s: a hung pipeline is a launch error
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -99,6 +102,15 @@ static CUtensorMap map_of(const void *p, bool bf16, int rows, int k, int ld, int
 }
 
 static int g_sms;  // multiprocessors: the persistent grid
+static std::string g_only;  // "": every kind; else ",name,name,"
+
+// Whether kind `name` (less "wg " and " P") is to run.
+static bool want(std::string name) {
+    for (const char *pre : {"wg "})
+        if (name.rfind(pre, 0) == 0) name = name.substr(strlen(pre));
+    if (name.size() > 2 && name.compare(name.size() - 2, 2, " P") == 0) name.resize(name.size() - 2);
+    return g_only.empty() || g_only.find("," + name + ",") != std::string::npos;
+}
 
 // grid_cap > 0: at most that many blocks, each looping over tiles (persistent).
 template <int KIND, int BN, int STAGES>
@@ -234,6 +246,7 @@ static void tile_mode() {
         printf("M=%d N=%d K=%d\n", s[0], s[1], s[2]);
         Problem p(s[0], s[1], s[2], false);
         auto one = [&](const char *name, const std::function<void()> &launch, bool bf16, double tol) {
+            if (!want(name)) return;
             printf("  %s\n", name);  // printed first: a trap names its kind
             fflush(stdout);
             const double r = check(p, launch, bf16, 1, 6, tol);
@@ -244,18 +257,16 @@ static void tile_mode() {
         one("wg bf16", wg_launch<BF16_CFG>(p), true, 1e-5);
         for (int oh = 1; oh <= 2; oh++) {
             Problem q(s[0], s[1], s[2], false, oh);
-            printf("  wg tf32\n");
-            fflush(stdout);
-            onehot_dump(q, wg_launch<TF32_CFG>(q), false, oh);
-            printf("  wg 3xtf32\n");
-            fflush(stdout);
-            onehot_dump(q, wg_launch<X3_CFG>(q), false, oh);
-            printf("  wg bf16\n");
-            fflush(stdout);
-            onehot_dump(q, wg_launch<BF16_CFG>(q), true, oh);
-            printf("  wg 3xtf32f\n");
-            fflush(stdout);
-            onehot_dump(q, wg_launch<X3F_CFG>(q), false, oh);
+            auto dump = [&](const char *name, const std::function<void()> &launch, bool bf16) {
+                if (!want(name)) return;
+                printf("  %s\n", name);
+                fflush(stdout);
+                onehot_dump(q, launch, bf16, oh);
+            };
+            dump("wg tf32", wg_launch<TF32_CFG>(q), false);
+            dump("wg 3xtf32", wg_launch<X3_CFG>(q), false);
+            dump("wg bf16", wg_launch<BF16_CFG>(q), true);
+            dump("wg 3xtf32f", wg_launch<X3F_CFG>(q), false);
         }
     }
 }
@@ -266,6 +277,7 @@ static int check_mode() {
     auto all = [&](Problem &p, int step) {  // printed as it goes: a trap names its kind
         printf("%5d %5d %5d %4s", p.m, p.n, p.k, p.bias.empty() ? "" : "bias");
         auto one = [&](const char *name, const std::function<void()> &launch, bool bf16, double tol) {
+            if (!want(name)) return;
             printf(" | %s ", name);
             fflush(stdout);
             const double r = check(p, launch, bf16, step);
@@ -282,7 +294,7 @@ static int check_mode() {
         one("3xtf32", wg_launch<X3_CFG>(p, 2), false, 1e-6);
         one("bf16", wg_launch<BF16_CFG>(p, 2), true, 1e-5);
         one("3xtf32f", wg_launch<X3F_CFG>(p, 2), false, 0);
-        one("bf16 n128", wg_launch<BF16_N128_CFG>(p, 2), true, 1e-5);
+        one("bf16-n128", wg_launch<BF16_N128_CFG>(p, 2), true, 1e-5);
         printf("\n");
     };
     printf("    M     N     K      max|err|/max|ref| vs float64 (tol: tf32 4e-3, 3xtf32 1e-6, bf16 1e-5)\n");
@@ -321,26 +333,30 @@ static void time_mode() {
         char name[32];
         snprintf(name, sizeof name, "%d %d %d", p.m, p.n, p.k);
         printf("%-15s", name);
-        auto one = [&](std::function<void()> launch, bool bf16) {
+        auto one = [&](const char *name, std::function<void()> launch, bool bf16) {
+            if (!want(name)) {
+                printf(" %15s", "-");
+                return;
+            }
             const double rel = check(p, launch, bf16, 61);
             for (int i = 0; i < 3; i++) launch();
             const float us = back_to_back_us(launch, 20);
             printf(" %6.1f [%.0e]", 2.0 * p.m * p.n * p.k / us / 1e6, rel);
             fflush(stdout);
         };
-        one(wg_launch<TF32_CFG>(p), false);
-        one(wg_launch<X3_CFG>(p), false);
-        one(wg_launch<BF16_CFG>(p), true);
-        one(wg_launch<TF32_CFG>(p, g_sms), false);
-        one(wg_launch<X3_CFG>(p, g_sms), false);
-        one(wg_launch<BF16_CFG>(p, g_sms), true);
-        one(wg_launch<X3F_CFG>(p, g_sms), false);
-        one(wg_launch<TF32_N128_CFG>(p, g_sms), false);
-        one(wg_launch<BF16_N128_CFG>(p, g_sms), true);
-        one(tc_launch(p), false);
+        one("tf32", wg_launch<TF32_CFG>(p), false);
+        one("3xtf32", wg_launch<X3_CFG>(p), false);
+        one("bf16", wg_launch<BF16_CFG>(p), true);
+        one("tf32", wg_launch<TF32_CFG>(p, g_sms), false);
+        one("3xtf32", wg_launch<X3_CFG>(p, g_sms), false);
+        one("bf16", wg_launch<BF16_CFG>(p, g_sms), true);
+        one("3xtf32f", wg_launch<X3F_CFG>(p, g_sms), false);
+        one("tf32-n128", wg_launch<TF32_N128_CFG>(p, g_sms), false);
+        one("bf16-n128", wg_launch<BF16_N128_CFG>(p, g_sms), true);
+        one("tc", tc_launch(p), false);
 #ifndef NO_CUBLAS
-        one(blas_launch(p, false), false);
-        one(blas_launch(p, true), true);
+        one("sgemm", blas_launch(p, false), false);
+        one("cublas-bf16", blas_launch(p, true), true);
 #endif
         printf("\n");
     }
@@ -361,6 +377,7 @@ int main(int argc, char **argv) {
     if (cublasCreate(&g_blas) != CUBLAS_STATUS_SUCCESS) { printf("cublasCreate failed\n"); return 1; }
 #endif
     const std::string mode = argc > 1 ? argv[1] : "";
+    if (argc > 2) g_only = std::string(",") + argv[2] + ",";
     if (mode == "tile") { tile_mode(); return 0; }
     const int bad = check_mode();
     printf("%d failures\n", bad);
