@@ -237,6 +237,22 @@ static void onehot_dump(Problem &p, L launch, bool bf16, int onehot) {
             }
         }
     printf("    %s one-hot: %d of %d outputs wrong\n", onehot == 1 ? "A" : "B", bad, p.m * p.n);
+    if (bf16) return;
+    // How the tensor cores made tf32 of a float32 operand: outputs equal to the operand's
+    // value truncated to tf32, rounded to nearest, or exact (the 3x kinds).
+    int tr = 0, rn = 0, ex = 0;
+    for (int i = 0; i < p.m; i++)
+        for (int j = 0; j < p.n; j++) {
+            const float want = onehot == 1 ? w[(size_t)j * p.k + i % p.k] : a[(size_t)i * p.k + j % p.k];
+            const float got = out[(size_t)i * p.n + j];
+            uint32_t u;
+            memcpy(&u, &want, 4);
+            uint32_t t = u & 0xffffe000u, r = (u + 0x1000u) & 0xffffe000u;
+            float ft, fr;
+            memcpy(&ft, &t, 4), memcpy(&fr, &r, 4);
+            ex += got == want, tr += got == ft && ft != want, rn += got == fr && fr != want;
+        }
+    printf("    outputs equal to the operand: exactly %d, truncated to tf32 %d, rounded %d\n", ex, tr, rn);
 }
 
 // Small problems per kind with a mismatch dump (the layout-bug mode).

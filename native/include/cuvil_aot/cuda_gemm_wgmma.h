@@ -264,7 +264,9 @@ CV_DEV void cv_wg_consumer(unsigned char *smem, uint64_t *full, uint64_t *empty,
  * memory cv_wg_cfg<KIND, BN, STAGES>::SMEM (raise the kernel's limit with
  * cudaFuncSetAttribute / cuFuncSetAttribute). ta: A's map (rows m, boxes of 128 rows),
  * tb: B's (rows n, boxes of BN rows), both from cv_wg_make_map; k: the shared
- * dimension. The kernel must be __launch_bounds__(384, 1) for setmaxnreg to apply.
+ * dimension. The kernel must be __launch_bounds__(384, 1) for setmaxnreg to apply and
+ * take the maps as `const __grid_constant__ CUtensorMap` parameters (TMA reads them
+ * where they are: a copy in local memory would not do).
  * Built for a target without wgmma: traps. */
 template <int KIND, int BN, int STAGES, class Out>
 CV_DEV void cv_gemm_wgmma(const CUtensorMap &ta, const CUtensorMap &tb, int64_t m, int64_t n,
