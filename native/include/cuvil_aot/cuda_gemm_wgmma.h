@@ -1,0 +1,318 @@
+/* CUDA C++, for nvcc only. The Hopper GEMM main loop (cv_gemm_wgmma, sm_90a only):
+ * C[M, N] = A[M, K] . B[N, K]^T with both operands K-major (x @ w.T), through
+ * warpgroup MMA (wgmma) fed by the tensor copy engine (TMA). See cuda_gemm_tc.h for
+ * the mma.sync loop it would replace on sm_90a; cuda_wgmma_ops.h for the PTX.
+ *
+ * Kinds (CV_WG_*): float32 A/B/C with one TF32 product (precision="tf32"), with
+ * 3xTF32 (float32 accuracy; _TF32X3F the same without per-k-block partials), and
+ * bfloat16 A/B with float32 accumulation and C.
+ *
+ * Block: 384 threads = 3 warpgroups, one CTA per SM (__launch_bounds__(384, 1) on
+ * the kernel that calls this), looping over the 128 x BN output tiles blockIdx.x,
+ * + gridDim.x, ...: a grid of one block per tile, or persistent (one per SM), where
+ * the producer loads the next tile's first stages during this one's epilogue.
+ * Warpgroup 0 is the producer: one thread issues the TMA copies of each k-block into
+ * a ring of STAGES stages (its counter runs on across tiles), the others idle
+ * (setmaxnreg.dec to 40 registers). Warpgroups 1 and 2 are the consumers (setmaxnreg.inc
+ * to 232): consumer c owns rows 64c .. 64c + 63 of the 128 x BN tile.
+ *
+ * Shared memory, dynamic, its base rounded up to 1024 bytes; stage s at s * STAGE:
+ *   A  128 rows x 128 B (BK = 32 float32 or 64 bfloat16 of k per row)   16 KB
+ *   B  BN  rows x 128 B                                                  BN * 128 B
+ *   3xTF32 only: A_small, B_small, the same shapes (and the same swizzle)
+ * then, at STAGES * STAGE, 8 x 16 x 33 floats for the epilogue (16.5 KB). Every tile is 1024-aligned, in the 128-byte swizzle (chunk c of row r at c ^ (r % 8),
+ * see cv_wg_desc). Barriers: full[s] (1 arrival + the TMA's bytes) and empty[s]
+ * (one arrival per consumer warp: 8), static shared.
+ *
+ * Consumer k-loop: wait full[s]; (3xTF32: split the landed fp32 tiles in place into
+ * big = tf32(x), written back, and small = tf32(x - big) into the _small tiles: the
+ * position of an element is the same in both, so no swizzle arithmetic; consumer c
+ * splits its own 64 rows of A and half of B's rows; fence.proxy.async then a named
+ * barrier over both consumers, as each reads all of B; done for k-block kb + 1 while
+ * the tensor cores work on kb); then BK/8 (tf32) or BK/16 (bf16) wgmma m64 x BN per
+ * k-block (x 3 for 3xTF32), the descriptor start advancing 32 bytes a step.
+ *
+ * 3xTF32 adds small_a*big_b + big_a*small_b + big_a*big_b of each k-block into a
+ * zeroed partial and the partial into the accumulators with a rounded FADD (the
+ * tensor cores' own float32 accumulation truncates: see cuda_gemm_tc.h), which waits
+ * for each k-block's wgmma (wait_group 0); the other kinds keep one k-block in flight
+ * (wait_group 1) and release the stage before it.
+ *
+ * Edges: TMA zero-fills rows past M / N and k past K, so partial tiles compute on
+ * zeros; the epilogue masks. The host's tensor maps need 16-byte aligned bases and
+ * row strides (K % 4 == 0 for float32, K % 8 == 0 for bfloat16): cv_wg_make_map
+ * refuses others (the caller falls back to cv_gemm_tc).
+ *
+ * Epilogue as cv_tc_out: each warp's 16 x BN rows go out in bands of 16 x 32 through
+ * its own 16 x 33 floats after the stages, out(0, row, col, value) called from one
+ * site, one row's 32 columns from 32 lanes (coalesced). */
+#ifndef CUVIL_AOT_CUDA_GEMM_WGMMA_H
+#define CUVIL_AOT_CUDA_GEMM_WGMMA_H
+
+#include <cuda.h> /* CUtensorMap and its enums (types only: the driver is dlopen'ed) */
+
+#include "cuvil_aot/cuda_gemm_tc.h"
+#include "cuvil_aot/cuda_wgmma_ops.h"
+
+/* CV_WG_TF32X3F: 3xTF32 accumulated in the tensor cores across all k (no partial, no
+ * FADD): faster, but their truncating accumulation costs accuracy (a host model of it
+ * gave 4e-5 of max|ref| at k = 4096, against 5e-7 with per-k-block partials). */
+enum { CV_WG_TF32 = 0, CV_WG_TF32X3 = 1, CV_WG_BF16 = 2, CV_WG_TF32X3F = 3 };
+
+template <int KIND, int BN, int STAGES>
+struct cv_wg_cfg {
+    static_assert(BN == 128 || BN == 256, "wgmma N of 128 or 256");
+    static_assert(STAGES >= 2, "the k-loops overlap one stage with the next");
+    static constexpr int ELEM = KIND == CV_WG_BF16 ? 2 : 4;
+    static constexpr int BM = 128, BK = 128 / ELEM;
+    static constexpr int KSTEP = KIND == CV_WG_BF16 ? 16 : 8; /* k of one wgmma: 32 bytes */
+    static constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128;
+    static constexpr bool X3 = KIND == CV_WG_TF32X3 || KIND == CV_WG_TF32X3F;
+    static constexpr bool PARTIAL = KIND == CV_WG_TF32X3;
+    static_assert(PARTIAL || !X3 || STAGES >= 3, "2 k-blocks in flight + 1 being split");
+    static constexpr int STAGE = (A_BYTES + B_BYTES) * (X3 ? 2 : 1);
+    static constexpr int EPI = 8 * 16 * 33 * 4; /* the consumer warps' bands */
+    static constexpr int SMEM = STAGES * STAGE + EPI + 1024; /* + the base's alignment slack */
+    static_assert(SMEM <= 227 * 1024, "over the H100/H200 shared memory of a block");
+};
+
+/* The host's tensor map of a K-major operand: `rows` rows of `k` elements, `ld`
+ * elements apart, read in boxes of BK x box_rows with the 128-byte swizzle.
+ * encode: the driver's cuTensorMapEncodeTiled (the runtime's dlopen'ed pointer, or
+ * the function itself where the program links libcuda). Returns 0, or -1 when TMA
+ * cannot read this operand (alignment) or the driver refuses. */
+typedef CUresult (*cv_encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+                                       const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+                                       const cuuint32_t *, CUtensorMapInterleave,
+                                       CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                       CUtensorMapFloatOOBfill);
+static inline int cv_wg_make_map(cv_encode_tiled_fn encode, CUtensorMap *map, const void *base,
+                                 int bf16, int64_t rows, int64_t k, int64_t ld, int box_rows) {
+    const int elem = bf16 ? 2 : 4;
+    if (((uintptr_t)base & 15) || (ld * elem) % 16 || rows <= 0 || k <= 0) return -1;
+    const cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)rows};
+    const cuuint64_t strides[1] = {(cuuint64_t)(ld * elem)}; /* bytes, dims 1.. */
+    const cuuint32_t box[2] = {(cuuint32_t)(128 / elem), (cuuint32_t)box_rows};
+    const cuuint32_t estr[2] = {1, 1};
+    const CUresult r = encode(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                              2, const_cast<void *>(base), dims, strides, box, estr,
+                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? 0 : -1;
+}
+
+#if defined(CV_WGMMA_OK)
+
+template <int BN>
+CV_DEV void cv_wg_mma(float (&d)[BN / 2], int bf16, uint64_t da, uint64_t db, int scale_d) {
+    if constexpr (BN == 128) {
+        if (bf16) cv_wg_mma_bf16_n128(d, da, db, scale_d);
+        else cv_wg_mma_tf32_n128(d, da, db, scale_d);
+    } else {
+        if (bf16) cv_wg_mma_bf16_n256(d, da, db, scale_d);
+        else cv_wg_mma_tf32_n256(d, da, db, scale_d);
+    }
+}
+
+/* 3xTF32: this thread's `count` 16-byte chunks of a landed fp32 tile at `raw`
+ * (chunks first, first + 128, ...) become big in place and small at `small`. */
+CV_DEV void cv_wg_split(unsigned char *raw, unsigned char *small, int first, int count) {
+#pragma unroll 4
+    for (int i = 0; i < count; i++) {
+        const int off = (first + i * 128) * 16;
+        float4 v = *reinterpret_cast<const float4 *>(raw + off), s;
+        uint32_t b0, b1, b2, b3, s0, s1, s2, s3;
+        cv_split_tf32(v.x, b0, s0);
+        cv_split_tf32(v.y, b1, s1);
+        cv_split_tf32(v.z, b2, s2);
+        cv_split_tf32(v.w, b3, s3);
+        v = make_float4(__uint_as_float(b0), __uint_as_float(b1), __uint_as_float(b2),
+                        __uint_as_float(b3));
+        s = make_float4(__uint_as_float(s0), __uint_as_float(s1), __uint_as_float(s2),
+                        __uint_as_float(s3));
+        *reinterpret_cast<float4 *>(raw + off) = v;
+        *reinterpret_cast<float4 *>(small + off) = s;
+    }
+}
+
+/* Consumer c's finished 64 x BN rows to the epilogue (see the top). */
+template <int BN, class Out>
+CV_DEV void cv_wg_out(const float (&acc)[BN / 2], unsigned char *smem, int c, int64_t m,
+                      int64_t n, int64_t row0, int64_t col0, const Out &out) {
+    const int w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    float *band = reinterpret_cast<float *>(smem) + (c * 4 + w) * 16 * 33;
+    const int64_t r0 = row0 + c * 64 + w * 16;
+#pragma unroll 1
+    for (int jb = 0; jb < BN / 32; jb++) {
+#pragma unroll
+        for (int jj = 0; jj < BN / 32; jj++)
+            if (jj == jb) /* acc indexed by constants only: it stays in registers */
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        band[(g + 8 * (e >> 1)) * 33 + q * 8 + 2 * t + (e & 1)] =
+                            acc[(jj * 4 + q) * 4 + e];
+        __syncwarp();
+        const int64_t col = col0 + jb * 32 + lane;
+#pragma unroll 4 /* 4 shared loads in flight; `out` inlined 4 times, not 64 */
+        for (int r = 0; r < 16; r++)
+            if (r0 + r < m && col < n) out(0, r0 + r, col, band[r * 33 + lane]);
+        __syncwarp(); /* the next band overwrites it */
+    }
+}
+
+/* 3xTF32: the landed stage of k-block `it` (counted across tiles) split into big and small (see the top), made
+ * visible to wgmma, and both consumers past it (each reads all of B). */
+template <int BN, int STAGES>
+CV_DEV void cv_wg_split_stage(unsigned char *smem, uint64_t *full, int c, uint32_t it) {
+    using C = cv_wg_cfg<CV_WG_TF32X3, BN, STAGES>; /* the layout of both 3x kinds */
+    const int s = it % STAGES, tid = threadIdx.x & 127;
+    unsigned char *sa = smem + s * C::STAGE, *sb = sa + C::A_BYTES;
+    unsigned char *sas = sb + C::B_BYTES, *sbs = sas + C::A_BYTES;
+    cv_mbar_wait(&full[s], (it / STAGES) & 1);
+    cv_wg_split(sa + c * 8192, sas + c * 8192, tid, 4); /* its 64 rows of A: 512 chunks */
+    cv_wg_split(sb + c * (C::B_BYTES / 2), sbs + c * (C::B_BYTES / 2), tid, BN / 32);
+    cv_fence_proxy_async(); /* these writes, before wgmma (the async proxy) reads them */
+    cv_bar_sync(1, 256);
+}
+
+/* Consumer c (0, 1) of the block, one tile: its 64 x BN accumulators over the nk
+ * k-blocks it .. it + nk - 1 (the ring's counter, advanced here), every stage released
+ * by the end, then out. */
+template <int KIND, int BN, int STAGES, class Out>
+CV_DEV void cv_wg_consumer(unsigned char *smem, uint64_t *full, uint64_t *empty, int c,
+                           uint32_t &it, int64_t m, int64_t n, int nk, int64_t row0,
+                           int64_t col0, const Out &out) {
+    using C = cv_wg_cfg<KIND, BN, STAGES>;
+    const int lane = threadIdx.x & 31;
+    auto release = [&](uint32_t i) { /* k-block i's stage, once this warp's wgmma are done */
+        __syncwarp();
+        if (lane == 0) cv_mbar_arrive(&empty[i % STAGES]);
+    };
+    float acc[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) acc[i] = 0.f;
+    if constexpr (C::X3) {
+        /* The split of k-block kb + 1 (CUDA cores, shared memory) runs while the
+         * tensor cores work on k-block kb. */
+        float part[C::PARTIAL ? BN / 2 : 1];
+        /* The 3 x BK/8 wgmma of one k-block into d; first: scale_d of the first. */
+        auto slab = [&](float (&d)[BN / 2], int s, int first) {
+            const uint32_t st = cv_smem_u32(smem + s * C::STAGE); /* A, B, A_small, B_small */
+            const uint32_t a = st + c * 64 * 128, b = st + C::A_BYTES;
+            const uint32_t as = st + C::A_BYTES + C::B_BYTES + c * 64 * 128;
+            const uint32_t bs = st + 2 * C::A_BYTES + C::B_BYTES;
+            cv_wg_fence_regs(d);
+            cv_wg_arrive();
+#pragma unroll
+            for (int ks = 0; ks < C::BK / C::KSTEP; ks++) {
+                const uint32_t o = ks * 32; /* the small terms first */
+                cv_wg_mma<BN>(d, 0, cv_wg_desc(as + o), cv_wg_desc(b + o), ks > 0 || first);
+                cv_wg_mma<BN>(d, 0, cv_wg_desc(a + o), cv_wg_desc(bs + o), 1);
+                cv_wg_mma<BN>(d, 0, cv_wg_desc(a + o), cv_wg_desc(b + o), 1);
+            }
+            cv_wg_commit();
+        };
+        if (nk > 0) cv_wg_split_stage<BN, STAGES>(smem, full, c, it);
+        for (int kb = 0; kb < nk; kb++, it++) {
+            const int s = it % STAGES;
+            if constexpr (C::PARTIAL) {
+                slab(part, s, 0); /* into a zeroed partial */
+                if (kb + 1 < nk) cv_wg_split_stage<BN, STAGES>(smem, full, c, it + 1);
+                cv_wg_wait<0>();
+                cv_wg_fence_regs(part);
+                release(it);
+#pragma unroll
+                for (int i = 0; i < BN / 2; i++) acc[i] += part[i];
+            } else { /* wgmma of k-blocks kb - 1 and kb in flight during the split of kb + 1 */
+                slab(acc, s, 1);
+                if (kb + 1 < nk) cv_wg_split_stage<BN, STAGES>(smem, full, c, it + 1);
+                cv_wg_wait<1>();
+                cv_wg_fence_regs(acc);
+                if (kb > 0) release(it - 1);
+            }
+        }
+    } else {
+        for (int kb = 0; kb < nk; kb++, it++) {
+            const int s = it % STAGES;
+            cv_mbar_wait(&full[s], (it / STAGES) & 1);
+            const uint32_t a = cv_smem_u32(smem + s * C::STAGE) + c * 64 * 128;
+            const uint32_t b = cv_smem_u32(smem + s * C::STAGE) + C::A_BYTES;
+            cv_wg_fence_regs(acc);
+            cv_wg_arrive();
+#pragma unroll
+            for (int ks = 0; ks < C::BK / C::KSTEP; ks++)
+                cv_wg_mma<BN>(acc, KIND == CV_WG_BF16, cv_wg_desc(a + ks * 32),
+                              cv_wg_desc(b + ks * 32), 1);
+            cv_wg_commit();
+            cv_wg_wait<1>(); /* k-block kb - 1's wgmma are done: its stage is free */
+            cv_wg_fence_regs(acc);
+            if (kb > 0) release(it - 1);
+        }
+    }
+    cv_wg_wait<0>();
+    cv_wg_fence_regs(acc);
+    if (nk > 0 && !C::PARTIAL) release(it - 1); /* the last k-block's stage */
+    cv_wg_out<BN>(acc, smem + STAGES * C::STAGE, c, m, n, row0, col0, out);
+}
+
+#endif /* CV_WGMMA_OK */
+
+/* Tiles of 128 x BN, column tiles fastest, looped over by blockIdx.x + i * gridDim.x
+ * (grid: the tile count, or fewer: persistent); block: 384 threads; dynamic shared
+ * memory cv_wg_cfg<KIND, BN, STAGES>::SMEM (raise the kernel's limit with
+ * cudaFuncSetAttribute / cuFuncSetAttribute). ta: A's map (rows m, boxes of 128 rows),
+ * tb: B's (rows n, boxes of BN rows), both from cv_wg_make_map; k: the shared
+ * dimension. The kernel must be __launch_bounds__(384, 1) for setmaxnreg to apply and
+ * take the maps as `const __grid_constant__ CUtensorMap` parameters (TMA reads them
+ * where they are: a copy in local memory would not do).
+ * Built for a target without wgmma: traps. */
+template <int KIND, int BN, int STAGES, class Out>
+CV_DEV void cv_gemm_wgmma(const CUtensorMap &ta, const CUtensorMap &tb, int64_t m, int64_t n,
+                          int64_t k, const Out &out) {
+#if defined(CV_WGMMA_OK)
+    using C = cv_wg_cfg<KIND, BN, STAGES>;
+    extern __shared__ unsigned char cv_wg_dyn[];
+    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+    unsigned char *smem = cv_wg_dyn + ((1024 - (cv_smem_u32(cv_wg_dyn) & 1023)) & 1023);
+    const int64_t tiles_n = (n + BN - 1) / BN, tiles = (m + C::BM - 1) / C::BM * tiles_n;
+    const int nk = (int)((k + C::BK - 1) / C::BK);
+    const int wg = threadIdx.x >> 7;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            cv_mbar_init(&full[s], 1);
+            cv_mbar_init(&empty[s], 8); /* lane 0 of each consumer warp */
+        }
+        cv_mbar_init_fence();
+        cv_tma_prefetch_map(&ta);
+        cv_tma_prefetch_map(&tb);
+    }
+    __syncthreads();
+    uint32_t it = 0; /* k-blocks through the ring so far: stage it % STAGES */
+    if (wg == 0) {
+        cv_setmaxnreg_dec<40>();
+        if (threadIdx.x == 0)
+            for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                const int row0 = (int)(tile / tiles_n * C::BM), col0 = (int)(tile % tiles_n * BN);
+                for (int kb = 0; kb < nk; kb++, it++) {
+                    const int s = it % STAGES;
+                    unsigned char *sa = smem + s * C::STAGE;
+                    cv_mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+                    cv_mbar_arrive_tx(&full[s], C::A_BYTES + C::B_BYTES);
+                    cv_tma_2d(sa, &ta, kb * C::BK, row0, &full[s]);
+                    cv_tma_2d(sa + C::A_BYTES, &tb, kb * C::BK, col0, &full[s]);
+                }
+            }
+    } else {
+        cv_setmaxnreg_inc<232>();
+        for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x)
+            cv_wg_consumer<KIND, BN, STAGES>(smem, full, empty, wg - 1, it, m, n, nk,
+                                             tile / tiles_n * C::BM, tile % tiles_n * BN, out);
+    }
+#else
+    __trap(); /* built for a target without wgmma: the host must not launch this */
+#endif
+}
+
+#endif
