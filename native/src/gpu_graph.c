@@ -151,11 +151,24 @@ static int differing(const entry *e, const cv_gpu_launch *q) {
     return d;
 }
 
-/* The structure of q into a free or the least recently used slot, nothing built. */
+/* The slot a new structure takes: a free one, else the least recently used structure
+ * seen once where there are two or more (a shape called once evicts no graph, and two new
+ * shapes in turn still get their second sight), else the least recently used. */
+static entry *victim(site *s) {
+    entry *lru = NULL, *seen = NULL;
+    int nseen = 0;
+    for (int i = 0; i < SLOTS; i++) {
+        entry *e = &s->e[i];
+        if (!e->used) return e;
+        if (!lru || e->used < lru->used) lru = e;
+        if (!e->exec && !e->broken && ++nseen && (!seen || e->used < seen->used)) seen = e;
+    }
+    return nseen >= 2 ? seen : lru;
+}
+
+/* The structure of q into a slot (victim), nothing built. */
 static entry *record(site *s, const cv_gpu_launch *q, int n, int device, uintptr_t stream) {
-    entry *e = &s->e[0];
-    for (int i = 1; i < SLOTS && e->used; i++)
-        if (s->e[i].used < e->used) e = &s->e[i];
+    entry *e = victim(s);
     clear(e);
     size_t bytes = 0;
     for (int i = 0; i < n; i++) bytes += (q[i].size + 15u) & ~(size_t)15;

@@ -178,6 +178,11 @@ static PyMethodDef methods[] = {
      "GEMM with a store epilogue. float32 or float64 2-D or 3-D buffers, any strides.\n"
      "Returns (epilogue calls, elements written that were not NaN before,\n"
      "largest tile rows, largest tile columns)."},
+    {"_launch_list", cv_py_launch_list, METH_VARARGS,
+     "_launch_list(launches, stream=0, site=0)\n--\n\n"
+     "Test hook: cv_gpu_launch_list on device 0 over a module of kernels k0..k7 with no\n"
+     "real image (for a fake libcuda.so.1): launches are (kernel, grid_x, grid_y, block,\n"
+     "32 bytes of arguments); site picks one of four call sites' graphs."},
     {NULL, NULL, 0, NULL},
 };
 
