@@ -120,6 +120,8 @@ assert flag("fake_execs").value <= 4 * 8, flag("fake_execs").value  # sites x SL
 steady = fuzz(3, [9], [2], 1000)  # three shapes of one call site: nearly all replayed
 assert steady["replays"] > 950 and steady["builds"] <= 6, steady
 after = (churn, steady)
+assert flag("fake_mode").value == 0  # the thread's capture mode given back after each build
+assert flag("fake_relaxed_builds").value == flag("fake_instantiates").value
 print("ok", after)
 '''
 

@@ -56,6 +56,7 @@ static struct {
     int (*ExecDestroy)(CUgraphExec);
     int (*Destroy)(CUgraph);
     int (*IsCapturing)(void *, int *);
+    int (*ExchangeMode)(int *); /* optional (CUDA 10.1+) */
 } g;
 
 /* Same order as g; the _v2 names first (CUDA 12+), else the first ABI of the same call. */
@@ -68,6 +69,7 @@ static const char *const names[][2] = {
     {"cuGraphExecDestroy", NULL},
     {"cuGraphDestroy", NULL},
     {"cuStreamIsCapturing", NULL},
+    {"cuThreadExchangeStreamCaptureMode", NULL},
 };
 
 static int graphs_state; /* 0: not looked up, 1: usable, -1: the driver lacks some */
@@ -110,7 +112,7 @@ static int usable(void) {
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
             slots[i] = cv_cuda_symbol(names[i][0]);
             if (!slots[i] && names[i][1]) slots[i] = cv_cuda_symbol(names[i][1]);
-            if (!slots[i]) graphs_state = -1;
+            if (!slots[i] && i + 1 < sizeof names / sizeof names[0]) graphs_state = -1;
         }
     }
     return graphs_state > 0;
@@ -189,6 +191,8 @@ static node_params params_of(const step *s, void **args) {
                          NULL, NULL, NULL};
 }
 
+static int build_graph(entry *e, const cv_gpu_launch *q);
+
 /* A driver result of the graph path: 0 fine, -1 raised (the context is lost), 1 fall back
  * to launches one by one. */
 static int outcome(int r, const char *call) {
@@ -196,8 +200,18 @@ static int outcome(int r, const char *call) {
     return cv_cuda_sticky(r) ? cv_cuda_check(r, call, NULL) : 1;
 }
 
-/* The graph of e's structure with q's arguments: 0, 1 (refused: fall back), -1. */
+/* The graph of e's structure with q's arguments: 0, 1 (refused: fall back), -1. In the
+ * relaxed capture mode: where another stream of this thread is being captured (the caller
+ * passed stream= inside torch.cuda.graph), building is no call its capture forbids. */
 static int build(entry *e, const cv_gpu_launch *q) {
+    int mode = 2; /* CU_STREAM_CAPTURE_MODE_RELAXED */
+    if (g.ExchangeMode && g.ExchangeMode(&mode) != 0) return 1;
+    int r = build_graph(e, q);
+    if (g.ExchangeMode) g.ExchangeMode(&mode); /* the thread's mode back */
+    return r;
+}
+
+static int build_graph(entry *e, const cv_gpu_launch *q) {
     int r = outcome(g.Create(&e->graph, 0), "cuGraphCreate");
     for (int i = 0; r == 0 && i < e->n; i++) {
         step *s = &e->steps[i];

@@ -41,6 +41,7 @@ static record log_[4096];
 static int nlog;
 static void *current;
 int fake_capturing, fake_fail_instantiate, fake_instantiates, fake_set_params, fake_execs;
+int fake_mode, fake_relaxed_builds; /* the thread's capture mode; graphs built relaxed */
 
 int fake_take(record *out, int max) {
     int n = nlog < max ? nlog : max;
@@ -118,6 +119,7 @@ int cuGraphAddKernelNode_v2(node **out, graph *g, node *const *deps, size_t ndep
 int cuGraphInstantiateWithFlags(exec_t **e, const graph *g, unsigned long long flags) {
     (void)flags;
     fake_instantiates++;
+    fake_relaxed_builds += fake_mode == 2;
     if (fake_fail_instantiate) return 1; /* CUDA_ERROR_INVALID_VALUE: not sticky */
     *e = calloc(1, sizeof **e);
     (*e)->g = g, (*e)->n = g->n;
@@ -145,5 +147,11 @@ int cuGraphDestroy(graph *g) { free(g); return 0; }
 int cuStreamIsCapturing(void *stream, int *status) {
     (void)stream;
     *status = fake_capturing;
+    return 0;
+}
+int cuThreadExchangeStreamCaptureMode(int *mode) {
+    int old = fake_mode;
+    fake_mode = *mode;
+    *mode = old;
     return 0;
 }
