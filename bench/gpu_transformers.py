@@ -26,6 +26,7 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import cuvil_aot  # noqa: E402
 from bench import transformer_models as T  # noqa: E402
 
 torch.set_grad_enabled(False)
@@ -261,9 +262,11 @@ def main() -> None:
     rows: list[dict] = []
     for case in opts.cases.split(","):  # the report is rewritten after each case
         rows.append(run_case(case, modes))
+        graphs = cuvil_aot.info()
         text = (f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
                 f"{torch.cuda.get_device_name()}; torch {torch.__version__}; module build "
-                f"and first call {build:.1f} s\n\n{report(rows)}\n")
+                f"and first call {build:.1f} s; CUVIL_AOT_CUDA_GRAPH={graphs['cuda_graph']} "
+                f"({graphs['cuda_graph_stats']})\n\n{report(rows)}\n")
         (opts.outdir / "gpu_transformers.md").write_text(text)
         (opts.outdir / "gpu_transformers.json").write_text(json.dumps(rows, indent=1))
     print(text)

@@ -44,10 +44,11 @@ def info() -> dict[str, object]:
 def _configure_runtime() -> None:
     """Import the native runtime now, so that extensions loaded from several threads
     at once find it initialized, and apply CUVIL_AOT_NUM_THREADS / CUVIL_AOT_CPU_LEVEL /
-    CUVIL_AOT_OUTPUT_CACHE_BYTES / CUVIL_AOT_CUDA_ONE / CUVIL_AOT_CUDA_POOL / CUVIL_AOT_MODE
-    before any module loads (the runtime reads no environment itself). Only knobs that
-    differ from their defaults, the runtime's own, are passed: none set, no call. A source
-    tree without the built runtime (cuvil_aot's own build) skips it."""
+    CUVIL_AOT_OUTPUT_CACHE_BYTES / CUVIL_AOT_CUDA_ONE / CUVIL_AOT_CUDA_POOL /
+    CUVIL_AOT_CUDA_GRAPH / CUVIL_AOT_MODE before any module loads (the runtime reads no
+    environment itself). Only knobs that differ from their defaults, the runtime's own, are
+    passed: none set, no call. A source tree without the built runtime (cuvil_aot's own
+    build) skips it."""
     try:
         from cuvil_aot.runtime import native
     except ImportError:
@@ -57,7 +58,7 @@ def _configure_runtime() -> None:
     settings, default = knobs.read(), knobs.Knobs()
     changed = {name: getattr(settings, name)
                for name in ("num_threads", "cpu_level", "output_cache_bytes", "cuda_one",
-                            "cuda_pool", "mode")
+                            "cuda_pool", "cuda_graph", "mode")
                if getattr(settings, name) != getattr(default, name)}
     if changed:
         native.configure(**changed)

@@ -48,6 +48,11 @@ class Knobs:
     cuda_pool: bool = True
     """CUVIL_AOT_CUDA_POOL: 0 allocates GPU intermediates through the arrays' framework
     instead of the runtime's stream-ordered memory pool; 1 (default) uses the pool."""
+    cuda_graph: int = 4
+    """CUVIL_AOT_CUDA_GRAPH: a GPU call of this many kernel launches or more replays a CUDA
+    graph of them (built the second time the same kernels and grids come on a device and
+    stream, its arguments updated per call); 0 launches every kernel one by one. The default
+    is the runtime's (CV_GRAPH_MIN_DEFAULT, native/src/cuda_internal.h)."""
     cuda_home: str = ""
     """CUDA_HOME (else CUDA_PATH): a CUDA toolkit whose bin/nvcc builds the GPU kernels."""
     signing_key: str = ""
@@ -137,6 +142,7 @@ def read(env: Mapping[str, str] | None = None) -> Knobs:
         cuda_archs=env.get("CUVIL_AOT_CUDA_ARCHS", "").strip(),
         cuda_one=_flag(env, "CUVIL_AOT_CUDA_ONE", True),
         cuda_pool=_flag(env, "CUVIL_AOT_CUDA_POOL", True),
+        cuda_graph=_int(env, "CUVIL_AOT_CUDA_GRAPH", 4, 0, 1024),
         cuda_home=(env.get("CUDA_HOME", "") or env.get("CUDA_PATH", "")).strip(),
         signing_key=env.get("CUVIL_AOT_SIGNING_KEY", ""),
         verify_key=env.get("CUVIL_AOT_VERIFY_KEY", "").strip(),

@@ -114,7 +114,7 @@ def test_new_outputs_get_their_python_objects_after_the_launches(models):
     run = run[:run.index("\n}\n")]
     assert run.count("api->gpu->wrap(") == 2  # the LSTM step's h and c
     assert run.index("api->gpu->empty(") < run.index("api->gpu->launch")
-    last_launch = max(run.rindex("api->gpu->launch("), run.rindex("api->gpu->launch_one("))
+    last_launch = max(run.rindex("api->gpu->launch_list("), run.rindex("api->gpu->launch_one("))
     assert last_launch < run.index("api->gpu->wrap(")
 
 

@@ -1,6 +1,7 @@
 """The knobs the native runtime runs with (CUVIL_AOT_CUDA_ONE, CUVIL_AOT_CUDA_POOL,
-CUVIL_AOT_MODE): read and checked by cuvil_aot.knobs, handed to native.configure at
-import (the runtime reads no environment), and reported by native.info()."""
+CUVIL_AOT_CUDA_GRAPH, CUVIL_AOT_MODE): read and checked by cuvil_aot.knobs, handed to
+native.configure at import (the runtime reads no environment), and reported by
+native.info()."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from cuvil_aot.runtime import native as rt
 
 ROOT = Path(rt.__file__).resolve().parent.parent
 """Where this process imports cuvil_aot from: site-packages in CI, the checkout here."""
-DEFAULTS = {"cuda_one": True, "cuda_pool": True, "mode": "import"}
+DEFAULTS = {"cuda_one": True, "cuda_pool": True, "mode": "import", "cuda_graph": 4}
 
 
 @pytest.fixture(autouse=True)
@@ -50,6 +51,23 @@ def test_mode_is_checked():
         knobs.read({"CUVIL_AOT_MODE": "eager"})
 
 
+def test_cuda_graph_is_a_launch_count():
+    assert knobs.read({}).cuda_graph == 4
+    assert knobs.read({"CUVIL_AOT_CUDA_GRAPH": "0"}).cuda_graph == 0
+    assert knobs.read({"CUVIL_AOT_CUDA_GRAPH": " 12 "}).cuda_graph == 12
+    for bad in ("-1", "off", "1025"):
+        with pytest.raises(knobs.KnobError, match="CUVIL_AOT_CUDA_GRAPH"):
+            knobs.read({"CUVIL_AOT_CUDA_GRAPH": bad})
+    rt.configure(cuda_graph=0)
+    assert rt.info()["cuda_graph"] == 0
+    for bad in (-1, 1025, "4", 2.0):
+        with pytest.raises(ValueError, match="cuda_graph="):
+            rt.configure(cuda_graph=bad)
+    assert rt.info()["cuda_graph"] == 0
+    assert set(rt.info()["cuda_graph_stats"]) == {"replays", "builds", "node_updates", "plain",
+                                                  "capturing"}
+
+
 def test_configure_sets_and_reports():
     rt.configure(cuda_one=False, cuda_pool=False, mode="strict")
     info = rt.info()
@@ -72,7 +90,8 @@ def test_configure_rejects_a_bad_mode_and_keeps_the_settings():
 def _runtime_info(**env: str) -> subprocess.CompletedProcess[str]:
     """native.info() after ``import cuvil_aot`` in a child with these knobs set."""
     clean = {k: v for k, v in os.environ.items()
-             if k not in ("CUVIL_AOT_CUDA_ONE", "CUVIL_AOT_CUDA_POOL", "CUVIL_AOT_MODE")}
+             if k not in ("CUVIL_AOT_CUDA_ONE", "CUVIL_AOT_CUDA_POOL", "CUVIL_AOT_CUDA_GRAPH",
+                          "CUVIL_AOT_MODE")}
     clean["PYTHONPATH"] = os.pathsep.join([str(ROOT), clean.get("PYTHONPATH", "")])
     code = ("import json, cuvil_aot\nfrom cuvil_aot.runtime import native\n"
             "i = native.info()\nprint(json.dumps({k: i[k] for k in "
@@ -86,6 +105,7 @@ def _runtime_info(**env: str) -> subprocess.CompletedProcess[str]:
     ({}, DEFAULTS),
     ({"CUVIL_AOT_CUDA_ONE": "0"}, {**DEFAULTS, "cuda_one": False}),
     ({"CUVIL_AOT_CUDA_POOL": "0"}, {**DEFAULTS, "cuda_pool": False}),
+    ({"CUVIL_AOT_CUDA_GRAPH": "0"}, {**DEFAULTS, "cuda_graph": 0}),
     ({"CUVIL_AOT_MODE": "strict", "CUVIL_AOT_CUDA_ONE": "1"}, {**DEFAULTS, "mode": "strict"}),
 ])
 def test_import_hands_the_knobs_to_the_runtime(env, want):

@@ -94,8 +94,10 @@ static const char *const optional_symbols[] = {
     "cuLaunchCooperativeKernel",
 };
 
-cv_cuda_settings cv_cuda_config = {.one_kernel = 1, .pool = 1, .strict = 0};
+cv_cuda_settings cv_cuda_config = {.one_kernel = 1, .pool = 1, .strict = 0,
+                                   .graph_min = CV_GRAPH_MIN_DEFAULT};
 
+static void *libcuda;     /* kept for cv_cuda_symbol */
 static int driver_state;  /* 0: not tried, 1: usable, -1: not usable (why in driver_error) */
 static char driver_error[320];
 static char lost[320];    /* set once an error has poisoned the context */
@@ -150,6 +152,8 @@ static int is_sticky(CUresult r) {
     return r == 700 || r == 702 || (r >= 714 && r <= 719);
 }
 
+int cv_cuda_sticky(int r) { return is_sticky(r); }
+
 static void describe(CUresult r, const char **name, const char **text) {
     *name = "CUDA_ERROR_UNKNOWN";
     *text = "unknown error";
@@ -171,6 +175,8 @@ static int check(CUresult r, const char *call, const char *kernel) {
                          kernel ? kernel : "", name, text);
 }
 
+int cv_cuda_check(int r, const char *call, const char *kernel) { return check(r, call, kernel); }
+
 static void load_driver(void) {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
@@ -179,6 +185,7 @@ static void load_driver(void) {
         driver_state = -1;
         return;
     }
+    libcuda = lib;
     void **slots = (void **)&cu;
     for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
         slots[i] = dlsym(lib, symbols[i]);
@@ -241,6 +248,10 @@ int cv_cuda_enter(int device) {
     CUcontext cur;
     if (check(cu.CtxGetCurrent(&cur), "cuCtxGetCurrent", NULL) < 0) return -1;
     return cur == d->ctx ? 0 : check(cu.CtxSetCurrent(d->ctx), "cuCtxSetCurrent", NULL);
+}
+
+void *cv_cuda_symbol(const char *name) {
+    return driver_state > 0 ? dlsym(libcuda, name) : NULL;
 }
 
 int cv_cuda_save_context(void **out) {
@@ -346,6 +357,10 @@ static CUfunction function(cv_cuda_module *m, int device, int kernel) {
                     m->names[kernel]) < 0)
         return NULL;
     return L->fn[kernel] = f;
+}
+
+void *cv_cuda_function(cv_cuda_module *m, int device, int kernel) {
+    return function(m, device, kernel);
 }
 
 int cv_cuda_launch_one(cv_cuda_module *m, int device, int kernel, uint32_t grid, uint32_t block,

@@ -10,11 +10,14 @@
 #include "cuvil_aot/cuda_driver.h"
 
 /* Set by cuvil_aot.runtime.native.configure (from the knobs, cuvil_aot/knobs.py); read at
- * each use, under the GIL. Defaults: one-kernel launches and the pool on, not strict. */
+ * each use, under the GIL. Defaults: one-kernel launches and the pool on, not strict,
+ * CUDA graphs for calls of CV_GRAPH_MIN_DEFAULT launches or more. */
+#define CV_GRAPH_MIN_DEFAULT 4 /* knobs.Knobs.cuda_graph says the same */
 typedef struct {
     int one_kernel; /* CUVIL_AOT_CUDA_ONE=0 clears it: kernels launched one by one */
     int pool;       /* CUVIL_AOT_CUDA_POOL=0 clears it: intermediates from the framework */
     int strict;     /* CUVIL_AOT_MODE=strict: a PTX JIT at module load is an error */
+    int graph_min;  /* CUVIL_AOT_CUDA_GRAPH: launches a call needs for a graph; 0: none */
 } cv_cuda_settings;
 extern cv_cuda_settings cv_cuda_config;
 
@@ -45,5 +48,26 @@ int cv_cuda_zero(int device, void *p, size_t bytes, uintptr_t stream);
 int cv_cuda_read(int device, void *dst, const void *src, size_t bytes, uintptr_t stream);
 /* Raises cuvil_aot.CudaError with a formatted message; returns -1. */
 int cv_cuda_raise(const char *fmt, ...);
+
+/* For gpu_graph.c, the driver's other entry points: a symbol of libcuda once it is loaded
+ * (NULL before, or where the driver lacks it); a driver result checked as every call's (0,
+ * or -1 with CudaError raised, the context marked lost where the error is sticky); whether
+ * an error is sticky; kernel `kernel` of m on `device` (its CUfunction, the module loaded
+ * there on first use, the device's context made current), NULL with an error raised. */
+void *cv_cuda_symbol(const char *name);
+int cv_cuda_check(int r, const char *call, const char *kernel);
+int cv_cuda_sticky(int r);
+void *cv_cuda_function(cv_cuda_module *m, int device, int kernel);
+
+/* A call's launches in order, as a replayed CUDA graph where that pays (gpu_graph.c,
+ * cv_gpu_api.launch_list); and the graph path's counters: calls that replayed a graph,
+ * graphs instantiated, kernel nodes whose arguments were updated, calls launched one by
+ * one (too few launches, the knob off, a structure seen once, a failed build), and calls
+ * on a stream being captured (launched one by one, into the caller's capture). */
+int cv_gpu_launch_list(const cv_gpu_launch *q, int n, int device, uintptr_t stream,
+                       void **graphs);
+enum { CV_GRAPH_REPLAYS, CV_GRAPH_BUILDS, CV_GRAPH_UPDATES, CV_GRAPH_PLAIN, CV_GRAPH_CAPTURING,
+       CV_GRAPH_NSTATS };
+void cv_gpu_graph_stats(unsigned long long out[CV_GRAPH_NSTATS]);
 
 #endif

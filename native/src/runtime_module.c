@@ -43,19 +43,35 @@ static int parse_mode(PyObject *value, int *index) {
     return -1;
 }
 
+/* The cuda_graph argument of configure: None leaves *min as it is. */
+static int parse_graph(PyObject *value, int *min) {
+    if (value == Py_None)
+        return 0;
+    long n = PyLong_Check(value) ? PyLong_AsLong(value) : -1;
+    if (n == -1 && PyErr_Occurred())
+        return -1;
+    if (!PyLong_Check(value) || n < 0 || n > 1024) {
+        PyErr_Format(PyExc_ValueError, "cuda_graph=%R: expected 0 (off) or the launches a "
+                     "call needs for a CUDA graph (1 to 1024)", value);
+        return -1;
+    }
+    *min = (int)n;
+    return 0;
+}
+
 static PyObject *configure(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"num_threads", "cpu_level", "output_cache_bytes", "cuda_one",
-                             "cuda_pool",   "mode",      NULL};
+                             "cuda_pool",   "mode",      "cuda_graph",         NULL};
     PyObject *nt = Py_None, *lvl = Py_None, *ocb = Py_None;
-    PyObject *one = Py_None, *pool = Py_None, *md = Py_None;
+    PyObject *one = Py_None, *pool = Py_None, *md = Py_None, *graph = Py_None;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOO:configure", kwlist, &nt, &lvl, &ocb,
-                                     &one, &pool, &md))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOO:configure", kwlist, &nt, &lvl, &ocb,
+                                     &one, &pool, &md, &graph))
         return NULL;
     cv_cuda_settings gpu = cv_cuda_config;
     int new_mode = mode;
     if (parse_flag(one, &gpu.one_kernel) < 0 || parse_flag(pool, &gpu.pool) < 0 ||
-        parse_mode(md, &new_mode) < 0)
+        parse_mode(md, &new_mode) < 0 || parse_graph(graph, &gpu.graph_min) < 0)
         return NULL;
     mode = new_mode;
     gpu.strict = mode == 0;
@@ -110,11 +126,17 @@ static PyObject *info(PyObject *self, PyObject *unused) {
         }
         PyList_SET_ITEM(feats, i, s);
     }
-    return Py_BuildValue("{s:i,s:i,s:i,s:N,s:N,s:N,s:s}", "detected_cpu_level",
-                         cv_cpu_detected_level(), "cpu_level", cv_cpu_level(), "num_threads",
-                         cv_num_threads(), "features", feats, "cuda_one",
-                         PyBool_FromLong(cv_cuda_config.one_kernel), "cuda_pool",
-                         PyBool_FromLong(cv_cuda_config.pool), "mode", modes[mode]);
+    unsigned long long g[CV_GRAPH_NSTATS];
+    cv_gpu_graph_stats(g);
+    return Py_BuildValue("{s:i,s:i,s:i,s:N,s:N,s:N,s:s,s:i,s:{s:K,s:K,s:K,s:K,s:K}}",
+                         "detected_cpu_level", cv_cpu_detected_level(), "cpu_level",
+                         cv_cpu_level(), "num_threads", cv_num_threads(), "features", feats,
+                         "cuda_one", PyBool_FromLong(cv_cuda_config.one_kernel), "cuda_pool",
+                         PyBool_FromLong(cv_cuda_config.pool), "mode", modes[mode],
+                         "cuda_graph", cv_cuda_config.graph_min, "cuda_graph_stats",
+                         "replays", g[CV_GRAPH_REPLAYS], "builds", g[CV_GRAPH_BUILDS],
+                         "node_updates", g[CV_GRAPH_UPDATES], "plain", g[CV_GRAPH_PLAIN],
+                         "capturing", g[CV_GRAPH_CAPTURING]);
 }
 
 static PyObject *output_cache(PyObject *self, PyObject *unused) {
@@ -130,18 +152,22 @@ static PyObject *output_cache(PyObject *self, PyObject *unused) {
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "configure(num_threads=None, cpu_level=None, output_cache_bytes=None, cuda_one=None,\n"
-     "          cuda_pool=None, mode=None)\n--\n\n"
+     "          cuda_pool=None, mode=None, cuda_graph=None)\n--\n\n"
      "Set the pool's thread count (0: one per usable CPU), lower the x86-64 level\n"
      "kernels may use (0: the detected level), cap the bytes of freed large output\n"
      "blocks kept for reuse (0: keep none), launch a GPU call's kernels as one\n"
      "(cuda_one, CUVIL_AOT_CUDA_ONE), take GPU intermediates from the runtime's pool\n"
-     "(cuda_pool, CUVIL_AOT_CUDA_POOL) and set CUVIL_AOT_MODE ('strict' makes a PTX\n"
-     "JIT at GPU module load an error). None leaves a setting as it is."},
+     "(cuda_pool, CUVIL_AOT_CUDA_POOL), set CUVIL_AOT_MODE ('strict' makes a PTX\n"
+     "JIT at GPU module load an error) and the launches a GPU call needs to replay a\n"
+     "CUDA graph of them (cuda_graph, CUVIL_AOT_CUDA_GRAPH; 0: never). None leaves a\n"
+     "setting as it is."},
     {"output_cache", output_cache, METH_NOARGS,
      "output_cache()\n--\n\nThe output block cache: its limit, bytes held and blocks held."},
     {"info", info, METH_NOARGS,
      "info()\n--\n\nDetected and usable CPU level, thread count, CPU features and the\n"
-     "configured GPU settings (cuda_one, cuda_pool, mode)."},
+     "configured GPU settings (cuda_one, cuda_pool, mode, cuda_graph), and the graph\n"
+     "path's counters (cuda_graph_stats: calls that replayed a graph, graphs built, kernel\n"
+     "nodes updated, calls launched one by one, calls on a stream being captured)."},
     {"_parallel_check", cv_py_parallel_check, METH_VARARGS,
      "_parallel_check(n, grain)\n--\n\n"
      "Test hook: runs parallel_for over [0, n) and returns (number of indices\n"
@@ -152,6 +178,11 @@ static PyMethodDef methods[] = {
      "GEMM with a store epilogue. float32 or float64 2-D or 3-D buffers, any strides.\n"
      "Returns (epilogue calls, elements written that were not NaN before,\n"
      "largest tile rows, largest tile columns)."},
+    {"_launch_list", cv_py_launch_list, METH_VARARGS,
+     "_launch_list(launches, stream=0, site=0)\n--\n\n"
+     "Test hook: cv_gpu_launch_list on device 0 over a module of kernels k0..k7 with no\n"
+     "real image (for a fake libcuda.so.1): launches are (kernel, grid_x, grid_y, block,\n"
+     "32 bytes of arguments); site picks one of four call sites' graphs."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -5,7 +5,9 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
+#include "cuda_internal.h"
 #include "internal.h"
 #include "test_hooks.h"
 
@@ -254,4 +256,52 @@ PyObject *cv_py_gemm(PyObject *self, PyObject *args, PyObject *kw) {
         return PyErr_NoMemory();
     return Py_BuildValue("LLLL", (long long)s.calls, (long long)s.overwrites,
                          (long long)s.max_rows, (long long)s.max_cols);
+}
+
+/* ---- the graph path's choices against a fake driver ------------------------ */
+
+/* A module of 8 kernels "k0".."k7" whose image no real driver could load: for
+ * tests/test_gpu_graph_logic.py, which runs it against a fake libcuda.so.1. */
+static const unsigned char fake_image[16];
+static const char *const fake_names[] = {"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"};
+static const int fake_sass[] = {90};
+static cv_cuda_module fake_module = {fake_image, fake_names, 8, fake_sass, 1, 0, {0}};
+static void *fake_sites[4];
+
+#define FAKE_ARGS 32
+#define FAKE_MAX 64
+
+PyObject *cv_py_launch_list(PyObject *self, PyObject *args) {
+    PyObject *list;
+    unsigned long long stream = 0;
+    int site = 0;
+    static unsigned char bytes[FAKE_MAX][FAKE_ARGS];
+    cv_gpu_launch q[FAKE_MAX];
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!|Ki:_launch_list", &PyList_Type, &list, &stream, &site))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    if (n > FAKE_MAX || site < 0 || site >= 4) {
+        PyErr_SetString(PyExc_ValueError, "at most 64 launches, sites 0-3");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int kernel;
+        unsigned grid_x, grid_y, block;
+        const char *data;
+        Py_ssize_t len;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "iIIIy#", &kernel, &grid_x, &grid_y,
+                              &block, &data, &len))
+            return NULL;
+        if (kernel < 0 || kernel >= 8 || len != FAKE_ARGS) {
+            PyErr_SetString(PyExc_ValueError, "kernel 0-7, 32 bytes of arguments");
+            return NULL;
+        }
+        memcpy(bytes[i], data, FAKE_ARGS);
+        q[i] = (cv_gpu_launch){&fake_module, kernel, grid_x, grid_y, block, 0, FAKE_ARGS,
+                               bytes[i]};
+    }
+    if (cv_gpu_launch_list(q, (int)n, 0, (uintptr_t)stream, &fake_sites[site]) < 0)
+        return NULL;
+    Py_RETURN_NONE;
 }

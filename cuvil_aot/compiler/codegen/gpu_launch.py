@@ -63,7 +63,8 @@ class GpuStorage(Storage):
 def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
     """Plans each kernel's launch (its arguments into one.a{g}, its shape into L[g]),
     then launches the call's one-kernel where the work is small and the device runs it,
-    else each kernel in turn."""
+    else the kernels in turn, as one list (_queue). Run-time loops plan and launch each
+    kernel in turn (a trip's sizes and split-K sums come from the one before)."""
     kernels = gp.kernels[prefix]
     w.line(f"{prefix}_one_args one; cv_gpu_plan L[{len(kernels)}];")
     w.line("memset(&one, 0, sizeof one); memset(L, 0, sizeof L);")
@@ -80,7 +81,7 @@ def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
                 fill_args(w, k, storage, "a")
                 _launch(w, k, storage, gp.first[k.name], g)
                 w.line(f"one.a{g} = a;")
-                _launch_planned(w, k, gp, g, "")
+                _launch_planned(w, k, gp, g)
 
         run_time_loops.run_kernels(w, prefix, len(kernels), spans, st, plan_and_launch)
         return
@@ -108,21 +109,48 @@ def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
             w.line("one_off = r == 1;")
             w.line("small = r == 0;")
         w.line("else small = 0;  /* launched one by one below */")
+    _queue(w, prefix, gp)
+
+
+def _queue(w: Writer, prefix: str, gp: GpuPlan) -> None:
+    """The call's launches in order into Q (a GEMM's argument struct, tagged, into sh{g}),
+    then all of them at once: the runtime replays a CUDA graph of them where they are many
+    and came before (native/src/gpu_graph.c), else launches them one by one."""
+    kernels = gp.kernels[prefix]
+    nq = len(kernels) + sum(k.group.kind is Kind.GEMM for k in kernels)  # a GEMM's _ksum
+    w.line(f"cv_gpu_launch Q[{nq}]; int nq = 0;")
+    w.line("static void *graphs;  /* the runtime's graphs of this call site */")
     for g, k in enumerate(kernels):
-        _launch_planned(w, k, gp, g, "!small && ")
+        table = module_symbol(k.name)
+        if k.group.kind is not Kind.GEMM:
+            w.line(f"if (!small && L[{g}].run) Q[nq++] = (cv_gpu_launch){{&{table}, L[{g}].kid, "
+                   f"L[{g}].grid, L[{g}].gy, L[{g}].block, 0, sizeof one.a{g}, &one.a{g}}};")
+            continue
+        shared, tag = gp.tag(k)
+        ksum = gp.first[k.name] + ENTRIES[Kind.GEMM].index("ksum")
+        w.line(f"{shared}_args sh{g};")
+        with w.block(f"if (!small && L[{g}].run)"):
+            # zeroed: the runtime compares the bytes with the graph's (no stale union bytes)
+            w.line(f"memset(&sh{g}, 0, sizeof sh{g}); sh{g}.tag = {tag}; "
+                   f"sh{g}.u.m{tag} = one.a{g};")
+            w.line(f"Q[nq++] = (cv_gpu_launch){{&{table}, L[{g}].kid, L[{g}].grid, L[{g}].gy, "
+                   f"L[{g}].block, 0, sizeof sh{g}, &sh{g}}};")
+            w.line(f"if (L[{g}].sum_grid) Q[nq++] = (cv_gpu_launch){{&{table}, {ksum}, "
+                   f"L[{g}].sum_grid, 1, {BLOCK}, 0, sizeof sh{g}, &sh{g}}};")
+    w.line("if (nq && api->gpu->launch_list(Q, nq, dev, stream, &graphs) < 0) goto done;")
 
 
-def _launch_planned(w: Writer, k: CudaKernel, gp: GpuPlan, g: int, when: str) -> None:
-    """Launches kernel g as L[g] says (and its split-K sum), where ``when`` holds; a GEMM
-    through its unit's shared main loops, its arguments tagged (cuda_gemm.py)."""
+def _launch_planned(w: Writer, k: CudaKernel, gp: GpuPlan, g: int) -> None:
+    """Launches kernel g as L[g] says (and its split-K sum) at once, in a run-time loop's
+    body; a GEMM through its unit's shared main loops, its arguments tagged (cuda_gemm.py)."""
     table = module_symbol(k.name)
     if k.group.kind is not Kind.GEMM:
-        w.line(f"if ({when}L[{g}].run && api->gpu->launch(&{table}, dev, L[{g}].kid, "
+        w.line(f"if (L[{g}].run && api->gpu->launch(&{table}, dev, L[{g}].kid, "
                f"L[{g}].grid, L[{g}].gy, L[{g}].block, 0, stream, &one.a{g}) < 0) goto done;")
         return
     shared, tag = gp.tag(k)
     ksum = gp.first[k.name] + ENTRIES[Kind.GEMM].index("ksum")
-    with w.block(f"if ({when}L[{g}].run)"):
+    with w.block(f"if (L[{g}].run)"):
         w.line(f"{shared}_args sh; sh.tag = {tag}; sh.u.m{tag} = one.a{g};")
         w.line(f"if (api->gpu->launch(&{table}, dev, L[{g}].kid, L[{g}].grid, L[{g}].gy, "
                f"L[{g}].block, 0, stream, &sh) < 0) goto done;")

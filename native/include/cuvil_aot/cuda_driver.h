@@ -81,6 +81,16 @@ typedef struct cv_cuda_module {
     void *loaded[CV_GPU_MAX_DEVICES];
 } cv_cuda_module;
 
+/* One kernel launch of a call, queued for launch_list: kernel `kernel` of m, a grid of
+ * grid_x x grid_y blocks of `block` threads, `smem` bytes of dynamic shared memory, and
+ * its one by-value parameter, the `size` bytes at args (read during launch_list only). */
+typedef struct cv_gpu_launch {
+    cv_cuda_module *m;
+    int kernel;
+    uint32_t grid_x, grid_y, block, smem, size;
+    const void *args;
+} cv_gpu_launch;
+
 typedef struct cv_gpu_api {
     /* 1 and *out filled when obj is an array on a CUDA device (through the
      * DLPack C exchange API, __cuda_array_interface__ or __dlpack__), 0 when it
@@ -133,6 +143,14 @@ typedef struct cv_gpu_api {
     /* Copies `bytes` at device address src to dst after the work queued on `stream`,
      * and waits for it: a call that gathers reads its flag so (gpu_wrapper.py). */
     int (*read)(int device, void *dst, const void *src, size_t bytes, uintptr_t stream);
+    /* Launches q[0..n) in order on `stream`, as `launch` would one by one, or by replaying a
+     * CUDA graph of them that the runtime keeps in *graphs (a call site's own pointer, NULL
+     * at first; the runtime owns what it points to): where the call has enough launches
+     * (CUVIL_AOT_CUDA_GRAPH), the same launches (kernels and grids) came before on this
+     * device and stream, and the stream is not being captured. A graph's arguments are
+     * updated to q's before it runs (pointers and sizes change call to call). */
+    int (*launch_list)(const cv_gpu_launch *q, int n, int device, uintptr_t stream,
+                       void **graphs);
 } cv_gpu_api;
 
 #endif

@@ -1,0 +1,315 @@
+/* A call's launches as a CUDA graph, replayed (cv_gpu_api.launch_list).
+ *
+ * A GPU call plans every launch before it makes any (gpu_launch.py): a list of kernels,
+ * grids and argument structs, everything the call allocates already allocated. Where the
+ * list is long enough (cv_cuda_config.graph_min launches, CUVIL_AOT_CUDA_GRAPH), one
+ * cuGraphLaunch of an executable graph of those kernels replaces the launches: host time
+ * per call of about one launch and a little per node, instead of one launch per kernel.
+ *
+ * The graph is built, not captured: a chain of kernel nodes, each after the one before,
+ * as the stream would run them. Capture cannot take the legacy default stream (where
+ * PyTorch and CuPy launch by default), and would take in any work another thread queued
+ * on the stream meanwhile. Nothing of the caller's stream is touched but to launch on it.
+ *
+ * A call site keeps a few graphs (SLOTS), each for one structure: device, stream, and per
+ * launch its kernel, grid, block, shared memory and argument size. The argument bytes
+ * (pointers to this call's arrays and intermediates, sizes, strides) change call to call:
+ * before a replay, each node whose bytes differ from what its graph holds is updated
+ * (cuGraphExecKernelNodeSetParams; it affects later launches only, never one in flight).
+ * A structure gets up to TWINS graphs, so a caller alternating two sets of arrays (x =
+ * layer(x) ping-pongs between two buffers) replays with no update at all. A structure is
+ * built the second time it is seen: a call of shapes seen once (a decoder's growing
+ * sequence) pays no instantiation.
+ *
+ * Launched one by one instead, as before: a stream being captured (torch.cuda.graph: the
+ * launches go into the caller's graph; no capture of ours is nested in it), a driver
+ * without graphs, a build the driver refused (that structure is not tried again). Errors
+ * that lose the context raise as a launch's would; other graph errors fall back.
+ * Under the GIL, as every GPU call.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct CUgraphExec_st *CUgraphExec;
+
+/* CUDA_KERNEL_NODE_PARAMS_v2 (cuda.h); its fields up to `extra` are _v1's. */
+typedef struct {
+    void *func;
+    unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, smem;
+    void **params, **extra;
+    void *kern, *ctx;
+} node_params;
+
+static struct {
+    int (*Create)(CUgraph *, unsigned);
+    int (*AddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                         const node_params *);
+    int (*Instantiate)(CUgraphExec *, CUgraph, unsigned long long);
+    int (*Launch)(CUgraphExec, void *);
+    int (*SetParams)(CUgraphExec, CUgraphNode, const node_params *);
+    int (*ExecDestroy)(CUgraphExec);
+    int (*Destroy)(CUgraph);
+    int (*IsCapturing)(void *, int *);
+    int (*ExchangeMode)(int *); /* optional (CUDA 10.1+) */
+} g;
+
+/* Same order as g; the _v2 names first (CUDA 12+), else the first ABI of the same call. */
+static const char *const names[][2] = {
+    {"cuGraphCreate", NULL},
+    {"cuGraphAddKernelNode_v2", "cuGraphAddKernelNode"},
+    {"cuGraphInstantiateWithFlags", NULL},
+    {"cuGraphLaunch", NULL},
+    {"cuGraphExecKernelNodeSetParams_v2", "cuGraphExecKernelNodeSetParams"},
+    {"cuGraphExecDestroy", NULL},
+    {"cuGraphDestroy", NULL},
+    {"cuStreamIsCapturing", NULL},
+    {"cuThreadExchangeStreamCaptureMode", NULL},
+};
+
+static int graphs_state; /* 0: not looked up, 1: usable, -1: the driver lacks some */
+static unsigned long long stats[CV_GRAPH_NSTATS];
+
+#define SLOTS 8 /* structures (with their twins) a call site keeps */
+#define TWINS 2 /* graphs of one structure */
+
+typedef struct { /* a launch without its arguments */
+    cv_cuda_module *m;
+    void *func;
+    int kernel;
+    uint32_t grid_x, grid_y, block, smem, size, offset;
+} step;
+
+typedef struct {
+    uint64_t used;        /* the site's clock at its last use; 0: a free slot */
+    int device, n, broken;
+    uintptr_t stream;
+    step *steps;          /* n */
+    unsigned char *bytes; /* the arguments each node runs with now */
+    CUgraph graph;        /* NULL: the structure seen once, nothing built */
+    CUgraphExec exec;
+    CUgraphNode *nodes;   /* n, in launch order */
+} entry;
+
+typedef struct {
+    entry e[SLOTS];
+    uint64_t clock;
+} site;
+
+void cv_gpu_graph_stats(unsigned long long out[CV_GRAPH_NSTATS]) {
+    memcpy(out, stats, sizeof stats);
+}
+
+static int usable(void) {
+    if (graphs_state == 0) {
+        void **slots = (void **)&g;
+        graphs_state = 1;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+            slots[i] = cv_cuda_symbol(names[i][0]);
+            if (!slots[i] && names[i][1]) slots[i] = cv_cuda_symbol(names[i][1]);
+            if (!slots[i] && i + 1 < sizeof names / sizeof names[0]) graphs_state = -1;
+        }
+    }
+    return graphs_state > 0;
+}
+
+static int plain(const cv_gpu_launch *q, int n, int device, uintptr_t stream) {
+    for (int i = 0; i < n; i++)
+        if (cv_cuda_launch(q[i].m, device, q[i].kernel, q[i].grid_x, q[i].grid_y, q[i].block,
+                           q[i].smem, stream, (void *)q[i].args) < 0)
+            return -1;
+    return 0;
+}
+
+static void clear(entry *e) {
+    if (e->exec) g.ExecDestroy(e->exec); /* freed once a launch in flight ends */
+    if (e->graph) g.Destroy(e->graph);
+    free(e->steps); /* steps, bytes and nodes are one block */
+    memset(e, 0, sizeof *e);
+}
+
+static int same(const entry *e, const cv_gpu_launch *q, int n, int device, uintptr_t stream) {
+    if (!e->used || e->n != n || e->device != device || e->stream != stream) return 0;
+    for (int i = 0; i < n; i++) {
+        const step *s = &e->steps[i];
+        if (s->m != q[i].m || s->kernel != q[i].kernel || s->grid_x != q[i].grid_x ||
+            s->grid_y != q[i].grid_y || s->block != q[i].block || s->smem != q[i].smem ||
+            s->size != q[i].size)
+            return 0;
+    }
+    return 1;
+}
+
+/* Nodes whose arguments differ from q's. */
+static int differing(const entry *e, const cv_gpu_launch *q) {
+    int d = 0;
+    for (int i = 0; i < e->n; i++)
+        d += memcmp(e->bytes + e->steps[i].offset, q[i].args, q[i].size) != 0;
+    return d;
+}
+
+/* The slot a new structure takes: a free one, else the least recently used structure
+ * seen once where there are two or more (a shape called once evicts no graph, and two new
+ * shapes in turn still get their second sight), else the least recently used. */
+static entry *victim(site *s) {
+    entry *lru = NULL, *seen = NULL;
+    int nseen = 0;
+    for (int i = 0; i < SLOTS; i++) {
+        entry *e = &s->e[i];
+        if (!e->used) return e;
+        if (!lru || e->used < lru->used) lru = e;
+        if (!e->exec && !e->broken && ++nseen && (!seen || e->used < seen->used)) seen = e;
+    }
+    return nseen >= 2 ? seen : lru;
+}
+
+/* The structure of q into a slot (victim), nothing built. */
+static entry *record(site *s, const cv_gpu_launch *q, int n, int device, uintptr_t stream) {
+    entry *e = victim(s);
+    clear(e);
+    size_t bytes = 0;
+    for (int i = 0; i < n; i++) bytes += (q[i].size + 15u) & ~(size_t)15;
+    char *block = malloc(n * (sizeof(step) + sizeof(CUgraphNode)) + bytes);
+    if (!block) return NULL;
+    e->steps = (step *)block;
+    e->nodes = (CUgraphNode *)(block + n * sizeof(step));
+    e->bytes = (unsigned char *)(e->nodes + n);
+    for (uint32_t i = 0, offset = 0; i < (uint32_t)n; offset += (q[i].size + 15u) & ~15u, i++)
+        e->steps[i] = (step){q[i].m, NULL, q[i].kernel, q[i].grid_x, q[i].grid_y, q[i].block,
+                             q[i].smem, q[i].size, offset};
+    e->n = n, e->device = device, e->stream = stream, e->used = s->clock;
+    return e;
+}
+
+static node_params params_of(const step *s, void **args) {
+    return (node_params){s->func, s->grid_x, s->grid_y, 1, s->block, 1, 1, s->smem, args,
+                         NULL, NULL, NULL};
+}
+
+static int build_graph(entry *e, const cv_gpu_launch *q);
+
+/* A driver result of the graph path: 0 fine, -1 raised (the context is lost), 1 fall back
+ * to launches one by one. */
+static int outcome(int r, const char *call) {
+    if (r == 0) return 0;
+    return cv_cuda_sticky(r) ? cv_cuda_check(r, call, NULL) : 1;
+}
+
+/* The graph of e's structure with q's arguments: 0, 1 (refused: fall back), -1. In the
+ * relaxed capture mode: where another stream of this thread is being captured (the caller
+ * passed stream= inside torch.cuda.graph), building is no call its capture forbids. */
+static int build(entry *e, const cv_gpu_launch *q) {
+    int mode = 2; /* CU_STREAM_CAPTURE_MODE_RELAXED */
+    if (g.ExchangeMode && g.ExchangeMode(&mode) != 0) return 1;
+    int r = build_graph(e, q);
+    if (g.ExchangeMode) g.ExchangeMode(&mode); /* the thread's mode back */
+    return r;
+}
+
+static int build_graph(entry *e, const cv_gpu_launch *q) {
+    int r = outcome(g.Create(&e->graph, 0), "cuGraphCreate");
+    for (int i = 0; r == 0 && i < e->n; i++) {
+        step *s = &e->steps[i];
+        if (!(s->func = cv_cuda_function(s->m, e->device, s->kernel))) return -1;
+        void *args[1] = {(void *)q[i].args};
+        node_params p = params_of(s, args);
+        r = outcome(g.AddKernelNode(&e->nodes[i], e->graph, i ? &e->nodes[i - 1] : NULL,
+                                    i ? 1 : 0, &p), "cuGraphAddKernelNode");
+        memcpy(e->bytes + s->offset, q[i].args, q[i].size);
+    }
+    if (r == 0) r = outcome(g.Instantiate(&e->exec, e->graph, 0), "cuGraphInstantiate");
+    if (r == 0) stats[CV_GRAPH_BUILDS]++;
+    return r;
+}
+
+/* e's nodes given q's arguments where they differ: 0, 1 (fall back), -1. */
+static int update(entry *e, const cv_gpu_launch *q) {
+    for (int i = 0; i < e->n; i++) {
+        step *s = &e->steps[i];
+        if (memcmp(e->bytes + s->offset, q[i].args, q[i].size) == 0) continue;
+        void *args[1] = {(void *)q[i].args};
+        node_params p = params_of(s, args);
+        int r = outcome(g.SetParams(e->exec, e->nodes[i], &p), "cuGraphExecKernelNodeSetParams");
+        if (r) return r;
+        memcpy(e->bytes + s->offset, q[i].args, q[i].size);
+        stats[CV_GRAPH_UPDATES]++;
+    }
+    return 0;
+}
+
+/* The slot q runs from: one of its structure whose graph holds q's arguments, else a
+ * second sight built, else a twin built, else the twin with the fewest nodes to update;
+ * NULL (*seen 0: first sight, recorded) to launch one by one. */
+static entry *choose(site *s, const cv_gpu_launch *q, int n, int device, uintptr_t stream,
+                     int *fresh) {
+    entry *seen = NULL, *best = NULL;
+    int twins = 0, fewest = n + 1;
+    *fresh = 0;
+    for (int i = 0; i < SLOTS; i++) {
+        entry *e = &s->e[i];
+        if (!same(e, q, n, device, stream)) continue;
+        if (e->broken) return NULL;
+        if (!e->exec) {
+            seen = e;
+            continue;
+        }
+        twins++;
+        int d = differing(e, q);
+        if (d == 0) return e;
+        if (d < fewest || (d == fewest && e->used < best->used)) best = e, fewest = d;
+    }
+    if (!seen && (twins == 0 || twins < TWINS)) {
+        entry *e = record(s, q, n, device, stream);
+        if (!e || twins == 0) return NULL; /* first sight */
+        seen = e;
+    }
+    if (seen) *fresh = 1;
+    return seen ? seen : best;
+}
+
+int cv_gpu_launch_list(const cv_gpu_launch *q, int n, int device, uintptr_t stream,
+                       void **graphs) {
+    int status = 0;
+    if (n < 1 || cv_cuda_config.graph_min < 1 || n < cv_cuda_config.graph_min || !graphs ||
+        cv_cuda_enter(device) < 0 || !usable()) {
+        if (!PyErr_Occurred()) stats[CV_GRAPH_PLAIN]++;
+        return PyErr_Occurred() ? -1 : plain(q, n, device, stream);
+    }
+    /* A stream in capture (or the legacy stream while another one captures: an error) gets
+     * the launches themselves, into the caller's capture. */
+    if (g.IsCapturing((void *)stream, &status) != 0 || status != 0) {
+        stats[CV_GRAPH_CAPTURING]++;
+        return plain(q, n, device, stream);
+    }
+    site *s = *graphs;
+    if (!s && !(s = *graphs = calloc(1, sizeof *s))) return PyErr_NoMemory(), -1;
+    s->clock++;
+    int fresh, r;
+    entry *e = choose(s, q, n, device, stream, &fresh);
+    if (!e) {
+        stats[CV_GRAPH_PLAIN]++;
+        return plain(q, n, device, stream);
+    }
+    e->used = s->clock;
+    r = fresh ? build(e, q) : update(e, q);
+    if (r == 0) r = outcome(g.Launch(e->exec, (void *)stream), "cuGraphLaunch");
+    if (r < 0) { /* raised: a kernel's module could not load, or the context is lost */
+        clear(e);
+        return -1;
+    }
+    if (r > 0) { /* refused: this structure launches one by one from now on */
+        clear(e);
+        (void)record(s, q, n, device, stream);
+        for (int i = 0; i < SLOTS; i++)
+            if (same(&s->e[i], q, n, device, stream)) s->e[i].broken = 1;
+        stats[CV_GRAPH_PLAIN]++;
+        return plain(q, n, device, stream);
+    }
+    stats[CV_GRAPH_REPLAYS]++;
+    return 0;
+}

@@ -1,0 +1,140 @@
+"""The graph path's choices (native/src/gpu_graph.c) without a GPU: the runtime runs against
+a fake libcuda.so.1 (tests/data/fake_libcuda.c) that logs every kernel that runs, launched
+or as a graph's node, with its grid, stream and argument bytes. Whatever the path (first
+sight, build, replay, twin, node updates, eviction, a capturing stream, a refused build,
+the knob off), each call must run exactly its own launches, in order, with its own bytes.
+
+In a child process: the driver is loaded once per process, and the fake must be the
+libcuda.so.1 it finds (LD_LIBRARY_PATH)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cuvil_aot.runtime import native as rt
+
+ROOT = Path(rt.__file__).resolve().parent.parent
+FAKE = Path(__file__).resolve().parent / "data" / "fake_libcuda.c"
+
+CHILD = r'''
+import ctypes, random
+from cuvil_aot.runtime import native
+
+class Record(ctypes.Structure):
+    _fields_ = [("kernel", ctypes.c_int), ("via_graph", ctypes.c_int),
+                ("grid_x", ctypes.c_uint), ("grid_y", ctypes.c_uint), ("block", ctypes.c_uint),
+                ("stream", ctypes.c_ulonglong), ("args", ctypes.c_ubyte * 32)]
+
+fake = ctypes.CDLL("libcuda.so.1")  # the runtime's own handle: the same file
+buf = (Record * 4096)()
+
+def flag(name):
+    return ctypes.c_int.in_dll(fake, name)
+
+def stats():
+    return dict(native.info()["cuda_graph_stats"])
+
+def run(launches, stream=0, site=0):
+    """One call's launches; returns whether they ran as a graph."""
+    native._launch_list(launches, stream, site)
+    n = fake.fake_take(buf, 4096)
+    got = [(r.kernel, r.grid_x, r.grid_y, r.block, r.stream, bytes(r.args)) for r in buf[:n]]
+    want = [(k, gx, gy, b, stream, a) for k, gx, gy, b, a in launches]
+    assert got == want, (got, want)
+    graphed = {r.via_graph for r in buf[:n]}
+    assert len(graphed) == 1
+    return graphed.pop() == 1
+
+rng = random.Random(0)
+def args():
+    return bytes(rng.randrange(256) for _ in range(32))
+
+native.configure(cuda_graph=4)
+A = [(k, 10 + k, 1, 256, args()) for k in range(5)]
+assert not run(A)                       # first sight: recorded, launched one by one
+s = stats(); assert (s["plain"], s["builds"]) == (1, 0)
+assert run(A)                           # second sight: built and replayed
+assert run(A) and stats()["node_updates"] == 0
+B = [(k, gx, gy, b, args() if k in (1, 3) else a) for k, gx, gy, b, a in A]
+assert run(B) and stats()["builds"] == 2    # a twin for the other arrays
+assert run(A) and run(B) and stats()["node_updates"] == 0  # ping-pong: no updates
+C = [(k, gx, gy, b, args() if k == 4 else a) for k, gx, gy, b, a in A]
+assert run(C) and stats()["node_updates"] == 1  # the nearer twin, one node updated
+assert run(A) and stats()["node_updates"] == 2
+D = [(k, gx + 1 if k == 2 else gx, gy, b, a) for k, gx, gy, b, a in A]
+assert not run(D) and run(D)            # another grid: another structure
+assert not run(A, stream=7) and run(A, stream=7)  # another stream: its own graphs
+assert not run(A[:3]) and not run(A[:3])  # too few launches
+
+flag("fake_capturing").value = 1        # the caller's stream is being captured
+before = stats()
+assert not run(A) and not run(A[:4] + [A[0]])
+assert stats()["capturing"] - before["capturing"] == 2
+assert stats()["builds"] == before["builds"]
+flag("fake_capturing").value = 0
+
+flag("fake_fail_instantiate").value = 1  # the driver refuses a new structure's graph
+E = [(7, 3, 2, 128, args()) for _ in range(6)]
+assert not run(E) and not run(E)
+tries = flag("fake_instantiates").value
+flag("fake_fail_instantiate").value = 0
+assert not run(E) and flag("fake_instantiates").value == tries  # not tried again
+
+S = [(k, 4, 1, 256, args()) for k in range(6)]  # shapes called once evict no graph
+assert not run(S, site=3) and run(S, site=3)
+builds = stats()["builds"]
+for t in range(12):
+    assert not run([(k, 50 + t, 1, 256, args()) for k in range(6)], site=3)
+assert run(S, site=3) and stats()["builds"] == builds
+
+native.configure(cuda_graph=0)          # the knob off
+before = stats()
+assert not run(A) and stats()["plain"] - before["plain"] == 1
+native.configure(cuda_graph=4)
+
+# Random calls over a few structures, arrays, streams and two call sites, more structures
+# than a site keeps (evictions): each call still runs exactly its own launches.
+def fuzz(nshapes, streams, sites, calls):
+    shapes = [[(rng.randrange(8), rng.randrange(1, 99), rng.randrange(1, 3), 256)
+               for _ in range(rng.randrange(4, 12))] for _ in range(nshapes)]
+    pools = [[[args() for _ in shape] for _ in range(3)] for shape in shapes]
+    before = stats()
+    for _ in range(calls):
+        i, j = rng.randrange(nshapes), rng.randrange(3)
+        bytes_ = [a if rng.random() < 0.9 else args() for a in pools[i][j]]
+        run([(*step, a) for step, a in zip(shapes[i], bytes_)], stream=rng.choice(streams),
+            site=rng.choice(sites))
+    after = stats()
+    assert sum(after[k] - before[k] for k in ("replays", "plain", "capturing")) == calls
+    return {k: after[k] - before[k] for k in after}
+
+churn = fuzz(12, [0, 5], [0, 1], 3000)
+assert churn["replays"] > 300, churn
+assert flag("fake_execs").value <= 4 * 8, flag("fake_execs").value  # sites x SLOTS at most
+steady = fuzz(3, [9], [2], 1000)  # three shapes of one call site: nearly all replayed
+assert steady["replays"] > 950 and steady["builds"] <= 6, steady
+after = (churn, steady)
+assert flag("fake_mode").value == 0  # the thread's capture mode given back after each build
+assert flag("fake_relaxed_builds").value == flag("fake_instantiates").value
+print("ok", after)
+'''
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_graph_choices_run_each_calls_own_launches(tmp_path):
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(tmp_path / "libcuda.so.1"),
+                    str(FAKE)], check=True)
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.pathsep.join([str(tmp_path), env.get("LD_LIBRARY_PATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    env.pop("CUVIL_AOT_CUDA_GRAPH", None)
+    proc = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.startswith("ok"), proc.stdout
