@@ -21,6 +21,9 @@
 #include "cuvil_aot/cuda_gemm.h"
 #include "cuvil_aot/cuda_gemm_wgmma.h"
 #include "probe_util.cuh"
+#if !defined(NO_CUBLAS) && !__has_include(<cublas_v2.h>)
+#define NO_CUBLAS /* a toolkit without cuBLAS (this compiles, the anchors are left out) */
+#endif
 #ifndef NO_CUBLAS
 #include <cublas_v2.h>
 #endif
