@@ -6,6 +6,7 @@ struct fields) and calls the kernels, the thread pool and the GEMM runtime.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass, field
 
 from cuvil_aot.compiler.codegen import ops_c, scatter_store
@@ -164,21 +165,21 @@ GEMMS = {"float32": "f32", "float64": "f64", "bfloat16": "bf16"}
 OPERAND_CTYPE = {"f32": "float", "f64": "double", "bf16": "uint16_t"}
 
 
-def int8_weight(group: Group, st: Storage) -> Quantized | None:
+def int8_weight(group: Group, buffers: Container[int]) -> Quantized | None:
     """The int8 weight a GEMM group's one term reads through its scales, unless it was
-    stored as float32 anyway (ir/quantized.py)."""
+    stored as float32 anyway (a buffer: ir/quantized.py)."""
     term = group.terms[0]
     for side in (0, 1):
         found = quantized.match(term, side)
         stored = (found.weight, *found.weight.srcs) if found is not None else ()
-        if found is not None and not any(id(n) in st.buffers for n in stored):
+        if found is not None and not any(id(n) in buffers for n in stored):
             return found
     return None
 
 
 def _launch_gemm(w: Writer, k: Kernel, st: Storage) -> None:
     group = k.group
-    quant = int8_weight(group, st)
+    quant = int8_weight(group, st.buffers)
     if quant is not None:
         _launch_gemm_q8(w, k, st, quant)
         return
