@@ -26,52 +26,62 @@
 #define CV_Q8_BLOCK_BYTES ((size_t)4 << 20) /* a dequantized block of the other path */
 
 /* The plain kernel: the same sums, in the same grouping. */
-static void dots_plain(int64_t k, int64_t group, const int8_t *q, const float *s, int64_t s_gs,
-                       const float *const *x, int nv, float *out) {
-    for (int v = 0; v < nv; v++) {
-        float tot = 0.0f;
-        for (int64_t p0 = 0, g = 0; p0 < k; p0 += group, g++) {
-            int64_t end = k - p0 < group ? k : p0 + group;
-            float acc = 0.0f;
-            for (int64_t p = p0; p < end; p++)
-                acc += (float)q[p] * x[v][p];
-            tot += acc * s[g * s_gs];
+static void dots_plain(int64_t k, int64_t group, const int8_t *q, int64_t q_os, int rows,
+                       const float *s, int64_t s_os, int64_t s_gs, const float *const *x,
+                       int nv, float *out, int64_t ld) {
+    for (int r = 0; r < rows; r++)
+        for (int v = 0; v < nv; v++) {
+            float tot = 0.0f;
+            for (int64_t p0 = 0, g = 0; p0 < k; p0 += group, g++) {
+                int64_t end = k - p0 < group ? k : p0 + group;
+                float acc = 0.0f;
+                for (int64_t p = p0; p < end; p++)
+                    acc += (float)q[r * q_os + p] * x[v][p];
+                tot += acc * s[r * s_os + g * s_gs];
+            }
+            out[r * ld + v] = tot;
         }
-        out[v] = tot;
-    }
 }
 
 typedef struct {
     const cv_gemm_q8 *g;
     cv_q8_dots dots;
-    int64_t outs, nvec, tiles; /* weight rows, vectors, tiles per batch */
+    int64_t outs, nvec;  /* weight rows, vectors */
+    int64_t tile, tiles; /* weight rows per task, tasks per batch */
 } dot_job;
 
 static void dot_range(void *ctx, int64_t begin, int64_t end) {
     const dot_job *jb = ctx;
     const cv_gemm_q8 *g = jb->g;
-    float acc[CV_Q8_DOT_MAX * CV_Q8_TILE];
+    float acc[CV_Q8_DOT_MAX * CV_Q8_TILE]; /* the tile as C holds it */
+    /* rows per dots call: four share each vector load where there is one vector */
+    int step = jb->nvec == 1 ? CV_Q8_ROWS : jb->nvec == 2 ? 2 : 1;
     for (int64_t x = begin; x < end; x++) {
-        int64_t bt = x / jb->tiles, o0 = x % jb->tiles * CV_Q8_TILE;
-        int64_t o1 = jb->outs - o0 < CV_Q8_TILE ? jb->outs : o0 + CV_Q8_TILE;
+        int64_t bt = x / jb->tiles, o0 = x % jb->tiles * jb->tile;
+        int64_t o1 = jb->outs - o0 < jb->tile ? jb->outs : o0 + jb->tile;
         const float *vec[CV_Q8_DOT_MAX];
         for (int64_t v = 0; v < jb->nvec; v++) /* qa: B's columns, else A's rows */
             vec[v] = g->x + bt * g->x_bs + v * (g->qa ? g->x_cs : g->x_rs);
-        for (int64_t o = o0; o < o1; o++) {
+        /* qa: C's rows are weight rows (acc[(o - o0) * nvec + v]), else its columns */
+        int64_t row_ld = g->qa ? jb->nvec : 1, vec_ld = g->qa ? 1 : jb->tile;
+        for (int64_t o = o0; o < o1; o += step) {
+            int rows = o1 - o < step ? (int)(o1 - o) : step;
             const int8_t *q = g->q + bt * g->q_bs + o * g->q_os;
             const float *s = g->s + bt * g->s_bs + o * g->s_os;
-            float sums[CV_Q8_DOT_MAX];
-            for (int64_t v = 0; v < jb->nvec; v += CV_Q8_NV) {
-                int nv = jb->nvec - v < CV_Q8_NV ? (int)(jb->nvec - v) : CV_Q8_NV;
-                jb->dots(g->k, g->group, q, s, g->s_gs, vec + v, nv, sums + v);
+            float sums[CV_Q8_ROWS * CV_Q8_DOT_MAX];
+            for (int64_t v = 0; v < jb->nvec; v += CV_Q8_NV / step) {
+                int nv = (int)(jb->nvec - v < CV_Q8_NV / step ? jb->nvec - v : CV_Q8_NV / step);
+                jb->dots(g->k, g->group, q, g->q_os, rows, s, g->s_os, g->s_gs, vec + v, nv,
+                         sums + v, CV_Q8_DOT_MAX);
             }
-            for (int64_t v = 0; v < jb->nvec; v++) /* the tile as C holds it */
-                acc[g->qa ? (o - o0) * jb->nvec + v : v * CV_Q8_TILE + (o - o0)] = sums[v];
+            for (int r = 0; r < rows; r++)
+                for (int64_t v = 0; v < jb->nvec; v++)
+                    acc[(o - o0 + r) * row_ld + v * vec_ld] = sums[r * CV_Q8_DOT_MAX + v];
         }
         if (g->qa)
             g->epilogue(g->ctx, bt, o0, o1, 0, jb->nvec, acc, jb->nvec);
         else
-            g->epilogue(g->ctx, bt, 0, jb->nvec, o0, o1, acc, CV_Q8_TILE);
+            g->epilogue(g->ctx, bt, 0, jb->nvec, o0, o1, acc, jb->tile);
     }
 }
 
@@ -82,13 +92,20 @@ static int dot_fits(const cv_gemm_q8 *g) {
     return nvec <= CV_Q8_DOT_MAX && (g->k <= 1 || (g->q_ps == 1 && x_step == 1));
 }
 
+/* Tiles of at most CV_Q8_TILE rows, as many as the threads have equal shares of (768
+ * rows in 3 tiles left one of 2 threads with two: no faster than one thread), and tasks
+ * of at least CV_Q8_GRAIN_BYTES of weights. */
 static void run_dots(const cv_gemm_q8 *g) {
     dot_job jb = {.g = g, .outs = g->qa ? g->m : g->n, .nvec = g->qa ? g->n : g->m};
-    int fast = cv_cpu_level() >= CV_CPU_V4;
-    jb.dots = fast ? cv_q8_dots_avx512 : dots_plain;
-    jb.tiles = (jb.outs + CV_Q8_TILE - 1) / CV_Q8_TILE;
-    int64_t tile_bytes = (g->k > 0 ? g->k : 1) * CV_Q8_TILE;
-    int64_t grain = CV_Q8_GRAIN_BYTES / tile_bytes;
+    jb.dots = cv_cpu_level() >= CV_CPU_V4 ? cv_q8_dots_avx512 : dots_plain;
+    int64_t nthreads = cv_num_threads(), row_bytes = g->k > 0 ? g->k : 1;
+    int64_t tiles = (jb.outs + CV_Q8_TILE - 1) / CV_Q8_TILE;
+    int64_t useful = jb.outs * row_bytes / CV_Q8_GRAIN_BYTES; /* tasks worth a wake-up */
+    if (nthreads > 1 && useful >= nthreads)
+        tiles = (tiles + nthreads - 1) / nthreads * nthreads;
+    jb.tile = (jb.outs + tiles - 1) / tiles;
+    jb.tiles = (jb.outs + jb.tile - 1) / jb.tile;
+    int64_t grain = CV_Q8_GRAIN_BYTES / (jb.tile * row_bytes);
     cv_parallel_for(g->nbatch * jb.tiles, grain < 1 ? 1 : grain, dot_range, &jb);
 }
 

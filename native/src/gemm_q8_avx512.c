@@ -1,8 +1,8 @@
 /* The int8-weight dot kernel on AVX-512 (gemm_q8.h): 16 weights at a time sign-extended
- * to 32 bits (vpmovsxbd) and converted to float32 (vcvtdq2ps), multiplied into one
- * accumulator per vector and 16 lanes (vfmadd231ps); four such blocks per step (64 bytes
- * of weights) keep four independent chains per vector. A group's tail is read with masked
- * loads, so no byte past the row is touched. */
+ * to 32 bits (vpmovsxbd) and converted to float32 (vcvtdq2ps), multiplied into two
+ * accumulators per (row, vector) (vfmadd231ps) over steps of 32 weights. Up to four rows
+ * share each load of a vector (one vector: a decode GEMV), up to four vectors each load
+ * of a row. A group's tail is read with masked loads: no byte past a row is touched. */
 #include <stdint.h>
 
 #include "gemm_q8.h"
@@ -17,58 +17,88 @@ static inline CV_TARGET __m512 widen(__m128i bytes) {
 }
 
 static inline __attribute__((always_inline)) CV_TARGET void
-dots_nv(int64_t k, int64_t group, const int8_t *q, const float *s, int64_t s_gs,
-        const float *const *x, const int nv, float *out) {
-    __m512 tot[CV_Q8_NV];
-    for (int v = 0; v < nv; v++)
-        tot[v] = _mm512_setzero_ps();
+dots_rv(int64_t k, int64_t group, const int8_t *q, int64_t q_os, const int R, const float *s,
+        int64_t s_os, int64_t s_gs, const float *const *x, const int NV, float *out,
+        int64_t ld) {
+    __m512 tot[CV_Q8_ROWS][CV_Q8_NV];
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < NV; v++)
+            tot[r][v] = _mm512_setzero_ps();
     for (int64_t p0 = 0, g = 0; p0 < k; p0 += group, g++) {
         int64_t len = k - p0 < group ? k - p0 : group, p = 0;
-        __m512 acc[CV_Q8_NV][4];
-        for (int v = 0; v < nv; v++)
-            acc[v][0] = acc[v][1] = acc[v][2] = acc[v][3] = _mm512_setzero_ps();
-        const int8_t *qg = q + p0;
-        for (; p + 64 <= len; p += 64) {
-            __m512 w[4];
-            for (int u = 0; u < 4; u++)
-                w[u] = widen(_mm_loadu_si128((const __m128i *)(qg + p + 16 * u)));
-            for (int v = 0; v < nv; v++)
-                for (int u = 0; u < 4; u++)
-                    acc[v][u] = _mm512_fmadd_ps(w[u], _mm512_loadu_ps(x[v] + p0 + p + 16 * u),
-                                                acc[v][u]);
-        }
-        for (int u = 0; p < len; p += 16, u++) {
+        __m512 acc[CV_Q8_ROWS][CV_Q8_NV][2];
+        for (int r = 0; r < R; r++)
+            for (int v = 0; v < NV; v++)
+                acc[r][v][0] = acc[r][v][1] = _mm512_setzero_ps();
+        for (; p + 32 <= len; p += 32)
+            for (int u = 0; u < 2; u++) {
+                __m512 xv[CV_Q8_NV];
+                for (int v = 0; v < NV; v++)
+                    xv[v] = _mm512_loadu_ps(x[v] + p0 + p + 16 * u);
+                for (int r = 0; r < R; r++) {
+                    __m512 w = widen(
+                        _mm_loadu_si128((const __m128i *)(q + r * q_os + p0 + p + 16 * u)));
+                    for (int v = 0; v < NV; v++)
+                        acc[r][v][u] = _mm512_fmadd_ps(w, xv[v], acc[r][v][u]);
+                }
+            }
+        for (int u = 0; p < len; p += 16, u ^= 1) {
             __mmask16 mask = len - p >= 16 ? (__mmask16)0xffff
                                            : (__mmask16)((1u << (len - p)) - 1);
-            __m512 w = widen(_mm_maskz_loadu_epi8(mask, qg + p));
-            for (int v = 0; v < nv; v++)
-                acc[v][u] = _mm512_fmadd_ps(w, _mm512_maskz_loadu_ps(mask, x[v] + p0 + p),
-                                            acc[v][u]);
+            __m512 xv[CV_Q8_NV];
+            for (int v = 0; v < NV; v++)
+                xv[v] = _mm512_maskz_loadu_ps(mask, x[v] + p0 + p);
+            for (int r = 0; r < R; r++) {
+                __m512 w = widen(_mm_maskz_loadu_epi8(mask, q + r * q_os + p0 + p));
+                for (int v = 0; v < NV; v++)
+                    acc[r][v][u] = _mm512_fmadd_ps(w, xv[v], acc[r][v][u]);
+            }
         }
-        __m512 scale = _mm512_set1_ps(s[g * s_gs]);
-        for (int v = 0; v < nv; v++) {
-            __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[v][0], acc[v][1]),
-                                       _mm512_add_ps(acc[v][2], acc[v][3]));
-            tot[v] = _mm512_fmadd_ps(sum, scale, tot[v]);
+        for (int r = 0; r < R; r++) {
+            __m512 scale = _mm512_set1_ps(s[r * s_os + g * s_gs]);
+            for (int v = 0; v < NV; v++)
+                tot[r][v] = _mm512_fmadd_ps(_mm512_add_ps(acc[r][v][0], acc[r][v][1]), scale,
+                                            tot[r][v]);
         }
     }
-    for (int v = 0; v < nv; v++)
-        out[v] = _mm512_reduce_add_ps(tot[v]);
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < NV; v++)
+            out[r * ld + v] = _mm512_reduce_add_ps(tot[r][v]);
 }
 
-CV_TARGET void cv_q8_dots_avx512(int64_t k, int64_t group, const int8_t *q, const float *s,
-                                 int64_t s_gs, const float *const *x, int nv, float *out) {
-    switch (nv) { /* a constant count each: the accumulators stay in registers */
-    case 1: dots_nv(k, group, q, s, s_gs, x, 1, out); break;
-    case 2: dots_nv(k, group, q, s, s_gs, x, 2, out); break;
-    case 3: dots_nv(k, group, q, s, s_gs, x, 3, out); break;
-    default: dots_nv(k, group, q, s, s_gs, x, 4, out); break;
+CV_TARGET void cv_q8_dots_avx512(int64_t k, int64_t group, const int8_t *q, int64_t q_os,
+                                 int rows, const float *s, int64_t s_os, int64_t s_gs,
+                                 const float *const *x, int nv, float *out, int64_t ld) {
+#define CV_Q8_CASE(R, NV)                                                                   \
+    dots_rv(k, group, q, q_os, R, s, s_os, s_gs, x, NV, out, ld);                           \
+    return
+    /* constant counts each: the accumulators stay in registers */
+    if (nv == 1) {
+        switch (rows) {
+        case 4: CV_Q8_CASE(4, 1);
+        case 3: CV_Q8_CASE(3, 1);
+        case 2: CV_Q8_CASE(2, 1);
+        default: CV_Q8_CASE(1, 1);
+        }
     }
+    if (nv == 2) {
+        if (rows == 2) {
+            CV_Q8_CASE(2, 2);
+        }
+        CV_Q8_CASE(1, 2);
+    }
+    if (nv == 3) {
+        CV_Q8_CASE(1, 3);
+    }
+    CV_Q8_CASE(1, 4);
+#undef CV_Q8_CASE
 }
 
 #else
-void cv_q8_dots_avx512(int64_t k, int64_t group, const int8_t *q, const float *s,
-                       int64_t s_gs, const float *const *x, int nv, float *out) {
-    (void)k, (void)group, (void)q, (void)s, (void)s_gs, (void)x, (void)nv, (void)out;
+void cv_q8_dots_avx512(int64_t k, int64_t group, const int8_t *q, int64_t q_os, int rows,
+                       const float *s, int64_t s_os, int64_t s_gs, const float *const *x,
+                       int nv, float *out, int64_t ld) {
+    (void)k, (void)group, (void)q, (void)q_os, (void)rows, (void)s, (void)s_os, (void)s_gs;
+    (void)x, (void)nv, (void)out, (void)ld;
 }
 #endif
