@@ -57,12 +57,23 @@ def vector(x: cv.f32["K"], q: cv.i8["N", "K"], s: cv.f32["N"]):
     return x @ w.T, w @ x
 
 @cv.optimize
+def in_a_loop(x: cv.f32["M", "K"], q: cv.i8["K", "K"], s: cv.f32["K"], n: int):
+    for _ in range(n):
+        x = np.tanh(x @ (q * s[:, None]).T)
+    return x
+
+@cv.optimize
+def two_terms(x: cv.f32["M", "K"], h: cv.f32["M", "J"], q: cv.i8["N", "K"], s: cv.f32["N"],
+              w: cv.f32["N", "J"]):
+    return np.tanh(x @ (q * s[:, None]).T + h @ w.T)
+
+@cv.optimize
 def also_stored(x: cv.f32["M", "K"], q: cv.i8["N", "K"], s: cv.f32["N"]):
     w = q * s[:, None]
     return x @ w.T, w
 '''
 
-FUSED = ("linear", "left", "grouped32", "grouped128", "batched", "vector")
+FUSED = ("linear", "left", "grouped32", "grouped128", "batched", "vector", "two_terms")
 
 
 @pytest.fixture(scope="module")
@@ -207,6 +218,22 @@ def test_strided_weights_and_zero_sizes(mod):
         x, q, s = np.ones((m, k), np.float32), np.ones((n, k), np.int8), np.ones(n, np.float32)
         got = mod.linear(x, q, s, np.zeros(n, np.float32))
         np.testing.assert_array_equal(got, np.zeros((m, n), np.float32))
+
+
+def test_in_a_run_time_loop_and_beside_a_float32_term(mod):
+    """A loop body's matmul reads the int8 weight each trip; ``x @ Wq.T + h @ w.T`` is
+    two GEMMs (the int8 one takes one term), added as NumPy adds them."""
+    rng = _rng(5)
+    x, q, s = rng.standard_normal((2, 64)).astype(np.float32), _int8(rng, (64, 64)), \
+        _scales(rng, 64)
+    exp = x.astype(np.float64)
+    for _ in range(3):
+        exp = np.tanh(exp @ _dequant(q, s).T)
+    np.testing.assert_allclose(mod.in_a_loop(x, q, s, 3), exp, rtol=1e-5, atol=1e-5)
+    h, w = rng.standard_normal((2, 9)).astype(np.float32), rng.standard_normal((64, 9))
+    w = w.astype(np.float32)
+    exp = np.tanh(x.astype(np.float64) @ _dequant(q, s).T + h.astype(np.float64) @ w.T)
+    np.testing.assert_allclose(mod.two_terms(x, h, q, s, w), exp, rtol=1e-5, atol=1e-5)
 
 
 def test_a_weight_stored_anyway_is_read_as_float32(mod):
