@@ -360,6 +360,9 @@ def test_on_the_gpu_against_float64(tmp_path_factory, m, k, n, seed):
     exp = x.astype(np.float64) @ w.T + b
     np.testing.assert_array_less(np.abs(out.cpu().numpy() - exp), _bound(x, w, k) * 4
                                  + 2.0 ** -22 * np.abs(exp))
+    left = _GPU_MOD.left(dev[1], dev[2], torch.from_numpy(np.ascontiguousarray(x.T)).cuda())
+    np.testing.assert_array_less(np.abs(left.cpu().numpy() - (exp - b).T),
+                                 _bound(x, w, k).T * 4 + 2.0 ** -22 * np.abs(exp - b).T)
     g = max(1, k // 32)
     xg = x[:, : g * 32].copy()
     qg, sg = _int8(rng, (n, g * 32)), _scales(rng, (n, g))
