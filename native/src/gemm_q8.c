@@ -21,7 +21,7 @@
 #include "internal.h"
 
 #define CV_Q8_TILE 256        /* weight rows per dot task: a tile of sums per vector */
-#define CV_Q8_DOT_MAX 8       /* vectors the dot path takes (two dots calls each row) */
+#define CV_Q8_DOT_MAX 8 /* vectors the dot path takes */
 #define CV_Q8_GRAIN_BYTES (64 << 10) /* weights per task at least: a wake-up's worth */
 #define CV_Q8_BLOCK_BYTES ((size_t)4 << 20) /* a dequantized block of the other path */
 
@@ -126,8 +126,16 @@ static void dequant_range(void *ctx, int64_t begin, int64_t end) {
         const int8_t *q = g->q + bl->bt * g->q_bs + o * g->q_os;
         const float *s = g->s + bl->bt * g->s_bs + o * g->s_os;
         float *w = bl->w + r * g->k;
-        for (int64_t p = 0; p < g->k; p++)
-            w[p] = (float)q[p * g->q_ps] * s[p / group * g->s_gs];
+        for (int64_t p0 = 0, j = 0; p0 < g->k; p0 += group, j++) { /* a scale per group */
+            int64_t end = g->k - p0 < group ? g->k : p0 + group;
+            float scale = s[j * g->s_gs];
+            if (g->q_ps == 1) /* vectorizes */
+                for (int64_t p = p0; p < end; p++)
+                    w[p] = (float)q[p] * scale;
+            else
+                for (int64_t p = p0; p < end; p++)
+                    w[p] = (float)q[p * g->q_ps] * scale;
+        }
     }
 }
 
