@@ -54,8 +54,9 @@ static void dot_range(void *ctx, int64_t begin, int64_t end) {
     const dot_job *jb = ctx;
     const cv_gemm_q8 *g = jb->g;
     float acc[CV_Q8_DOT_MAX * CV_Q8_TILE]; /* the tile as C holds it */
-    /* rows per dots call: four share each vector load where there is one vector */
-    int step = jb->nvec == 1 ? CV_Q8_ROWS : jb->nvec == 2 ? 2 : 1;
+    /* rows per dots call: four share each load of one or two vectors, two of up to four */
+    int step = jb->nvec <= 2 ? CV_Q8_ROWS : 2;
+    int per_call = jb->nvec <= 2 ? (int)jb->nvec : 4; /* vectors per dots call */
     for (int64_t x = begin; x < end; x++) {
         int64_t bt = x / jb->tiles, o0 = x % jb->tiles * jb->tile;
         int64_t o1 = jb->outs - o0 < jb->tile ? jb->outs : o0 + jb->tile;
@@ -69,8 +70,8 @@ static void dot_range(void *ctx, int64_t begin, int64_t end) {
             const int8_t *q = g->q + bt * g->q_bs + o * g->q_os;
             const float *s = g->s + bt * g->s_bs + o * g->s_os;
             float sums[CV_Q8_ROWS * CV_Q8_DOT_MAX];
-            for (int64_t v = 0; v < jb->nvec; v += CV_Q8_NV / step) {
-                int nv = (int)(jb->nvec - v < CV_Q8_NV / step ? jb->nvec - v : CV_Q8_NV / step);
+            for (int64_t v = 0; v < jb->nvec; v += per_call) {
+                int nv = (int)(jb->nvec - v < per_call ? jb->nvec - v : per_call);
                 jb->dots(g->k, g->group, q, g->q_os, rows, s, g->s_os, g->s_gs, vec + v, nv,
                          sums + v, CV_Q8_DOT_MAX);
             }
