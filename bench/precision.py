@@ -4,7 +4,12 @@ error is against their own values: exact products, float32 sums). Best of interl
 rounds after a warm-up; the error is the largest |got - want| / (|x| @ |w|) over the
 output against float64 (the quantity the README's bounds are stated in).
 
+Then int8 weights (issue 24): a GPT-2 decode step's projections at batch 1, twelve layers
+of 768->2304, 768->768, 768->3072, 3072->768 (bench/int8_decode.py), fp32 weights against
+int8 ones (cuvil_aot.quantize_weights) per channel and per group of 128.
+
     python bench/precision.py [M K N ...] > bench/precision.txt
+    python bench/precision.py --int8-only [rounds]
 """
 
 from __future__ import annotations
@@ -81,5 +86,11 @@ def main(shapes: list[tuple[int, int, int]]) -> None:
 
 
 if __name__ == "__main__":
-    args = [int(a) for a in sys.argv[1:]]
-    main([tuple(args[i:i + 3]) for i in range(0, len(args), 3)] or SHAPES)  # type: ignore[misc]
+    from int8_decode import int8_decode
+
+    if sys.argv[1:2] == ["--int8-only"]:
+        int8_decode(int(sys.argv[2]) if len(sys.argv) > 2 else 40)
+    else:
+        args = [int(a) for a in sys.argv[1:]]
+        main([tuple(args[i:i + 3]) for i in range(0, len(args), 3)] or SHAPES)  # type: ignore
+        int8_decode(40)

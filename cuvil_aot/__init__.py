@@ -9,6 +9,7 @@ from cuvil_aot.api import compile_module, optimize
 from cuvil_aot.errors import CompileError, CudaError, SignatureError
 from cuvil_aot.importer import install, uninstall
 from cuvil_aot.marks import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u64
+from cuvil_aot.quantize import quantize_weights
 
 __all__ = [
     "__version__",
@@ -28,6 +29,7 @@ __all__ = [
     "info",
     "install",
     "optimize",
+    "quantize_weights",
     "u8",
     "u64",
     "uninstall",

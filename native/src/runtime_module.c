@@ -12,7 +12,7 @@ static const cv_runtime_api runtime_api = {
     CV_RUNTIME_ABI_VERSION, cv_cpu_level,    cv_num_threads, cv_parallel_for,
     cv_run_gemm_f32,        cv_run_gemm_f64, &cv_gpu_api_table,
     cv_out_malloc,          cv_out_calloc,   cv_out_realloc, cv_out_free,
-    cv_run_gemm_bf16,
+    cv_run_gemm_bf16,       cv_run_gemm_q8,
 };
 
 /* CUVIL_AOT_MODE as configured (knobs.MODES); the driver layer sees only strict. */

@@ -26,12 +26,20 @@ from cuvil_aot.compiler.codegen.cuda_geometry import (
     VEC,
 )
 from cuvil_aot.compiler.codegen.cuda_scan import launch_scan
-from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, module_symbol
+from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, module_symbol, unit_of
 from cuvil_aot.compiler.codegen.kernel_emitter import Operand
-from cuvil_aot.compiler.codegen.launch import Storage, dim, fill_args, matmul_operand, operand_setup
+from cuvil_aot.compiler.codegen.launch import (
+    Storage,
+    dim,
+    fill_args,
+    int8_weight,
+    matmul_operand,
+    operand_setup,
+)
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Kind
 from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.quantized import Quantized
 from cuvil_aot.compiler.ir.types import Dim, Shape
 
 # A call on little work (every GEMM a GEMV, every other kernel at most ONE_WORK
@@ -79,7 +87,7 @@ def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
                     w.line(f"if (kpart_on[{g}]) {{ api->gpu->scratch_free(&kpart[{g}], stream); "
                            f"kpart_on[{g}] = 0; }}")
                 fill_args(w, k, storage, "a")
-                _launch(w, k, storage, gp.first[k.name], g)
+                _launch(w, k, storage, gp, g)
                 w.line(f"one.a{g} = a;")
                 _launch_planned(w, k, gp, g)
 
@@ -88,7 +96,7 @@ def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
     for g, k in enumerate(kernels):
         with w.block(""):
             fill_args(w, k, st, "a")
-            _launch(w, k, st, gp.first[k.name], g)
+            _launch(w, k, st, gp, g)
             w.line(f"one.a{g} = a;")
     if prefix in gp.one:
         w.line("int64_t one_grid = sm;")
@@ -202,9 +210,10 @@ def _unit_rows(k: CudaKernel) -> str:
     return " && ".join(tests)
 
 
-def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> None:
+def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> None:
     """Kernel g's launch shape into L[g], its one-kernel variant into one.v[g], and
     whether its work is small enough for the one-kernel into `small`."""
+    first = gp.first[k.name]
     launch = f"L[{g}] = (cv_gpu_plan){{kid, grid, gy, block, 1, 0}};"
     nloops, nops = k.nloops, len(k.operands)
     strides = "&a.s[0][0]"
@@ -250,7 +259,7 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, first: int, g: int) -> Non
     elif k.group.kind is Kind.SCAN:
         launch_scan(w, k, first, g)
     else:
-        _gemm_terms(w, k, st)
+        _gemm_terms(w, k, st, gp, g)
         batch = "a.n[0]" if nloops == 3 else "1"
         w.line(f"const int64_t nb = {batch}, m = a.n[{nloops - 2}], n = a.n[{nloops - 1}];")
         with w.block("if (nb * m * n > 0)"):
@@ -387,9 +396,18 @@ def _flat_condition(w: Writer, k: CudaKernel) -> None:
     w.line(f"const int flat = {' && '.join(conds) or '1'};")
 
 
-def _gemm_terms(w: Writer, k: CudaKernel, st: GpuStorage) -> None:
+def _gemm_terms(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> None:
+    quant = int8_weight(k.group, st.buffers)
+    if quant is not None:
+        _dequantize(w, k, st, quant, gp, g)
     for t, term in enumerate(k.group.terms):
         for side, operand in zip("ab", term.srcs):
+            if quant is not None and side == ("a" if quant.qa else "b"):  # w[o * k + p]
+                rs, cs = ("qshape[1]", "1") if quant.qa else ("1", "qshape[1]")
+                w.line(f"a.t[{t}].{side} = (const float *)qw[{g}].data;")
+                w.line(f"a.t[{t}].{side}_rs = {rs}; a.t[{t}].{side}_cs = {cs}; "
+                       f"a.t[{t}].{side}_bs = 0;")
+                continue
             base, view, m = matmul_operand(operand, st)
             rank = len(operand.shape)
             ptr, strides = operand_setup(st, Operand(base, view, m), rank)
@@ -398,3 +416,37 @@ def _gemm_terms(w: Writer, k: CudaKernel, st: GpuStorage) -> None:
             w.line(f"a.t[{t}].{side}_rs = {strides[rank - 2]}; a.t[{t}].{side}_cs = "
                    f"{strides[rank - 1]}; a.t[{t}].{side}_bs = {bs};")
         w.line(f"a.t[{t}].k = {dim(term.srcs[0].shape[-1])};")
+
+
+def _dequantize(w: Writer, k: CudaKernel, st: GpuStorage, quant: Quantized, gp: GpuPlan,
+                g: int) -> None:
+    """The int8 weight dequantized into qw[g] (scratch of the call, or an array where the
+    device has no pools) by cv_dequant_q8 (cuda_q8.h), for the float32 GEMM: the first
+    step on the GPU, correct where the CPU's gemm_q8 reads int8 in registers."""
+    qs, ss = st.strides(quant.q, None), st.strides(quant.scale, None)
+
+    def scale_stride(axis: int | None) -> str:
+        return "0" if axis is None else ss[axis]
+
+    out, depth = (dim(d) for d in quant.q.shape)
+    group = dim(quant.group) if quant.group is not None else depth
+    w.line(f"const int64_t qshape[2] = {{{out}, {depth}}};")
+    w.line(f"if (qw_on[{g}]) {{ api->gpu->scratch_free(&qw[{g}], stream); qw_on[{g}] = 0; }}")
+    w.line(f"if (qw_held[{g}]) {{ api->gpu->release(&qw[{g}]); qw_held[{g}] = 0; }}")
+    with w.block(""):
+        w.line(f"const int r = api->gpu->scratch(dev, CV_DT_FLOAT32, 2, qshape, stream, "
+               f"&qw[{g}]);")
+        w.line("if (r < 0) goto done;")
+        w.line(f"qw_on[{g}] = r == 0;")
+    with w.block(f"if (!qw_on[{g}])"):
+        w.line(f"if (api->gpu->empty(&ga[first], CV_DT_FLOAT32, 2, qshape, &qw[{g}]) < 0) "
+               "goto done;")
+        w.line(f"qw_held[{g}] = 1;")
+    w.line(f"const cv_dequant_q8_args dq = {{(const int8_t *)({st.data(quant.q)}), "
+           f"(const float *)({st.data(quant.scale)}), (float *)qw[{g}].data, qshape[0], "
+           f"qshape[1], ({group}) > 0 ? ({group}) : 1, {qs[0]}, {qs[1]}, "
+           f"{scale_stride(quant.out_axis)}, {scale_stride(quant.group_axis)}}};")
+    w.line(f"if (qshape[0] * qshape[1] > 0 && api->gpu->launch(&{module_symbol(k.name)}, "
+           f"dev, {gp.dequant[unit_of(k.name)]}, cv_gpu_grid(qshape[0] * qshape[1], "
+           f"CV_DEQUANT_Q8_BLOCK, sm, 8), 1, CV_DEQUANT_Q8_BLOCK, 0, stream, (void *)&dq) < 0) "
+           "goto done;")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from cuvil_aot.compiler.codegen import cuda, cuda_gemm, cuda_one
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
+from cuvil_aot.compiler.codegen.launch import int8_weight
 from cuvil_aot.compiler.codegen.run_time_loops import LoopSpan
 from cuvil_aot.compiler.ir.group import Kind
 from cuvil_aot.compiler.ir.node import toposort
@@ -37,6 +38,8 @@ class GpuPlan:
     # unit -> accumulator C type -> its GEMM kernels, which share one set of main loops
     # (cuda_gemm.shared_gemms), each launched with its index here as the tag
     gemms: dict[str, dict[str, list[CudaKernel]]] = field(default_factory=dict)
+    # unit -> the entry of cv_dequant_q8 (cuda_q8.h), where a GEMM reads int8 weights
+    dequant: dict[str, int] = field(default_factory=dict)
 
     def tag(self, k: CudaKernel) -> tuple[str, int]:
         """GEMM kernel ``k``'s shared main loops (their name) and its tag there."""
@@ -60,8 +63,9 @@ class GpuPlan:
                   for kernels in self.gemms.get(unit, {}).values()]
         ones = [cuda_one.one_struct(p, self.kernels[p]) + cuda_one.one_kernel(p, self.kernels[p])
                 for p in prefixes if p in self.one]
+        q8 = ['#include "cuvil_aot/cuda_q8.h"\n'] if unit in self.dequant else []
         return cuda.source([k for p in prefixes for k in self.kernels[p]],
-                           self.shared_structs(unit), shared + ones)
+                           self.shared_structs(unit), q8 + shared + ones)
 
 
 def refusal(comps: list[Compiled]) -> str | None:
@@ -101,6 +105,9 @@ def lower(comps: list[Compiled]) -> GpuPlan:
                 gp.first[k.name] = len(names)
                 names.extend(k.entries)
                 continue
+            if int8_weight(k.group, buffers) is not None and unit not in gp.dequant:
+                gp.dequant[unit] = len(names)
+                names.append("cv_dequant_q8")
             gemms = gp.gemms.setdefault(unit, {})
             if k.acc_type not in gemms:  # the unit's first: its main loops' entry points
                 gemms[k.acc_type] = []

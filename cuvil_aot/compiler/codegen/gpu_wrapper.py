@@ -183,7 +183,9 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
         w.line("void *caller_ctx = NULL; int saved = 0;  /* the caller's CUDA context */")
         nk = len(gp.kernels[comp.prefix])
         w.line(f"cv_gpu_array kpart[{nk}]; int kpart_on[{nk}] = {{0}};  /* split-K sums */")
-        w.line("(void)kpart;")
+        w.line(f"cv_gpu_array qw[{nk}]; int qw_on[{nk}] = {{0}}, qw_held[{nk}] = {{0}};  "
+               "/* int8 weights dequantized (gpu_launch._dequantize) */")
+        w.line("(void)kpart; (void)qw; (void)qw_on; (void)qw_held;")
         w.line("(void)argv; (void)stream; (void)sm; (void)gb; (void)copies; (void)scratch;")
         gathers = any(k.gathers for k in gp.kernels[comp.prefix])
         if gathers:
@@ -228,6 +230,9 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
             w.line("if (scratch[b]) api->gpu->scratch_free(&gb[b], stream);")
         w.line(f"for (int g = 0; g < {nk}; g++) if (kpart_on[g]) "
                "api->gpu->scratch_free(&kpart[g], stream);")
+        with w.block(f"for (int g = 0; g < {nk}; g++)"):
+            w.line("if (qw_on[g]) api->gpu->scratch_free(&qw[g], stream);")
+            w.line("if (qw_held[g]) api->gpu->release(&qw[g]);")
         w.line(f"for (int i = 0; i < {nparams}; i++) Py_XDECREF(copies[i]);")
         if gathers:
             w.line(gather_access.GPU_RELEASE)

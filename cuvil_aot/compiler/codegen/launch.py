@@ -6,15 +6,18 @@ struct fields) and calls the kernels, the thread pool and the GEMM runtime.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass, field
 
 from cuvil_aot.compiler.codegen import ops_c, scatter_store
 from cuvil_aot.compiler.codegen.kernel_emitter import Kernel, Operand
 from cuvil_aot.compiler.codegen.writer import Writer
-from cuvil_aot.compiler.ir.group import Kind
+from cuvil_aot.compiler.ir import quantized
+from cuvil_aot.compiler.ir.group import Group, Kind
 from cuvil_aot.compiler.ir.indexing import IndexMap, contiguous_strides, identity, through
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import MOVEMENT, Op
+from cuvil_aot.compiler.ir.quantized import Quantized
 from cuvil_aot.compiler.ir.types import Dim, Shape
 
 
@@ -162,8 +165,24 @@ GEMMS = {"float32": "f32", "float64": "f64", "bfloat16": "bf16"}
 OPERAND_CTYPE = {"f32": "float", "f64": "double", "bf16": "uint16_t"}
 
 
+def int8_weight(group: Group, buffers: Container[int]) -> Quantized | None:
+    """The int8 weight a GEMM group's one term reads through its scales, unless it was
+    stored as float32 anyway (a buffer: ir/quantized.py)."""
+    term = group.terms[0]
+    for side in (0, 1):
+        found = quantized.match(term, side)
+        stored = (found.weight, *found.weight.srcs) if found is not None else ()
+        if found is not None and not any(id(n) in buffers for n in stored):
+            return found
+    return None
+
+
 def _launch_gemm(w: Writer, k: Kernel, st: Storage) -> None:
     group = k.group
+    quant = int8_weight(group, st.buffers)
+    if quant is not None:
+        _launch_gemm_q8(w, k, st, quant)
+        return
     dtype = group.terms[0].srcs[0].dtype
     sfx = GEMMS.get(dtype)
     if sfx is None:
@@ -186,6 +205,30 @@ def _launch_gemm(w: Writer, k: Kernel, st: Storage) -> None:
     w.line(f"cv_gemm_{sfx} g = {{{batch}, {dim(out[-2])}, {dim(out[-1])}, {len(group.terms)}, "
            f"terms, K->{k.name}, &a}};")
     w.line(f"if (g.nbatch * g.m * g.n > 0 && api->gemm_{sfx}(&g) != 0) return -1;")
+
+
+def _launch_gemm_q8(w: Writer, k: Kernel, st: Storage, quant: Quantized) -> None:
+    """api->gemm_q8 on the term's float32 operand and the int8 weight with its scales."""
+    term, out = k.group.terms[0], k.group.space.shape
+    operand = term.srcs[1 if quant.qa else 0]
+    base, view, m = matmul_operand(operand, st)
+    ptr, strides = operand_setup(st, Operand(base, view, m), len(operand.shape))
+    rank = len(operand.shape)
+    bs = strides[0] if rank == 3 and operand.shape[0] != Dim.of(1) else "0"
+    q_strides, s_strides = st.strides(quant.q, None), st.strides(quant.scale, None)
+
+    def scale_stride(axis: int | None) -> str:
+        return "0" if axis is None else s_strides[axis]
+
+    batch = dim(out[0]) if len(out) == 3 else "1"
+    group = dim(quant.group) if quant.group is not None else "0"
+    w.line(f"cv_gemm_q8 g = {{{batch}, {dim(out[-2])}, {dim(out[-1])}, "
+           f"{dim(term.srcs[0].shape[-1])}, {group}, {int(quant.qa)}, (const float *)({ptr}), "
+           f"{strides[rank - 2]}, {strides[rank - 1]}, {bs}, "
+           f"(const int8_t *)({st.data(quant.q)}), {q_strides[0]}, {q_strides[1]}, 0, "
+           f"(const float *)({st.data(quant.scale)}), {scale_stride(quant.out_axis)}, "
+           f"{scale_stride(quant.group_axis)}, 0, K->{k.name}, &a}};")
+    w.line("if (api->gemm_q8(&g) != 0) return -1;")
 
 
 def matmul_operand(node: Node, st: Storage) -> tuple[Node, Shape | None, IndexMap]:

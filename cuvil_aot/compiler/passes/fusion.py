@@ -13,7 +13,8 @@ The rules, in order:
 
 1. Materialized (buffers): outputs, concatenations, index ramps (np.arange: a
    1-D kernel of its own, read by its users through views), matmul operands that are
-   computed values, sources of reshapes that regroup elements, computed tables
+   computed values (not int8 weights times their scales, ``ir/quantized.py``: the GEMM
+   reads those as they are), sources of reshapes that regroup elements, computed tables
    of gathers (``np.eye(C)[labels]``: read at positions the data decides; the
    gather itself and its index arrays run inline in its consumer), the root of
    every GEMM group, and reductions that cannot run inside their consumer.
@@ -36,6 +37,7 @@ import logging
 from collections import deque
 from dataclasses import dataclass, field
 
+from cuvil_aot.compiler.ir import quantized
 from cuvil_aot.compiler.ir.group import Dest, Group, Kind, LoopSpace
 from cuvil_aot.compiler.ir.indexing import (
     IndexMap,
@@ -142,7 +144,9 @@ def _required_buffers(plan: Plan) -> None:
         elif node.op is Op.GATHER and not gathers_in_place(node.srcs[0]):
             plan.add_buffer(node.srcs[0], "gathered table (read at data-dependent positions)")
         elif node.op is Op.MATMUL:
-            for operand in node.srcs:
+            for side, operand in enumerate(node.srcs):
+                if quantized.match(node, side) is not None:
+                    continue  # int8 weights: the GEMM reads them and their scales
                 base, regroups = strip_views(operand)
                 if regroups and _views_a_buffer(operand):
                     continue  # the regrouped source is a buffer (the rule below): a view
@@ -152,6 +156,8 @@ def _required_buffers(plan: Plan) -> None:
         elif node.op is Op.RESHAPE and through(node, identity(len(node.shape)),
                                                len(node.shape)) is None:
             src = node.srcs[0]
+            if quantized.read_only_as_weight(node, plan.uses):
+                continue  # a per-group int8 weight: the GEMM reads q and its scales
             if src.op is not Op.PARAM:
                 plan.add_buffer(src, "source of a reshape that regroups elements")
 
@@ -213,6 +219,8 @@ def _gemm_groups(plan: Plan) -> None:
 
 
 def _is_term(plan: Plan, other: Node, first: Node, absorbed: set[int]) -> bool:
+    if quantized.reads_int8(first) or quantized.reads_int8(other):  # the int8 GEMM takes one term
+        return False
     return (other.op is Op.MATMUL and id(other) not in absorbed and other.shape == first.shape
             and other.dtype == first.dtype and other.srcs[0].dtype == first.srcs[0].dtype
             and len(plan.uses.get(id(other), [])) == 1)  # one GEMM reads one operand type

@@ -4,6 +4,7 @@
 #define CUVIL_AOT_GPU_WRAP_H
 
 #include "cuvil_aot/cuda_driver.h"
+#include "cuvil_aot/cuda_q8.h"
 #include "cuvil_aot/pywrap.h"
 
 /* By CV_DT_* */

@@ -92,6 +92,29 @@ typedef struct {
     void *ctx;
 } cv_gemm_bf16;
 
+/* A product of a float32 operand and an int8 weight read with float32 scales (gemm_q8):
+ * C[batch, i, j] = sum over p < k of A(i, p) * B(p, j), where the int8 operand W (A when
+ * qa, else B) holds w(o, p) = q[o, p] * s[o, p / group] for o its other index (A's row
+ * or B's column). x: the float32 operand (B when qa, else A), its element (r, c) at
+ * x[r * x_rs + c * x_cs + batch * x_bs]; q: W's int8 values, element (o, p) at
+ * q[o * q_os + p * q_ps + batch * q_bs]; s: its scales, s[o * s_os + (p / group) * s_gs
+ * + batch * s_bs] (per output channel: s_gs = 0). The product of each weight is computed
+ * from q and s in registers: no float32 copy of W is made where one operand has at most
+ * CV_Q8_DOT_MAX rows (columns for qa) and both are contiguous along k; elsewhere a block
+ * of W at a time is dequantized into the float32 GEMM's workspace. */
+typedef struct {
+    int64_t nbatch, m, n, k, group;
+    int qa;
+    const float *x;
+    int64_t x_rs, x_cs, x_bs;
+    const int8_t *q;
+    int64_t q_os, q_ps, q_bs;
+    const float *s;
+    int64_t s_os, s_gs, s_bs;
+    cv_epilogue_f32 epilogue;
+    void *ctx;
+} cv_gemm_q8;
+
 typedef struct cv_runtime_api {
     int abi_version;
     /* The level generated code may use: the detected level, lowered by
@@ -120,6 +143,9 @@ typedef struct cv_runtime_api {
     /* As gemm_f32, on bfloat16 operands: AVX-512 BF16 (vdpbf16ps) where the CPU has it
      * and the usable level is 4, else a plain loop (gemm_bf16.c). */
     int (*gemm_bf16)(const cv_gemm_bf16 *g);
+    /* cv_gemm_q8: int8 weights with float32 scales, dequantized in registers
+     * (gemm_q8.c, AVX-512 where the usable level is 4, else plain C). */
+    int (*gemm_q8)(const cv_gemm_q8 *g);
 } cv_runtime_api;
 
 #ifdef Py_PYTHON_H
