@@ -8,7 +8,7 @@ The entry points, block sizes and row limits are the ones the kernels are writte
 
 from __future__ import annotations
 
-from cuvil_aot.compiler.codegen import cuda_one, ops_c, run_time_loops
+from cuvil_aot.compiler.codegen import cuda_one, gpu_attention, ops_c, run_time_loops
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel, unit_axis
 from cuvil_aot.compiler.codegen.cuda_geometry import (
     BLOCK,
@@ -84,10 +84,22 @@ def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
 
         run_time_loops.run_kernels(w, prefix, len(kernels), spans, st, plan_and_launch)
         return
+    gpu_attention.declare(w, gp, prefix)
     for g, k in enumerate(kernels):
         with w.block(""):
             fill_args(w, k, st, "a")
-            _launch(w, k, st, gp.first[k.name], g)
+            fused = gpu_attention.role(gp, prefix, g)
+            if fused is None:
+                _launch(w, k, st, gp.first[k.name], g)
+            else:  # the GEMMs' terms (Q, K, V) even where the attention kernel runs
+                i, role = fused
+                if k.group.kind is Kind.GEMM:
+                    _gemm_terms(w, k, st)
+                if role == "out":
+                    with w.block(f"if (attn{i})"):
+                        gpu_attention.plan(w, gp, prefix, i, g, st)
+                with w.block(f"if (!attn{i})"):
+                    _launch(w, k, st, gp.first[k.name], g)
             w.line(f"one.a{g} = a;")
     if prefix in gp.one:
         w.line("int64_t one_grid = sm;")
@@ -109,6 +121,13 @@ def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
             w.line("small = r == 0;")
         w.line("else small = 0;  /* launched one by one below */")
     for g, k in enumerate(kernels):
+        fused = gpu_attention.role(gp, prefix, g)
+        if fused is not None and fused[1] == "out":
+            with w.block(f"if (attn{fused[0]})"):
+                gpu_attention.launch(w, gp, prefix, fused[0], g, "!small && ")
+            with w.block("else"):
+                _launch_planned(w, k, gp, g, "!small && ")
+            continue
         _launch_planned(w, k, gp, g, "!small && ")
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cuvil_aot.compiler.codegen import cuda, cuda_gemm, cuda_one
+from cuvil_aot.compiler.codegen import attention_match, cuda, cuda_attention, cuda_gemm, cuda_one
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
 from cuvil_aot.compiler.codegen.run_time_loops import LoopSpan
@@ -37,6 +37,8 @@ class GpuPlan:
     # unit -> accumulator C type -> its GEMM kernels, which share one set of main loops
     # (cuda_gemm.shared_gemms), each launched with its index here as the tag
     gemms: dict[str, dict[str, list[CudaKernel]]] = field(default_factory=dict)
+    # comp.prefix -> its fused attentions (attention_match.py), each replacing three kernels
+    attention: dict[str, list[cuda_attention.AttentionKernel]] = field(default_factory=dict)
 
     def tag(self, k: CudaKernel) -> tuple[str, int]:
         """GEMM kernel ``k``'s shared main loops (their name) and its tag there."""
@@ -60,8 +62,10 @@ class GpuPlan:
                   for kernels in self.gemms.get(unit, {}).values()]
         ones = [cuda_one.one_struct(p, self.kernels[p]) + cuda_one.one_kernel(p, self.kernels[p])
                 for p in prefixes if p in self.one]
+        fused = [ak for p in prefixes for ak in self.attention.get(p, [])]
         return cuda.source([k for p in prefixes for k in self.kernels[p]],
-                           self.shared_structs(unit), shared + ones)
+                           self.shared_structs(unit) + "".join(ak.struct for ak in fused),
+                           shared + ones + [ak.code for ak in fused])
 
 
 def refusal(comps: list[Compiled]) -> str | None:
@@ -110,8 +114,26 @@ def lower(comps: list[Compiled]) -> GpuPlan:
             gemms[k.acc_type].append(k)
             gp.first[k.name] = gp.first[cuda_gemm.shared_entries(unit, k.acc_type)[0]]
         gp.loops[comp.prefix] = comp.loops  # launched one by one, in order
-        if 1 < len(kernels) <= cuda_one.ONE_MAX_KERNELS and not comp.loops \
-                and all(k.group.kind is not Kind.SCAN for k in kernels):
+        _attention(gp, comp, kernels, names)
+        if comp.prefix not in gp.attention and 1 < len(kernels) <= cuda_one.ONE_MAX_KERNELS \
+                and not comp.loops and all(k.group.kind is not Kind.SCAN for k in kernels):
             gp.one[comp.prefix] = len(names)
             names.append(f"{comp.prefix}_one")
     return gp
+
+
+def _attention(gp: GpuPlan, comp: Compiled, kernels: list[CudaKernel],
+               names: list[str]) -> None:
+    """The fused attentions of ``comp`` (none in a call with run-time loops), each an entry
+    point of its unit."""
+    if comp.loops:
+        return
+    buffers = {id(b) for b in comp.buffers}
+    for match in attention_match.find(comp.groups, comp.buffers, comp.fn.outputs):
+        name = f"{comp.prefix}_a{len(gp.attention.get(comp.prefix, []))}"
+        ak = cuda_attention.emit(name, match, comp.groups, kernels, buffers, comp.hoisted)
+        if ak is None:
+            continue
+        gp.attention.setdefault(comp.prefix, []).append(ak)
+        gp.first[ak.name] = len(names)
+        names.append(ak.name)

@@ -1,0 +1,106 @@
+"""The fused attention kernel of one match (attention_match.py): its score functor, its
+argument struct and its entry point, around cv_attention (native/.../cuda_attention.h).
+
+The score functor is the softmax ROW group's expression x with every read of the first
+matmul's buffer replaced by the score the kernel computed (``s``); its operands (the mask,
+the scale where the wrapper computes it) are loaded as the ROW kernel would, through their
+own argument struct ``{name}_score_args`` that the wrapper fills as any kernel's. The
+output goes through the second matmul's GEMM epilogue functor (``{g3}_epi``), so whatever
+that GEMM stored (its buffer, an epilogue) is stored the same way. Launch::
+
+    typedef struct { f0_s0_g0_args q; f0_s0_a0_score_args s; f0_s0_g2_args o; } f0_s0_a0_args;
+    extern "C" __global__ void f0_s0_a0(const __grid_constant__ f0_s0_a0_args a_) {
+        cv_attention(a_.q.t[0], a_.o.t[0], Z, T, S, D, f0_s0_a0_score{&a_.s},
+                     f0_s0_g2_epi{&a_.o});
+    }
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuvil_aot.compiler.codegen import cuda
+from cuvil_aot.compiler.codegen.attention_match import Match
+from cuvil_aot.compiler.codegen.cuda_emitter import CudaEmitter, CudaKernel, GpuBody
+from cuvil_aot.compiler.codegen.cuda_pieces import prologue
+from cuvil_aot.compiler.codegen.kernel_emitter import Body
+from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.ir.group import Group
+from cuvil_aot.compiler.ir.indexing import IndexMap, identity
+from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.types import Shape
+
+THREADS = 128  # CV_ATT_THREADS
+ROWS = 16  # CV_ATT_BM: query rows per block
+DMAX = 128  # CV_ATT_DMAX
+
+
+@dataclass
+class AttentionKernel:
+    """One fused attention: ``name`` its entry point, ``score`` the kernel whose argument
+    struct the wrapper fills for the score functor, ``first``/``out`` the two GEMM
+    kernels whose arguments it fills as before (their terms: Q, Kᵀ and V)."""
+
+    name: str
+    match: Match
+    score: CudaKernel
+    first: CudaKernel
+    out: CudaKernel
+    code: str = ""
+    struct: str = ""
+
+
+class ScoreEmitter(CudaEmitter):
+    """The ROW group's emitter where the scores buffer reads as ``s``."""
+
+    def __init__(self, name: str, group: Group, buffers: set[int], scores: Node,
+                 hoisted: dict[int, str] | None = None):
+        super().__init__(name, group, buffers, hoisted)
+        self.scores = scores
+
+    def load(self, base: Node, view: Shape | None, m: IndexMap, body: Body) -> str:
+        if base is self.scores:
+            return "s"
+        return super().load(base, view, m, body)
+
+
+def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel],
+         buffers: set[int], hoisted: dict[int, str]) -> AttentionKernel | None:
+    """The attention kernel of ``match``; None where its score functor would need what a
+    functor cannot do (a gather's table)."""
+    row = groups[match.softmax]
+    em = ScoreEmitter(f"{name}_score", row, buffers, match.score_buffer, hoisted)
+    nloops = em.nloops
+    body = GpuBody(Writer())
+    value = em.expr(match.x, identity(nloops), body)
+    if em.k.gathers:
+        return None
+    w = Writer()
+    with w.block(f"struct {name}_score", "};"):
+        w.line(f"const {name}_score_args *a;")
+        with w.block("__device__ __forceinline__ float operator()(int64_t z, int64_t row, "
+                     "int64_t col, float s) const"):
+            prologue(em.k, w, "int64_t")
+            w.line("int64_t rem = z; (void)rem;")
+            for v in range(nloops - 3, -1, -1):
+                w.line(f"const int64_t i{v} = rem % a->n[{v}]; rem /= a->n[{v}]; (void)i{v};")
+            w.line(f"const int64_t i{nloops - 2} = row, i{nloops - 1} = col;")
+            w.line(f"(void)i{nloops - 2}; (void)i{nloops - 1};")
+            w.extend(body.w)
+            w.line(f"return (float)({value});")
+    first, out = kernels[match.scores], kernels[match.out]
+    on = out.nloops
+    nz = "a_.o.n[0]" if on == 3 else "1"
+    with w.block(f'extern "C" __global__ void __launch_bounds__({THREADS}) '
+                 f"{name}(const __grid_constant__ {name}_args a_)"):
+        w.line(f"cv_attention(a_.q.t[0], a_.o.t[0], {nz}, a_.o.n[{on - 2}], "
+               f"a_.q.n[{first.nloops - 1}], a_.o.n[{on - 1}], {name}_score{{&a_.s}}, "
+               f"{out.name}_epi{{&a_.o}});")
+    decl = Writer()
+    cuda.args_struct(em.k, decl)
+    with decl.block("typedef struct", f"}} {name}_args;"):
+        decl.line(f"{first.name}_args q;")
+        decl.line(f"{em.k.name}_args s;")
+        decl.line(f"{out.name}_args o;")
+    return AttentionKernel(name, match, em.k, first, out,
+                           '#include "cuvil_aot/cuda_attention.h"\n' + w.text(), decl.text())

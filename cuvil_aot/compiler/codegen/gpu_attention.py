@@ -1,0 +1,77 @@
+"""The host side of the fused attentions (cuda_attention.py) of a GPU call.
+
+Per attention ``i`` the call decides ``attn{i}`` (the head dim fits the kernel: D <= 128);
+where it holds, the scores and probabilities buffers are never allocated, the first
+matmul's and the softmax's kernels never launched, and the second matmul's launch is the
+attention kernel's, with the arguments those three kernels would have had (their terms:
+Q, Kᵀ and V, as strides) and the score functor's. Where it fails, the three kernels run
+as before.
+"""
+
+from __future__ import annotations
+
+from cuvil_aot.compiler.codegen.cuda_attention import DMAX, ROWS, THREADS, AttentionKernel
+from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, module_symbol
+from cuvil_aot.compiler.codegen.launch import Storage, dim, fill_args
+from cuvil_aot.compiler.codegen.writer import Writer
+
+
+def of(gp: GpuPlan, prefix: str) -> list[AttentionKernel]:
+    return gp.attention.get(prefix, [])
+
+
+def conditions(w: Writer, gp: GpuPlan, prefix: str) -> None:
+    """``attn{i}``: attention i runs fused in this call (its head dim fits)."""
+    for i, ak in enumerate(of(gp, prefix)):
+        d = dim(ak.out.group.space.shape[-1])
+        w.line(f"const int attn{i} = ({d}) <= {DMAX}; (void)attn{i};")
+
+
+def fused_buffer(gp: GpuPlan, prefix: str, buffer_id: int) -> int | None:
+    """The attention whose scores or probabilities ``buffer_id`` is, if any."""
+    for i, ak in enumerate(of(gp, prefix)):
+        probs = ak.score.group.roots[0]
+        if buffer_id in (id(ak.match.score_buffer), id(probs)):
+            return i
+    return None
+
+
+def role(gp: GpuPlan, prefix: str, g: int) -> tuple[int, str] | None:
+    """(attention, "absorbed" or "out") of kernel g, where an attention replaces it."""
+    for i, ak in enumerate(of(gp, prefix)):
+        if g in (ak.match.scores, ak.match.softmax):
+            return i, "absorbed"
+        if g == ak.match.out:
+            return i, "out"
+    return None
+
+
+def declare(w: Writer, gp: GpuPlan, prefix: str) -> None:
+    for i, ak in enumerate(of(gp, prefix)):
+        w.line(f"{ak.score.name}_args as{i}; memset(&as{i}, 0, sizeof as{i});")
+
+
+def plan(w: Writer, gp: GpuPlan, prefix: str, i: int, g: int, st: Storage) -> None:
+    """Attention i's launch into L[g] (the GEMM struct ``a`` is filled): a block per
+    ROWS query rows of one batch."""
+    ak = of(gp, prefix)[i]
+    with w.block(""):
+        fill_args(w, ak.score, st, "sa")
+        w.line(f"as{i} = sa;")
+    n = ak.out.nloops
+    nz = "a.n[0]" if n == 3 else "1"
+    w.line(f"const int64_t nz = {nz}, t = a.n[{n - 2}], d = a.n[{n - 1}];")
+    with w.block("if (nz * t * d > 0)"):
+        w.line(f"const int kid = {gp.first[ak.name]};")
+        w.line(f"const uint32_t grid = (uint32_t)((t + {ROWS - 1}) / {ROWS}), "
+               f"gy = (uint32_t)(nz < 65535 ? nz : 65535), block = {THREADS};")
+        w.line(f"L[{g}] = (cv_gpu_plan){{kid, grid, gy, block, 1, 0}};")
+
+
+def launch(w: Writer, gp: GpuPlan, prefix: str, i: int, g: int, when: str) -> None:
+    """Attention i's launch, where kernel g (its second matmul) would have run."""
+    ak = of(gp, prefix)[i]
+    with w.block(f"if ({when}L[{g}].run)"):
+        w.line(f"{ak.name}_args x; x.q = one.a{ak.match.scores}; x.s = as{i}; x.o = one.a{g};")
+        w.line(f"if (api->gpu->launch(&{module_symbol(ak.name)}, dev, L[{g}].kid, L[{g}].grid, "
+               f"L[{g}].gy, L[{g}].block, 0, stream, &x) < 0) goto done;")
