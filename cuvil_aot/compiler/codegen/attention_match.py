@@ -175,7 +175,7 @@ def _score_buffer(x: Node, groups: list[Group], g2: int, readers: dict[int, list
         under = _under_views(n)
         g = roots.get(id(under))
         if g is not None and groups[g].kind is Kind.GEMM:
-            if viewed or n is under or not _leading_merge(n, under) or n.shape != x.shape:
+            if viewed or not _leading_merge(n, under) or n.shape != x.shape:
                 return None  # scores read at another element (a transpose, a broadcast)
             found.append((g, under))
             continue
