@@ -58,6 +58,10 @@ def causal_heads(x, y, z):
     s = q @ k.transpose(0, 1, 3, 2) * 0.125 + causal
     return (softmax(s) @ v).transpose(0, 2, 1, 3).reshape(b, t, 768)
 
+@cv.optimize(signatures=["f32[B,H,T,E], f32[B,H,S,E], f32[B,H,S,D]"])
+def two_head_dims(q, k, v):
+    return softmax(q @ k.transpose(0, 1, 3, 2) * 0.1) @ v
+
 @cv.optimize(signatures=["f32[T,D], f32[S,D], f32[S,D]"])
 def single_head(q, k, v):
     return softmax(q @ k.T) @ v
@@ -131,6 +135,14 @@ def test_plain_and_big_scores(attn, shape):
     rng = np.random.default_rng(zlib.crc32(f"plain {shape}".encode()))
     b, h, t, s, d = shape
     _run(attn.plain, _qkv(rng, b, h, t, s, d, scale=3.0))  # peaked rows: exp's range
+
+
+@pytest.mark.parametrize("de", [(64, 32), (16, 128), (100, 20), (64, 130)])
+def test_query_and_value_head_dims_differ(attn, de):
+    rng = np.random.default_rng(zlib.crc32(f"dims {de}".encode()))
+    d, e = de
+    q, k = (rng.standard_normal((2, 3, n, e)).astype(np.float32) for n in (9, 45))
+    _run(attn.two_head_dims, [q, k, rng.standard_normal((2, 3, 45, d)).astype(np.float32)])
 
 
 def test_rows_all_minus_inf_are_nan_as_in_numpy(attn):

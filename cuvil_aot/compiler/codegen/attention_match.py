@@ -119,6 +119,8 @@ def _match_at(groups: list[Group], g3: int, readers: dict[int, list[int]],
         return None  # the same batches, query rows and keys as the second matmul's A
     if v.shape[-1] != out.terms[0].shape[-1] or len(s.shape) not in (2, 3):
         return None
+    if any(n.dtype != "float32" for n in (v, *s.srcs)):
+        return None  # float32 operands only (the kernel reads them as floats)
     return Match(g1, g2, g3, s, x)
 
 

@@ -1,6 +1,7 @@
 """The host side of the fused attentions (cuda_attention.py) of a GPU call.
 
-Per attention ``i`` the call decides ``attn{i}`` (the head dim fits the kernel: D <= 128);
+Per attention ``i`` the call decides ``attn{i}`` (both head dims, of Q/K and of V, fit
+the kernel: at most 128);
 where it holds, the scores and probabilities buffers are never allocated, the first
 matmul's and the softmax's kernels never launched, and the second matmul's launch is the
 attention kernel's, with the arguments those three kernels would have had (their terms:
@@ -21,10 +22,11 @@ def of(gp: GpuPlan, prefix: str) -> list[AttentionKernel]:
 
 
 def conditions(w: Writer, gp: GpuPlan, prefix: str) -> None:
-    """``attn{i}``: attention i runs fused in this call (its head dim fits)."""
+    """``attn{i}``: attention i runs fused in this call (its head dims fit)."""
     for i, ak in enumerate(of(gp, prefix)):
-        d = dim(ak.out.group.space.shape[-1])
-        w.line(f"const int attn{i} = ({d}) <= {DMAX}; (void)attn{i};")
+        dv = dim(ak.out.group.space.shape[-1])
+        dk = dim(ak.match.score_buffer.srcs[0].shape[-1])
+        w.line(f"const int attn{i} = ({dk}) <= {DMAX} && ({dv}) <= {DMAX}; (void)attn{i};")
 
 
 def fused_buffer(gp: GpuPlan, prefix: str, buffer_id: int) -> int | None:

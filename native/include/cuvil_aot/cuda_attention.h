@@ -16,7 +16,7 @@
  *
  * Warps: 4, each owning CV_ATT_RW rows; lane j scores key j of the tile, and in the PV
  * product lane l owns output columns l, l + 32, l + 64, l + 96 (head dims up to 128:
- * the host checks D <= CV_ATT_DMAX). Q, K and V are read through their strides
+ * the host checks both head dims <= CV_ATT_DMAX). Q, K and V are read through their strides
  * (cv_gpu_term: the heads split by reshape/transpose are views, never copies). Static
  * shared memory 40.6 KB (under the 48 KB of a static allocation on sm_80/sm_90). */
 #ifndef CUVIL_AOT_CUDA_ATTENTION_H
@@ -47,16 +47,16 @@ CV_DEV float cv_att_warp_sum(float x) {
     return x;
 }
 
-/* qk: the first matmul's term (A = Q: rows T, columns D; B = Kᵀ: rows D, columns S);
- * pv: the second's (B = V: rows S, columns D). nz batches, t query rows, s keys, d the
- * head dim. score(z, i, j, dot) -> the score; epi(z, i, c, value) stores. */
+/* qk: the first matmul's term (A = Q: rows T, columns qk.k; B = Kᵀ: rows qk.k, columns S);
+ * pv: the second's (B = V: rows S, columns d). nz batches, t query rows, s keys, d the
+ * output's head dim. score(z, i, j, dot) -> the score; epi(z, i, c, value) stores. */
 template <class Score, class Epi>
 CV_DEV void cv_attention(const cv_gpu_term &qk, const cv_gpu_term &pv, int64_t nz, int64_t t,
                          int64_t s, int64_t d, Score score, Epi epi) {
     __shared__ __align__(16) cv_att_smem sm;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int64_t row0 = (int64_t)blockIdx.x * CV_ATT_BM;
-    const int dd = (int)d;
+    const int dd = (int)d, dk = (int)qk.k;
     for (int64_t z = blockIdx.y; z < nz; z += gridDim.y) {
         const float *qp = reinterpret_cast<const float *>(qk.a) + z * qk.a_bs;
         const float *kp = reinterpret_cast<const float *>(qk.b) + z * qk.b_bs;
@@ -65,7 +65,7 @@ CV_DEV void cv_attention(const cv_gpu_term &qk, const cv_gpu_term &pv, int64_t n
         for (int i = tid; i < CV_ATT_BM * CV_ATT_DMAX; i += CV_ATT_THREADS) {
             const int r = i / CV_ATT_DMAX, c = i % CV_ATT_DMAX;
             const int64_t row = row0 + r;
-            sm.q[r][c] = row < t && c < dd ? qp[row * qk.a_rs + c * qk.a_cs] : 0.0f;
+            sm.q[r][c] = row < t && c < dk ? qp[row * qk.a_rs + c * qk.a_cs] : 0.0f;
         }
         float m[CV_ATT_RW], l[CV_ATT_RW], o[CV_ATT_RW][4];
 #pragma unroll
@@ -79,9 +79,8 @@ CV_DEV void cv_attention(const cv_gpu_term &qk, const cv_gpu_term &pv, int64_t n
             for (int i = tid; i < CV_ATT_BN * CV_ATT_DMAX; i += CV_ATT_THREADS) {
                 const int j = i / CV_ATT_DMAX, c = i % CV_ATT_DMAX;
                 const int64_t key = key0 + j;
-                const int in = key < s && c < dd;
-                sm.k[j][c] = in ? kp[c * qk.b_rs + key * qk.b_cs] : 0.0f;
-                sm.v[j][c] = in ? vp[key * pv.b_rs + c * pv.b_cs] : 0.0f;
+                sm.k[j][c] = key < s && c < dk ? kp[c * qk.b_rs + key * qk.b_cs] : 0.0f;
+                sm.v[j][c] = key < s && c < dd ? vp[key * pv.b_rs + c * pv.b_cs] : 0.0f;
             }
             __syncthreads();
             const int64_t key = key0 + lane;
@@ -89,7 +88,7 @@ CV_DEV void cv_attention(const cv_gpu_term &qk, const cv_gpu_term &pv, int64_t n
             float dot[CV_ATT_RW];
 #pragma unroll
             for (int r = 0; r < CV_ATT_RW; r++) dot[r] = 0.0f;
-            for (int c = 0; c < dd; c += 4) { /* Q rows zero past d: whole float4s */
+            for (int c = 0; c < dk; c += 4) { /* Q rows zero past k: whole float4s */
                 const float k0 = sm.k[lane][c], k1 = sm.k[lane][c + 1], k2 = sm.k[lane][c + 2],
                             k3 = sm.k[lane][c + 3];
 #pragma unroll
