@@ -101,9 +101,17 @@ def test_attention_as_users_write_it_is_one_fused_kernel(tmp_path):
     for unit in ("f0", "f1", "f2"):
         assert f"extern \"C\" __global__ void __launch_bounds__(128) {unit}_s0_a0(" in cu
         assert f'"{unit}_s0_a0"' in host
-    assert cu.count("cv_attention(a_.q.t[0]") == 3
+    assert cu.count("cv_attention(a_.ops[0]") == 3
     # the scores and probabilities are allocated only where the fused kernel cannot run
     assert host.count("if (!attn0)") >= 6 and "x.q = one.a" in host
+    # causal_heads: Q, K and V read from the arguments through their heads' strides, (b, h)
+    # per batch, where fusion had copy kernels (run only where the fused kernel cannot)
+    f1 = host[host.index("f1_s0_grun"):host.index("f2_s0_grun")]
+    for which, g in enumerate((0, 1, 5)):
+        assert f"ai0[{which}] = (cv_att_in){{one.a{g}.p[0], one.a{g}.n[1], " in f1
+    # padded: its arguments' own strides, through the matmuls' terms
+    f0 = host[host.index("f0_s0_grun"):host.index("f1_s0_grun")]
+    assert "ai0[0] = (cv_att_in){one.a0.t[0].a, 1, one.a0.t[0].a_bs, 0, " in f0
 
 
 def test_near_misses_keep_their_three_kernels(tmp_path):
@@ -150,5 +158,5 @@ def test_bench_models_fuse_their_attention(tmp_path):
         sys.path.remove(str(ROOT / "bench"))
     targets = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), ("sm_90",)).targets
     files = pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1,)), targets)[3]
-    fused = cuda_text(files).count("cv_attention(a_.q.t[0]")
-    assert fused >= 3  # bert_layer, bert_layer_tanh, gpt2_block (gpt2_decode: see the notes)
+    fused = cuda_text(files).count("cv_attention(a_.ops[0]")
+    assert fused == 5  # bert_layer(_tanh), gpt2_block, gpt2_decode, gpt2_decode_inplace

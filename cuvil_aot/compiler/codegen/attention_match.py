@@ -34,6 +34,10 @@ class Match:
     out: int
     score_buffer: Node = field(repr=False)
     x: Node = field(repr=False)
+    # per operand (0: Q, 1: K, 2: V), the index of the ELEMENTWISE group that copies it
+    # from an argument's heads view (``x.reshape(b, t, h, d).transpose(0, 2, 1, 3)``), or
+    # None: the kernel reads the argument through that group's strides instead
+    copies: tuple[int | None, ...] = (None, None, None)
 
 
 def find(groups: list[Group], buffers: list[Node], outputs: tuple[Node, ...]) -> list[Match]:
@@ -121,7 +125,32 @@ def _match_at(groups: list[Group], g3: int, readers: dict[int, list[int]],
         return None
     if any(n.dtype != "float32" for n in (v, *s.srcs)):
         return None  # float32 operands only (the kernel reads them as floats)
-    return Match(g1, g2, g3, s, x)
+    q, kt = s.srcs
+    k = kt.srcs[0] if kt.op is Op.PERMUTE and kt.attrs[0] == (0, 2, 1) else None
+    copies = (_head_copy(q, groups, g1, readers, returned),
+              None if k is None else _head_copy(k, groups, g1, readers, returned),
+              _head_copy(v, groups, g3, readers, returned))
+    return Match(g1, g2, g3, s, x, copies)
+
+
+def _head_copy(operand: Node, groups: list[Group], user: int, readers: dict[int, list[int]],
+               returned: set[int]) -> int | None:
+    """The group that copies ``operand``'s (Z, rows, columns) matrices, Z = B·H, from an
+    argument's or buffer's (B, H, rows, columns) view, where group ``user`` alone reads the
+    copy: fusion materializes it because the merge of B and H regroups a permuted view."""
+    if operand.op is not Op.RESHAPE or len(operand.shape) != 3:
+        return None
+    heads = operand.srcs[0]
+    if len(heads.shape) != 4 or not _leading_merge(operand, heads) or id(heads) in returned \
+            or readers.get(id(heads)) != [user]:
+        return None
+    g = next((g for g, grp in enumerate(groups) if grp.roots == (heads,)), None)
+    if g is None or groups[g].kind is not Kind.ELEMENTWISE \
+            or groups[g].dests[0].buffer is not heads:
+        return None
+    node = _under_views(heads)  # an argument, or a buffer (a linear layer's output)
+    stored = node.op is Op.PARAM or any(node is r for grp in groups for r in grp.roots)
+    return g if stored and node.dtype == "float32" else None
 
 
 def _softmax(row: Group) -> Node | None:

@@ -8,15 +8,21 @@ own argument struct ``{name}_score_args`` that the wrapper fills as any kernel's
 output goes through the second matmul's GEMM epilogue functor (``{g3}_epi``), so whatever
 that GEMM stored (its buffer, an epilogue) is stored the same way. Launch::
 
-    typedef struct { f0_s0_g0_args q; f0_s0_a0_score_args s; f0_s0_g2_args o; } f0_s0_a0_args;
+    typedef struct { f0_s0_g0_args q; f0_s0_a0_score_args s; f0_s0_g2_args o;
+                     cv_att_in ops[3]; } f0_s0_a0_args;
     extern "C" __global__ void f0_s0_a0(const __grid_constant__ f0_s0_a0_args a_) {
-        cv_attention(a_.q.t[0], a_.o.t[0], Z, T, S, D, f0_s0_a0_score{&a_.s},
-                     f0_s0_g2_epi{&a_.o});
+        cv_attention(a_.ops[0], a_.ops[1], a_.ops[2], Z, T, S, Dk, Dv,
+                     f0_s0_a0_score{&a_.s}, f0_s0_g2_epi{&a_.o});
     }
+
+Q, K and V (``ops``) are the matmuls' terms, or where fusion copied one from an argument's
+heads view (attention_match.Match.copies) that argument read through the copy kernel's
+strides, batch z as (b, h).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from cuvil_aot.compiler.codegen import cuda
@@ -48,6 +54,7 @@ class AttentionKernel:
     out: CudaKernel
     code: str = ""
     struct: str = ""
+    copies: tuple[CudaKernel | None, ...] = (None, None, None)  # Match.copies' kernels
 
 
 class ScoreEmitter(CudaEmitter):
@@ -93,14 +100,25 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
     nz = "a_.o.n[0]" if on == 3 else "1"
     with w.block(f'extern "C" __global__ void __launch_bounds__({THREADS}) '
                  f"{name}(const __grid_constant__ {name}_args a_)"):
-        w.line(f"cv_attention(a_.q.t[0], a_.o.t[0], {nz}, a_.o.n[{on - 2}], "
-               f"a_.q.n[{first.nloops - 1}], a_.o.n[{on - 1}], {name}_score{{&a_.s}}, "
-               f"{out.name}_epi{{&a_.o}});")
+        w.line(f"cv_attention(a_.ops[0], a_.ops[1], a_.ops[2], {nz}, a_.o.n[{on - 2}], "
+               f"a_.q.n[{first.nloops - 1}], a_.q.t[0].k, a_.o.n[{on - 1}], "
+               f"{name}_score{{&a_.s}}, {out.name}_epi{{&a_.o}});")
     decl = Writer()
     cuda.args_struct(em.k, decl)
     with decl.block("typedef struct", f"}} {name}_args;"):
         decl.line(f"{first.name}_args q;")
         decl.line(f"{em.k.name}_args s;")
         decl.line(f"{out.name}_args o;")
+        decl.line("cv_att_in ops[3];  /* Q, K, V */")
+    copies = tuple(None if c is None or not _one_read(kernels[c]) else kernels[c]
+                   for c in match.copies)
+    match = dataclasses.replace(match, copies=tuple(
+        None if k is None else c for k, c in zip(copies, match.copies)))
     return AttentionKernel(name, match, em.k, first, out,
-                           '#include "cuvil_aot/cuda_attention.h"\n' + w.text(), decl.text())
+                           '#include "cuvil_aot/cuda_attention.h"\n' + w.text(), decl.text(),
+                           copies)
+
+
+def _one_read(k: CudaKernel) -> bool:
+    """A head copy kernel reads one operand, without a gather (else it runs as before)."""
+    return not k.gathers and sum(op.dest is None for op in k.operands) == 1

@@ -12,6 +12,7 @@ as before.
 from __future__ import annotations
 
 from cuvil_aot.compiler.codegen.cuda_attention import DMAX, ROWS, THREADS, AttentionKernel
+from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, module_symbol
 from cuvil_aot.compiler.codegen.launch import Storage, dim, fill_args
 from cuvil_aot.compiler.codegen.writer import Writer
@@ -30,10 +31,11 @@ def conditions(w: Writer, gp: GpuPlan, prefix: str) -> None:
 
 
 def fused_buffer(gp: GpuPlan, prefix: str, buffer_id: int) -> int | None:
-    """The attention whose scores or probabilities ``buffer_id`` is, if any."""
+    """The attention whose scores, probabilities or copied heads ``buffer_id`` is, if any."""
     for i, ak in enumerate(of(gp, prefix)):
         probs = ak.score.group.roots[0]
-        if buffer_id in (id(ak.match.score_buffer), id(probs)):
+        copies = [c.group.roots[0] for c in ak.copies if c is not None]
+        if buffer_id in (id(ak.match.score_buffer), id(probs), *map(id, copies)):
             return i
     return None
 
@@ -41,7 +43,7 @@ def fused_buffer(gp: GpuPlan, prefix: str, buffer_id: int) -> int | None:
 def role(gp: GpuPlan, prefix: str, g: int) -> tuple[int, str] | None:
     """(attention, "absorbed" or "out") of kernel g, where an attention replaces it."""
     for i, ak in enumerate(of(gp, prefix)):
-        if g in (ak.match.scores, ak.match.softmax):
+        if g in (ak.match.scores, ak.match.softmax) or g in ak.match.copies:
             return i, "absorbed"
         if g == ak.match.out:
             return i, "out"
@@ -51,6 +53,7 @@ def role(gp: GpuPlan, prefix: str, g: int) -> tuple[int, str] | None:
 def declare(w: Writer, gp: GpuPlan, prefix: str) -> None:
     for i, ak in enumerate(of(gp, prefix)):
         w.line(f"{ak.score.name}_args as{i}; memset(&as{i}, 0, sizeof as{i});")
+        w.line(f"cv_att_in ai{i}[3]; memset(ai{i}, 0, sizeof ai{i});")
 
 
 def plan(w: Writer, gp: GpuPlan, prefix: str, i: int, g: int, st: Storage) -> None:
@@ -60,6 +63,7 @@ def plan(w: Writer, gp: GpuPlan, prefix: str, i: int, g: int, st: Storage) -> No
     with w.block(""):
         fill_args(w, ak.score, st, "sa")
         w.line(f"as{i} = sa;")
+    _operands(w, ak, i)
     n = ak.out.nloops
     nz = "a.n[0]" if n == 3 else "1"
     w.line(f"const int64_t nz = {nz}, t = a.n[{n - 2}], d = a.n[{n - 1}];")
@@ -75,5 +79,30 @@ def launch(w: Writer, gp: GpuPlan, prefix: str, i: int, g: int, when: str) -> No
     ak = of(gp, prefix)[i]
     with w.block(f"if ({when}L[{g}].run)"):
         w.line(f"{ak.name}_args x; x.q = one.a{ak.match.scores}; x.s = as{i}; x.o = one.a{g};")
+        w.line(f"memcpy(x.ops, ai{i}, sizeof x.ops);")
         w.line(f"if (api->gpu->launch(&{module_symbol(ak.name)}, dev, L[{g}].kid, L[{g}].grid, "
                f"L[{g}].gy, L[{g}].block, 0, stream, &x) < 0) goto done;")
+
+
+def _operands(w: Writer, ak: AttentionKernel, i: int) -> None:
+    """Q, K and V into ai{i}: the matmuls' terms (in ``one.a{g1}`` and ``a``), or for a head
+    copy the argument the copy kernel reads, its (B, H, rows, columns) strides."""
+    t1, t3 = f"one.a{ak.match.scores}.t[0]", "a.t[0]"
+    terms = [(f"{t1}.a", f"{t1}.a_bs", f"{t1}.a_rs", f"{t1}.a_cs"),
+             (f"{t1}.b", f"{t1}.b_bs", f"{t1}.b_cs", f"{t1}.b_rs"),
+             (f"{t3}.b", f"{t3}.b_bs", f"{t3}.b_rs", f"{t3}.b_cs")]
+    for which, (ptr, bs, rs, cs) in enumerate(terms):
+        copy = ak.copies[which]
+        if copy is None:
+            w.line(f"ai{i}[{which}] = (cv_att_in){{{ptr}, 1, {bs}, 0, {rs}, {cs}}};")
+            continue
+        c, j = f"one.a{ak.match.copies[which]}", copy_operand(copy)
+        w.line(f"ai{i}[{which}] = (cv_att_in){{{c}.p[{j}], {c}.n[1], {c}.s[{j}][0], "
+               f"{c}.s[{j}][1], {c}.s[{j}][2], {c}.s[{j}][3]}};")
+
+
+def copy_operand(k: CudaKernel) -> int:
+    """The operand a head copy kernel reads (its other one is the store)."""
+    reads = [j for j, op in enumerate(k.operands) if op.dest is None]
+    assert len(reads) == 1, k.name
+    return reads[0]

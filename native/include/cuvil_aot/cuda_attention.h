@@ -17,7 +17,8 @@
  * Warps: 4, each owning CV_ATT_RW rows; lane j scores key j of the tile, and in the PV
  * product lane l owns output columns l, l + 32, l + 64, l + 96 (head dims up to 128:
  * the host checks both head dims <= CV_ATT_DMAX). Q, K and V are read through their strides
- * (cv_gpu_term: the heads split by reshape/transpose are views, never copies). Static
+ * (cv_att_in: batch z = (b, h) with a stride each, so the heads split by reshape/transpose
+ * of an argument are read in place, never copied). Static
  * shared memory 40.6 KB (under the 48 KB of a static allocation on sm_80/sm_90). */
 #ifndef CUVIL_AOT_CUDA_ATTENTION_H
 #define CUVIL_AOT_CUDA_ATTENTION_H
@@ -31,6 +32,11 @@
 #define CV_ATT_BN 32                   /* keys per tile */
 #define CV_ATT_THREADS (32 * CV_ATT_WARPS)
 #define CV_ATT_NEG_INF __int_as_float(0xff800000)
+
+/* Batch z of operand x (cv_att_in: cuda_driver.h). */
+CV_DEV const float *cv_att_batch(const cv_att_in &x, int64_t z) {
+    return reinterpret_cast<const float *>(x.p) + (z / x.nh) * x.sb + (z % x.nh) * x.sh;
+}
 
 struct cv_att_smem {
     float q[CV_ATT_BM][CV_ATT_DMAX];
@@ -47,25 +53,22 @@ CV_DEV float cv_att_warp_sum(float x) {
     return x;
 }
 
-/* qk: the first matmul's term (A = Q: rows T, columns qk.k; B = Kᵀ: rows qk.k, columns S);
- * pv: the second's (B = V: rows S, columns d). nz batches, t query rows, s keys, d the
- * output's head dim. score(z, i, j, dot) -> the score; epi(z, i, c, value) stores. */
+/* q: (t, dk) per batch, k: (s, dk), v: (s, dv); nz batches. score(z, i, j, dot) -> the
+ * score; epi(z, i, c, value) stores. */
 template <class Score, class Epi>
-CV_DEV void cv_attention(const cv_gpu_term &qk, const cv_gpu_term &pv, int64_t nz, int64_t t,
-                         int64_t s, int64_t d, Score score, Epi epi) {
+CV_DEV void cv_attention(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v, int64_t nz,
+                         int64_t t, int64_t s, int64_t dk_, int64_t dv, Score score, Epi epi) {
     __shared__ __align__(16) cv_att_smem sm;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int64_t row0 = (int64_t)blockIdx.x * CV_ATT_BM;
-    const int dd = (int)d, dk = (int)qk.k;
+    const int dd = (int)dv, dk = (int)dk_;
     for (int64_t z = blockIdx.y; z < nz; z += gridDim.y) {
-        const float *qp = reinterpret_cast<const float *>(qk.a) + z * qk.a_bs;
-        const float *kp = reinterpret_cast<const float *>(qk.b) + z * qk.b_bs;
-        const float *vp = reinterpret_cast<const float *>(pv.b) + z * pv.b_bs;
+        const float *qp = cv_att_batch(q, z), *kp = cv_att_batch(k, z), *vp = cv_att_batch(v, z);
         __syncthreads(); /* the previous batch's tiles are read */
         for (int i = tid; i < CV_ATT_BM * CV_ATT_DMAX; i += CV_ATT_THREADS) {
             const int r = i / CV_ATT_DMAX, c = i % CV_ATT_DMAX;
             const int64_t row = row0 + r;
-            sm.q[r][c] = row < t && c < dk ? qp[row * qk.a_rs + c * qk.a_cs] : 0.0f;
+            sm.q[r][c] = row < t && c < dk ? qp[row * q.rs + c * q.cs] : 0.0f;
         }
         float m[CV_ATT_RW], l[CV_ATT_RW], o[CV_ATT_RW][4];
 #pragma unroll
@@ -79,8 +82,8 @@ CV_DEV void cv_attention(const cv_gpu_term &qk, const cv_gpu_term &pv, int64_t n
             for (int i = tid; i < CV_ATT_BN * CV_ATT_DMAX; i += CV_ATT_THREADS) {
                 const int j = i / CV_ATT_DMAX, c = i % CV_ATT_DMAX;
                 const int64_t key = key0 + j;
-                sm.k[j][c] = key < s && c < dk ? kp[c * qk.b_rs + key * qk.b_cs] : 0.0f;
-                sm.v[j][c] = key < s && c < dd ? vp[key * pv.b_rs + c * pv.b_cs] : 0.0f;
+                sm.k[j][c] = key < s && c < dk ? kp[key * k.rs + c * k.cs] : 0.0f;
+                sm.v[j][c] = key < s && c < dd ? vp[key * v.rs + c * v.cs] : 0.0f;
             }
             __syncthreads();
             const int64_t key = key0 + lane;
