@@ -50,6 +50,11 @@ def causal_heads(x, y, z):
 @cv.optimize(signatures=["f32[T,D], f32[S,D], f32[S,D]"])
 def single_head(q, k, v):
     return softmax(q @ k.T) @ v
+
+@cv.optimize(signatures=[Q])
+def merged_and_raw(q, k, v):
+    o = softmax(q @ k.transpose(0, 1, 3, 2)) @ v
+    return o.transpose(0, 2, 1, 3), o
 '''
 
 NEAR_MISSES = PRELUDE + '''
@@ -98,10 +103,10 @@ def _sources(tmp_path: Path, source: str, name: str) -> dict[str, str]:
 def test_attention_as_users_write_it_is_one_fused_kernel(tmp_path):
     files = _sources(tmp_path, FUSED, "attn_fused")
     cu, host = cuda_text(files), files["module.c"]
-    for unit in ("f0", "f1", "f2"):
+    for unit in ("f0", "f1", "f2", "f3"):
         assert f"extern \"C\" __global__ void __launch_bounds__(128) {unit}_s0_a0(" in cu
         assert f'"{unit}_s0_a0"' in host
-    assert cu.count("cv_attention(a_.ops[0]") == 3
+    assert cu.count("cv_attention(a_.ops[0]") == 4
     # the scores and probabilities are allocated only where the fused kernel cannot run
     assert host.count("if (!attn0)") >= 6 and "x.q = one.a" in host
     # causal_heads: Q, K and V read from the arguments through their heads' strides, (b, h)
@@ -109,6 +114,9 @@ def test_attention_as_users_write_it_is_one_fused_kernel(tmp_path):
     f1 = host[host.index("f1_s0_grun"):host.index("f2_s0_grun")]
     for which, g in enumerate((0, 1, 5)):
         assert f"ai0[{which}] = (cv_att_in){{one.a{g}.p[0], one.a{g}.n[1], " in f1
+    # causal_heads: the output stored with its heads merged (by the strides of the merge
+    # kernel's buffer: o.transpose(0, 2, 1, 3)); merged_and_raw returns o too: its epilogue
+    assert cu.count("cv_att_store{&a_.ops[3]}") == 1 and "x.ops[3] = (cv_att_in){one.a7." in f1
     # padded: its arguments' own strides, through the matmuls' terms
     f0 = host[host.index("f0_s0_grun"):host.index("f1_s0_grun")]
     assert "ai0[0] = (cv_att_in){one.a0.t[0].a, 1, one.a0.t[0].a_bs, 0, " in f0

@@ -62,6 +62,11 @@ def causal_heads(x, y, z):
 def two_head_dims(q, k, v):
     return softmax(q @ k.transpose(0, 1, 3, 2) * 0.1) @ v
 
+@cv.optimize(signatures=[Q])
+def merged_and_raw(q, k, v):
+    o = softmax(q @ k.transpose(0, 1, 3, 2)) @ v
+    return o.transpose(0, 2, 1, 3).reshape(q.shape[0], q.shape[2], -1), o
+
 @cv.optimize(signatures=["f32[T,D], f32[S,D], f32[S,D]"])
 def single_head(q, k, v):
     return softmax(q @ k.T) @ v
@@ -193,6 +198,18 @@ def test_single_head(attn, ts):
     t, s = ts
     _run(attn.single_head, [rng.standard_normal(shape).astype(np.float32)
                             for shape in ((t, 80), (s, 80), (s, 80))])
+
+
+def test_output_merged_and_returned(attn):
+    """The output both returned and merged: the epilogue's store, then the merge kernel."""
+    import torch
+
+    rng = np.random.default_rng(3)
+    args = _qkv(rng, 2, 3, 17, 20, 32)
+    ref = attn.merged_and_raw.py_func(*[a.astype(np.float64) for a in args])
+    got = attn.merged_and_raw(*[torch.from_numpy(a).cuda() for a in args])
+    for g, r in zip(got, ref):
+        _close(g.cpu().numpy(), r)
 
 
 # The bench models ----------------------------------------------------------------------

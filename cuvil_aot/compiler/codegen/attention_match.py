@@ -38,6 +38,9 @@ class Match:
     # from an argument's heads view (``x.reshape(b, t, h, d).transpose(0, 2, 1, 3)``), or
     # None: the kernel reads the argument through that group's strides instead
     copies: tuple[int | None, ...] = (None, None, None)
+    # the ELEMENTWISE group that merges the heads of the output (``o.transpose(0, 2, 1, 3)``
+    # of its (B, H, T, D) view), where the kernel stores into that group's buffer instead
+    merge: int | None = None
 
 
 def find(groups: list[Group], buffers: list[Node], outputs: tuple[Node, ...]) -> list[Match]:
@@ -130,7 +133,29 @@ def _match_at(groups: list[Group], g3: int, readers: dict[int, list[int]],
     copies = (_head_copy(q, groups, g1, readers, returned),
               None if k is None else _head_copy(k, groups, g1, readers, returned),
               _head_copy(v, groups, g3, readers, returned))
-    return Match(g1, g2, g3, s, x, copies)
+    return Match(g1, g2, g3, s, x, copies, _head_merge(groups, g3, readers, returned))
+
+
+def _head_merge(groups: list[Group], g3: int, readers: dict[int, list[int]],
+                returned: set[int]) -> int | None:
+    """The group that stores the second matmul's plain (Z, T, D) result, Z = B·H, as a
+    permutation of its (B, H, T, D) view into its own buffer, the only reader of it."""
+    out = groups[g3]
+    o = out.terms[0]
+    if out.roots != (o,) or out.dests[0].buffer is not o or id(o) in returned \
+            or len(o.shape) != 3 or len(readers.get(id(o), [])) != 1:
+        return None
+    gm = readers[id(o)][0]
+    group = groups[gm]
+    if group.kind is not Kind.ELEMENTWISE or len(group.roots) != 1:
+        return None
+    m, dest = group.roots[0], group.dests[0]
+    if dest.buffer is not m or dest.region is not None or dest.scatter is not None \
+            or dest.axis != -1 or m.op is not Op.PERMUTE or len(m.shape) != 4:
+        return None
+    view = m.srcs[0]
+    return gm if view.op is Op.RESHAPE and view.srcs[0] is o and _leading_merge(view, o) \
+        else None
 
 
 def _head_copy(operand: Node, groups: list[Group], user: int, readers: dict[int, list[int]],

@@ -9,7 +9,7 @@ output goes through the second matmul's GEMM epilogue functor (``{g3}_epi``), so
 that GEMM stored (its buffer, an epilogue) is stored the same way. Launch::
 
     typedef struct { f0_s0_g0_args q; f0_s0_a0_score_args s; f0_s0_g2_args o;
-                     cv_att_in ops[3]; } f0_s0_a0_args;
+                     cv_att_in ops[4]; } f0_s0_a0_args;
     extern "C" __global__ void f0_s0_a0(const __grid_constant__ f0_s0_a0_args a_) {
         cv_attention(a_.ops[0], a_.ops[1], a_.ops[2], Z, T, S, Dk, Dv,
                      f0_s0_a0_score{&a_.s}, f0_s0_g2_epi{&a_.o});
@@ -17,7 +17,9 @@ that GEMM stored (its buffer, an epilogue) is stored the same way. Launch::
 
 Q, K and V (``ops``) are the matmuls' terms, or where fusion copied one from an argument's
 heads view (attention_match.Match.copies) that argument read through the copy kernel's
-strides, batch z as (b, h).
+strides, batch z as (b, h). Where a kernel merged the output's heads
+(``o.transpose(0, 2, 1, 3)``: Match.merge) the kernel stores into that kernel's buffer
+through ``ops[3]`` (cv_att_store) instead of the second matmul's epilogue.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class AttentionKernel:
     code: str = ""
     struct: str = ""
     copies: tuple[CudaKernel | None, ...] = (None, None, None)  # Match.copies' kernels
+    merge_kernel: CudaKernel | None = None  # Match.merge's
 
 
 class ScoreEmitter(CudaEmitter):
@@ -75,6 +78,12 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
          buffers: set[int], hoisted: dict[int, str]) -> AttentionKernel | None:
     """The attention kernel of ``match``; None where its score functor would need what a
     functor cannot do (a gather's table)."""
+    copies = tuple(None if c is None or not _one_read(kernels[c]) else kernels[c]
+                   for c in match.copies)
+    merge = match.merge if match.merge is not None and _one_read(kernels[match.merge]) \
+        else None
+    match = dataclasses.replace(match, merge=merge, copies=tuple(
+        None if k is None else c for k, c in zip(copies, match.copies)))
     row = groups[match.softmax]
     em = ScoreEmitter(f"{name}_score", row, buffers, match.score_buffer, hoisted)
     nloops = em.nloops
@@ -100,25 +109,24 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
     nz = "a_.o.n[0]" if on == 3 else "1"
     with w.block(f'extern "C" __global__ void __launch_bounds__({THREADS}) '
                  f"{name}(const __grid_constant__ {name}_args a_)"):
+        epi = "cv_att_store{&a_.ops[3]}" if match.merge is not None else \
+            f"{out.name}_epi{{&a_.o}}"
         w.line(f"cv_attention(a_.ops[0], a_.ops[1], a_.ops[2], {nz}, a_.o.n[{on - 2}], "
                f"a_.q.n[{first.nloops - 1}], a_.q.t[0].k, a_.o.n[{on - 1}], "
-               f"{name}_score{{&a_.s}}, {out.name}_epi{{&a_.o}});")
+               f"{name}_score{{&a_.s}}, {epi});")
     decl = Writer()
     cuda.args_struct(em.k, decl)
     with decl.block("typedef struct", f"}} {name}_args;"):
         decl.line(f"{first.name}_args q;")
         decl.line(f"{em.k.name}_args s;")
         decl.line(f"{out.name}_args o;")
-        decl.line("cv_att_in ops[3];  /* Q, K, V */")
-    copies = tuple(None if c is None or not _one_read(kernels[c]) else kernels[c]
-                   for c in match.copies)
-    match = dataclasses.replace(match, copies=tuple(
-        None if k is None else c for k, c in zip(copies, match.copies)))
+        decl.line("cv_att_in ops[4];  /* Q, K, V, the merged output */")
     return AttentionKernel(name, match, em.k, first, out,
                            '#include "cuvil_aot/cuda_attention.h"\n' + w.text(), decl.text(),
-                           copies)
+                           copies, None if merge is None else kernels[merge])
 
 
 def _one_read(k: CudaKernel) -> bool:
     """A head copy kernel reads one operand, without a gather (else it runs as before)."""
-    return not k.gathers and sum(op.dest is None for op in k.operands) == 1
+    return not k.gathers and sum(op.dest is None for op in k.operands) == 1 \
+        and len(k.operands) == 2

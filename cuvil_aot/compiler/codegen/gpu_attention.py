@@ -35,6 +35,8 @@ def fused_buffer(gp: GpuPlan, prefix: str, buffer_id: int) -> int | None:
     for i, ak in enumerate(of(gp, prefix)):
         probs = ak.score.group.roots[0]
         copies = [c.group.roots[0] for c in ak.copies if c is not None]
+        if ak.match.merge is not None:  # the second matmul's own buffer
+            copies.append(ak.out.group.roots[0])
         if buffer_id in (id(ak.match.score_buffer), id(probs), *map(id, copies)):
             return i
     return None
@@ -43,7 +45,7 @@ def fused_buffer(gp: GpuPlan, prefix: str, buffer_id: int) -> int | None:
 def role(gp: GpuPlan, prefix: str, g: int) -> tuple[int, str] | None:
     """(attention, "absorbed" or "out") of kernel g, where an attention replaces it."""
     for i, ak in enumerate(of(gp, prefix)):
-        if g in (ak.match.scores, ak.match.softmax) or g in ak.match.copies:
+        if g in (ak.match.scores, ak.match.softmax, ak.match.merge) or g in ak.match.copies:
             return i, "absorbed"
         if g == ak.match.out:
             return i, "out"
@@ -79,7 +81,9 @@ def launch(w: Writer, gp: GpuPlan, prefix: str, i: int, g: int, when: str) -> No
     ak = of(gp, prefix)[i]
     with w.block(f"if ({when}L[{g}].run)"):
         w.line(f"{ak.name}_args x; x.q = one.a{ak.match.scores}; x.s = as{i}; x.o = one.a{g};")
-        w.line(f"memcpy(x.ops, ai{i}, sizeof x.ops);")
+        w.line(f"memcpy(x.ops, ai{i}, sizeof ai{i});")
+        if ak.match.merge is not None:  # its kernel's arguments are filled by now
+            w.line(f"x.ops[3] = {_merged(ak)};")
         w.line(f"if (api->gpu->launch(&{module_symbol(ak.name)}, dev, L[{g}].kid, L[{g}].grid, "
                f"L[{g}].gy, L[{g}].block, 0, stream, &x) < 0) goto done;")
 
@@ -106,3 +110,17 @@ def copy_operand(k: CudaKernel) -> int:
     reads = [j for j, op in enumerate(k.operands) if op.dest is None]
     assert len(reads) == 1, k.name
     return reads[0]
+
+
+def _merged(ak: AttentionKernel) -> str:
+    """The merged output (a cv_att_in) from the merge kernel's store: its loop variable v
+    runs along axis perm[v] of the output's (B, H, T, D) view."""
+    assert ak.match.merge is not None
+    k = ak.merge_kernel
+    assert k is not None
+    perm = k.group.roots[0].attrs[0]
+    j = next(j for j, op in enumerate(k.operands) if op.dest is not None)
+    c = f"one.a{ak.match.merge}"
+    along = {axis: v for v, axis in enumerate(perm)}
+    strides = ", ".join(f"{c}.s[{j}][{along[axis]}]" for axis in range(4))
+    return f"(cv_att_in){{{c}.p[{j}], {c}.n[{along[1]}], {strides}}}"

@@ -38,6 +38,16 @@ CV_DEV const float *cv_att_batch(const cv_att_in &x, int64_t z) {
     return reinterpret_cast<const float *>(x.p) + (z / x.nh) * x.sb + (z % x.nh) * x.sh;
 }
 
+/* The store of an output whose heads a permutation merges (cuda_attention.py): element
+ * (z, i, c) of the (rows, columns) matrices of `o`, written through its strides. */
+struct cv_att_store {
+    const cv_att_in *o;
+    CV_MEMBER void operator()(int64_t z, int64_t i, int64_t c, float value) const {
+        const float *p = cv_att_batch(*o, z) + i * o->rs + c * o->cs;
+        *const_cast<float *>(p) = value;
+    }
+};
+
 struct cv_att_smem {
     float q[CV_ATT_BM][CV_ATT_DMAX];
     float k[CV_ATT_BN][CV_ATT_DMAX + 1]; /* a row per lane: +1 spreads them over the banks */
