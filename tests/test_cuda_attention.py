@@ -55,6 +55,10 @@ def single_head(q, k, v):
 def merged_and_raw(q, k, v):
     o = softmax(q @ k.transpose(0, 1, 3, 2)) @ v
     return o.transpose(0, 2, 1, 3), o
+
+@cv.optimize(signatures=["f32[Z,T,D], f32[Z,S,D], f32[Z,S,D], f32[Z,1,S]"])
+def batched(q, k, v, mask):
+    return softmax(q @ k.transpose(0, 2, 1) * 0.125 + mask) @ v
 '''
 
 NEAR_MISSES = PRELUDE + '''
@@ -103,10 +107,12 @@ def _sources(tmp_path: Path, source: str, name: str) -> dict[str, str]:
 def test_attention_as_users_write_it_is_one_fused_kernel(tmp_path):
     files = _sources(tmp_path, FUSED, "attn_fused")
     cu, host = cuda_text(files), files["module.c"]
-    for unit in ("f0", "f1", "f2", "f3"):
+    for unit in ("f0", "f1", "f2", "f3", "f4"):
         assert f"extern \"C\" __global__ void __launch_bounds__(128) {unit}_s0_a0(" in cu
         assert f'"{unit}_s0_a0"' in host
-    assert cu.count("cv_attention(a_.ops[0]") == 4
+    assert cu.count("cv_attention(a_.ops[0]") == 5
+    # batched: the scale and mask are the first GEMM's epilogue, the score's first part
+    assert "struct f4_s0_a0_pre" in cu and "(acc * ((float)0.125))" in cu
     # the scores and probabilities are allocated only where the fused kernel cannot run
     assert host.count("if (!attn0)") >= 6 and "x.q = one.a" in host
     # causal_heads: Q, K and V read from the arguments through their heads' strides, (b, h)

@@ -67,6 +67,10 @@ def merged_and_raw(q, k, v):
     o = softmax(q @ k.transpose(0, 1, 3, 2)) @ v
     return o.transpose(0, 2, 1, 3).reshape(q.shape[0], q.shape[2], -1), o
 
+@cv.optimize(signatures=["f32[Z,T,D], f32[Z,S,D], f32[Z,S,D], f32[Z,1,S]"])
+def batched(q, k, v, mask):
+    return softmax(q @ k.transpose(0, 2, 1) * 0.125 + mask) @ v
+
 @cv.optimize(signatures=["f32[T,D], f32[S,D], f32[S,D]"])
 def single_head(q, k, v):
     return softmax(q @ k.T) @ v
@@ -198,6 +202,17 @@ def test_single_head(attn, ts):
     t, s = ts
     _run(attn.single_head, [rng.standard_normal(shape).astype(np.float32)
                             for shape in ((t, 80), (s, 80), (s, 80))])
+
+
+@pytest.mark.parametrize("zts", [(1, 1, 1), (24, 1, 300), (5, 77, 64)])
+def test_scale_and_mask_in_the_first_gemms_epilogue(attn, zts):
+    """3-D batches: fusion puts ``* c + mask`` into the first matmul's epilogue."""
+    rng = np.random.default_rng(zlib.crc32(f"batched {zts}".encode()))
+    z, t, s = zts
+    q, k, v = (rng.standard_normal((z, n, 64)).astype(np.float32) for n in (t, s, s))
+    mask = np.where(rng.random((z, 1, s)) < 0.3, -np.inf, 0.0).astype(np.float32)
+    mask[..., -1] = 0.0
+    _run(attn.batched, [q, k, v, mask])
 
 
 def test_output_merged_and_returned(attn):

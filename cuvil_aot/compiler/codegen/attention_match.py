@@ -3,7 +3,7 @@
 
 The groups, as fusion leaves ``softmax(q @ k.T * c + mask) @ v``::
 
-    g1: gemm over (Z, T, S), terms [%s = matmul(q, kT)], stores %s    (no epilogue)
+    g1: gemm over (Z, T, S), terms [matmul(q, kT)], stores %s (its epilogue: any)
     g2: row over (..., T, S), reducing (last,), stages [max(x), sum(e)], stores e / sum
         where x is any elementwise expression of reshape(%s) (same element) and
         broadcast operands, e = exp(x - max)
@@ -26,8 +26,8 @@ from cuvil_aot.compiler.ir.ops import ELEMENTWISE, MOVEMENT, Op
 @dataclass(frozen=True)
 class Match:
     """Group indices: ``scores`` (g1), ``softmax`` (g2), ``out`` (g3); ``score_buffer``: g1's
-    root, whose every read in g2 becomes the fused kernel's score; ``x``: the score
-    expression g2 reduces."""
+    root (its epilogue's value), whose every read in g2 becomes the fused kernel's score
+    after that epilogue; ``x``: the score expression g2 reduces."""
 
     scores: int
     softmax: int
@@ -119,16 +119,17 @@ def _match_at(groups: list[Group], g3: int, readers: dict[int, list[int]],
         return None
     g1, s = scores
     first = groups[g1]
-    if len(first.terms) != 1 or first.roots != (s,) or s is not first.terms[0] \
-            or first.dests[0].buffer is not s or s.dtype != "float32":
-        return None
+    if len(first.terms) != 1 or first.roots != (s,) or first.accumulators != first.terms \
+            or first.dests[0].buffer is not s or s.dtype != "float32" \
+            or first.terms[0].shape != s.shape:
+        return None  # one matmul; its epilogue (a scale, a mask) is the score's first part
     if s.shape[:-1] != a.shape[:-1] or s.shape[-1] != a.shape[-1]:
         return None  # the same batches, query rows and keys as the second matmul's A
     if v.shape[-1] != out.terms[0].shape[-1] or len(s.shape) not in (2, 3):
         return None
-    if any(n.dtype != "float32" for n in (v, *s.srcs)):
+    if any(n.dtype != "float32" for n in (v, *first.terms[0].srcs)):
         return None  # float32 operands only (the kernel reads them as floats)
-    q, kt = s.srcs
+    q, kt = first.terms[0].srcs
     k = kt.srcs[0] if kt.op is Op.PERMUTE and kt.attrs[0] == (0, 2, 1) else None
     copies = (_head_copy(q, groups, g1, readers, returned),
               None if k is None else _head_copy(k, groups, g1, readers, returned),

@@ -31,7 +31,7 @@ from cuvil_aot.compiler.codegen import cuda
 from cuvil_aot.compiler.codegen.attention_match import Match
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaEmitter, CudaKernel, GpuBody
 from cuvil_aot.compiler.codegen.cuda_pieces import prologue
-from cuvil_aot.compiler.codegen.kernel_emitter import Body
+from cuvil_aot.compiler.codegen.kernel_emitter import Body, root_map
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Group
 from cuvil_aot.compiler.ir.indexing import IndexMap, identity
@@ -76,15 +76,47 @@ class ScoreEmitter(CudaEmitter):
 
 def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel],
          buffers: set[int], hoisted: dict[int, str]) -> AttentionKernel | None:
-    """The attention kernel of ``match``; None where its score functor would need what a
-    functor cannot do (a gather's table)."""
+    """The attention kernel of ``match``; None where a functor would need what a functor
+    cannot do (a gather's table) or the first matmul's epilogue reads what its kernel does
+    not."""
     copies = tuple(None if c is None or not _one_read(kernels[c]) else kernels[c]
                    for c in match.copies)
     merge = match.merge if match.merge is not None and _one_read(kernels[match.merge]) \
         else None
     match = dataclasses.replace(match, merge=merge, copies=tuple(
         None if k is None else c for k, c in zip(copies, match.copies)))
-    row = groups[match.softmax]
+    first, out = kernels[match.scores], kernels[match.out]
+    score = _score_functor(name, match, groups[match.softmax], buffers, hoisted)
+    pre = _pre_functor(name, first, buffers, hoisted)
+    if score is None or pre is None:
+        return None
+    sk, w = score
+    w.extend(pre)
+    on = out.nloops
+    nz = "a_.o.n[0]" if on == 3 else "1"
+    with w.block(f'extern "C" __global__ void __launch_bounds__({THREADS}) '
+                 f"{name}(const __grid_constant__ {name}_args a_)"):
+        epi = "cv_att_store{&a_.ops[3]}" if match.merge is not None else \
+            f"{out.name}_epi{{&a_.o}}"
+        w.line(f"cv_attention(a_.ops[0], a_.ops[1], a_.ops[2], {nz}, a_.o.n[{on - 2}], "
+               f"a_.q.n[{first.nloops - 1}], a_.q.t[0].k, a_.o.n[{on - 1}], "
+               f"cv_att_then<{name}_pre, {name}_score>{{{{&a_.q}}, {{&a_.s}}}}, {epi});")
+    decl = Writer()
+    cuda.args_struct(sk, decl)
+    with decl.block("typedef struct", f"}} {name}_args;"):
+        decl.line(f"{first.name}_args q;")
+        decl.line(f"{sk.name}_args s;")
+        decl.line(f"{out.name}_args o;")
+        decl.line("cv_att_in ops[4];  /* Q, K, V, the merged output */")
+    return AttentionKernel(name, match, sk, first, out,
+                           '#include "cuvil_aot/cuda_attention.h"\n' + w.text(), decl.text(),
+                           copies, None if merge is None else kernels[merge])
+
+
+def _score_functor(name: str, match: Match, row: Group, buffers: set[int],
+                   hoisted: dict[int, str]) -> tuple[CudaKernel, Writer] | None:
+    """``{name}_score``: the softmax group's x at (z, row, col), the first matmul's value
+    there being ``s``; its own kernel (argument struct) for the wrapper to fill."""
     em = ScoreEmitter(f"{name}_score", row, buffers, match.score_buffer, hoisted)
     nloops = em.nloops
     body = GpuBody(Writer())
@@ -104,26 +136,37 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
             w.line(f"(void)i{nloops - 2}; (void)i{nloops - 1};")
             w.extend(body.w)
             w.line(f"return (float)({value});")
-    first, out = kernels[match.scores], kernels[match.out]
-    on = out.nloops
-    nz = "a_.o.n[0]" if on == 3 else "1"
-    with w.block(f'extern "C" __global__ void __launch_bounds__({THREADS}) '
-                 f"{name}(const __grid_constant__ {name}_args a_)"):
-        epi = "cv_att_store{&a_.ops[3]}" if match.merge is not None else \
-            f"{out.name}_epi{{&a_.o}}"
-        w.line(f"cv_attention(a_.ops[0], a_.ops[1], a_.ops[2], {nz}, a_.o.n[{on - 2}], "
-               f"a_.q.n[{first.nloops - 1}], a_.q.t[0].k, a_.o.n[{on - 1}], "
-               f"{name}_score{{&a_.s}}, {epi});")
-    decl = Writer()
-    cuda.args_struct(em.k, decl)
-    with decl.block("typedef struct", f"}} {name}_args;"):
-        decl.line(f"{first.name}_args q;")
-        decl.line(f"{em.k.name}_args s;")
-        decl.line(f"{out.name}_args o;")
-        decl.line("cv_att_in ops[4];  /* Q, K, V, the merged output */")
-    return AttentionKernel(name, match, em.k, first, out,
-                           '#include "cuvil_aot/cuda_attention.h"\n' + w.text(), decl.text(),
-                           copies, None if merge is None else kernels[merge])
+    return em.k, w
+
+
+def _pre_functor(name: str, first: CudaKernel, buffers: set[int],
+                 hoisted: dict[int, str]) -> Writer | None:
+    """``{name}_pre``: the first matmul's epilogue value (its root) from the accumulator,
+    read through that GEMM kernel's own arguments: the same expression its ``_epi``
+    stores, so the same operands in the same order (checked: else None)."""
+    group = first.group
+    em = CudaEmitter(f"{name}_pre", group, buffers, hoisted)
+    body = GpuBody(Writer())
+    root = group.roots[0]
+    value = em.expr(root, root_map(group, root), body)
+    k = em.k
+    same = len(k.operands) <= len(first.operands) and all(
+        a.base is b.base and a.view == b.view and a.map == b.map and a.dest is None
+        for a, b in zip(k.operands, first.operands))
+    if not same or k.gathers or not set(k.scalars) <= set(first.scalars) \
+            or not k.symbols <= first.symbols:
+        return None
+    loop_vars = "int64_t i0, int64_t i1, int64_t i2" if em.nloops == 3 else \
+        "int64_t, int64_t i0, int64_t i1"
+    w = Writer()
+    with w.block(f"struct {name}_pre", "};"):
+        w.line(f"const {first.name}_args *a;")
+        with w.block(f"__device__ __forceinline__ float operator()({loop_vars}, float acc) "
+                     "const"):
+            prologue(k, w, "int64_t")
+            w.extend(body.w)
+            w.line(f"return (float)({value});")
+    return w
 
 
 def _one_read(k: CudaKernel) -> bool:

@@ -48,6 +48,17 @@ struct cv_att_store {
     }
 };
 
+/* The score: the first matmul's epilogue (Pre, on the dot product), then the softmax
+ * group's expression (Score, on that value). */
+template <class Pre, class Score>
+struct cv_att_then {
+    Pre pre;
+    Score score;
+    CV_MEMBER float operator()(int64_t z, int64_t i, int64_t j, float dot) const {
+        return score(z, i, j, pre(z, i, j, dot));
+    }
+};
+
 struct cv_att_smem {
     float q[CV_ATT_BM][CV_ATT_DMAX];
     float k[CV_ATT_BN][CV_ATT_DMAX + 1]; /* a row per lane: +1 spreads them over the banks */
