@@ -83,11 +83,16 @@ CV_DEV void cv_attention(const cv_att_in &q, const cv_att_in &k, const cv_att_in
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int64_t row0 = (int64_t)blockIdx.x * CV_ATT_BM;
     const int dd = (int)dv, dk = (int)dk_;
+    /* columns staged per row: a power of two from 32 to 128 covering both head dims (the
+     * dot product reads Q and K in whole float4s, zero past dk); output columns per lane */
+    const int wide = dk > dd ? dk : dd;
+    const int wshift = wide <= 32 ? 5 : wide <= 64 ? 6 : 7, wmask = (1 << wshift) - 1;
+    const int ncol = (dd + 31) >> 5;
     for (int64_t z = blockIdx.y; z < nz; z += gridDim.y) {
         const float *qp = cv_att_batch(q, z), *kp = cv_att_batch(k, z), *vp = cv_att_batch(v, z);
         __syncthreads(); /* the previous batch's tiles are read */
-        for (int i = tid; i < CV_ATT_BM * CV_ATT_DMAX; i += CV_ATT_THREADS) {
-            const int r = i / CV_ATT_DMAX, c = i % CV_ATT_DMAX;
+        for (int i = tid; i < (CV_ATT_BM << wshift); i += CV_ATT_THREADS) {
+            const int r = i >> wshift, c = i & wmask;
             const int64_t row = row0 + r;
             sm.q[r][c] = row < t && c < dk ? qp[row * q.rs + c * q.cs] : 0.0f;
         }
@@ -100,8 +105,8 @@ CV_DEV void cv_attention(const cv_att_in &q, const cv_att_in &k, const cv_att_in
         }
         for (int64_t key0 = 0; key0 < s; key0 += CV_ATT_BN) {
             __syncthreads(); /* the previous tile is read (and Q stored, the first time) */
-            for (int i = tid; i < CV_ATT_BN * CV_ATT_DMAX; i += CV_ATT_THREADS) {
-                const int j = i / CV_ATT_DMAX, c = i % CV_ATT_DMAX;
+            for (int i = tid; i < (CV_ATT_BN << wshift); i += CV_ATT_THREADS) {
+                const int j = i >> wshift, c = i & wmask;
                 const int64_t key = key0 + j;
                 sm.k[j][c] = key < s && c < dk ? kp[key * k.rs + c * k.cs] : 0.0f;
                 sm.v[j][c] = key < s && c < dd ? vp[key * v.rs + c * v.cs] : 0.0f;
@@ -143,12 +148,13 @@ CV_DEV void cv_attention(const cv_att_in &q, const cv_att_in &k, const cv_att_in
             for (int j = 0; j < nj; j++) {
                 float vj[4];
 #pragma unroll
-                for (int c = 0; c < 4; c++) vj[c] = sm.v[j][lane + 32 * c];
+                for (int c = 0; c < 4; c++) vj[c] = c < ncol ? sm.v[j][lane + 32 * c] : 0.0f;
 #pragma unroll
                 for (int r = 0; r < CV_ATT_RW; r++) {
                     const float pj = __shfl_sync(0xffffffffu, p[r], j);
 #pragma unroll
-                    for (int c = 0; c < 4; c++) o[r][c] = fmaf(pj, vj[c], o[r][c]);
+                    for (int c = 0; c < 4; c++)
+                        if (c < ncol) o[r][c] = fmaf(pj, vj[c], o[r][c]); /* warp-uniform */
                 }
             }
         }
