@@ -277,3 +277,23 @@ def test_gpt2_decode(models):
     got = models.gpt2_decode(*[torch.from_numpy(a).cuda() for a in args])
     for g, r in zip(got, ref):
         _close(g.cpu().numpy(), r, 1e-4)
+
+
+def test_gpt2_decode_inplace(models):
+    """K and V: run-time slices (positions 0..t) of caches the call writes first."""
+    import torch
+
+    rng = np.random.default_rng(12)
+    b, s, t = 2, 50, 37
+    x = rng.standard_normal((b, 1, H)).astype(np.float32)
+    caches = [rng.standard_normal((b, 12, s, 64)).astype(np.float32) for _ in range(2)]
+    weights = _weights(rng, GPT2)
+    dev = [torch.from_numpy(c).cuda() for c in caches]
+    ref_caches = [c.astype(np.float64) for c in caches]
+    ref = models.gpt2_decode_inplace.py_func(x.astype(np.float64), *ref_caches, t,
+                                             *[w.astype(np.float64) for w in weights])
+    got = models.gpt2_decode_inplace(torch.from_numpy(x).cuda(), *dev, t,
+                                     *[torch.from_numpy(w).cuda() for w in weights])
+    _close(got.cpu().numpy(), ref, 1e-4)
+    for d, r in zip(dev, ref_caches):
+        _close(d.cpu().numpy(), r, 1e-4)
