@@ -59,6 +59,11 @@ def merged_and_raw(q, k, v):
 @cv.optimize(signatures=["f32[Z,T,D], f32[Z,S,D], f32[Z,S,D], f32[Z,1,S]"])
 def batched(q, k, v, mask):
     return softmax(q @ k.transpose(0, 2, 1) * 0.125 + mask) @ v
+
+@cv.optimize(signatures=[Q])
+def two_in_a_row(q, k, v):
+    o = softmax(q @ k.transpose(0, 1, 3, 2) * 0.125) @ v
+    return softmax(o @ k.transpose(0, 1, 3, 2) * 0.125) @ v
 '''
 
 NEAR_MISSES = PRELUDE + '''
@@ -110,7 +115,9 @@ def test_attention_as_users_write_it_is_one_fused_kernel(tmp_path):
     for unit in ("f0", "f1", "f2", "f3", "f4"):
         assert f"extern \"C\" __global__ void __launch_bounds__(128) {unit}_s0_a0(" in cu
         assert f'"{unit}_s0_a0"' in host
-    assert cu.count("cv_attention(a_.ops[0]") == 5
+    assert cu.count("cv_attention(a_.ops[0]") == 7
+    # two_in_a_row: two fused kernels, each with its own condition
+    assert "f5_s0_a1(" in cu and "if (!attn1)" in host
     # batched: the scale and mask are the first GEMM's epilogue, the score's first part
     assert "struct f4_s0_a0_pre" in cu and "(acc * ((float)0.125))" in cu
     # the scores and probabilities are allocated only where the fused kernel cannot run

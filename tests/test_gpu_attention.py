@@ -71,6 +71,11 @@ def merged_and_raw(q, k, v):
 def batched(q, k, v, mask):
     return softmax(q @ k.transpose(0, 2, 1) * 0.125 + mask) @ v
 
+@cv.optimize(signatures=[Q])
+def two_in_a_row(q, k, v):
+    o = softmax(q @ k.transpose(0, 1, 3, 2) * 0.125) @ v
+    return softmax(o @ k.transpose(0, 1, 3, 2) * 0.125) @ v
+
 @cv.optimize(signatures=["f32[T,D], f32[S,D], f32[S,D]"])
 def single_head(q, k, v):
     return softmax(q @ k.T) @ v
@@ -213,6 +218,11 @@ def test_scale_and_mask_in_the_first_gemms_epilogue(attn, zts):
     mask = np.where(rng.random((z, 1, s)) < 0.3, -np.inf, 0.0).astype(np.float32)
     mask[..., -1] = 0.0
     _run(attn.batched, [q, k, v, mask])
+
+
+def test_two_attentions_in_one_call(attn):
+    rng = np.random.default_rng(2)
+    _run(attn.two_in_a_row, _qkv(rng, 2, 3, 30, 45, 64))
 
 
 def test_output_merged_and_returned(attn):
