@@ -8,7 +8,7 @@ The entry points, block sizes and row limits are the ones the kernels are writte
 
 from __future__ import annotations
 
-from cuvil_aot.compiler.codegen import cuda_one, ops_c, run_time_loops
+from cuvil_aot.compiler.codegen import cuda_one, gpu_attention, ops_c, run_time_loops
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel, unit_axis
 from cuvil_aot.compiler.codegen.cuda_geometry import (
     BLOCK,
@@ -93,10 +93,22 @@ def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
 
         run_time_loops.run_kernels(w, prefix, len(kernels), spans, st, plan_and_launch)
         return
+    gpu_attention.declare(w, gp, prefix)
     for g, k in enumerate(kernels):
         with w.block(""):
             fill_args(w, k, st, "a")
-            _launch(w, k, st, gp, g)
+            fused = gpu_attention.role(gp, prefix, g)
+            if fused is None:
+                _launch(w, k, st, gp, g)
+            else:  # the GEMMs' terms (Q, K, V) even where the attention kernel runs
+                i, role = fused
+                if k.group.kind is Kind.GEMM:
+                    _gemm_terms(w, k, st, gp, g)
+                if role == "out":
+                    with w.block(f"if (attn{i})"):
+                        gpu_attention.plan(w, gp, prefix, i, g, st)
+                with w.block(f"if (!attn{i})"):
+                    _launch(w, k, st, gp, g)
             w.line(f"one.a{g} = a;")
     if prefix in gp.one:
         w.line("int64_t one_grid = sm;")
@@ -128,24 +140,38 @@ def _queue(w: Writer, prefix: str, gp: GpuPlan) -> None:
     nq = len(kernels) + sum(k.group.kind is Kind.GEMM for k in kernels)  # a GEMM's _ksum
     w.line(f"cv_gpu_launch Q[{nq}]; int nq = 0;")
     w.line("static void *graphs;  /* the runtime's graphs of this call site */")
+    for g, k in enumerate(kernels):  # Q points at these until launch_list returns
+        if k.group.kind is Kind.GEMM:
+            w.line(f"{gp.tag(k)[0]}_args sh{g};")
+    gpu_attention.declare_queued(w, gp, prefix)
     for g, k in enumerate(kernels):
-        table = module_symbol(k.name)
-        if k.group.kind is not Kind.GEMM:
-            w.line(f"if (!small && L[{g}].run) Q[nq++] = (cv_gpu_launch){{&{table}, L[{g}].kid, "
-                   f"L[{g}].grid, L[{g}].gy, L[{g}].block, 0, sizeof one.a{g}, &one.a{g}}};")
+        fused = gpu_attention.role(gp, prefix, g)
+        if fused is not None and fused[1] == "out":  # the attention kernel, or the GEMM
+            gpu_attention.queue(w, gp, prefix, fused[0], g)
+            with w.block(f"if (!attn{fused[0]})"):
+                _queue_one(w, k, gp, g)
             continue
-        shared, tag = gp.tag(k)
-        ksum = gp.first[k.name] + ENTRIES[Kind.GEMM].index("ksum")
-        w.line(f"{shared}_args sh{g};")
-        with w.block(f"if (!small && L[{g}].run)"):
-            # zeroed: the runtime compares the bytes with the graph's (no stale union bytes)
-            w.line(f"memset(&sh{g}, 0, sizeof sh{g}); sh{g}.tag = {tag}; "
-                   f"sh{g}.u.m{tag} = one.a{g};")
-            w.line(f"Q[nq++] = (cv_gpu_launch){{&{table}, L[{g}].kid, L[{g}].grid, L[{g}].gy, "
-                   f"L[{g}].block, 0, sizeof sh{g}, &sh{g}}};")
-            w.line(f"if (L[{g}].sum_grid) Q[nq++] = (cv_gpu_launch){{&{table}, {ksum}, "
-                   f"L[{g}].sum_grid, 1, {BLOCK}, 0, sizeof sh{g}, &sh{g}}};")
+        _queue_one(w, k, gp, g)
     w.line("if (nq && api->gpu->launch_list(Q, nq, dev, stream, &graphs) < 0) goto done;")
+
+
+def _queue_one(w: Writer, k: CudaKernel, gp: GpuPlan, g: int) -> None:
+    """Kernel g into Q as L[g] says (a GEMM tagged, with its split-K sum)."""
+    table = module_symbol(k.name)
+    if k.group.kind is not Kind.GEMM:
+        w.line(f"if (!small && L[{g}].run) Q[nq++] = (cv_gpu_launch){{&{table}, L[{g}].kid, "
+               f"L[{g}].grid, L[{g}].gy, L[{g}].block, 0, sizeof one.a{g}, &one.a{g}}};")
+        return
+    tag = gp.tag(k)[1]
+    ksum = gp.first[k.name] + ENTRIES[Kind.GEMM].index("ksum")
+    with w.block(f"if (!small && L[{g}].run)"):
+        # zeroed: the runtime compares the bytes with the graph's (no stale union bytes)
+        w.line(f"memset(&sh{g}, 0, sizeof sh{g}); sh{g}.tag = {tag}; "
+               f"sh{g}.u.m{tag} = one.a{g};")
+        w.line(f"Q[nq++] = (cv_gpu_launch){{&{table}, L[{g}].kid, L[{g}].grid, L[{g}].gy, "
+               f"L[{g}].block, 0, sizeof sh{g}, &sh{g}}};")
+        w.line(f"if (L[{g}].sum_grid) Q[nq++] = (cv_gpu_launch){{&{table}, {ksum}, "
+               f"L[{g}].sum_grid, 1, {BLOCK}, 0, sizeof sh{g}, &sh{g}}};")
 
 
 def _launch_planned(w: Writer, k: CudaKernel, gp: GpuPlan, g: int) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cuvil_aot.compiler.codegen import cuda, cuda_gemm, cuda_one
+from cuvil_aot.compiler.codegen import attention_match, cuda, cuda_attention, cuda_gemm, cuda_one
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
 from cuvil_aot.compiler.codegen.launch import int8_weight
@@ -40,6 +40,8 @@ class GpuPlan:
     gemms: dict[str, dict[str, list[CudaKernel]]] = field(default_factory=dict)
     # unit -> the entry of cv_dequant_q8 (cuda_q8.h), where a GEMM reads int8 weights
     dequant: dict[str, int] = field(default_factory=dict)
+    # comp.prefix -> its fused attentions (attention_match.py), each replacing three kernels
+    attention: dict[str, list[cuda_attention.AttentionKernel]] = field(default_factory=dict)
 
     def tag(self, k: CudaKernel) -> tuple[str, int]:
         """GEMM kernel ``k``'s shared main loops (their name) and its tag there."""
@@ -64,8 +66,10 @@ class GpuPlan:
         ones = [cuda_one.one_struct(p, self.kernels[p]) + cuda_one.one_kernel(p, self.kernels[p])
                 for p in prefixes if p in self.one]
         q8 = ['#include "cuvil_aot/cuda_q8.h"\n'] if unit in self.dequant else []
+        fused = [ak for p in prefixes for ak in self.attention.get(p, [])]
         return cuda.source([k for p in prefixes for k in self.kernels[p]],
-                           self.shared_structs(unit), q8 + shared + ones)
+                           self.shared_structs(unit) + "".join(ak.struct for ak in fused),
+                           q8 + shared + ones + [ak.code for ak in fused])
 
 
 def refusal(comps: list[Compiled]) -> str | None:
@@ -117,8 +121,26 @@ def lower(comps: list[Compiled]) -> GpuPlan:
             gemms[k.acc_type].append(k)
             gp.first[k.name] = gp.first[cuda_gemm.shared_entries(unit, k.acc_type)[0]]
         gp.loops[comp.prefix] = comp.loops  # launched one by one, in order
-        if 1 < len(kernels) <= cuda_one.ONE_MAX_KERNELS and not comp.loops \
-                and all(k.group.kind is not Kind.SCAN for k in kernels):
+        _attention(gp, comp, kernels, names)
+        if comp.prefix not in gp.attention and 1 < len(kernels) <= cuda_one.ONE_MAX_KERNELS \
+                and not comp.loops and all(k.group.kind is not Kind.SCAN for k in kernels):
             gp.one[comp.prefix] = len(names)
             names.append(f"{comp.prefix}_one")
     return gp
+
+
+def _attention(gp: GpuPlan, comp: Compiled, kernels: list[CudaKernel],
+               names: list[str]) -> None:
+    """The fused attentions of ``comp`` (none in a call with run-time loops), each an entry
+    point of its unit."""
+    if comp.loops:
+        return
+    buffers = {id(b) for b in comp.buffers}
+    for match in attention_match.find(comp.groups, comp.buffers, comp.fn.outputs):
+        name = f"{comp.prefix}_a{len(gp.attention.get(comp.prefix, []))}"
+        ak = cuda_attention.emit(name, match, comp.groups, kernels, buffers, comp.hoisted)
+        if ak is None:
+            continue
+        gp.attention.setdefault(comp.prefix, []).append(ak)
+        gp.first[ak.name] = len(names)
+        names.append(ak.name)

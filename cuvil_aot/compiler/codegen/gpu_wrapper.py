@@ -16,7 +16,13 @@ offers no C one.
 
 from __future__ import annotations
 
-from cuvil_aot.compiler.codegen import cuda_one, gather_access, gpu_plan, inplace_args
+from cuvil_aot.compiler.codegen import (
+    cuda_one,
+    gather_access,
+    gpu_attention,
+    gpu_plan,
+    inplace_args,
+)
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.gpu_launch import GpuStorage, launches
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan
@@ -48,6 +54,8 @@ def module_table(w: Writer, gp: GpuPlan, targets: GpuTargets | None) -> None:
     for prefix, kernels in gp.kernels.items():
         for k in kernels:
             w.line(k.struct)  # the layout the kernels read (the same text is in the unit)
+        for ak in gp.attention.get(prefix, []):
+            w.line(ak.struct)
         w.line(cuda_one.one_struct(prefix, kernels))
     for unit in gp.names:
         w.line(gp.shared_structs(unit))
@@ -203,9 +211,15 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
             _contiguous_input(w, i)
         out_argument(w, comp)
         outputs = {id(o): k for k, o in enumerate(fn.outputs)}
+        gpu_attention.conditions(w, gp, comp.prefix)
         for b, buffer in enumerate(comp.buffers):  # (an argument's own array: inplace_args)
-            if id(buffer) not in outputs or not inplace_args.gpu_buffer(w, comp, b,
-                                                                         outputs[id(buffer)]):
+            fused = gpu_attention.fused_buffer(gp, comp.prefix, id(buffer))
+            if fused is not None:  # scores and probabilities: none where the kernel is fused
+                w.line(f"memset(&gb[{b}], 0, sizeof gb[{b}]);")
+                with w.block(f"if (!attn{fused})"):
+                    _buffer(w, comp, b, buffer)
+            elif id(buffer) not in outputs or not inplace_args.gpu_buffer(w, comp, b,
+                                                                           outputs[id(buffer)]):
                 _buffer(w, comp, b, buffer)
         w.line("if ((sm = api->gpu->sm_count(dev)) < 0) goto done;")
         if gathers:

@@ -49,6 +49,13 @@ typedef struct cv_gpu_term {
     int64_t k;
 } cv_gpu_term;
 
+/* A fused attention's operand (cuda_attention.h): its (rows, columns) matrices, batch z at
+ * element (z / nh) * sb + (z % nh) * sh, strides in elements. */
+typedef struct cv_att_in {
+    const char *p;
+    int64_t nh, sb, sh, rs, cs;
+} cv_att_in;
+
 /* A device array borrowed from a Python object for the duration of a call. */
 typedef struct cv_gpu_array {
     char *data;                       /* device pointer of element [0, ..., 0] */

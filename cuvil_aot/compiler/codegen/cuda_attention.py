@@ -1,0 +1,175 @@
+"""The fused attention kernel of one match (attention_match.py): its score functor, its
+argument struct and its entry point, around cv_attention (native/.../cuda_attention.h).
+
+The score functor is the softmax ROW group's expression x with every read of the first
+matmul's buffer replaced by the score the kernel computed (``s``); its operands (the mask,
+the scale where the wrapper computes it) are loaded as the ROW kernel would, through their
+own argument struct ``{name}_score_args`` that the wrapper fills as any kernel's. The
+output goes through the second matmul's GEMM epilogue functor (``{g3}_epi``), so whatever
+that GEMM stored (its buffer, an epilogue) is stored the same way. Launch::
+
+    typedef struct { f0_s0_g0_args q; f0_s0_a0_score_args s; f0_s0_g2_args o;
+                     cv_att_in ops[4]; } f0_s0_a0_args;
+    extern "C" __global__ void f0_s0_a0(const __grid_constant__ f0_s0_a0_args a_) {
+        cv_attention(a_.ops[0], a_.ops[1], a_.ops[2], Z, T, S, Dk, Dv,
+                     f0_s0_a0_score{&a_.s}, f0_s0_g2_epi{&a_.o});
+    }
+
+Q, K and V (``ops``) are the matmuls' terms, or where fusion copied one from an argument's
+heads view (attention_match.Match.copies) that argument read through the copy kernel's
+strides, batch z as (b, h). Where a kernel merged the output's heads
+(``o.transpose(0, 2, 1, 3)``: Match.merge) the kernel stores into that kernel's buffer
+through ``ops[3]`` (cv_att_store) instead of the second matmul's epilogue.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from cuvil_aot.compiler.codegen import cuda
+from cuvil_aot.compiler.codegen.attention_match import Match
+from cuvil_aot.compiler.codegen.cuda_emitter import CudaEmitter, CudaKernel, GpuBody
+from cuvil_aot.compiler.codegen.cuda_pieces import prologue
+from cuvil_aot.compiler.codegen.kernel_emitter import Body, root_map
+from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.ir.group import Group
+from cuvil_aot.compiler.ir.indexing import IndexMap, identity
+from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.types import Shape
+
+THREADS = 128  # CV_ATT_THREADS
+ROWS = 16  # CV_ATT_BM: query rows per block
+DMAX = 128  # CV_ATT_DMAX
+
+
+@dataclass
+class AttentionKernel:
+    """One fused attention: ``name`` its entry point, ``score`` the kernel whose argument
+    struct the wrapper fills for the score functor, ``first``/``out`` the two GEMM
+    kernels whose arguments it fills as before (their terms: Q, Kᵀ and V)."""
+
+    name: str
+    match: Match
+    score: CudaKernel
+    first: CudaKernel
+    out: CudaKernel
+    code: str = ""
+    struct: str = ""
+    copies: tuple[CudaKernel | None, ...] = (None, None, None)  # Match.copies' kernels
+    merge_kernel: CudaKernel | None = None  # Match.merge's
+
+
+class ScoreEmitter(CudaEmitter):
+    """The ROW group's emitter where the scores buffer reads as ``s``."""
+
+    def __init__(self, name: str, group: Group, buffers: set[int], scores: Node,
+                 hoisted: dict[int, str] | None = None):
+        super().__init__(name, group, buffers, hoisted)
+        self.scores = scores
+
+    def load(self, base: Node, view: Shape | None, m: IndexMap, body: Body) -> str:
+        if base is self.scores:
+            return "s"
+        return super().load(base, view, m, body)
+
+
+def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel],
+         buffers: set[int], hoisted: dict[int, str]) -> AttentionKernel | None:
+    """The attention kernel of ``match``; None where a functor would need what a functor
+    cannot do (a gather's table) or the first matmul's epilogue reads what its kernel does
+    not."""
+    copies = tuple(None if c is None or not _one_read(kernels[c]) else kernels[c]
+                   for c in match.copies)
+    merge = match.merge if match.merge is not None and _one_read(kernels[match.merge]) \
+        else None
+    match = dataclasses.replace(match, merge=merge, copies=tuple(
+        None if k is None else c for k, c in zip(copies, match.copies)))
+    first, out = kernels[match.scores], kernels[match.out]
+    score = _score_functor(name, match, groups[match.softmax], buffers, hoisted)
+    pre = _pre_functor(name, first, buffers, hoisted)
+    if score is None or pre is None:
+        return None
+    sk, w = score
+    w.extend(pre)
+    on = out.nloops
+    nz = "a_.o.n[0]" if on == 3 else "1"
+    with w.block(f'extern "C" __global__ void __launch_bounds__({THREADS}) '
+                 f"{name}(const __grid_constant__ {name}_args a_)"):
+        epi = "cv_att_store{&a_.ops[3]}" if match.merge is not None else \
+            f"{out.name}_epi{{&a_.o}}"
+        w.line(f"cv_attention(a_.ops[0], a_.ops[1], a_.ops[2], {nz}, a_.o.n[{on - 2}], "
+               f"a_.q.n[{first.nloops - 1}], a_.q.t[0].k, a_.o.n[{on - 1}], "
+               f"cv_att_then<{name}_pre, {name}_score>{{{{&a_.q}}, {{&a_.s}}}}, {epi});")
+    decl = Writer()
+    cuda.args_struct(sk, decl)
+    with decl.block("typedef struct", f"}} {name}_args;"):
+        decl.line(f"{first.name}_args q;")
+        decl.line(f"{sk.name}_args s;")
+        decl.line(f"{out.name}_args o;")
+        decl.line("cv_att_in ops[4];  /* Q, K, V, the merged output */")
+    return AttentionKernel(name, match, sk, first, out,
+                           '#include "cuvil_aot/cuda_attention.h"\n' + w.text(), decl.text(),
+                           copies, None if merge is None else kernels[merge])
+
+
+def _score_functor(name: str, match: Match, row: Group, buffers: set[int],
+                   hoisted: dict[int, str]) -> tuple[CudaKernel, Writer] | None:
+    """``{name}_score``: the softmax group's x at (z, row, col), the first matmul's value
+    there being ``s``; its own kernel (argument struct) for the wrapper to fill."""
+    em = ScoreEmitter(f"{name}_score", row, buffers, match.score_buffer, hoisted)
+    nloops = em.nloops
+    body = GpuBody(Writer())
+    value = em.expr(match.x, identity(nloops), body)
+    if em.k.gathers:
+        return None
+    w = Writer()
+    with w.block(f"struct {name}_score", "};"):
+        w.line(f"const {name}_score_args *a;")
+        with w.block("__device__ __forceinline__ float operator()(int64_t z, int64_t row, "
+                     "int64_t col, float s) const"):
+            prologue(em.k, w, "int64_t")
+            w.line("int64_t rem = z; (void)rem;")
+            for v in range(nloops - 3, -1, -1):
+                w.line(f"const int64_t i{v} = rem % a->n[{v}]; rem /= a->n[{v}]; (void)i{v};")
+            w.line(f"const int64_t i{nloops - 2} = row, i{nloops - 1} = col;")
+            w.line(f"(void)i{nloops - 2}; (void)i{nloops - 1};")
+            w.extend(body.w)
+            w.line(f"return (float)({value});")
+    return em.k, w
+
+
+def _pre_functor(name: str, first: CudaKernel, buffers: set[int],
+                 hoisted: dict[int, str]) -> Writer | None:
+    """``{name}_pre``: the first matmul's epilogue value (its root) from the accumulator,
+    read through that GEMM kernel's own arguments: the same expression its ``_epi``
+    stores, so the same operands in the same order (checked: else None)."""
+    group = first.group
+    em = CudaEmitter(f"{name}_pre", group, buffers, hoisted)
+    body = GpuBody(Writer())
+    root = group.roots[0]
+    value = em.expr(root, root_map(group, root), body)
+    k = em.k
+    same = len(k.operands) <= len(first.operands) and all(
+        a.base is b.base and a.view == b.view and a.map == b.map and a.dest is None
+        for a, b in zip(k.operands, first.operands))
+    if not same or k.gathers or not set(k.scalars) <= set(first.scalars) \
+            or not k.symbols <= first.symbols:
+        return None
+    loop_vars = "int64_t i0, int64_t i1, int64_t i2" if em.nloops == 3 else \
+        "int64_t, int64_t i0, int64_t i1"
+    w = Writer()
+    with w.block(f"struct {name}_pre", "};"):
+        w.line(f"const {first.name}_args *a;")
+        with w.block(f"__device__ __forceinline__ float operator()({loop_vars}, float acc) "
+                     "const"):
+            prologue(k, w, "int64_t")
+            w.extend(body.w)
+            w.line(f"return (float)({value});")
+    return w
+
+
+def _one_read(k: CudaKernel) -> bool:
+    """A head copy kernel reads one operand, without a gather (else it runs as before)."""
+    return not k.gathers and sum(op.dest is None for op in k.operands) == 1 \
+        and len(k.operands) == 2

@@ -1,0 +1,174 @@
+/* CUDA C++, for nvcc only. Fused attention (flash-style): out = softmax(score(Q Kᵀ)) V
+ * without the scores or the probabilities ever in global memory.
+ *
+ * A block owns CV_ATT_BM query rows of one batch z (batch·head) and walks every key in
+ * tiles of 32: S = Q K_tileᵀ in float32 FMAs, each score through the generated `score`
+ * functor (the scale, the mask: any elementwise expression the softmax's ROW group
+ * computed from the matmul, loaded as that kernel would), then the online softmax (a
+ * running max m and sum l per row; the accumulator rescaled by exp(m_old - m_new)), then
+ * O += P V_tile. At the end O / l goes to `epi` (the second matmul's GEMM epilogue
+ * functor: its store, strided as its buffer wants).
+ *
+ * NumPy semantics: a row whose every score is -inf has max -inf, and NumPy's
+ * exp(-inf - -inf) is NaN: here its sum stays 0 and 0 / 0 is NaN. Exponents are taken
+ * against 0 while the running max is -inf, so a row's leading -inf tiles do not turn a row
+ * with finite scores later into NaN. +inf or NaN scores give NaN rows, as NumPy's do.
+ *
+ * Warps: 4, each owning CV_ATT_RW rows; lane j scores key j of the tile, and in the PV
+ * product lane l owns output columns l, l + 32, l + 64, l + 96 (head dims up to 128:
+ * the host checks both head dims <= CV_ATT_DMAX). Q, K and V are read through their strides
+ * (cv_att_in: batch z = (b, h) with a stride each, so the heads split by reshape/transpose
+ * of an argument are read in place, never copied). Static
+ * shared memory 40.6 KB (under the 48 KB of a static allocation on sm_80/sm_90). */
+#ifndef CUVIL_AOT_CUDA_ATTENTION_H
+#define CUVIL_AOT_CUDA_ATTENTION_H
+
+#include "cuvil_aot/cuda_kernel.h"
+
+#define CV_ATT_DMAX 128
+#define CV_ATT_RW 4                    /* query rows per warp */
+#define CV_ATT_WARPS 4
+#define CV_ATT_BM (CV_ATT_RW * CV_ATT_WARPS) /* query rows per block */
+#define CV_ATT_BN 32                   /* keys per tile */
+#define CV_ATT_THREADS (32 * CV_ATT_WARPS)
+#define CV_ATT_NEG_INF __int_as_float(0xff800000)
+
+/* Batch z of operand x (cv_att_in: cuda_driver.h). */
+CV_DEV const float *cv_att_batch(const cv_att_in &x, int64_t z) {
+    return reinterpret_cast<const float *>(x.p) + (z / x.nh) * x.sb + (z % x.nh) * x.sh;
+}
+
+/* The store of an output whose heads a permutation merges (cuda_attention.py): element
+ * (z, i, c) of the (rows, columns) matrices of `o`, written through its strides. */
+struct cv_att_store {
+    const cv_att_in *o;
+    CV_MEMBER void operator()(int64_t z, int64_t i, int64_t c, float value) const {
+        const float *p = cv_att_batch(*o, z) + i * o->rs + c * o->cs;
+        *const_cast<float *>(p) = value;
+    }
+};
+
+/* The score: the first matmul's epilogue (Pre, on the dot product), then the softmax
+ * group's expression (Score, on that value). */
+template <class Pre, class Score>
+struct cv_att_then {
+    Pre pre;
+    Score score;
+    CV_MEMBER float operator()(int64_t z, int64_t i, int64_t j, float dot) const {
+        return score(z, i, j, pre(z, i, j, dot));
+    }
+};
+
+struct cv_att_smem {
+    float q[CV_ATT_BM][CV_ATT_DMAX];
+    float k[CV_ATT_BN][CV_ATT_DMAX + 1]; /* a row per lane: +1 spreads them over the banks */
+    float v[CV_ATT_BN][CV_ATT_DMAX];
+};
+
+CV_DEV float cv_att_warp_max(float x) {
+    for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+    return x;
+}
+CV_DEV float cv_att_warp_sum(float x) {
+    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+    return x;
+}
+
+/* q: (t, dk) per batch, k: (s, dk), v: (s, dv); nz batches. score(z, i, j, dot) -> the
+ * score; epi(z, i, c, value) stores. */
+template <class Score, class Epi>
+CV_DEV void cv_attention(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v, int64_t nz,
+                         int64_t t, int64_t s, int64_t dk_, int64_t dv, Score score, Epi epi) {
+    __shared__ __align__(16) cv_att_smem sm;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int64_t row0 = (int64_t)blockIdx.x * CV_ATT_BM;
+    const int dd = (int)dv, dk = (int)dk_;
+    /* columns staged per row: a power of two from 32 to 128 covering both head dims (the
+     * dot product reads Q and K in whole float4s, zero past dk); output columns per lane */
+    const int wide = dk > dd ? dk : dd;
+    const int wshift = wide <= 32 ? 5 : wide <= 64 ? 6 : 7, wmask = (1 << wshift) - 1;
+    const int ncol = (dd + 31) >> 5;
+    for (int64_t z = blockIdx.y; z < nz; z += gridDim.y) {
+        const float *qp = cv_att_batch(q, z), *kp = cv_att_batch(k, z), *vp = cv_att_batch(v, z);
+        __syncthreads(); /* the previous batch's tiles are read */
+        for (int i = tid; i < (CV_ATT_BM << wshift); i += CV_ATT_THREADS) {
+            const int r = i >> wshift, c = i & wmask;
+            const int64_t row = row0 + r;
+            sm.q[r][c] = row < t && c < dk ? qp[row * q.rs + c * q.cs] : 0.0f;
+        }
+        float m[CV_ATT_RW], l[CV_ATT_RW], o[CV_ATT_RW][4];
+#pragma unroll
+        for (int r = 0; r < CV_ATT_RW; r++) {
+            m[r] = CV_ATT_NEG_INF, l[r] = 0.0f;
+#pragma unroll
+            for (int c = 0; c < 4; c++) o[r][c] = 0.0f;
+        }
+        for (int64_t key0 = 0; key0 < s; key0 += CV_ATT_BN) {
+            __syncthreads(); /* the previous tile is read (and Q stored, the first time) */
+            for (int i = tid; i < (CV_ATT_BN << wshift); i += CV_ATT_THREADS) {
+                const int j = i >> wshift, c = i & wmask;
+                const int64_t key = key0 + j;
+                sm.k[j][c] = key < s && c < dk ? kp[key * k.rs + c * k.cs] : 0.0f;
+                sm.v[j][c] = key < s && c < dd ? vp[key * v.rs + c * v.cs] : 0.0f;
+            }
+            __syncthreads();
+            const int64_t key = key0 + lane;
+            const int valid = key < s;
+            float dot[CV_ATT_RW];
+#pragma unroll
+            for (int r = 0; r < CV_ATT_RW; r++) dot[r] = 0.0f;
+            for (int c = 0; c < dk; c += 4) { /* Q rows zero past k: whole float4s */
+                const float k0 = sm.k[lane][c], k1 = sm.k[lane][c + 1], k2 = sm.k[lane][c + 2],
+                            k3 = sm.k[lane][c + 3];
+#pragma unroll
+                for (int r = 0; r < CV_ATT_RW; r++) {
+                    const float4 q4 = *reinterpret_cast<const float4 *>(&sm.q[warp * CV_ATT_RW + r][c]);
+                    dot[r] = fmaf(q4.x, k0, dot[r]);
+                    dot[r] = fmaf(q4.y, k1, dot[r]);
+                    dot[r] = fmaf(q4.z, k2, dot[r]);
+                    dot[r] = fmaf(q4.w, k3, dot[r]);
+                }
+            }
+            float p[CV_ATT_RW];
+#pragma unroll
+            for (int r = 0; r < CV_ATT_RW; r++) {
+                const int64_t row = row0 + warp * CV_ATT_RW + r;
+                const float x = valid && row < t ? score(z, row, key, dot[r]) : CV_ATT_NEG_INF;
+                const float mnew = fmaxf(m[r], cv_att_warp_max(x));
+                const float mu = mnew == CV_ATT_NEG_INF ? 0.0f : mnew; /* see above */
+                const float alpha = m[r] == CV_ATT_NEG_INF ? 0.0f : expf(m[r] - mu);
+                p[r] = valid ? expf(x - mu) : 0.0f;
+                l[r] = l[r] * alpha + cv_att_warp_sum(p[r]);
+                m[r] = mnew;
+#pragma unroll
+                for (int c = 0; c < 4; c++) o[r][c] *= alpha;
+            }
+            const int64_t left = s - key0;
+            const int nj = left < CV_ATT_BN ? (int)left : CV_ATT_BN;
+            for (int j = 0; j < nj; j++) {
+                float vj[4];
+#pragma unroll
+                for (int c = 0; c < 4; c++) vj[c] = c < ncol ? sm.v[j][lane + 32 * c] : 0.0f;
+#pragma unroll
+                for (int r = 0; r < CV_ATT_RW; r++) {
+                    const float pj = __shfl_sync(0xffffffffu, p[r], j);
+#pragma unroll
+                    for (int c = 0; c < 4; c++)
+                        if (c < ncol) o[r][c] = fmaf(pj, vj[c], o[r][c]); /* warp-uniform */
+                }
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < CV_ATT_RW; r++) {
+            const int64_t row = row0 + warp * CV_ATT_RW + r;
+            if (row >= t) continue;
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                const int col = lane + 32 * c;
+                if (col < dd) epi(z, row, (int64_t)col, o[r][c] / l[r]);
+            }
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,183 @@
+"""Fused attention without a GPU (issue 23): the fused kernel is chosen for attention as
+users write it (codegen/attention_match.py) and for nothing else; its CUDA compiles for
+sm_80 and sm_90; the CPU path of the same functions is NumPy's. The device runs are
+tests/test_gpu_attention.py."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import assert_close, compile_source, cuda_text, load_source
+
+from cuvil_aot.compiler import pipeline
+from cuvil_aot.compiler.toolchain import nvcc
+
+ROOT = Path(__file__).resolve().parent.parent
+needs_nvcc = pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc not found")
+
+PRELUDE = '''
+import numpy as np
+import cuvil_aot as cv
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+Q = "f32[B,H,T,D], f32[B,H,S,D], f32[B,H,S,D]"
+'''
+
+FUSED = PRELUDE + '''
+@cv.optimize(signatures=[Q + ", f32[B,1,1,S]"])
+def padded(q, k, v, bias):
+    scores = q @ k.transpose(0, 1, 3, 2) * (1.0 / q.shape[-1] ** 0.5) + bias
+    return softmax(scores) @ v
+
+@cv.optimize(signatures=["f32[B,T,768], f32[B,T,768], f32[B,T,768]"])
+def causal_heads(x, y, z):
+    b, t, _ = x.shape
+    q = x.reshape(b, t, 12, 64).transpose(0, 2, 1, 3)
+    k = y.reshape(b, t, 12, 64).transpose(0, 2, 1, 3)
+    v = z.reshape(b, t, 12, 64).transpose(0, 2, 1, 3)
+    causal = np.triu(np.full((t, t), -1e9, dtype=np.float32), k=1)
+    s = q @ k.transpose(0, 1, 3, 2) * 0.125 + causal
+    p = np.exp(s - s.max(axis=-1, keepdims=True)) / np.sum(
+        np.exp(s - s.max(axis=-1, keepdims=True)), axis=-1, keepdims=True)
+    return (p @ v).transpose(0, 2, 1, 3).reshape(b, t, 768)
+
+@cv.optimize(signatures=["f32[T,D], f32[S,D], f32[S,D]"])
+def single_head(q, k, v):
+    return softmax(q @ k.T) @ v
+
+@cv.optimize(signatures=[Q])
+def merged_and_raw(q, k, v):
+    o = softmax(q @ k.transpose(0, 1, 3, 2)) @ v
+    return o.transpose(0, 2, 1, 3), o
+
+@cv.optimize(signatures=["f32[Z,T,D], f32[Z,S,D], f32[Z,S,D], f32[Z,1,S]"])
+def batched(q, k, v, mask):
+    return softmax(q @ k.transpose(0, 2, 1) * 0.125 + mask) @ v
+
+@cv.optimize(signatures=[Q])
+def two_in_a_row(q, k, v):
+    o = softmax(q @ k.transpose(0, 1, 3, 2) * 0.125) @ v
+    return softmax(o @ k.transpose(0, 1, 3, 2) * 0.125) @ v
+'''
+
+NEAR_MISSES = PRELUDE + '''
+@cv.optimize(signatures=[Q])
+def other_axis(q, k, v):
+    s = q @ k.transpose(0, 1, 3, 2)
+    e = np.exp(s - s.max(axis=-2, keepdims=True))
+    return e / e.sum(axis=-2, keepdims=True) @ v
+
+@cv.optimize(signatures=[Q])
+def scores_returned(q, k, v):
+    s = q @ k.transpose(0, 1, 3, 2)
+    return softmax(s) @ v, s
+
+@cv.optimize(signatures=[Q])
+def probs_returned(q, k, v):
+    p = softmax(q @ k.transpose(0, 1, 3, 2))
+    return p @ v, p
+
+@cv.optimize(signatures=[Q])
+def probs_used_twice(q, k, v):
+    p = softmax(q @ k.transpose(0, 1, 3, 2))
+    return p @ v + p.sum(axis=-1, keepdims=True)
+
+@cv.optimize(signatures=[Q])
+def no_max(q, k, v):
+    e = np.exp(q @ k.transpose(0, 1, 3, 2))
+    return e / e.sum(axis=-1, keepdims=True) @ v
+
+@cv.optimize(signatures=["f32[B,H,T,D], f32[B,H,T,D], f32[B,H,T,D]"])
+def transposed_scores(q, k, v):
+    return softmax((q @ k.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)) @ v
+
+@cv.optimize(signatures=["f32[B,H,T,T], f32[B,H,T,T], f32[B,H,T,T]"])
+def probs_as_b(q, k, v):
+    return v @ softmax(q @ k)
+'''
+
+
+def _sources(tmp_path: Path, source: str, name: str) -> dict[str, str]:
+    module = load_source(tmp_path, source, name)
+    targets = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), ("sm_90",)).targets
+    return pipeline.generate_sources(module, pipeline.Options(cpu_levels=(1,)), targets)[3]
+
+
+def test_attention_as_users_write_it_is_one_fused_kernel(tmp_path):
+    files = _sources(tmp_path, FUSED, "attn_fused")
+    cu, host = cuda_text(files), files["module.c"]
+    for unit in ("f0", "f1", "f2", "f3", "f4"):
+        assert f"extern \"C\" __global__ void __launch_bounds__(128) {unit}_s0_a0(" in cu
+        assert f'"{unit}_s0_a0"' in host
+    assert cu.count("cv_attention(a_.ops[0]") == 7
+    # two_in_a_row: two fused kernels, each with its own condition
+    assert "f5_s0_a1(" in cu and "if (!attn1)" in host
+    # batched: the scale and mask are the first GEMM's epilogue, the score's first part
+    assert "struct f4_s0_a0_pre" in cu and "(acc * ((float)0.125))" in cu
+    # the scores and probabilities are allocated only where the fused kernel cannot run
+    assert host.count("if (!attn0)") >= 6 and "ax0.q = one.a" in host
+    # causal_heads: Q, K and V read from the arguments through their heads' strides, (b, h)
+    # per batch, where fusion had copy kernels (run only where the fused kernel cannot)
+    f1 = host[host.index("f1_s0_grun"):host.index("f2_s0_grun")]
+    for which, g in enumerate((0, 1, 5)):
+        assert f"ai0[{which}] = (cv_att_in){{one.a{g}.p[0], one.a{g}.n[1], " in f1
+    # causal_heads: the output stored with its heads merged (by the strides of the merge
+    # kernel's buffer: o.transpose(0, 2, 1, 3)); merged_and_raw returns o too: its epilogue
+    assert cu.count("cv_att_store{&a_.ops[3]}") == 1 and "ax0.ops[3] = (cv_att_in){one.a7." in f1
+    # padded: its arguments' own strides, through the matmuls' terms
+    f0 = host[host.index("f0_s0_grun"):host.index("f1_s0_grun")]
+    assert "ai0[0] = (cv_att_in){one.a0.t[0].a, 1, one.a0.t[0].a_bs, 0, " in f0
+
+
+def test_near_misses_keep_their_three_kernels(tmp_path):
+    files = _sources(tmp_path, NEAR_MISSES, "attn_near")
+    cu, host = cuda_text(files), files["module.c"]
+    assert "cv_attention(" not in cu and "attn0" not in host
+
+
+def test_deterministic(tmp_path):
+    module = load_source(tmp_path, FUSED, "attn_det")
+    targets = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), ("sm_90",)).targets
+    first, second = (pipeline.generate_sources(module, pipeline.Options(cpu_levels=(1,)),
+                                               targets)[3] for _ in range(2))
+    assert first == second
+
+
+@needs_nvcc
+def test_fused_attention_compiles_for_sm80_and_sm90(tmp_path):
+    module = load_source(tmp_path, FUSED, "attn_nvcc")
+    out = tmp_path / "build"
+    out.mkdir()
+    artifact = pipeline.build(module, pipeline.Options(cuda_archs=("sm_80", "sm_90")),
+                              out_dir=out)
+    assert artifact.manifest["refused"] == {}
+
+
+def test_cpu_path_unchanged(tmp_path):
+    mod = compile_source(tmp_path, FUSED)
+    rng = np.random.default_rng(23)
+    q, k, v = (rng.standard_normal((2, 3, 5, 16)).astype(np.float32) for _ in range(3))
+    bias = np.where(rng.random((2, 1, 1, 5)) < 0.3, -10000.0, 0.0).astype(np.float32)
+    ref = mod.padded.py_func(*(a.astype(np.float64) for a in (q, k, v, bias)))
+    assert_close(mod.padded(q, k, v, bias), ref, np.float32, 10)
+    x, y, z = (rng.standard_normal((2, 7, 768)).astype(np.float32) for _ in range(3))
+    ref = mod.causal_heads.py_func(*(a.astype(np.float64) for a in (x, y, z)))
+    assert_close(mod.causal_heads(x, y, z), ref, np.float32, 10)
+
+
+def test_bench_models_fuse_their_attention(tmp_path):
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import transformer_models as models
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    targets = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), ("sm_90",)).targets
+    files = pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1,)), targets)[3]
+    fused = cuda_text(files).count("cv_attention(a_.ops[0]")
+    assert fused == 5  # bert_layer(_tanh), gpt2_block, gpt2_decode, gpt2_decode_inplace
