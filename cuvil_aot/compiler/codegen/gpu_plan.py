@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cuvil_aot.compiler.codegen import cuda, cuda_gemm, cuda_one
+from cuvil_aot.compiler.codegen import cuda, cuda_gemm, cuda_one, cuda_wgmma
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
 from cuvil_aot.compiler.codegen.run_time_loops import LoopSpan
+from cuvil_aot.compiler.gpu_targets import GpuTargets
 from cuvil_aot.compiler.ir.group import Kind
 from cuvil_aot.compiler.ir.node import toposort
 
@@ -37,6 +38,16 @@ class GpuPlan:
     # unit -> accumulator C type -> its GEMM kernels, which share one set of main loops
     # (cuda_gemm.shared_gemms), each launched with its index here as the tag
     gemms: dict[str, dict[str, list[CudaKernel]]] = field(default_factory=dict)
+    # built for sm_90 (as sm_90a): units with an eligible float32 GEMM get the wgmma entry
+    wgmma: bool = False
+    wg: set[str] = field(default_factory=set)  # the units that have it
+
+    def wg_kid(self, k: CudaKernel) -> int | None:
+        """The entry of GEMM kernel ``k``'s wgmma main loop, None where it has none."""
+        unit = unit_of(k.name)
+        if unit not in self.wg or k.group.kind is not Kind.GEMM or not cuda_wgmma.eligible(k):
+            return None
+        return self.first[f"{cuda_gemm.shared_name(unit, k.acc_type)}_wg"]
 
     def tag(self, k: CudaKernel) -> tuple[str, int]:
         """GEMM kernel ``k``'s shared main loops (their name) and its tag there."""
@@ -45,8 +56,12 @@ class GpuPlan:
 
     def shared_structs(self, unit: str) -> str:
         """The argument structs of ``unit``'s shared GEMM main loops."""
-        return "".join(cuda_gemm.shared_struct(cuda_gemm.shared_name(unit, acc), kernels)
+        text = "".join(cuda_gemm.shared_struct(cuda_gemm.shared_name(unit, acc), kernels)
                        for acc, kernels in self.gemms.get(unit, {}).items())
+        if unit in self.wg:
+            text += cuda_wgmma.struct(cuda_gemm.shared_name(unit, "float"),
+                                      self.gemms[unit]["float"])
+        return text
 
     def sources(self) -> dict[str, str]:
         """Each unit's CUDA source, by unit."""
@@ -58,10 +73,15 @@ class GpuPlan:
     def _source(self, unit: str, prefixes: list[str]) -> str:
         shared = [cuda_gemm.shared_gemms(unit, kernels)
                   for kernels in self.gemms.get(unit, {}).values()]
+        include = ""
+        if unit in self.wg:  # the header only where a GEMM may run it: nvcc's time
+            include = '#include "cuvil_aot/cuda_gemm_wgmma.h"\n'
+            shared.append(cuda_wgmma.entry(cuda_gemm.shared_name(unit, "float"),
+                                           self.gemms[unit]["float"]))
         ones = [cuda_one.one_struct(p, self.kernels[p]) + cuda_one.one_kernel(p, self.kernels[p])
                 for p in prefixes if p in self.one]
         return cuda.source([k for p in prefixes for k in self.kernels[p]],
-                           self.shared_structs(unit), shared + ones)
+                           include + self.shared_structs(unit), shared + ones)
 
 
 def refusal(comps: list[Compiled]) -> str | None:
@@ -82,10 +102,11 @@ def refusal(comps: list[Compiled]) -> str | None:
     return None
 
 
-def lower(comps: list[Compiled]) -> GpuPlan:
+def lower(comps: list[Compiled], targets: GpuTargets | None = None) -> GpuPlan:
     """The CUDA kernels of every signature, one per fusion group, and the tables; none for
-    a function ``refusal`` refuses."""
-    gp = GpuPlan()
+    a function ``refusal`` refuses. ``targets`` with SASS for sm_90: the wgmma entry, last
+    in the table of each unit with a float32 GEMM that may run it (cuda_wgmma.py)."""
+    gp = GpuPlan(wgmma=targets is not None and cuda_wgmma.WG_ARCH in targets.sass)
     refused = {c.name for c in comps if refusal([c]) is not None}
     for comp in comps:
         if comp.name in refused:
@@ -114,4 +135,10 @@ def lower(comps: list[Compiled]) -> GpuPlan:
                 and all(k.group.kind is not Kind.SCAN for k in kernels):
             gp.one[comp.prefix] = len(names)
             names.append(f"{comp.prefix}_one")
+    for unit, by_acc in gp.gemms.items():
+        if gp.wgmma and any(cuda_wgmma.eligible(k) for k in by_acc.get("float", [])):
+            gp.wg.add(unit)
+            entry = f"{cuda_gemm.shared_name(unit, 'float')}_wg"
+            gp.first[entry] = len(gp.names[unit])
+            gp.names[unit].append(entry)
     return gp
