@@ -113,10 +113,14 @@ def _kernels(run) -> list[str]:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            run()
+            torch.cuda.synchronize()
+        return [e.key for e in prof.key_averages()]
+    except RuntimeError:  # no CUPTI: run it plainly, judge the numbers only
         run()
-        torch.cuda.synchronize()
-    return [e.key for e in prof.key_averages()]
+        return []
 
 
 def check(gemms, case: str, shapes, layout: str, *, tf32: bool = False) -> list[str]:

@@ -8,9 +8,11 @@
  * bfloat16 A/B with float32 accumulation and C.
  *
  * Block: 384 threads = 3 warpgroups, one CTA per SM (__launch_bounds__(384, 1) on
- * the kernel that calls this), looping over the 128 x BN output tiles blockIdx.x,
- * + gridDim.x, ...: a grid of one block per tile, or persistent (one per SM), where
- * the producer loads the next tile's first stages during this one's epilogue.
+ * the kernel that calls this), looping over work items blockIdx.x, + gridDim.x, ...:
+ * (k-chunk, batch, 128 x BN output tile) (cv_wg_run; generated code: cv_gemm_wgmma_job,
+ * cuvil_aot/compiler/codegen/cuda_wgmma.py), a grid of one block per item, or
+ * persistent (one per SM), where the producer loads the next item's first stages
+ * during this one's epilogue.
  * Warpgroup 0 is the producer: one thread issues the TMA copies of each k-block into
  * a ring of STAGES stages (its counter runs on across tiles), the others idle
  * (setmaxnreg.dec to 40 registers). Warpgroups 1 and 2 are the consumers (setmaxnreg.inc
