@@ -48,6 +48,12 @@ def two_terms(x: cv.f32["M", "K"], h: cv.f32["M", "J"], wx: cv.f32["N", "K"],
               wh: cv.f32["N", "J"], bias: cv.f32["N"]):
     return (x @ wx.T + h @ wh.T + bias) * 0.5
 
+@cv.optimize
+def repeat(x: cv.f32["M", "K"], w: cv.f32["K", "K"], n: int):
+    for i in range(n):
+        x = np.tanh(x @ w.T)
+    return x
+
 @cv.optimize(precision="tf32")
 def mm_t_tf32(a: cv.f32["M", "K"], b: cv.f32["N", "K"]):
     return np.tanh(a @ b.T)
@@ -194,5 +200,23 @@ def test_a_few_rows(gemms, case):
 @pytest.mark.parametrize("case", sorted(TF32))
 def test_tf32_policy_takes_one_product(gemms, case, layout):
     kernels = check(gemms, case, TF32[case], layout, tf32=True)
+    if _hopper() and kernels:
+        assert _ran_wg(kernels), kernels
+
+
+def test_a_run_time_loop_launches_it_kernel_by_kernel(gemms):
+    """A run-time loop's body launches each kernel in turn (gpu_launch._launch_planned),
+    the wgmma one with its maps and shared memory too."""
+    import torch
+
+    rng = np.random.default_rng(23)
+    x = (rng.standard_normal((300, 256)) * 0.5).astype(np.float32)
+    w = (rng.standard_normal((256, 256)) * 0.1).astype(np.float32)
+    ref = gemms.repeat.py_func(x.astype(np.float64), w.astype(np.float64), 3)
+    dev = [torch.from_numpy(a).cuda() for a in (x, w)]
+    kernels = _kernels(lambda: gemms.repeat(*dev, 3))
+    got = gemms.repeat(*dev, 3).cpu().numpy()
+    err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+    assert err < 5e-6, f"||got - ref|| / ||ref|| = {err:.3g} ({kernels})"
     if _hopper() and kernels:
         assert _ran_wg(kernels), kernels
