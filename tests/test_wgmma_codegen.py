@@ -42,6 +42,16 @@ def linear64(x: cv.f64["M", "K"], w: cv.f64["N", "K"]):
 @cv.optimize
 def scale(x: cv.f32["N"]):
     return x * 2
+
+@cv.optimize
+def linear_kn(x: cv.f32["M", "K"], w: cv.f32["K", "N"]):
+    return x @ w
+
+@cv.optimize
+def heads(q: cv.f32["B", "T", "D"], k: cv.f32["B", "T", "D"]):
+    qh = q.reshape(q.shape[0], q.shape[1], 4, -1).transpose(0, 2, 1, 3)
+    kh = k.reshape(k.shape[0], k.shape[1], 4, -1).transpose(0, 2, 1, 3)
+    return np.matmul(qh, kh.transpose(0, 1, 3, 2))
 '''
 
 
@@ -55,10 +65,13 @@ def _units(tmp_path: Path, archs: tuple[str, ...]) -> dict[str, str]:
 
 def test_float32_units_get_the_wgmma_entry_of_their_kind(tmp_path):
     units = _units(tmp_path, ("sm_90",))
-    fp32, tf32, fp64, scale = (units[f"kernels_f{i}.cu"] for i in range(4))
+    fp32, tf32, fp64, scale, kn, heads = (units[f"kernels_f{i}.cu"] for i in range(6))
     assert "cv_gemm_wgmma_job<CV_WG_TF32X3, 128, 3>" in fp32  # float32 accuracy: 3xTF32
     assert "cv_gemm_wgmma_job<CV_WG_TF32, 256, 4>" in tf32  # TF32 numbers: one product
-    for text in (fp64, scale):  # no float32 GEMM: no header, no entry (nvcc's time)
+    assert "cv_gemm_wgmma_job<CV_WG_TF32X3, 128, 3>" in heads  # q @ k^T on head views
+    # no float32 GEMM, or B n-contiguous as stored (x @ w of an (in, out) weight): no
+    # header, no entry (nvcc's time)
+    for text in (fp64, scale, kn):
         assert "cuda_gemm_wgmma.h" not in text and "_wg(" not in text
     host = units["module.c"]
     assert '"f0_gemm_f32_wg"' in host and '"f1_gemm_f32_wg"' in host

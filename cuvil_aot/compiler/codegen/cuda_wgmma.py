@@ -30,6 +30,9 @@ from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
 from cuvil_aot.compiler.codegen.cuda_gemm import one_tf32_product
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Kind
+from cuvil_aot.compiler.ir.indexing import identity, through
+from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.ops import MOVEMENT
 
 WG_TERMS = 4  # a GEMM of more terms runs cv_gemm_tc (each term adds 256 bytes of maps)
 WG_THREADS = 384  # a producer warpgroup and two consumers
@@ -59,27 +62,43 @@ X3 = WgConfig("CV_WG_TF32X3", 128, 3, True)
 ONE = WgConfig("CV_WG_TF32", 256, 4, False)
 
 
-def eligible(k: CudaKernel) -> bool:
-    """GEMM kernel ``k`` may run the wgmma main loop: float32 operands and accumulation,
-    at most WG_TERMS terms (the layout is checked at call time)."""
+def eligible(k: CudaKernel, buffers: set[int]) -> bool:
+    """GEMM kernel ``k`` may run the wgmma main loop: float32 operands and accumulation, at
+    most WG_TERMS terms, and every term's B may be K-major (the layout is checked at call
+    time). B is not where, read as stored from a C-ordered parameter or buffer (ids in
+    ``buffers``), its last axis steps along n: ``x @ w`` of an (in, out) weight, whose unit
+    then skips the header and the entry (nvcc's time); ``x @ w.T`` and views of regrouped
+    buffers may be."""
     terms = k.group.terms
-    return k.group.kind is Kind.GEMM and k.acc_type == "float" and 0 < len(terms) <= WG_TERMS and \
-        all(s.dtype == "float32" for t in terms for s in t.srcs)
+    return k.group.kind is Kind.GEMM and k.acc_type == "float" and \
+        0 < len(terms) <= WG_TERMS and \
+        all(s.dtype == "float32" for t in terms for s in t.srcs) and \
+        all(_b_may_be_k_major(t.srcs[1], buffers) for t in terms)
+
+
+def _b_may_be_k_major(b: Node, buffers: set[int]) -> bool:
+    rank = len(b.shape)
+    node, m = b, identity(rank)
+    while node.op in MOVEMENT and id(node) not in buffers:  # as launch.matmul_operand
+        sub = through(node, m, rank)
+        if sub is None:  # a view of a regrouped buffer: its strides decide at run time
+            return True
+        node, m = node.srcs[0], sub
+    if not m:
+        return True
+    last = m[-1]  # the stored array's contiguous axis, C-ordered
+    return last.uses(rank - 2) or not last.uses(rank - 1)
 
 
 def config(kernels: list[CudaKernel]) -> WgConfig:
     return ONE if one_tf32_product(kernels) else X3
 
 
-def nmaps(kernels: list[CudaKernel]) -> int:
-    """Tensor maps in the argument: two per term of the widest eligible GEMM."""
-    return 2 * max(len(k.group.terms) for k in kernels if eligible(k))
-
-
-def struct(name: str, kernels: list[CudaKernel]) -> str:
-    """The entry's argument (the same text in C, gpu_wrap.h's cv_tmap, and C++, the header's)."""
-    return (f"typedef struct {{ cv_tmap map[{nmaps(kernels)}]; {name}_args a; }} "
-            f"{name}_wg_args;\n")
+def struct(name: str, eligible_kernels: list[CudaKernel]) -> str:
+    """The entry's argument, two maps per term of the widest eligible GEMM (the same text in
+    C, gpu_wrap.h's cv_tmap, and C++, the header's)."""
+    nmaps = 2 * max(len(k.group.terms) for k in eligible_kernels)
+    return f"typedef struct {{ cv_tmap map[{nmaps}]; {name}_args a; }} {name}_wg_args;\n"
 
 
 def entry(name: str, kernels: list[CudaKernel]) -> str:

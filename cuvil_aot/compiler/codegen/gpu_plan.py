@@ -41,11 +41,12 @@ class GpuPlan:
     # built for sm_90 (as sm_90a): units with an eligible float32 GEMM get the wgmma entry
     wgmma: bool = False
     wg: set[str] = field(default_factory=set)  # the units that have it
+    wg_kernels: set[str] = field(default_factory=set)  # the GEMMs that may run it
 
     def wg_kid(self, k: CudaKernel) -> int | None:
         """The entry of GEMM kernel ``k``'s wgmma main loop, None where it has none."""
         unit = unit_of(k.name)
-        if unit not in self.wg or k.group.kind is not Kind.GEMM or not cuda_wgmma.eligible(k):
+        if unit not in self.wg or k.name not in self.wg_kernels:
             return None
         return self.first[f"{cuda_gemm.shared_name(unit, k.acc_type)}_wg"]
 
@@ -60,7 +61,8 @@ class GpuPlan:
                        for acc, kernels in self.gemms.get(unit, {}).items())
         if unit in self.wg:
             text += cuda_wgmma.struct(cuda_gemm.shared_name(unit, "float"),
-                                      self.gemms[unit]["float"])
+                                      [k for k in self.gemms[unit]["float"]
+                                       if k.name in self.wg_kernels])
         return text
 
     def sources(self) -> dict[str, str]:
@@ -129,6 +131,8 @@ def lower(comps: list[Compiled], targets: GpuTargets | None = None) -> GpuPlan:
                 gp.first[entries[0]] = len(names)
                 names.extend(entries)
             gemms[k.acc_type].append(k)
+            if gp.wgmma and cuda_wgmma.eligible(k, buffers):
+                gp.wg_kernels.add(k.name)
             gp.first[k.name] = gp.first[cuda_gemm.shared_entries(unit, k.acc_type)[0]]
         gp.loops[comp.prefix] = comp.loops  # launched one by one, in order
         if 1 < len(kernels) <= cuda_one.ONE_MAX_KERNELS and not comp.loops \
@@ -136,7 +140,7 @@ def lower(comps: list[Compiled], targets: GpuTargets | None = None) -> GpuPlan:
             gp.one[comp.prefix] = len(names)
             names.append(f"{comp.prefix}_one")
     for unit, by_acc in gp.gemms.items():
-        if gp.wgmma and any(cuda_wgmma.eligible(k) for k in by_acc.get("float", [])):
+        if any(k.name in gp.wg_kernels for k in by_acc.get("float", [])):
             gp.wg.add(unit)
             entry = f"{cuda_gemm.shared_name(unit, 'float')}_wg"
             gp.first[entry] = len(gp.names[unit])
