@@ -106,7 +106,7 @@ static const char *const optional_symbols[] = {
 };
 
 cv_cuda_settings cv_cuda_config = {.one_kernel = 1, .pool = 1, .strict = 0,
-                                   .graph_min = CV_GRAPH_MIN_DEFAULT};
+                                   .graph_min = CV_GRAPH_MIN_DEFAULT, .wgmma = 1};
 
 static void *libcuda;     /* kept for cv_cuda_symbol */
 static int driver_state;  /* 0: not tried, 1: usable, -1: not usable (why in driver_error) */
@@ -399,7 +399,9 @@ int cv_cuda_wgmma(const cv_cuda_module *m, int device) {
         PyErr_Clear();
         return 0;
     }
-    if (devices[device].cc != 90 || !cu.TensorMapEncodeTiled || !cu.FuncSetAttribute) return 0;
+    if (!cv_cuda_config.wgmma || devices[device].cc != 90 || !cu.TensorMapEncodeTiled ||
+        !cu.FuncSetAttribute)
+        return 0;
     for (int i = 0; i < m->nsass; i++)
         if (m->sass[i] == 90) return 1;
     return 0;

@@ -18,6 +18,7 @@ typedef struct {
     int pool;       /* CUVIL_AOT_CUDA_POOL=0 clears it: intermediates from the framework */
     int strict;     /* CUVIL_AOT_MODE=strict: a PTX JIT at module load is an error */
     int graph_min;  /* CUVIL_AOT_CUDA_GRAPH: launches a call needs for a graph; 0: none */
+    int wgmma;      /* CUVIL_AOT_CUDA_WGMMA=0 clears it: no GEMM on the wgmma main loop */
 } cv_cuda_settings;
 extern cv_cuda_settings cv_cuda_config;
 
