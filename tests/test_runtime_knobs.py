@@ -1,7 +1,7 @@
 """The knobs the native runtime runs with (CUVIL_AOT_CUDA_ONE, CUVIL_AOT_CUDA_POOL,
-CUVIL_AOT_CUDA_GRAPH, CUVIL_AOT_CUDA_WGMMA, CUVIL_AOT_MODE): read and checked by cuvil_aot.knobs, handed to
-native.configure at import (the runtime reads no environment), and reported by
-native.info()."""
+CUVIL_AOT_CUDA_GRAPH, CUVIL_AOT_CUDA_WGMMA, CUVIL_AOT_MODE): read and checked by
+cuvil_aot.knobs, handed to native.configure at import (the runtime reads no environment),
+and reported by native.info()."""
 
 from __future__ import annotations
 
