@@ -1,7 +1,7 @@
 """The knobs the native runtime runs with (CUVIL_AOT_CUDA_ONE, CUVIL_AOT_CUDA_POOL,
-CUVIL_AOT_CUDA_GRAPH, CUVIL_AOT_MODE): read and checked by cuvil_aot.knobs, handed to
-native.configure at import (the runtime reads no environment), and reported by
-native.info()."""
+CUVIL_AOT_CUDA_GRAPH, CUVIL_AOT_CUDA_WGMMA, CUVIL_AOT_MODE): read and checked by
+cuvil_aot.knobs, handed to native.configure at import (the runtime reads no environment),
+and reported by native.info()."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from cuvil_aot.runtime import native as rt
 
 ROOT = Path(rt.__file__).resolve().parent.parent
 """Where this process imports cuvil_aot from: site-packages in CI, the checkout here."""
-DEFAULTS = {"cuda_one": True, "cuda_pool": True, "mode": "import", "cuda_graph": 4}
+DEFAULTS = {"cuda_one": True, "cuda_pool": True, "mode": "import", "cuda_graph": 4,
+            "cuda_wgmma": True}
 
 
 @pytest.fixture(autouse=True)
@@ -35,7 +36,8 @@ def test_defaults():
 
 
 @pytest.mark.parametrize("name, field", [("CUVIL_AOT_CUDA_ONE", "cuda_one"),
-                                         ("CUVIL_AOT_CUDA_POOL", "cuda_pool")])
+                                         ("CUVIL_AOT_CUDA_POOL", "cuda_pool"),
+                                         ("CUVIL_AOT_CUDA_WGMMA", "cuda_wgmma")])
 def test_flags_are_parsed(name, field):
     assert getattr(knobs.read({name: "0"}), field) is False
     assert getattr(knobs.read({name: " 1 "}), field) is True
@@ -118,3 +120,10 @@ def test_import_refuses_a_bad_knob():
     proc = _runtime_info(CUVIL_AOT_CUDA_POOL="no")
     assert proc.returncode != 0
     assert "KnobError" in proc.stderr and "CUVIL_AOT_CUDA_POOL" in proc.stderr
+
+
+def test_cuda_wgmma_can_be_turned_off():
+    rt.configure(cuda_wgmma=False)
+    assert rt.info()["cuda_wgmma"] is False
+    rt.configure(cuda_wgmma=True)
+    assert rt.info()["cuda_wgmma"] is True

@@ -22,3 +22,15 @@ class GpuTargets:
         numbers = [(m.group(1), int(m.group(2))) for m in map(ARCH.fullmatch, archs) if m]
         return cls(tuple(n for kind, n in numbers if kind == "sm"),
                    max((n for kind, n in numbers if kind == "compute"), default=0))
+
+
+# SASS built for the architecture-specific target: sm_90a has wgmma and setmaxnreg (the
+# Hopper GEMM, cuda_gemm_wgmma.h), and the driver loads it on exactly the devices sm_90's
+# SASS would run on (compute capability 9.0). PTX stays generic (compute_90), so a newer
+# GPU can still JIT it; there the wgmma code is inert and never launched.
+ARCH_SPECIFIC = {"sm_90": "sm_90a"}
+
+
+def sass_code(arch: str) -> str:
+    """The nvcc code name of SASS target ``arch`` ('sm_90' -> 'sm_90a', else itself)."""
+    return ARCH_SPECIFIC.get(arch, arch)

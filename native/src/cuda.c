@@ -49,6 +49,11 @@ enum {
     MEM_ALLOCATION_TYPE_PINNED = 1,
     MEM_LOCATION_TYPE_DEVICE = 1,
     MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+    FUNC_ATTR_MAX_DYNAMIC_SHARED = 8, /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+    STATIC_SMEM_LIMIT = 48 * 1024,    /* dynamic shared memory a launch gets unasked */
+    TMAP_INTERLEAVE_NONE = 0,
+    TMAP_L2_PROMOTION_256B = 3,
+    TMAP_OOB_FILL_NONE = 0,
 };
 
 static struct {
@@ -79,6 +84,12 @@ static struct {
     CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
     CUresult (*LaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
                                         unsigned, unsigned, unsigned, CUstream, void **);
+    /* Optional (CUDA 12+): Hopper tensor maps, and a kernel's dynamic shared memory
+     * limit raised past 48 KB (the wgmma GEMM's 214 KB). */
+    CUresult (*TensorMapEncodeTiled)(void *, int, unsigned, void *, const uint64_t *,
+                                     const uint64_t *, const uint32_t *, const uint32_t *, int,
+                                     int, int, int);
+    CUresult (*FuncSetAttribute)(CUfunction, int, int);
 } cu;
 
 /* Same order as the struct above. */
@@ -91,11 +102,11 @@ static const char *const symbols[] = {
 };
 static const char *const optional_symbols[] = {
     "cuMemPoolCreate", "cuMemPoolSetAttribute", "cuMemAllocFromPoolAsync", "cuMemFreeAsync",
-    "cuLaunchCooperativeKernel",
+    "cuLaunchCooperativeKernel", "cuTensorMapEncodeTiled", "cuFuncSetAttribute",
 };
 
 cv_cuda_settings cv_cuda_config = {.one_kernel = 1, .pool = 1, .strict = 0,
-                                   .graph_min = CV_GRAPH_MIN_DEFAULT};
+                                   .graph_min = CV_GRAPH_MIN_DEFAULT, .wgmma = 1};
 
 static void *libcuda;     /* kept for cv_cuda_symbol */
 static int driver_state;  /* 0: not tried, 1: usable, -1: not usable (why in driver_error) */
@@ -123,6 +134,7 @@ static struct device {
 
 typedef struct {
     CUmodule mod;
+    uint32_t *smem;       /* per kernel: the dynamic shared memory limit raised to (0: not) */
     CUfunction fn[];      /* resolved on first launch */
 } loaded_module;
 
@@ -338,8 +350,10 @@ static int check_arch(const cv_cuda_module *m, int device) {
 
 static loaded_module *load_module(cv_cuda_module *m, int device) {
     if (check_arch(m, device) < 0) return NULL;
-    loaded_module *L = calloc(1, sizeof *L + (size_t)m->nkernels * sizeof(CUfunction));
+    loaded_module *L = calloc(1, sizeof *L + (size_t)m->nkernels * (sizeof(CUfunction) +
+                                                                       sizeof(uint32_t)));
     if (!L) return (loaded_module *)PyErr_NoMemory();
+    L->smem = (uint32_t *)&L->fn[m->nkernels];
     if (check(cu.ModuleLoadData(&L->mod, m->image), "cuModuleLoadData", NULL) < 0) {
         free(L);
         return NULL;
@@ -359,8 +373,47 @@ static CUfunction function(cv_cuda_module *m, int device, int kernel) {
     return L->fn[kernel] = f;
 }
 
-void *cv_cuda_function(cv_cuda_module *m, int device, int kernel) {
-    return function(m, device, kernel);
+/* The kernel, its dynamic shared memory limit raised to `smem` first where that is over
+ * the 48 KB every kernel may use (once per kernel, device and size). */
+static CUfunction function_smem(cv_cuda_module *m, int device, int kernel, uint32_t smem) {
+    CUfunction f = function(m, device, kernel);
+    if (!f || smem <= STATIC_SMEM_LIMIT) return f;
+    loaded_module *L = m->loaded[device];
+    if (L->smem[kernel] >= smem) return f;
+    if (!cu.FuncSetAttribute)
+        return cv_cuda_raise("kernel %s needs %u bytes of shared memory and the driver lacks "
+                             "cuFuncSetAttribute", m->names[kernel], smem), NULL;
+    if (check(cu.FuncSetAttribute(f, FUNC_ATTR_MAX_DYNAMIC_SHARED, (int)smem),
+              "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", m->names[kernel]) < 0)
+        return NULL;
+    L->smem[kernel] = smem;
+    return f;
+}
+
+void *cv_cuda_function(cv_cuda_module *m, int device, int kernel, uint32_t smem) {
+    return function_smem(m, device, kernel, smem);
+}
+
+int cv_cuda_wgmma(const cv_cuda_module *m, int device) {
+    if (cv_cuda_enter(device) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (!cv_cuda_config.wgmma || devices[device].cc != 90 || !cu.TensorMapEncodeTiled ||
+        !cu.FuncSetAttribute)
+        return 0;
+    for (int i = 0; i < m->nsass; i++)
+        if (m->sass[i] == 90) return 1;
+    return 0;
+}
+
+int cv_cuda_tensor_map(void *map, int dtype, int rank, const void *base, const uint64_t *dims,
+                       const uint64_t *strides, const uint32_t *box, int swizzle) {
+    const uint32_t ones[5] = {1, 1, 1, 1, 1};
+    if (!cu.TensorMapEncodeTiled || rank < 1 || rank > 5) return 1;
+    return cu.TensorMapEncodeTiled(map, dtype, (unsigned)rank, (void *)base, dims, strides, box,
+                                   ones, TMAP_INTERLEAVE_NONE, swizzle, TMAP_L2_PROMOTION_256B,
+                                   TMAP_OOB_FILL_NONE) == 0 ? 0 : 1;
 }
 
 int cv_cuda_launch_one(cv_cuda_module *m, int device, int kernel, uint32_t grid, uint32_t block,
@@ -380,7 +433,7 @@ int cv_cuda_launch_one(cv_cuda_module *m, int device, int kernel, uint32_t grid,
 
 int cv_cuda_launch(cv_cuda_module *m, int device, int kernel, uint32_t grid_x, uint32_t grid_y,
                    uint32_t block, uint32_t smem, uintptr_t stream, void *args) {
-    CUfunction f = function(m, device, kernel);
+    CUfunction f = function_smem(m, device, kernel, smem);
     if (!f) return -1;
     void *params[1] = {args};
     return check(cu.LaunchKernel(f, grid_x, grid_y, 1, block, 1, 1, smem, (CUstream)stream,

@@ -18,6 +18,7 @@ typedef struct {
     int pool;       /* CUVIL_AOT_CUDA_POOL=0 clears it: intermediates from the framework */
     int strict;     /* CUVIL_AOT_MODE=strict: a PTX JIT at module load is an error */
     int graph_min;  /* CUVIL_AOT_CUDA_GRAPH: launches a call needs for a graph; 0: none */
+    int wgmma;      /* CUVIL_AOT_CUDA_WGMMA=0 clears it: no GEMM on the wgmma main loop */
 } cv_cuda_settings;
 extern cv_cuda_settings cv_cuda_config;
 
@@ -53,11 +54,16 @@ int cv_cuda_raise(const char *fmt, ...);
  * (NULL before, or where the driver lacks it); a driver result checked as every call's (0,
  * or -1 with CudaError raised, the context marked lost where the error is sticky); whether
  * an error is sticky; kernel `kernel` of m on `device` (its CUfunction, the module loaded
- * there on first use, the device's context made current), NULL with an error raised. */
+ * there on first use, the device's context made current, its dynamic shared memory limit
+ * raised to `smem` where that is over 48 KB), NULL with an error raised. */
 void *cv_cuda_symbol(const char *name);
 int cv_cuda_check(int r, const char *call, const char *kernel);
 int cv_cuda_sticky(int r);
-void *cv_cuda_function(cv_cuda_module *m, int device, int kernel);
+void *cv_cuda_function(cv_cuda_module *m, int device, int kernel, uint32_t smem);
+/* The Hopper GEMM's needs (cv_gpu_api.wgmma, .tensor_map; see cuda_driver.h). */
+int cv_cuda_wgmma(const cv_cuda_module *m, int device);
+int cv_cuda_tensor_map(void *map, int dtype, int rank, const void *base, const uint64_t *dims,
+                       const uint64_t *strides, const uint32_t *box, int swizzle);
 
 /* A call's launches in order, as a replayed CUDA graph where that pays (gpu_graph.c,
  * cv_gpu_api.launch_list); and the graph path's counters: calls that replayed a graph,

@@ -215,7 +215,7 @@ static int build_graph(entry *e, const cv_gpu_launch *q) {
     int r = outcome(g.Create(&e->graph, 0), "cuGraphCreate");
     for (int i = 0; r == 0 && i < e->n; i++) {
         step *s = &e->steps[i];
-        if (!(s->func = cv_cuda_function(s->m, e->device, s->kernel))) return -1;
+        if (!(s->func = cv_cuda_function(s->m, e->device, s->kernel, s->smem))) return -1;
         void *args[1] = {(void *)q[i].args};
         node_params p = params_of(s, args);
         r = outcome(g.AddKernelNode(&e->nodes[i], e->graph, i ? &e->nodes[i - 1] : NULL,

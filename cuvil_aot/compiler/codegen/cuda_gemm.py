@@ -84,7 +84,10 @@ def shared_name(unit: str, acc_type: str) -> str:
 
 def _tf32_exact(x: Node) -> bool:
     """Every value of matmul operand ``x`` is a TF32 number: rounded by the tf32 policy
-    (Op.TF32), or widened from bfloat16/float16 (the bf16 and fp16 policies' casts)."""
+    (Op.TF32), or widened from bfloat16/float16 (the bf16 and fp16 policies' casts), or a
+    permutation of such (the policies round below ``w.T``: precision.round_operand)."""
+    while x.op is Op.PERMUTE:
+        x = x.srcs[0]
     return x.op is Op.TF32 or (x.op is Op.CAST and x.srcs[0].dtype in TF32_EXACT)
 
 

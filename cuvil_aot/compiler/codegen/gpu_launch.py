@@ -8,7 +8,14 @@ The entry points, block sizes and row limits are the ones the kernels are writte
 
 from __future__ import annotations
 
-from cuvil_aot.compiler.codegen import cuda_one, gpu_attention, ops_c, run_time_loops
+from cuvil_aot.compiler.codegen import (
+    cuda_one,
+    cuda_wgmma,
+    gpu_attention,
+    gpu_queue,
+    ops_c,
+    run_time_loops,
+)
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel, unit_axis
 from cuvil_aot.compiler.codegen.cuda_geometry import (
     BLOCK,
@@ -76,6 +83,10 @@ def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
     kernels = gp.kernels[prefix]
     w.line(f"{prefix}_one_args one; cv_gpu_plan L[{len(kernels)}];")
     w.line("memset(&one, 0, sizeof one); memset(L, 0, sizeof L);")
+    for g, k in enumerate(kernels):  # the wgmma main loop's argument: its maps, then sh{g}
+        if gp.wg_kid(k) is not None:
+            shared, _ = gp.tag(k)
+            w.line(f"{shared}_wg_args wg{g}; memset(&wg{g}, 0, sizeof wg{g});")
     w.line(f"int small = {int(prefix in gp.one)}; (void)small;")
     spans = gp.loops.get(prefix, [])
     if spans:  # run-time loops: each kernel planned and launched in turn, no one-kernel
@@ -129,49 +140,7 @@ def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
             w.line("one_off = r == 1;")
             w.line("small = r == 0;")
         w.line("else small = 0;  /* launched one by one below */")
-    _queue(w, prefix, gp)
-
-
-def _queue(w: Writer, prefix: str, gp: GpuPlan) -> None:
-    """The call's launches in order into Q (a GEMM's argument struct, tagged, into sh{g}),
-    then all of them at once: the runtime replays a CUDA graph of them where they are many
-    and came before (native/src/gpu_graph.c), else launches them one by one."""
-    kernels = gp.kernels[prefix]
-    nq = len(kernels) + sum(k.group.kind is Kind.GEMM for k in kernels)  # a GEMM's _ksum
-    w.line(f"cv_gpu_launch Q[{nq}]; int nq = 0;")
-    w.line("static void *graphs;  /* the runtime's graphs of this call site */")
-    for g, k in enumerate(kernels):  # Q points at these until launch_list returns
-        if k.group.kind is Kind.GEMM:
-            w.line(f"{gp.tag(k)[0]}_args sh{g};")
-    gpu_attention.declare_queued(w, gp, prefix)
-    for g, k in enumerate(kernels):
-        fused = gpu_attention.role(gp, prefix, g)
-        if fused is not None and fused[1] == "out":  # the attention kernel, or the GEMM
-            gpu_attention.queue(w, gp, prefix, fused[0], g)
-            with w.block(f"if (!attn{fused[0]})"):
-                _queue_one(w, k, gp, g)
-            continue
-        _queue_one(w, k, gp, g)
-    w.line("if (nq && api->gpu->launch_list(Q, nq, dev, stream, &graphs) < 0) goto done;")
-
-
-def _queue_one(w: Writer, k: CudaKernel, gp: GpuPlan, g: int) -> None:
-    """Kernel g into Q as L[g] says (a GEMM tagged, with its split-K sum)."""
-    table = module_symbol(k.name)
-    if k.group.kind is not Kind.GEMM:
-        w.line(f"if (!small && L[{g}].run) Q[nq++] = (cv_gpu_launch){{&{table}, L[{g}].kid, "
-               f"L[{g}].grid, L[{g}].gy, L[{g}].block, 0, sizeof one.a{g}, &one.a{g}}};")
-        return
-    tag = gp.tag(k)[1]
-    ksum = gp.first[k.name] + ENTRIES[Kind.GEMM].index("ksum")
-    with w.block(f"if (!small && L[{g}].run)"):
-        # zeroed: the runtime compares the bytes with the graph's (no stale union bytes)
-        w.line(f"memset(&sh{g}, 0, sizeof sh{g}); sh{g}.tag = {tag}; "
-               f"sh{g}.u.m{tag} = one.a{g};")
-        w.line(f"Q[nq++] = (cv_gpu_launch){{&{table}, L[{g}].kid, L[{g}].grid, L[{g}].gy, "
-               f"L[{g}].block, 0, sizeof sh{g}, &sh{g}}};")
-        w.line(f"if (L[{g}].sum_grid) Q[nq++] = (cv_gpu_launch){{&{table}, {ksum}, "
-               f"L[{g}].sum_grid, 1, {BLOCK}, 0, sizeof sh{g}, &sh{g}}};")
+    gpu_queue.queue(w, prefix, gp)
 
 
 def _launch_planned(w: Writer, k: CudaKernel, gp: GpuPlan, g: int) -> None:
@@ -185,9 +154,14 @@ def _launch_planned(w: Writer, k: CudaKernel, gp: GpuPlan, g: int) -> None:
     shared, tag = gp.tag(k)
     ksum = gp.first[k.name] + ENTRIES[Kind.GEMM].index("ksum")
     with w.block(f"if (L[{g}].run)"):
-        w.line(f"{shared}_args sh; sh.tag = {tag}; sh.u.m{tag} = one.a{g};")
+        w.line(f"{shared}_args sh; memset(&sh, 0, sizeof sh); sh.tag = {tag}; "
+               f"sh.u.m{tag} = one.a{g};")
+        args = "&sh"
+        if gp.wg_kid(k) is not None:
+            w.line(f"if (L[{g}].wg) wg{g}.a = sh;")
+            args = f"L[{g}].wg ? (void *)&wg{g} : (void *)&sh"
         w.line(f"if (api->gpu->launch(&{table}, dev, L[{g}].kid, L[{g}].grid, L[{g}].gy, "
-               f"L[{g}].block, 0, stream, &sh) < 0) goto done;")
+               f"L[{g}].block, L[{g}].smem, stream, {args}) < 0) goto done;")
         w.line(f"if (L[{g}].sum_grid && api->gpu->launch(&{table}, dev, {ksum}, "
                f"L[{g}].sum_grid, 1, {BLOCK}, 0, stream, &sh) < 0) goto done;")
 
@@ -289,8 +263,8 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
         batch = "a.n[0]" if nloops == 3 else "1"
         w.line(f"const int64_t nb = {batch}, m = a.n[{nloops - 2}], n = a.n[{nloops - 1}];")
         with w.block("if (nb * m * n > 0)"):
-            w.line("const uint32_t gy = (uint32_t)(nb < 65535 ? nb : 65535);")
-            w.line("int kid; uint32_t grid, block;")
+            w.line("uint32_t gy = (uint32_t)(nb < 65535 ? nb : 65535);")
+            w.line("int kid, wg = 0, wg_split = 1; uint32_t grid, block, wsmem = 0;")
             # GEMV for a few rows; where B is a large transposed matrix (x @ w.T) the dot
             # GEMV, whose lanes step along w's rows: the GEMV's lanes own columns, so they
             # would read w's rows K floats apart (a BERT-base layer at 1 x 16 took 385 us
@@ -331,12 +305,20 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
                 w.line("int tc = 0;")
                 if k.acc_type == "float":
                     _tc_choice(w, k, first)
-                w.line("const int64_t ftiles = ((m + 63) / 64) * ((n + (tc ? 127 : 63)) / "
+                w.line("int64_t ftiles = ((m + 63) / 64) * ((n + (tc ? 127 : 63)) / "
                        "(tc ? 128 : 64));")
                 w.line("if (tc) few_tiles = ftiles * nb < sm;  /* split-K below */")
+                wg_kid = gp.wg_kid(k)
+                if wg_kid is not None:
+                    cuda_wgmma.choose(w, k, gp.gemms[unit_of(k.name)]["float"], wg_kid,
+                                      module_symbol(k.name), g)
                 _split(w, k, g)
-                w.line("grid = (uint32_t)(few_tiles || tc ? ftiles * a.split : tiles);")
+                # the wgmma loop: batches in its work items, a block per SM at most
+                w.line("grid = (uint32_t)(wg ? (ftiles * nb * a.split < sm ? ftiles * nb * "
+                       "a.split : sm) : few_tiles || tc ? ftiles * a.split : tiles);")
+                w.line("if (wg) gy = 1;")
             w.line(launch)
+            w.line(f"L[{g}].wg = wg; L[{g}].smem = wsmem; (void)wg_split;")
             w.line(f"if (a.split > 1) L[{g}].sum_grid = cv_gpu_grid(nb * m * n, {BLOCK}, "
                    "sm, 8);")
             w.line("small = small && (gemv || dot);")
@@ -346,7 +328,8 @@ def _split(w: Writer, k: CudaKernel, g: int) -> None:
     """Split-K where the tiles are too few for the SMs (cv_gpu_split): partial sums in
     scratch memory of the call, added up by the kernel's _ksum launch."""
     depth = " + ".join(f"a.t[{t}].k" for t in range(len(k.group.terms)))
-    w.line(f"a.split = few_tiles ? cv_gpu_split(ftiles * nb, {depth}, nb * m * n, sm) : 1;")
+    w.line(f"a.split = wg ? wg_split : few_tiles ? cv_gpu_split(ftiles * nb, {depth}, "
+           "nb * m * n, sm) : 1;")
     with w.block("if (a.split > 1)"):
         w.line("const int64_t count = a.split * nb * m * n;")
         dt = "CV_DT_FLOAT32" if k.acc_type == "float" else "CV_DT_FLOAT64"

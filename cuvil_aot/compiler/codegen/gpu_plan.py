@@ -7,11 +7,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cuvil_aot.compiler.codegen import attention_match, cuda, cuda_attention, cuda_gemm, cuda_one
+from cuvil_aot.compiler.codegen import (
+    attention_match,
+    cuda,
+    cuda_attention,
+    cuda_gemm,
+    cuda_one,
+    cuda_wgmma,
+)
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
 from cuvil_aot.compiler.codegen.launch import int8_weight
 from cuvil_aot.compiler.codegen.run_time_loops import LoopSpan
+from cuvil_aot.compiler.gpu_targets import GpuTargets
 from cuvil_aot.compiler.ir.group import Kind
 from cuvil_aot.compiler.ir.node import toposort
 
@@ -42,6 +50,17 @@ class GpuPlan:
     dequant: dict[str, int] = field(default_factory=dict)
     # comp.prefix -> its fused attentions (attention_match.py), each replacing three kernels
     attention: dict[str, list[cuda_attention.AttentionKernel]] = field(default_factory=dict)
+    # built for sm_90 (as sm_90a): units with an eligible float32 GEMM get the wgmma entry
+    wgmma: bool = False
+    wg: set[str] = field(default_factory=set)  # the units that have it
+    wg_kernels: set[str] = field(default_factory=set)  # the GEMMs that may run it
+
+    def wg_kid(self, k: CudaKernel) -> int | None:
+        """The entry of GEMM kernel ``k``'s wgmma main loop, None where it has none."""
+        unit = unit_of(k.name)
+        if unit not in self.wg or k.name not in self.wg_kernels:
+            return None
+        return self.first[f"{cuda_gemm.shared_name(unit, k.acc_type)}_wg"]
 
     def tag(self, k: CudaKernel) -> tuple[str, int]:
         """GEMM kernel ``k``'s shared main loops (their name) and its tag there."""
@@ -50,8 +69,13 @@ class GpuPlan:
 
     def shared_structs(self, unit: str) -> str:
         """The argument structs of ``unit``'s shared GEMM main loops."""
-        return "".join(cuda_gemm.shared_struct(cuda_gemm.shared_name(unit, acc), kernels)
+        text = "".join(cuda_gemm.shared_struct(cuda_gemm.shared_name(unit, acc), kernels)
                        for acc, kernels in self.gemms.get(unit, {}).items())
+        if unit in self.wg:
+            text += cuda_wgmma.struct(cuda_gemm.shared_name(unit, "float"),
+                                      [k for k in self.gemms[unit]["float"]
+                                       if k.name in self.wg_kernels])
+        return text
 
     def sources(self) -> dict[str, str]:
         """Each unit's CUDA source, by unit."""
@@ -63,12 +87,18 @@ class GpuPlan:
     def _source(self, unit: str, prefixes: list[str]) -> str:
         shared = [cuda_gemm.shared_gemms(unit, kernels)
                   for kernels in self.gemms.get(unit, {}).values()]
+        include = ""
+        if unit in self.wg:  # the header only where a GEMM may run it: nvcc's time
+            include = '#include "cuvil_aot/cuda_gemm_wgmma.h"\n'
+            shared.append(cuda_wgmma.entry(cuda_gemm.shared_name(unit, "float"),
+                                           self.gemms[unit]["float"]))
         ones = [cuda_one.one_struct(p, self.kernels[p]) + cuda_one.one_kernel(p, self.kernels[p])
                 for p in prefixes if p in self.one]
         q8 = ['#include "cuvil_aot/cuda_q8.h"\n'] if unit in self.dequant else []
         fused = [ak for p in prefixes for ak in self.attention.get(p, [])]
         return cuda.source([k for p in prefixes for k in self.kernels[p]],
-                           self.shared_structs(unit) + "".join(ak.struct for ak in fused),
+                           include + self.shared_structs(unit)
+                           + "".join(ak.struct for ak in fused),
                            q8 + shared + ones + [ak.code for ak in fused])
 
 
@@ -90,10 +120,11 @@ def refusal(comps: list[Compiled]) -> str | None:
     return None
 
 
-def lower(comps: list[Compiled]) -> GpuPlan:
+def lower(comps: list[Compiled], targets: GpuTargets | None = None) -> GpuPlan:
     """The CUDA kernels of every signature, one per fusion group, and the tables; none for
-    a function ``refusal`` refuses."""
-    gp = GpuPlan()
+    a function ``refusal`` refuses. ``targets`` with SASS for sm_90: the wgmma entry, last
+    in the table of each unit with a float32 GEMM that may run it (cuda_wgmma.py)."""
+    gp = GpuPlan(wgmma=targets is not None and cuda_wgmma.WG_ARCH in targets.sass)
     refused = {c.name for c in comps if refusal([c]) is not None}
     for comp in comps:
         if comp.name in refused:
@@ -119,6 +150,8 @@ def lower(comps: list[Compiled]) -> GpuPlan:
                 gp.first[entries[0]] = len(names)
                 names.extend(entries)
             gemms[k.acc_type].append(k)
+            if gp.wgmma and cuda_wgmma.eligible(k, buffers):
+                gp.wg_kernels.add(k.name)
             gp.first[k.name] = gp.first[cuda_gemm.shared_entries(unit, k.acc_type)[0]]
         gp.loops[comp.prefix] = comp.loops  # launched one by one, in order
         _attention(gp, comp, kernels, names)
@@ -126,6 +159,12 @@ def lower(comps: list[Compiled]) -> GpuPlan:
                 and not comp.loops and all(k.group.kind is not Kind.SCAN for k in kernels):
             gp.one[comp.prefix] = len(names)
             names.append(f"{comp.prefix}_one")
+    for unit, by_acc in gp.gemms.items():
+        if any(k.name in gp.wg_kernels for k in by_acc.get("float", [])):
+            gp.wg.add(unit)
+            entry = f"{cuda_gemm.shared_name(unit, 'float')}_wg"
+            gp.first[entry] = len(gp.names[unit])
+            gp.names[unit].append(entry)
     return gp
 
 

@@ -335,7 +335,7 @@ def generate(ext_name: str, lowered: dict[str, list[tuple[Signature, Function]]]
         functions[name] = [lower_signature(f"f{f}_s{s}", name, fn, sig)
                            for s, (sig, fn) in enumerate(sigs)]
     comps = [c for cs in functions.values() for c in cs]
-    gpu = lower(comps) if cuda is not None else None
+    gpu = lower(comps, cuda) if cuda is not None else None
     return Sources(kernels_header(comps), kernels_source(comps),
                    module_source(ext_name, functions, levels, gpu, cuda),
                    gpu.sources() if gpu is not None else {})

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Protocol
 
 from cuvil_aot import host
-from cuvil_aot.compiler.gpu_targets import GpuTargets
+from cuvil_aot.compiler.gpu_targets import GpuTargets, sass_code
 from cuvil_aot.compiler.toolchain import cc as cc_mod
 from cuvil_aot.errors import BuildError, warn_user
 from cuvil_aot.options import DEFAULT_ARCHS
@@ -75,13 +75,18 @@ class Image:
         return self.arch.startswith("compute_")
 
     @property
+    def code(self) -> str:
+        """What nvcc builds: the arch, or its architecture-specific SASS (gpu_targets)."""
+        return self.arch if self.ptx else sass_code(self.arch)
+
+    @property
     def file_name(self) -> str:
         return f"{self.unit}.{self.arch}.{'ptx' if self.ptx else 'cubin'}"
 
     def key(self, nvcc: Nvcc) -> dict[str, str]:
         """What the image depends on: its source, the headers it includes (cuvil_aot's,
         in the package hash; the toolkit's, in nvcc's identity), the flags."""
-        return {"kind": "cuda-image", "arch": self.arch, "nvcc": nvcc.identity,
+        return {"kind": "cuda-image", "arch": self.arch, "code": self.code, "nvcc": nvcc.identity,
                 "flags": " ".join(NVCC_FLAGS), "cuvil_aot": host.package_hash(),
                 "source": hashlib.sha256(self.source.encode()).hexdigest()}
 
@@ -98,9 +103,9 @@ class GpuBuild:
         return GpuTargets.of(self.archs)
 
     def command(self, image: Image, source: Path, out: Path) -> list[str]:
-        number = image.arch.split("_")[1]
+        number = image.code.split("_")[1]
         kind = ["-ptx", f"-arch=compute_{number}"] if image.ptx else \
-            ["-cubin", f"-gencode=arch=compute_{number},code={image.arch}"]
+            ["-cubin", f"-gencode=arch=compute_{number},code={image.code}"]
         # --split-compile: nvcc optimizes a unit's kernels on two threads (a 6-GEMM encoder
         # layer's unit for sm_90: 15.9 s instead of 25.8 on 2 cores), the same code; more
         # would multiply the threads of builds running at once (16 pytest workers
@@ -193,7 +198,7 @@ class FatbinJobs:
         cmd = [self.gpu.nvcc.fatbinary, f"--create={out}", "-64"]
         for image in self.units[unit]:
             kind = "ptx" if image.ptx else "elf"
-            cmd.append(f"--image3=kind={kind},sm={image.arch.split('_')[1]},"
+            cmd.append(f"--image3=kind={kind},sm={image.code.split('_')[1]},"
                        f"file={self.workdir / image.file_name}")
         cc_mod.run(cmd, self.workdir, "fatbinary")
         return out

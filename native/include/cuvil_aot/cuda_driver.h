@@ -158,6 +158,19 @@ typedef struct cv_gpu_api {
      * updated to q's before it runs (pointers and sizes change call to call). */
     int (*launch_list)(const cv_gpu_launch *q, int n, int device, uintptr_t stream,
                        void **graphs);
+    /* 1 where m's kernels run on `device` as sm_90a machine code (the device has compute
+     * capability 9.0 and m holds SASS for sm_90, which nvcc.py builds as sm_90a) and the
+     * driver makes tensor maps and raises shared memory limits: m's wgmma GEMM
+     * (cuda_gemm_wgmma.h) may launch there; else 0. Never raises. A launch whose `smem` is
+     * over 48 KB gets the kernel's limit raised by the runtime first. */
+    int (*wgmma)(const cv_cuda_module *m, int device);
+    /* cuTensorMapEncodeTiled into the 128 bytes at map (128-byte aligned): `dtype` and
+     * `swizzle` as CUtensorMapDataType and CUtensorMapSwizzle number them, `rank` dims
+     * (elements, innermost first), rank - 1 strides (bytes), a box per dim, element strides
+     * 1, no interleave, L2 promotion 256 B, out-of-bounds elements read as zeros. 0, or 1
+     * where the driver lacks it or refuses (alignment, sizes): nothing raised. */
+    int (*tensor_map)(void *map, int dtype, int rank, const void *base, const uint64_t *dims,
+                      const uint64_t *strides, const uint32_t *box, int swizzle);
 } cv_gpu_api;
 
 #endif

@@ -8,9 +8,11 @@
  * bfloat16 A/B with float32 accumulation and C.
  *
  * Block: 384 threads = 3 warpgroups, one CTA per SM (__launch_bounds__(384, 1) on
- * the kernel that calls this), looping over the 128 x BN output tiles blockIdx.x,
- * + gridDim.x, ...: a grid of one block per tile, or persistent (one per SM), where
- * the producer loads the next tile's first stages during this one's epilogue.
+ * the kernel that calls this), looping over work items blockIdx.x, + gridDim.x, ...:
+ * (k-chunk, batch, 128 x BN output tile) (cv_wg_run; generated code: cv_gemm_wgmma_job,
+ * cuvil_aot/compiler/codegen/cuda_wgmma.py), a grid of one block per item, or
+ * persistent (one per SM), where the producer loads the next item's first stages
+ * during this one's epilogue.
  * Warpgroup 0 is the producer: one thread issues the TMA copies of each k-block into
  * a ring of STAGES stages (its counter runs on across tiles), the others idle
  * (setmaxnreg.dec to 40 registers). Warpgroups 1 and 2 are the consumers (setmaxnreg.inc
@@ -54,6 +56,10 @@
 #include "cuvil_aot/cuda_gemm_tc.h"
 #include "cuvil_aot/cuda_wgmma_ops.h"
 
+/* The tensor maps in generated code's arguments (gpu_wrap.h declares the same layout
+ * for the host). */
+typedef CUtensorMap cv_tmap;
+
 /* CV_WG_TF32X3F: 3xTF32 accumulated in the tensor cores across all k (no partial, no
  * FADD): faster, but their truncating accumulation costs accuracy (a host model of it
  * gave 4e-5 of max|ref| at k = 4096, against 5e-7 with per-k-block partials). */
@@ -76,26 +82,33 @@ struct cv_wg_cfg {
     static_assert(SMEM <= 227 * 1024, "over the H100/H200 shared memory of a block");
 };
 
-/* The host's tensor map of a K-major operand: `rows` rows of `k` elements, `ld`
- * elements apart, read in boxes of BK x box_rows with the 128-byte swizzle.
- * encode: the driver's cuTensorMapEncodeTiled (the runtime's dlopen'ed pointer, or
- * the function itself where the program links libcuda). Returns 0, or -1 when TMA
- * cannot read this operand (alignment) or the driver refuses. */
+/* The host's tensor map of a K-major operand: `batches` of `rows` rows of `k` elements,
+ * rows `ld` and batches `bs` elements apart (bs 0: one batch that every batch reads), read
+ * in boxes of BK x box_rows x 1 with the 128-byte swizzle: always 3-D, so one copy
+ * instruction serves batched and plain GEMMs (a third coordinate of 0). encode: the
+ * driver's cuTensorMapEncodeTiled (the function itself where the program links libcuda;
+ * generated code goes through the runtime's api->gpu->tensor_map, gpu_wrap.h). Returns
+ * 0, or -1 when TMA cannot read this operand (alignment) or the driver refuses. */
 typedef CUresult (*cv_encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
                                        const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
                                        const cuuint32_t *, CUtensorMapInterleave,
                                        CUtensorMapSwizzle, CUtensorMapL2promotion,
                                        CUtensorMapFloatOOBfill);
 static inline int cv_wg_make_map(cv_encode_tiled_fn encode, CUtensorMap *map, const void *base,
-                                 int bf16, int64_t rows, int64_t k, int64_t ld, int box_rows) {
+                                 int bf16, int64_t rows, int64_t k, int64_t ld, int box_rows,
+                                 int64_t batches = 1, int64_t bs = 0) {
     const int elem = bf16 ? 2 : 4;
-    if (((uintptr_t)base & 15) || (ld * elem) % 16 || rows <= 0 || k <= 0) return -1;
-    const cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)rows};
-    const cuuint64_t strides[1] = {(cuuint64_t)(ld * elem)}; /* bytes, dims 1.. */
-    const cuuint32_t box[2] = {(cuuint32_t)(128 / elem), (cuuint32_t)box_rows};
-    const cuuint32_t estr[2] = {1, 1};
+    if (((uintptr_t)base & 15) || ld <= 0 || (ld * elem) % 16 || bs < 0 || (bs * elem) % 16 ||
+        rows <= 0 || k <= 0)
+        return -1;
+    const cuuint64_t dims[3] = {(cuuint64_t)k, (cuuint64_t)rows,
+                                (cuuint64_t)(bs ? batches : 1)};
+    const cuuint64_t strides[2] = {(cuuint64_t)(ld * elem), /* bytes, dims 1.. */
+                                   (cuuint64_t)((bs ? bs : ld * rows) * elem)};
+    const cuuint32_t box[3] = {(cuuint32_t)(128 / elem), (cuuint32_t)box_rows, 1};
+    const cuuint32_t estr[3] = {1, 1, 1};
     const CUresult r = encode(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-                              2, const_cast<void *>(base), dims, strides, box, estr,
+                              3, const_cast<void *>(base), dims, strides, box, estr,
                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? 0 : -1;
@@ -137,8 +150,8 @@ CV_DEV void cv_wg_split(unsigned char *raw, unsigned char *small, int first, int
 
 /* Consumer c's finished 64 x BN rows to the epilogue (see the top). */
 template <int BN, class Out>
-CV_DEV void cv_wg_out(const float (&acc)[BN / 2], unsigned char *smem, int c, int64_t m,
-                      int64_t n, int64_t row0, int64_t col0, const Out &out) {
+CV_DEV void cv_wg_out(const float (&acc)[BN / 2], unsigned char *smem, int c, int64_t bat,
+                      int64_t m, int64_t n, int64_t row0, int64_t col0, const Out &out) {
     const int w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     float *band = reinterpret_cast<float *>(smem) + (c * 4 + w) * 16 * 33;
     const int64_t r0 = row0 + c * 64 + w * 16;
@@ -157,7 +170,7 @@ CV_DEV void cv_wg_out(const float (&acc)[BN / 2], unsigned char *smem, int c, in
         const int64_t col = col0 + jb * 32 + lane;
 #pragma unroll 4 /* 4 shared loads in flight; `out` inlined 4 times, not 64 */
         for (int r = 0; r < 16; r++)
-            if (r0 + r < m && col < n) out(0, r0 + r, col, band[r * 33 + lane]);
+            if (r0 + r < m && col < n) out(bat, r0 + r, col, band[r * 33 + lane]);
         __syncwarp(); /* the next band overwrites it */
     }
 }
@@ -182,8 +195,8 @@ CV_DEV void cv_wg_split_stage(unsigned char *smem, uint64_t *full, int c, uint32
  * by the end, then out. */
 template <int KIND, int BN, int STAGES, class Out>
 CV_DEV void cv_wg_consumer(unsigned char *smem, uint64_t *full, uint64_t *empty, int c,
-                           uint32_t &it, int64_t m, int64_t n, int nk, int64_t row0,
-                           int64_t col0, const Out &out) {
+                           uint32_t &it, int64_t bat, int64_t m, int64_t n, int nk,
+                           int64_t row0, int64_t col0, const Out &out) {
     using C = cv_wg_cfg<KIND, BN, STAGES>;
     const int lane = threadIdx.x & 31;
     auto release = [&](uint32_t i) { /* k-block i's stage, once this warp's wgmma are done */
@@ -254,30 +267,44 @@ CV_DEV void cv_wg_consumer(unsigned char *smem, uint64_t *full, uint64_t *empty,
     cv_wg_wait<0>();
     cv_wg_fence_regs(acc);
     if (nk > 0 && !C::PARTIAL) release(it - 1); /* the last k-block's stage */
-    cv_wg_out<BN>(acc, smem + STAGES * C::STAGE, c, m, n, row0, col0, out);
+    cv_wg_out<BN>(acc, smem + STAGES * C::STAGE, c, bat, m, n, row0, col0, out);
 }
 
 #endif /* CV_WGMMA_OK */
 
-/* Tiles of 128 x BN, column tiles fastest, looped over by blockIdx.x + i * gridDim.x
- * (grid: the tile count, or fewer: persistent); block: 384 threads; dynamic shared
- * memory cv_wg_cfg<KIND, BN, STAGES>::SMEM (raise the kernel's limit with
- * cudaFuncSetAttribute / cuFuncSetAttribute). ta: A's map (rows m, boxes of 128 rows),
- * tb: B's (rows n, boxes of BN rows), both from cv_wg_make_map; k: the shared
- * dimension. The kernel must be __launch_bounds__(384, 1) for setmaxnreg to apply and
- * take the maps as `const __grid_constant__ CUtensorMap` parameters (TMA reads them
- * where they are: a copy in local memory would not do).
- * Built for a target without wgmma: traps. */
-template <int KIND, int BN, int STAGES, class Out>
-CV_DEV void cv_gemm_wgmma(const CUtensorMap &ta, const CUtensorMap &tb, int64_t m, int64_t n,
-                          int64_t k, const Out &out) {
+/* Term t's k-chunk s of `split` (split-K): its first k and its BK-deep k-blocks. Chunks
+ * are whole k-blocks, so a box never reaches into the next chunk (TMA zero-fills past k
+ * only); cv_gemm_ksum adds the chunks' partial sums whatever their bounds. */
+template <int BK>
+CV_DEV void cv_wg_chunk(int64_t k, int s, int split, int64_t &k0, int &blocks) {
+    const int64_t chunk = split > 1 ? ((k + split - 1) / split + BK - 1) / BK * BK : k;
+    k0 = s * chunk < k ? s * chunk : k;
+    const int64_t kn = k - k0 < chunk ? k - k0 : chunk;
+    blocks = (int)((kn + BK - 1) / BK);
+}
+
+/* The main loop over work items blockIdx.x, + gridDim.x, ...: item w is tile w % tiles
+ * (128 x BN, column tiles fastest) of batch (w / tiles) % nb and k-chunk w / (tiles * nb)
+ * of `split`; a grid of one block per item, or fewer (persistent: the producer loads the
+ * next item's first stages during this one's epilogue). Each item sums its chunk of
+ * every term (the terms' k-blocks one after another through the ring); with split > 1
+ * the sums go to part (cv_split_epi, cv_gemm_ksum adds them), else to epi(bat, i, j, v).
+ * maps(t, 0) and maps(t, 1): term t's tensor maps of A (boxes of 128 rows) and B (boxes
+ * of BN rows), 3-D (cv_wg_make_map), where they are (param space: a copy in local
+ * memory would not do); a term with a_bs (b_bs) 0 reads batch 0 of its map. Block: 384
+ * threads, __launch_bounds__(384, 1) (for setmaxnreg); dynamic shared memory
+ * cv_wg_cfg<KIND, BN, STAGES>::SMEM (the kernel's limit raised: cuFuncSetAttribute).
+ * Built for a target without wgmma: traps (the host must not launch it). */
+template <int KIND, int BN, int STAGES, class Maps, class Epi>
+CV_DEV void cv_wg_run(const Maps &maps, const cv_gpu_term *terms, int nterms, int64_t m,
+                      int64_t n, int64_t nb, int split, float *part, const Epi &epi) {
 #if defined(CV_WGMMA_OK)
     using C = cv_wg_cfg<KIND, BN, STAGES>;
     extern __shared__ unsigned char cv_wg_dyn[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     unsigned char *smem = cv_wg_dyn + ((1024 - (cv_smem_u32(cv_wg_dyn) & 1023)) & 1023);
     const int64_t tiles_n = (n + BN - 1) / BN, tiles = (m + C::BM - 1) / C::BM * tiles_n;
-    const int nk = (int)((k + C::BK - 1) / C::BK);
+    const int64_t work = tiles * nb * (split > 1 ? split : 1);
     const int wg = threadIdx.x >> 7;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
@@ -285,34 +312,77 @@ CV_DEV void cv_gemm_wgmma(const CUtensorMap &ta, const CUtensorMap &tb, int64_t 
             cv_mbar_init(&empty[s], 8); /* lane 0 of each consumer warp */
         }
         cv_mbar_init_fence();
-        cv_tma_prefetch_map(&ta);
-        cv_tma_prefetch_map(&tb);
+        for (int t = 0; t < nterms; t++) {
+            cv_tma_prefetch_map(maps(t, 0));
+            cv_tma_prefetch_map(maps(t, 1));
+        }
     }
     __syncthreads();
     uint32_t it = 0; /* k-blocks through the ring so far: stage it % STAGES */
     if (wg == 0) {
         cv_setmaxnreg_dec<40>();
         if (threadIdx.x == 0)
-            for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
+                const int64_t tile = w % tiles, bat = (w / tiles) % nb;
+                const int s = (int)(w / (tiles * nb));
                 const int row0 = (int)(tile / tiles_n * C::BM), col0 = (int)(tile % tiles_n * BN);
-                for (int kb = 0; kb < nk; kb++, it++) {
-                    const int s = it % STAGES;
-                    unsigned char *sa = smem + s * C::STAGE;
-                    cv_mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
-                    cv_mbar_arrive_tx(&full[s], C::A_BYTES + C::B_BYTES);
-                    cv_tma_2d(sa, &ta, kb * C::BK, row0, &full[s]);
-                    cv_tma_2d(sa + C::A_BYTES, &tb, kb * C::BK, col0, &full[s]);
+                for (int t = 0; t < nterms; t++) {
+                    int64_t k0;
+                    int blocks;
+                    cv_wg_chunk<C::BK>(terms[t].k, s, split, k0, blocks);
+                    const int za = terms[t].a_bs ? (int)bat : 0, zb = terms[t].b_bs ? (int)bat : 0;
+                    for (int kb = 0; kb < blocks; kb++, it++) {
+                        const int st = it % STAGES;
+                        unsigned char *sa = smem + st * C::STAGE;
+                        const int x = (int)(k0 + kb * C::BK);
+                        cv_mbar_wait(&empty[st], ((it / STAGES) & 1) ^ 1);
+                        cv_mbar_arrive_tx(&full[st], C::A_BYTES + C::B_BYTES);
+                        cv_tma_3d(sa, maps(t, 0), x, row0, za, &full[st]);
+                        cv_tma_3d(sa + C::A_BYTES, maps(t, 1), x, col0, zb, &full[st]);
+                    }
                 }
             }
     } else {
         cv_setmaxnreg_inc<232>();
-        for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x)
-            cv_wg_consumer<KIND, BN, STAGES>(smem, full, empty, wg - 1, it, m, n, nk,
+        for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
+            const int64_t tile = w % tiles, bat = (w / tiles) % nb;
+            const int s = (int)(w / (tiles * nb));
+            int nk = 0;
+            for (int t = 0; t < nterms; t++) {
+                int64_t k0;
+                int blocks;
+                cv_wg_chunk<C::BK>(terms[t].k, s, split, k0, blocks);
+                nk += blocks;
+            }
+            const cv_split_epi<float, Epi> out{epi, split > 1 ? part : nullptr, m, n, nb, s};
+            cv_wg_consumer<KIND, BN, STAGES>(smem, full, empty, wg - 1, it, bat, m, n, nk,
                                              tile / tiles_n * C::BM, tile % tiles_n * BN, out);
+        }
     }
 #else
     __trap(); /* built for a target without wgmma: the host must not launch this */
 #endif
+}
+
+/* One term, no batches, no split (the probe, bench/gpu/wgmma_probe.cu): ta, tb from
+ * cv_wg_make_map, passed as `const __grid_constant__ CUtensorMap` kernel parameters. */
+template <int KIND, int BN, int STAGES, class Out>
+CV_DEV void cv_gemm_wgmma(const CUtensorMap &ta, const CUtensorMap &tb, int64_t m, int64_t n,
+                          int64_t k, const Out &out) {
+    const cv_gpu_term t{nullptr, 0, 1, 0, nullptr, 1, 0, 0, k};
+    const CUtensorMap *a = &ta, *b = &tb;
+    auto maps = [a, b](int, int side) { return side ? b : a; };
+    cv_wg_run<KIND, BN, STAGES>(maps, &t, 1, m, n, 1, 1, nullptr, out);
+}
+
+/* A unit's GEMM (cuda_gemm.py's _wg entry): maps[2t], maps[2t + 1] are term t's (the
+ * kernel parameter's own array), the rest as cv_gemm_tc. */
+template <int KIND, int BN, int STAGES, class Epi>
+CV_DEV void cv_gemm_wgmma_job(const CUtensorMap *maps, const cv_gpu_term *terms, int nterms,
+                              int64_t m, int64_t n, int64_t nb, int split, float *part,
+                              const Epi &epi) {
+    auto at = [maps](int t, int side) { return &maps[2 * t + side]; };
+    cv_wg_run<KIND, BN, STAGES>(at, terms, nterms, m, n, nb, split, part, epi);
 }
 
 #endif

@@ -58,6 +58,14 @@ CV_DEV void cv_tma_2d(void *dst, const void *map, int x, int y, uint64_t *b) {
         "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(cv_smem_u32(b))
         : "memory");
 }
+/* The same from a 3-D map (z: the batch). */
+CV_DEV void cv_tma_3d(void *dst, const void *map, int x, int y, int z, uint64_t *b) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(cv_smem_u32(dst)),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(z), "r"(cv_smem_u32(b))
+        : "memory");
+}
 CV_DEV void cv_tma_prefetch_map(const void *map) {
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }

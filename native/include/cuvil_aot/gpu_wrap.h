@@ -19,6 +19,8 @@ typedef struct cv_gpu_plan {
     uint32_t grid, gy, block;
     int run;
     uint32_t sum_grid; /* a GEMM's split-K: its _ksum launch (0: none) */
+    uint32_t smem;     /* dynamic shared memory (the wgmma main loop's) */
+    int wg;            /* a GEMM on the wgmma main loop: its argument has tensor maps */
 } cv_gpu_plan;
 
 /* Whether a call may be a GPU call: its first argument that is not a Python
@@ -120,6 +122,69 @@ static int cv_gpu_split(int64_t tiles, int64_t depth, int64_t total, int sm_coun
     if (split > 16) split = 16;
     while (split > 1 && split * total > CV_SPLIT_MAX_SUMS) split--;
     return split > 1 ? (int)split : 1;
+}
+
+/* A TMA tensor map, as CUtensorMap (cuda.h, which host code need not include): the
+ * wgmma main loop's argument holds them (cuda_wgmma.py; the CUDA side's cv_tmap is
+ * CUtensorMap itself, cuda_gemm_wgmma.h). */
+typedef struct cv_tmap {
+    _Alignas(128) uint64_t opaque[16];
+} cv_tmap;
+
+/* The map of one K-major float32 operand of the wgmma main loop, as the header's
+ * cv_wg_make_map: nb batches (bs elements apart; 0: one batch for all) of `rows` rows of
+ * k elements, ld apart, boxes of 32 x box_rows x 1, the 128-byte swizzle. 1 when made; 0
+ * where TMA cannot read it (16-byte alignment of the base, ld and bs; sizes past its
+ * 32-bit coordinates) or the driver refused. */
+static int cv_gpu_wg_map(const cv_gpu_api *gpu, cv_tmap *map, const char *base, int64_t rows,
+                         int64_t k, int64_t ld, int64_t nb, int64_t bs, int box_rows) {
+    const int64_t big = (int64_t)1 << 31;
+    if (((uintptr_t)base & 15) || ld <= 0 || ld % 4 || bs < 0 || bs % 4 || rows <= 0 ||
+        k <= 0 || rows >= big || k >= big || nb >= big)
+        return 0;
+    const uint64_t dims[3] = {(uint64_t)k, (uint64_t)rows, (uint64_t)(bs ? nb : 1)};
+    const uint64_t strides[2] = {(uint64_t)ld * 4, (uint64_t)(bs ? bs : ld * rows) * 4};
+    const uint32_t box[3] = {32, (uint32_t)box_rows, 1};
+    enum { FLOAT32 = 7, SWIZZLE_128B = 3 }; /* CUtensorMapDataType, CUtensorMapSwizzle */
+    return gpu->tensor_map(map, FLOAT32, 3, base, dims, strides, box, SWIZZLE_128B) == 0;
+}
+
+/* Every term's maps (A: m rows, boxes of 128; B: n rows, boxes of bn) into maps[2t],
+ * maps[2t + 1]: 1 when all were made, both operands K-major (A's k and B's k contiguous). */
+static int cv_gpu_wg_maps(const cv_gpu_api *gpu, cv_tmap *maps, const cv_gpu_term *t,
+                          int nterms, int64_t m, int64_t n, int64_t nb, int bn) {
+    for (int i = 0; i < nterms; i++)
+        if (t[i].a_cs != 1 || t[i].b_rs != 1 ||
+            !cv_gpu_wg_map(gpu, &maps[2 * i], t[i].a, m, t[i].k, t[i].a_rs, nb, t[i].a_bs, 128) ||
+            !cv_gpu_wg_map(gpu, &maps[2 * i + 1], t[i].b, n, t[i].k, t[i].b_cs, nb, t[i].b_bs, bn))
+            return 0;
+    return 1;
+}
+
+/* Split-K of the wgmma main loop (one block per SM, a persistent grid over its work items:
+ * `tiles` 128 x bn tiles, batches included, times the split), from a model of its time in
+ * a tile's whole-k time T: rounds(s) / s * T for s chunks (rounds: ceil(tiles * s / sms)),
+ * plus the partial sums each chunk writes and _ksum reads (8 bytes an element of the
+ * `total` ones, at 3.3 TB/s) and _ksum's launch (2 us). T from the rate of an SM: 3xTF32
+ * (x3) 95 TFLOP/s over 132 SMs, one TF32 product 369 (H200, bench/gpu/h200_2026-12-03).
+ * Chunks at least CV_WG_SPLIT_MIN_K deep (`depth`: the terms' k summed), at most 16, the
+ * sums at most CV_SPLIT_MAX_SUMS. 1: no split. 1024 x 768 x 768 (3xTF32: 48 tiles) gets 2,
+ * 1024 x 768 x 3072 gets 5. */
+#define CV_WG_SPLIT_MIN_K 256
+static int cv_gpu_wg_split(int64_t tiles, int64_t depth, int64_t total, int sm_count, int bn,
+                           int x3) {
+    if (tiles <= 0 || tiles >= sm_count) return 1;
+    const double rate = (x3 ? 95e12 : 369e12) / 132, tile = 2.0 * 128 * bn * depth / rate;
+    const double sums = (double)total * 8 / 3.3e12;
+    int best = 1;
+    double best_t = tile;
+    for (int s = 2; s <= 16 && s <= depth / CV_WG_SPLIT_MIN_K; s++) {
+        if (s * total > CV_SPLIT_MAX_SUMS) break;
+        const int64_t rounds = (tiles * s + sm_count - 1) / sm_count;
+        const double t = (double)rounds * tile / s + s * sums + 2e-6;
+        if (t < best_t) best = s, best_t = t;
+    }
+    return best;
 }
 
 /* Blocks for `work` items of `block` threads, at most enough to fill the

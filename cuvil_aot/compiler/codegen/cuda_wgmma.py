@@ -1,0 +1,133 @@
+"""The Hopper GEMM (cuda_gemm_wgmma.h: wgmma fed by TMA, sm_90a) as one more entry point of
+a unit's float32 shared main loops (cuda_gemm.py), ``{unit}_gemm_f32_wg``, and the host code
+that picks it at call time (gpu_launch.py).
+
+Only units built for sm_90 (GpuTargets.sass holds 90: nvcc.py builds it as sm_90a) with a
+float32 GEMM it can run get it: the header and the entry cost nvcc time. At call time a
+GEMM runs it where the device runs the unit as sm_90a (api->gpu->wgmma), both operands are
+K-major (``x @ w.T``: A with k contiguous, B with k contiguous), and the runtime made every
+term's tensor maps (16-byte aligned bases, row and batch strides); else cv_gemm_tc as
+before. Its argument: the tensor maps, then the shared main loops' tagged argument::
+
+    typedef struct { cv_tmap map[4]; f0_gemm_f32_args a; } f0_gemm_f32_wg_args;
+    extern "C" __global__ void __launch_bounds__(384, 1)
+    f0_gemm_f32_wg(const __grid_constant__ f0_gemm_f32_wg_args w_) {
+        const cv_gemm_job j = f0_gemm_f32_job(&w_.a);
+        cv_gemm_wgmma_job<CV_WG_TF32X3, 128, 3>(w_.map, j.t, j.nterms, ..., f0_gemm_f32_epi{&w_.a});
+    }
+
+3xTF32 (float32 accuracy) in general; one TF32 product where cuda_gemm.one_tf32_product says
+every operand of the unit is a TF32 number (the tf32, bf16-cast and fp16 policies).
+Few tiles: split-K (cv_gpu_wg_split, gpu_wrap.h), the partial sums added by the unit's
+_ksum; many: a persistent grid of one block per SM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
+from cuvil_aot.compiler.codegen.cuda_gemm import one_tf32_product
+from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.ir.group import Kind
+from cuvil_aot.compiler.ir.indexing import identity, through
+from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.ops import MOVEMENT
+
+WG_TERMS = 4  # a GEMM of more terms runs cv_gemm_tc (each term adds 256 bytes of maps)
+WG_THREADS = 384  # a producer warpgroup and two consumers
+WG_BM = 128
+WG_ARCH = 90  # the compute capability (x10) whose SASS nvcc.py builds as sm_90a
+
+
+@dataclass(frozen=True)
+class WgConfig:
+    """One kind of the header's main loop: CV_WG_* kind, tile width and stages."""
+
+    kind: str
+    bn: int
+    stages: int
+    x3: bool
+
+    @property
+    def smem(self) -> int:
+        """cv_wg_cfg<...>::SMEM: the stages, the epilogue's bands, the alignment slack."""
+        stage = (WG_BM * 128 + self.bn * 128) * (2 if self.x3 else 1)
+        return self.stages * stage + 8 * 16 * 33 * 4 + 1024
+
+
+# Timed on the H200 (bench/gpu/h200_2026-12-03): 3xTF32 128-wide tiles, 3 stages (95
+# TFLOP/s at 4096^3); one TF32 product 256-wide, 4 stages (369)
+X3 = WgConfig("CV_WG_TF32X3", 128, 3, True)
+ONE = WgConfig("CV_WG_TF32", 256, 4, False)
+
+
+def eligible(k: CudaKernel, buffers: set[int]) -> bool:
+    """GEMM kernel ``k`` may run the wgmma main loop: float32 operands and accumulation, at
+    most WG_TERMS terms, and every term's B may be K-major (the layout is checked at call
+    time). B is not where, read as stored from a C-ordered parameter or buffer (ids in
+    ``buffers``), its last axis steps along n: ``x @ w`` of an (in, out) weight, whose unit
+    then skips the header and the entry (nvcc's time); ``x @ w.T`` and views of regrouped
+    buffers may be."""
+    terms = k.group.terms
+    return k.group.kind is Kind.GEMM and k.acc_type == "float" and \
+        0 < len(terms) <= WG_TERMS and \
+        all(s.dtype == "float32" for t in terms for s in t.srcs) and \
+        all(_b_may_be_k_major(t.srcs[1], buffers) for t in terms)
+
+
+def _b_may_be_k_major(b: Node, buffers: set[int]) -> bool:
+    rank = len(b.shape)
+    node, m = b, identity(rank)
+    while node.op in MOVEMENT and id(node) not in buffers:  # as launch.matmul_operand
+        sub = through(node, m, rank)
+        if sub is None:  # a view of a regrouped buffer: its strides decide at run time
+            return True
+        node, m = node.srcs[0], sub
+    if not m:
+        return True
+    last = m[-1]  # the stored array's contiguous axis, C-ordered
+    return last.uses(rank - 2) or not last.uses(rank - 1)
+
+
+def config(kernels: list[CudaKernel]) -> WgConfig:
+    return ONE if one_tf32_product(kernels) else X3
+
+
+def struct(name: str, eligible_kernels: list[CudaKernel]) -> str:
+    """The entry's argument, two maps per term of the widest eligible GEMM (the same text in
+    C, gpu_wrap.h's cv_tmap, and C++, the header's)."""
+    nmaps = 2 * max(len(k.group.terms) for k in eligible_kernels)
+    return f"typedef struct {{ cv_tmap map[{nmaps}]; {name}_args a; }} {name}_wg_args;\n"
+
+
+def entry(name: str, kernels: list[CudaKernel]) -> str:
+    """The ``_wg`` entry point of the shared main loops ``name``."""
+    c = config(kernels)
+    w = Writer()
+    with w.block(f'extern "C" __global__ void __launch_bounds__({WG_THREADS}, 1) '
+                 f"{name}_wg(const __grid_constant__ {name}_wg_args w_)"):
+        w.line(f"static_assert(cv_wg_cfg<{c.kind}, {c.bn}, {c.stages}>::SMEM == {c.smem}, "
+               '"cuda_wgmma.WgConfig.smem");')
+        w.line(f"const cv_gemm_job j = {name}_job(&w_.a);")
+        w.line(f"cv_gemm_wgmma_job<{c.kind}, {c.bn}, {c.stages}>(w_.map, j.t, j.nterms, j.m, "
+               f"j.n, j.nb, j.split, reinterpret_cast<float *>(j.part), {name}_epi{{&w_.a}});")
+    return w.text()
+
+
+def choose(w: Writer, k: CudaKernel, kernels: list[CudaKernel], kid: int, table: str,
+           g: int) -> None:
+    """Inside gpu_launch's tiled branch, after the cv_gemm_tc choice (``tc`` 2: both
+    operands K-major and aligned): the wgmma main loop (``wg``) where the device runs it
+    and the runtime made the maps (into wg{g}.map); its entry, block, shared memory, tiles
+    and split-K (``wg_split``)."""
+    c = config(kernels)
+    nterms = len(k.group.terms)
+    w.line(f"wg = tc == 2 && api->gpu->wgmma(&{table}, dev) && cv_gpu_wg_maps(api->gpu, "
+           f"wg{g}.map, a.t, {nterms}, m, n, nb, {c.bn});")
+    with w.block("if (wg)"):
+        w.line(f"kid = {kid}; block = {WG_THREADS}; wsmem = {c.smem};")
+        w.line(f"ftiles = ((m + {WG_BM - 1}) / {WG_BM}) * ((n + {c.bn - 1}) / {c.bn});")
+        depth = " + ".join(f"a.t[{t}].k" for t in range(nterms))
+        w.line(f"wg_split = cv_gpu_wg_split(ftiles * nb, {depth}, nb * m * n, sm, {c.bn}, "
+               f"{int(c.x3)});")

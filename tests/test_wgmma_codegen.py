@@ -1,0 +1,167 @@
+"""The Hopper GEMM's place in the generated code, without a GPU (cuda_wgmma.py): which
+units get the ``_wg`` entry and which kind (3xTF32, or one TF32 product under the tf32
+policy), that such a unit compiles to sm_90a machine code with wgmma and TMA in it (and to
+sm_80 where the entry only traps), that the host code compiles, and the host's split-K
+choice (gpu_wrap.h's cv_gpu_wg_split)."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import cuda_text, gpu_build, load_source
+
+from cuvil_aot.compiler import pipeline
+from cuvil_aot.compiler.codegen import cuda_wgmma
+from cuvil_aot.compiler.gpu_targets import GpuTargets, sass_code
+from cuvil_aot.compiler.toolchain import nvcc
+
+ROOT = Path(__file__).resolve().parent.parent
+NVCC = nvcc.find_nvcc()
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+
+SOURCE = '''
+import numpy as np
+import cuvil_aot as cv
+
+@cv.optimize
+def linear(x: cv.f32["M", "K"], w: cv.f32["N", "K"], b: cv.f32["N"]):
+    return np.maximum(x @ w.T + b, 0)
+
+@cv.optimize(precision="tf32")
+def linear_tf32(x: cv.f32["M", "K"], w: cv.f32["N", "K"]):
+    return x @ w.T
+
+@cv.optimize
+def linear64(x: cv.f64["M", "K"], w: cv.f64["N", "K"]):
+    return x @ w.T
+
+@cv.optimize
+def scale(x: cv.f32["N"]):
+    return x * 2
+
+@cv.optimize
+def linear_kn(x: cv.f32["M", "K"], w: cv.f32["K", "N"]):
+    return x @ w
+
+@cv.optimize
+def heads(q: cv.f32["B", "T", "D"], k: cv.f32["B", "T", "D"]):
+    qh = q.reshape(q.shape[0], q.shape[1], 4, -1).transpose(0, 2, 1, 3)
+    kh = k.reshape(k.shape[0], k.shape[1], 4, -1).transpose(0, 2, 1, 3)
+    return np.matmul(qh, kh.transpose(0, 1, 3, 2))
+'''
+
+
+def _units(tmp_path: Path, archs: tuple[str, ...]) -> dict[str, str]:
+    module = load_source(tmp_path, SOURCE)
+    files = pipeline.generate_sources(module, pipeline.Options(cpu_levels=(1,)),
+                                      GpuTargets.of(archs))[3]
+    return {name: text for name, text in files.items() if name.endswith(".cu")} | \
+        {"module.c": files["module.c"]}
+
+
+def test_float32_units_get_the_wgmma_entry_of_their_kind(tmp_path):
+    units = _units(tmp_path, ("sm_90",))
+    fp32, tf32, fp64, scale, kn, heads = (units[f"kernels_f{i}.cu"] for i in range(6))
+    assert "cv_gemm_wgmma_job<CV_WG_TF32X3, 128, 3>" in fp32  # float32 accuracy: 3xTF32
+    assert "cv_gemm_wgmma_job<CV_WG_TF32, 256, 4>" in tf32  # TF32 numbers: one product
+    assert "cv_gemm_wgmma_job<CV_WG_TF32X3, 128, 3>" in heads  # q @ k^T on head views
+    # no float32 GEMM, or B n-contiguous as stored (x @ w of an (in, out) weight): no
+    # header, no entry (nvcc's time)
+    for text in (fp64, scale, kn):
+        assert "cuda_gemm_wgmma.h" not in text and "_wg(" not in text
+    host = units["module.c"]
+    assert '"f0_gemm_f32_wg"' in host and '"f1_gemm_f32_wg"' in host
+    assert "api->gpu->wgmma(&cv_gpu_f0, dev)" in host and "cv_gpu_wg_maps(" in host
+    assert "f2_gemm_f64_wg" not in host
+    # without SASS for sm_90 (PTX only, or other GPUs) no unit has it
+    for archs in (("sm_80",), ("sm_80", "compute_90")):
+        folder = tmp_path / "_".join(archs)
+        folder.mkdir()
+        assert "_wg" not in cuda_text(_units(folder, archs))
+
+
+def test_sm_90_sass_is_built_as_sm_90a_and_ptx_stays_generic():
+    assert sass_code("sm_90") == "sm_90a" and sass_code("sm_80") == "sm_80"
+    build = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), ("sm_90", "compute_90"))
+    sass, ptx = (nvcc.Image("f0", arch, "") for arch in ("sm_90", "compute_90"))
+    assert "-gencode=arch=compute_90a,code=sm_90a" in build.command(sass, Path("a"), Path("b"))
+    assert "-arch=compute_90" in build.command(ptx, Path("a"), Path("b"))
+    assert build.targets == GpuTargets((90,), 90)  # what the runtime compares with the device
+
+
+@needs_nvcc
+@pytest.mark.parametrize("archs", [("sm_90",), ("sm_80",)])
+def test_the_unit_compiles_with_wgmma_only_for_sm_90a(tmp_path, archs):
+    assert NVCC is not None
+    text = _units(tmp_path, ("sm_90",))["kernels_f0.cu"]  # an sm_80 + sm_90 build's unit
+    src = tmp_path / "unit.cu"
+    src.write_text(text)
+    code = sass_code(archs[0])
+    out = tmp_path / "unit.cubin"
+    subprocess.run([NVCC.path, "-cubin", f"-gencode=arch=compute_{code[3:]},code={code}",
+                    *nvcc.NVCC_FLAGS, f"-I{ROOT / 'native' / 'include'}", str(src), "-o",
+                    str(out)], check=True, capture_output=True, text=True)
+    dump = shutil.which("cuobjdump", path=str(Path(NVCC.path).parent)) or shutil.which("cuobjdump")
+    if dump is None:
+        return
+    sass = subprocess.run([dump, "-sass", "-fun", "f0_gemm_f32_wg", str(out)], check=True,
+                          capture_output=True, text=True).stdout
+    if code == "sm_90a":
+        assert "HGMMA.64x128x8.F32.TF32" in sass and "UTMALDG.3D" in sass
+    else:
+        assert "HGMMA" not in sass and "TRAP" in sass
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_a_wgmma_module_builds_and_runs_on_the_cpu(tmp_path):
+    """nvcc, fatbinary (an sm_90a image) and the host wrapper all build; NumPy arrays still
+    run on the CPU."""
+    import numpy as np
+
+    artifact = gpu_build(tmp_path, SOURCE)
+    from cuvil_aot.runtime import extension
+
+    ext = extension.load(artifact.ext_name, artifact.path)
+    x, w, b = (np.ones(s, np.float32) for s in ((3, 8), (4, 8), (4,)))
+    np.testing.assert_array_equal(ext.linear(x, w, b), np.full((3, 4), 9, np.float32))
+
+
+SPLIT = r"""
+#include "cuvil_aot/gpu_wrap.h"
+int wg_split(int64_t tiles, int64_t depth, int64_t total, int sm, int bn, int x3) {
+    return cv_gpu_wg_split(tiles, depth, total, sm, bn, x3);
+}
+"""
+
+
+def test_few_tiles_split_k_of_the_wgmma_loop(tmp_path):
+    """A persistent grid of a block per SM: split where whole rounds of chunks beat one
+    tile's whole k, the partial sums' traffic counted; never for enough tiles."""
+    import sysconfig
+
+    import numpy as np
+
+    src, lib = tmp_path / "split.c", tmp_path / "split.so"
+    src.write_text(SPLIT)
+    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", f"-I{ROOT / 'native' / 'include'}",
+                    f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}",
+                    "-Wno-unused-function", str(src), "-o", str(lib)], check=True)
+    split = ctypes.CDLL(str(lib)).wg_split
+    split.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int] * 3
+    assert split(48, 768, 1024 * 768, 132, 128, 1) == 2  # BERT-base 1024 x 768 x 768
+    assert split(48, 3072, 1024 * 768, 132, 128, 1) == 5  # 1024 x 768 x 3072
+    assert split(24, 768, 1024 * 768, 132, 256, 0) == 3  # one TF32 product, 256 wide
+    assert split(144, 768, 1024 * 2304, 132, 128, 1) == 1  # a tile per SM already
+    assert split(48, 255, 1024 * 768, 132, 128, 1) == 1  # too shallow for two chunks
+    assert split(4, 1 << 16, 1 << 22, 132, 128, 1) <= 4  # partial sums capped at 2^24
+    assert split(0, 4096, 0, 132, 128, 1) == 1
+
+
+def test_wg_config_matches_the_header():
+    """The host's shared memory size is the header's (the entry static_asserts it)."""
+    assert cuda_wgmma.X3.smem == cuda_wgmma.ONE.smem == 214528
