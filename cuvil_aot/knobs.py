@@ -51,6 +51,10 @@ class Knobs:
     cuda_wgmma: bool = True
     """CUVIL_AOT_CUDA_WGMMA: 0 keeps float32 GEMMs off the Hopper wgmma main loop (to
     compare, or to rule it out); 1 (default) runs it where the device and layout allow."""
+    cuda_attention: bool = True
+    """CUVIL_AOT_CUDA_ATTENTION: 0 runs a recognized attention as its three kernels (two
+    GEMMs and the softmax) instead of the fused flash-style kernel (to compare); 1
+    (default) runs the fused kernel where the head dims fit it."""
     cuda_graph: int = 4
     """CUVIL_AOT_CUDA_GRAPH: a GPU call of this many kernel launches or more replays a CUDA
     graph of them (built the second time the same kernels and grids come on a device and
@@ -146,6 +150,7 @@ def read(env: Mapping[str, str] | None = None) -> Knobs:
         cuda_one=_flag(env, "CUVIL_AOT_CUDA_ONE", True),
         cuda_pool=_flag(env, "CUVIL_AOT_CUDA_POOL", True),
         cuda_wgmma=_flag(env, "CUVIL_AOT_CUDA_WGMMA", True),
+        cuda_attention=_flag(env, "CUVIL_AOT_CUDA_ATTENTION", True),
         cuda_graph=_int(env, "CUVIL_AOT_CUDA_GRAPH", 4, 0, 1024),
         cuda_home=(env.get("CUDA_HOME", "") or env.get("CUDA_PATH", "")).strip(),
         signing_key=env.get("CUVIL_AOT_SIGNING_KEY", ""),

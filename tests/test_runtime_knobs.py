@@ -19,7 +19,7 @@ from cuvil_aot.runtime import native as rt
 ROOT = Path(rt.__file__).resolve().parent.parent
 """Where this process imports cuvil_aot from: site-packages in CI, the checkout here."""
 DEFAULTS = {"cuda_one": True, "cuda_pool": True, "mode": "import", "cuda_graph": 4,
-            "cuda_wgmma": True}
+            "cuda_wgmma": True, "cuda_attention": True}
 
 
 @pytest.fixture(autouse=True)
@@ -37,7 +37,8 @@ def test_defaults():
 
 @pytest.mark.parametrize("name, field", [("CUVIL_AOT_CUDA_ONE", "cuda_one"),
                                          ("CUVIL_AOT_CUDA_POOL", "cuda_pool"),
-                                         ("CUVIL_AOT_CUDA_WGMMA", "cuda_wgmma")])
+                                         ("CUVIL_AOT_CUDA_WGMMA", "cuda_wgmma"),
+                                         ("CUVIL_AOT_CUDA_ATTENTION", "cuda_attention")])
 def test_flags_are_parsed(name, field):
     assert getattr(knobs.read({name: "0"}), field) is False
     assert getattr(knobs.read({name: " 1 "}), field) is True
@@ -122,8 +123,9 @@ def test_import_refuses_a_bad_knob():
     assert "KnobError" in proc.stderr and "CUVIL_AOT_CUDA_POOL" in proc.stderr
 
 
-def test_cuda_wgmma_can_be_turned_off():
-    rt.configure(cuda_wgmma=False)
-    assert rt.info()["cuda_wgmma"] is False
-    rt.configure(cuda_wgmma=True)
-    assert rt.info()["cuda_wgmma"] is True
+@pytest.mark.parametrize("name", ["cuda_wgmma", "cuda_attention"])
+def test_gpu_paths_can_be_turned_off(name):
+    rt.configure(**{name: False})
+    assert rt.info()[name] is False
+    rt.configure(**{name: True})
+    assert rt.info()[name] is True

@@ -106,7 +106,8 @@ static const char *const optional_symbols[] = {
 };
 
 cv_cuda_settings cv_cuda_config = {.one_kernel = 1, .pool = 1, .strict = 0,
-                                   .graph_min = CV_GRAPH_MIN_DEFAULT, .wgmma = 1};
+                                   .graph_min = CV_GRAPH_MIN_DEFAULT, .wgmma = 1,
+                                   .attention = 1};
 
 static void *libcuda;     /* kept for cv_cuda_symbol */
 static int driver_state;  /* 0: not tried, 1: usable, -1: not usable (why in driver_error) */
@@ -393,6 +394,8 @@ static CUfunction function_smem(cv_cuda_module *m, int device, int kernel, uint3
 void *cv_cuda_function(cv_cuda_module *m, int device, int kernel, uint32_t smem) {
     return function_smem(m, device, kernel, smem);
 }
+
+int cv_cuda_attention(void) { return cv_cuda_config.attention; }
 
 int cv_cuda_wgmma(const cv_cuda_module *m, int device) {
     if (cv_cuda_enter(device) < 0) {

@@ -19,6 +19,7 @@ typedef struct {
     int strict;     /* CUVIL_AOT_MODE=strict: a PTX JIT at module load is an error */
     int graph_min;  /* CUVIL_AOT_CUDA_GRAPH: launches a call needs for a graph; 0: none */
     int wgmma;      /* CUVIL_AOT_CUDA_WGMMA=0 clears it: no GEMM on the wgmma main loop */
+    int attention;  /* CUVIL_AOT_CUDA_ATTENTION=0 clears it: attentions as three kernels */
 } cv_cuda_settings;
 extern cv_cuda_settings cv_cuda_config;
 
@@ -62,6 +63,7 @@ int cv_cuda_sticky(int r);
 void *cv_cuda_function(cv_cuda_module *m, int device, int kernel, uint32_t smem);
 /* The Hopper GEMM's needs (cv_gpu_api.wgmma, .tensor_map; see cuda_driver.h). */
 int cv_cuda_wgmma(const cv_cuda_module *m, int device);
+int cv_cuda_attention(void);
 int cv_cuda_tensor_map(void *map, int dtype, int rank, const void *base, const uint64_t *dims,
                        const uint64_t *strides, const uint32_t *box, int swizzle);
 

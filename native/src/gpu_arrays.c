@@ -491,5 +491,5 @@ const cv_gpu_api cv_gpu_api_table = {
     gpu_array,     gpu_release,      gpu_empty,        gpu_wrap,       gpu_contiguous, gpu_stream,
     gpu_order_after, cv_cuda_sm_count, cv_cuda_launch, gpu_scratch, gpu_scratch_free,
     cv_cuda_launch_one, cv_cuda_save_context, cv_cuda_restore_context, cv_cuda_zero,
-    cv_cuda_read,  cv_gpu_launch_list, cv_cuda_wgmma, cv_cuda_tensor_map,
+    cv_cuda_read,  cv_gpu_launch_list, cv_cuda_wgmma, cv_cuda_tensor_map, cv_cuda_attention,
 };

@@ -27,7 +27,8 @@ def conditions(w: Writer, gp: GpuPlan, prefix: str) -> None:
     for i, ak in enumerate(of(gp, prefix)):
         dv = dim(ak.out.group.space.shape[-1])
         dk = dim(ak.match.score_buffer.srcs[0].shape[-1])
-        w.line(f"const int attn{i} = ({dk}) <= {DMAX} && ({dv}) <= {DMAX}; (void)attn{i};")
+        w.line(f"const int attn{i} = ({dk}) <= {DMAX} && ({dv}) <= {DMAX} && "
+               f"api->gpu->attention(); (void)attn{i};")
 
 
 def fused_buffer(gp: GpuPlan, prefix: str, buffer_id: int) -> int | None:
