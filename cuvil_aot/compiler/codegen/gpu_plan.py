@@ -40,6 +40,14 @@ class GpuPlan:
     gemms: dict[str, dict[str, list[CudaKernel]]] = field(default_factory=dict)
     # unit -> the entry of cv_dequant_q8 (cuda_q8.h), where a GEMM reads int8 weights
     dequant: dict[str, int] = field(default_factory=dict)
+    # unit -> the entry of its fused int8 GEMV (cuda_gemm.q8_entry), and the GEMM kernels
+    # (their names) that read int8 weights
+    fused: dict[str, int] = field(default_factory=dict)
+    int8: set[str] = field(default_factory=set)
+
+    def fused_kernels(self) -> set[str]:
+        """The GEMM kernels that the fused int8 GEMV may run (cuda_q8.h's cv_gemv_q8)."""
+        return self.int8
 
     def tag(self, k: CudaKernel) -> tuple[str, int]:
         """GEMM kernel ``k``'s shared main loops (their name) and its tag there."""
@@ -63,9 +71,11 @@ class GpuPlan:
                   for kernels in self.gemms.get(unit, {}).values()]
         ones = [cuda_one.one_struct(p, self.kernels[p]) + cuda_one.one_kernel(p, self.kernels[p])
                 for p in prefixes if p in self.one]
-        q8 = ['#include "cuvil_aot/cuda_q8.h"\n'] if unit in self.dequant else []
+        kernels = self.gemms.get(unit, {}).get("float", [])
+        fused = [cuda_gemm.q8_entry(unit, kernels, self.int8)] if unit in self.fused else []
         return cuda.source([k for p in prefixes for k in self.kernels[p]],
-                           self.shared_structs(unit), q8 + shared + ones)
+                           self.shared_structs(unit), shared + fused + ones,
+                           int8=unit in self.dequant)
 
 
 def refusal(comps: list[Compiled]) -> str | None:
@@ -105,9 +115,17 @@ def lower(comps: list[Compiled]) -> GpuPlan:
                 gp.first[k.name] = len(names)
                 names.extend(k.entries)
                 continue
-            if int8_weight(k.group, buffers) is not None and unit not in gp.dequant:
+            quant = int8_weight(k.group, buffers)
+            if quant is not None and unit not in gp.dequant:
                 gp.dequant[unit] = len(names)
                 names.append("cv_dequant_q8")
+            # x @ (q * s).T of one term: the fused GEMV's, where its rows are few
+            if quant is not None and not quant.qa and len(k.group.terms) == 1 \
+                    and k.acc_type == "float":
+                gp.int8.add(k.name)
+                if unit not in gp.fused:
+                    gp.fused[unit] = len(names)
+                    names.append(cuda_gemm.q8_name(unit))
             gemms = gp.gemms.setdefault(unit, {})
             if k.acc_type not in gemms:  # the unit's first: its main loops' entry points
                 gemms[k.acc_type] = []
