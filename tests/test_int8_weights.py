@@ -1,7 +1,8 @@
 """Int8 weights (issue 24): ``cuvil_aot.quantize_weights`` and the dequantize-then-matmul
 pattern, ``x @ (q.astype(np.float32) * s[:, None]).T`` and its per-group form, run as
 ``api->gemm_q8`` on the CPU (the int8 values read and converted in registers, no float32
-weight stored) and as dequantize + float32 GEMM on the GPU.
+weight stored), and on the GPU as the fused int8 GEMV (cuda_q8.h's cv_gemv_q8) for up to 16
+rows of x, else as dequantize + float32 GEMM.
 
 Judged against NumPy in float64 of the dequantized expression as written, on random
 shapes (m = 1 included, odd k, k not a multiple of the group), outputs poisoned before
@@ -358,9 +359,10 @@ def test_the_gpu_build_fuses_the_int8_gemv(tmp_path):
                               out_dir=tmp_path / "build")
     assert artifact.manifest["refused"] == {}
     units = {n: t for n, t in artifact.sources.items() if n.endswith(".cu")}
-    fused = [n for n, t in units.items() if "_gemm_f32_q8(const __grid_constant__" in t]
+    fused = [n for n, t in units.items() if "_gemm_f32_q8x1(const __grid_constant__" in t]
     assert len(fused) == 9  # each unit with an int8 GEMM of one term x @ (q * s).T
-    assert all("cv_gemv_q8(j.t[0], *q" in units[n] for n in fused)
+    assert all("cv_gemv_q8<1>(j.t[0], *q" in units[n] and "cv_gemv_q8<4>(j.t[0], *q"
+               in units[n] for n in fused)
     assert sum('#include "cuvil_aot/cuda_q8.h"' in t for t in units.values()) == len(fused) + 1
     wrapper = artifact.sources["module.c"]
     assert wrapper.count("const int q8 = a.n[0] <= 16 && ") >= 7
@@ -368,6 +370,24 @@ def test_the_gpu_build_fuses_the_int8_gemv(tmp_path):
     assert wrapper.count("if (!q8) {") == wrapper.count("const int q8 =")
     assert "cv_dequant_q8_args dq" in wrapper
     assert "small = small && (gemv || dot) && !q8;" in wrapper
+
+
+def test_the_fused_gemv_emulated_on_the_host(tmp_path):
+    """cv_gemv_q8's index math and sums, run on the host (tests/data/q8_emulate.cpp: a warp
+    as 32 threads) where no GPU is: m 1..16, batches, odd k, groups, misaligned rows."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    root = Path(__file__).resolve().parents[1]
+    exe = tmp_path / "q8_emulate"
+    subprocess.run([cxx, "-std=c++20", "-O1", "-pthread", f"-I{root / 'native' / 'include'}",
+                    str(root / "tests" / "data" / "q8_emulate.cpp"), "-o", str(exe)], check=True)
+    run = subprocess.run([str(exe), "40", "7"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "0/40 failed" in run.stdout, run.stdout
 
 
 def _gpu_mod(tmp_path_factory):

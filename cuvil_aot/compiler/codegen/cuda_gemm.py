@@ -167,9 +167,10 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
     return w.text()
 
 
-def q8_name(unit: str) -> str:
-    """The entry point of ``unit``'s fused int8 GEMV (cuda_q8.h's cv_gemv_q8)."""
-    return f"{shared_name(unit, 'float')}_q8"
+def q8_names(unit: str) -> list[str]:
+    """The entry points of ``unit``'s fused int8 GEMV (cuda_q8.h's cv_gemv_q8): one row of
+    x, then up to 16 four at a time."""
+    return [f"{shared_name(unit, 'float')}_q8x{mr}" for mr in (1, 4)]
 
 
 def q8_entry(unit: str, kernels: list[CudaKernel], int8: set[str]) -> str:
@@ -178,13 +179,14 @@ def q8_entry(unit: str, kernels: list[CudaKernel], int8: set[str]) -> str:
     with an int8 GEMM compile it."""
     name = shared_name(unit, "float")
     w = Writer()
-    with w.block(f'extern "C" __global__ void __launch_bounds__(CV_GEMV_Q8_BLOCK) '
-                 f"{q8_name(unit)}(const __grid_constant__ {name}_args a_)"):
-        w.line(f"const cv_gemm_job j = {name}_job(&a_);")
-        w.line("const cv_q8_weight *q = nullptr;")
-        with w.block("switch (a_.tag)"):
-            for tag, k in enumerate(kernels):
-                if k.name in int8:
-                    w.line(f"case {tag}: q = &a_.u.m{tag}.q8; break;")
-        w.line("if (q) cv_gemv_q8(j.t[0], *q, j.m, j.n, j.nb, " f"{name}_epi{{&a_}});")
+    for mr, entry in zip((1, 4), q8_names(unit)):
+        with w.block(f'extern "C" __global__ void __launch_bounds__(CV_GEMV_Q8_BLOCK) '
+                     f"{entry}(const __grid_constant__ {name}_args a_)"):
+            w.line(f"const cv_gemm_job j = {name}_job(&a_);")
+            w.line("const cv_q8_weight *q = nullptr;")
+            with w.block("switch (a_.tag)"):
+                for tag, k in enumerate(kernels):
+                    if k.name in int8:
+                        w.line(f"case {tag}: q = &a_.u.m{tag}.q8; break;")
+            w.line(f"if (q) cv_gemv_q8<{mr}>(j.t[0], *q, j.m, j.n, j.nb, {name}_epi{{&a_}});")
     return w.text()

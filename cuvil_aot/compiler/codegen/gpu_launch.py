@@ -273,7 +273,8 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
             w.line("const int gemv = m <= 32 && !transposed, dot = m <= 32 && transposed;")
             if k.name in gp.fused_kernels():
                 with w.block("if (q8)"):  # the fused int8 GEMV (cuda_q8.h): a warp per output
-                    w.line(f"kid = {gp.fused[unit_of(k.name)]}; block = CV_GEMV_Q8_BLOCK;")
+                    w.line(f"kid = {gp.fused[unit_of(k.name)]} + (m > 1); "
+                           "block = CV_GEMV_Q8_BLOCK;")
                     w.line("grid = (uint32_t)((n + CV_GEMV_Q8_BLOCK / 32 - 1) / "
                            "(CV_GEMV_Q8_BLOCK / 32));")
                     w.line("a.cols = 0; a.vec = 0; a.split = 1;")
@@ -447,14 +448,15 @@ def _scale_strides(st: GpuStorage, quant: Quantized) -> tuple[str, str]:
 def _fused_q8(w: Writer, k: CudaKernel, st: GpuStorage, quant: Quantized) -> None:
     """q8: the fused int8 GEMV (cv_gemv_q8, cuda_q8.h) runs this call's GEMM, reading the
     weight as int8 from a.q8: x @ (q * s).T (not (q * s) @ x), at most 16 rows of x over
-    all batches, q contiguous along k. vec (16-byte loads): per channel always (each row
+    all batches, q contiguous along k, k < 2^32. vec (16-byte loads): per channel always (each row
     from its first aligned byte), per group where rows are aligned and the group a multiple
     of 16; else byte loads. Else (q8 == 0) the weight is dequantized (_dequantize)."""
     nloops = k.nloops
     qs = st.strides(quant.q, None)
     s_os, s_gs = _scale_strides(st, quant)
     rows = f"a.n[0] * a.n[{nloops - 2}]" if nloops == 3 else f"a.n[{nloops - 2}]"
-    w.line(f"const int q8 = {rows} <= 16 && ({qs[1]}) == 1;")
+    w.line(f"const int q8 = {rows} <= 16 && ({qs[1]}) == 1 && {dim(quant.q.shape[1])} < "
+           "((int64_t)1 << 32);")
     with w.block("if (q8)"):
         q, s = st.data(quant.q), st.data(quant.scale)
         group = dim(quant.group) if quant.group is not None else "0"

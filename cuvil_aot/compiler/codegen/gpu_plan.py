@@ -40,7 +40,7 @@ class GpuPlan:
     gemms: dict[str, dict[str, list[CudaKernel]]] = field(default_factory=dict)
     # unit -> the entry of cv_dequant_q8 (cuda_q8.h), where a GEMM reads int8 weights
     dequant: dict[str, int] = field(default_factory=dict)
-    # unit -> the entry of its fused int8 GEMV (cuda_gemm.q8_entry), and the GEMM kernels
+    # unit -> the first entry of its fused int8 GEMV (cuda_gemm.q8_entry), and the GEMM kernels
     # (their names) that read int8 weights
     fused: dict[str, int] = field(default_factory=dict)
     int8: set[str] = field(default_factory=set)
@@ -125,7 +125,7 @@ def lower(comps: list[Compiled]) -> GpuPlan:
                 gp.int8.add(k.name)
                 if unit not in gp.fused:
                     gp.fused[unit] = len(names)
-                    names.append(cuda_gemm.q8_name(unit))
+                    names.extend(cuda_gemm.q8_names(unit))
             gemms = gp.gemms.setdefault(unit, {})
             if k.acc_type not in gemms:  # the unit's first: its main loops' entry points
                 gemms[k.acc_type] = []

@@ -44,16 +44,30 @@ extern "C" __global__ void __launch_bounds__(CV_DEQUANT_Q8_BLOCK)
     }
 }
 
-/* x[rows] . q[p0 .. p0 + 15] (one 16-byte chunk), the rows' partial sums into part. */
-template <int MR>
+/* x[rows] . q[p0 .. p0 + 15] (one 16-byte chunk), the rows' partial sums into part; x4:
+ * x's rows contiguous along k and x[row, p0] 16-byte aligned, read as float4. */
+template <int MR, bool X4>
 __device__ __forceinline__ void cv_q8_chunk(const float *x, const int64_t arow[MR], int64_t a_cs,
                                             int64_t p0, int4 raw, float part[MR]) {
     const int words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
-    for (int e = 0; e < 16; e++) {
-        const float qv = (float)(signed char)(words[e >> 2] >> (8 * (e & 3)));
+    for (int e4 = 0; e4 < 4; e4++) {
+        float qv[4];
 #pragma unroll
-        for (int r = 0; r < MR; r++) part[r] = fmaf(__ldg(x + arow[r] + (p0 + e) * a_cs), qv, part[r]);
+        for (int e = 0; e < 4; e++) qv[e] = (float)(signed char)(words[e4] >> (8 * e));
+#pragma unroll
+        for (int r = 0; r < MR; r++) {
+            if constexpr (X4) {
+                const float4 xv =
+                    __ldg(reinterpret_cast<const float4 *>(x + arow[r] + p0 + 4 * e4));
+                part[r] = fmaf(xv.w, qv[3], fmaf(xv.z, qv[2], fmaf(xv.y, qv[1],
+                               fmaf(xv.x, qv[0], part[r]))));
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    part[r] = fmaf(__ldg(x + arow[r] + (p0 + 4 * e4 + e) * a_cs), qv[e], part[r]);
+            }
+        }
     }
 }
 
@@ -65,7 +79,7 @@ __device__ __forceinline__ void cv_q8_chunk(const float *x, const int64_t arow[M
 template <int MR, class Epi>
 __device__ void cv_gemv_q8_rows(const cv_gpu_term &t, const cv_q8_weight &w, int64_t m,
                                 int64_t n, int64_t nbatch, const Epi &epi) {
-    constexpr int U = MR == 1 ? 8 : 4; /* loads in flight per lane */
+    constexpr int U = MR == 1 ? 8 : 4; /* loads in flight per lane (4 at MR 4 spilled) */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int64_t k = t.k, g = w.group;
     for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
@@ -88,6 +102,9 @@ __device__ void cv_gemv_q8_rows(const cv_gpu_term &t, const cv_q8_weight &w, int
 #pragma unroll
             for (int r = 0; r < MR; r++) acc[r] = 0.f;
             const int4 *body = reinterpret_cast<const int4 *>(qrow + head);
+            bool x4 = t.a_cs == 1; /* x[row, head + 16 c] aligned for every row */
+#pragma unroll
+            for (int r = 0; r < MR; r++) x4 = x4 && ((uintptr_t)(x + arow[r] + head) & 15) == 0;
             for (int64_t c = lane; c < chunks; c += 32 * U) {
                 int4 raw[U];
 #pragma unroll
@@ -100,8 +117,11 @@ __device__ void cv_gemv_q8_rows(const cv_gpu_term &t, const cv_q8_weight &w, int
                         float part[MR];
 #pragma unroll
                         for (int r = 0; r < MR; r++) part[r] = 0.f;
-                        cv_q8_chunk<MR>(x, arow, t.a_cs, p0, raw[u], part);
-                        const float sc = g > 0 ? __ldg(srow + (p0 / g) * w.s_gs) : 1.f;
+                        if (x4) cv_q8_chunk<MR, true>(x, arow, 1, p0, raw[u], part);
+                        else cv_q8_chunk<MR, false>(x, arow, t.a_cs, p0, raw[u], part);
+                        /* k < 2^32 (the host's 32-bit test): a 32-bit division */
+                        const float sc =
+                            g > 0 ? __ldg(srow + (uint32_t)p0 / (uint32_t)g * w.s_gs) : 1.f;
 #pragma unroll
                         for (int r = 0; r < MR; r++) acc[r] = fmaf(sc, part[r], acc[r]);
                     }
@@ -110,9 +130,11 @@ __device__ void cv_gemv_q8_rows(const cv_gpu_term &t, const cv_q8_weight &w, int
             const int64_t end = head + 16 * chunks, rest = head + (k - end);
             for (int64_t i = lane; i < rest; i += 32) {
                 const int64_t p = i < head ? i : end + (i - head);
-                const float qv = (float)__ldg(qrow + p) * (g > 0 ? __ldg(srow + (p / g) * w.s_gs) : 1.f);
+                const float qv = (float)__ldg(qrow + p) *
+                                 (g > 0 ? __ldg(srow + (uint32_t)p / (uint32_t)g * w.s_gs) : 1.f);
 #pragma unroll
-                for (int r = 0; r < MR; r++) acc[r] = fmaf(__ldg(x + arow[r] + p * t.a_cs), qv, acc[r]);
+                for (int r = 0; r < MR; r++)
+                    acc[r] = fmaf(__ldg(x + arow[r] + p * t.a_cs), qv, acc[r]);
             }
             const float so = g > 0 ? 1.f : __ldg(srow);
 #pragma unroll
@@ -127,12 +149,12 @@ __device__ void cv_gemv_q8_rows(const cv_gpu_term &t, const cv_q8_weight &w, int
     }
 }
 
-/* Up to 16 rows of x: one accumulator per lane at one row, else four rows at a time. */
-template <class Epi>
+/* Up to 16 rows of x: MR = 1 (one row; an entry point of its own, so that its registers
+ * are not the four rows' 128) or 4 (four rows at a time). */
+template <int MR, class Epi>
 __device__ void cv_gemv_q8(const cv_gpu_term &t, const cv_q8_weight &w, int64_t m, int64_t n,
                            int64_t nbatch, const Epi &epi) {
-    if (m <= 1) cv_gemv_q8_rows<1>(t, w, m, n, nbatch, epi);
-    else cv_gemv_q8_rows<4>(t, w, m, n, nbatch, epi);
+    cv_gemv_q8_rows<MR>(t, w, m, n, nbatch, epi);
 }
 #endif
 
