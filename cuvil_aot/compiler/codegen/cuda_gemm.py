@@ -180,7 +180,8 @@ def q8_entry(unit: str, kernels: list[CudaKernel], int8: set[str]) -> str:
     name = shared_name(unit, "float")
     w = Writer()
     for mr, entry in zip((1, 4), q8_names(unit)):
-        with w.block(f'extern "C" __global__ void __launch_bounds__(CV_GEMV_Q8_BLOCK) '
+        bounds = "CV_GEMV_Q8_BLOCK, CV_GEMV_Q8_X1_BLOCKS" if mr == 1 else "CV_GEMV_Q8_BLOCK"
+        with w.block(f'extern "C" __global__ void __launch_bounds__({bounds}) '
                      f"{entry}(const __grid_constant__ {name}_args a_)"):
             w.line(f"const cv_gemm_job j = {name}_job(&a_);")
             w.line("const cv_q8_weight *q = nullptr;")
