@@ -271,7 +271,7 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
             # so), and the tensor-core tiles took 13.5 us for each of its 768-wide GEMMs
             w.line(f"const int transposed = {_transposed_weights(k)};")
             w.line("const int gemv = m <= 32 && !transposed, dot = m <= 32 && transposed;")
-            if k.name in gp.fused_kernels():
+            if k.name in gp.int8:
                 with w.block("if (q8)"):  # the fused int8 GEMV (cuda_q8.h): a warp per output
                     w.line(f"kid = {gp.fused[unit_of(k.name)]} + (m > 1); "
                            "block = CV_GEMV_Q8_BLOCK;")
@@ -324,7 +324,7 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
             w.line(f"if (a.split > 1) L[{g}].sum_grid = cv_gpu_grid(nb * m * n, {BLOCK}, "
                    "sm, 8);")
             # the one-kernel's GEMV would read the dequantized weight, not stored where q8
-            q8 = " && !q8" if k.name in gp.fused_kernels() else ""
+            q8 = " && !q8" if k.name in gp.int8 else ""
             w.line(f"small = small && (gemv || dot){q8};")
 
 
@@ -410,7 +410,7 @@ def _flat_condition(w: Writer, k: CudaKernel) -> None:
 
 def _gemm_terms(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> None:
     quant = int8_weight(k.group, st.buffers)
-    fused = k.name in gp.fused_kernels()
+    fused = k.name in gp.int8
     if fused and quant is not None:
         _fused_q8(w, k, st, quant)
     if quant is not None:
@@ -448,9 +448,9 @@ def _scale_strides(st: GpuStorage, quant: Quantized) -> tuple[str, str]:
 def _fused_q8(w: Writer, k: CudaKernel, st: GpuStorage, quant: Quantized) -> None:
     """q8: the fused int8 GEMV (cv_gemv_q8, cuda_q8.h) runs this call's GEMM, reading the
     weight as int8 from a.q8: x @ (q * s).T (not (q * s) @ x), at most 16 rows of x over
-    all batches, q contiguous along k, k < 2^32. vec (16-byte loads): per channel always (each row
-    from its first aligned byte), per group where rows are aligned and the group a multiple
-    of 16; else byte loads. Else (q8 == 0) the weight is dequantized (_dequantize)."""
+    all batches, q contiguous along k, k < 2^32. vec (16-byte loads): per channel always
+    (each row from its first aligned byte), per group where rows are aligned and the group
+    a multiple of 16; else byte loads. Else (q8 == 0) the weight is dequantized."""
     nloops = k.nloops
     qs = st.strides(quant.q, None)
     s_os, s_gs = _scale_strides(st, quant)

@@ -41,13 +41,9 @@ class GpuPlan:
     # unit -> the entry of cv_dequant_q8 (cuda_q8.h), where a GEMM reads int8 weights
     dequant: dict[str, int] = field(default_factory=dict)
     # unit -> the first entry of its fused int8 GEMV (cuda_gemm.q8_entry), and the GEMM kernels
-    # (their names) that read int8 weights
+    # (their names) that it may run: x @ (q * s).T of one term
     fused: dict[str, int] = field(default_factory=dict)
     int8: set[str] = field(default_factory=set)
-
-    def fused_kernels(self) -> set[str]:
-        """The GEMM kernels that the fused int8 GEMV may run (cuda_q8.h's cv_gemv_q8)."""
-        return self.int8
 
     def tag(self, k: CudaKernel) -> tuple[str, int]:
         """GEMM kernel ``k``'s shared main loops (their name) and its tag there."""
