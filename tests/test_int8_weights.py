@@ -1,7 +1,8 @@
 """Int8 weights (issue 24): ``cuvil_aot.quantize_weights`` and the dequantize-then-matmul
 pattern, ``x @ (q.astype(np.float32) * s[:, None]).T`` and its per-group form, run as
 ``api->gemm_q8`` on the CPU (the int8 values read and converted in registers, no float32
-weight stored) and as dequantize + float32 GEMM on the GPU.
+weight stored), and on the GPU as the fused int8 GEMV (cuda_q8.h's cv_gemv_q8) for up to 16
+rows of x, else as dequantize + float32 GEMM.
 
 Judged against NumPy in float64 of the dequantized expression as written, on random
 shapes (m = 1 included, odd k, k not a multiple of the group), outputs poisoned before
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import compile_source, gpu_build, load_source
+from conftest import compile_source, load_source
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -326,50 +327,159 @@ def test_quantize_weights_layouts_and_errors():
 
 # ---- the GPU ------------------------------------------------------------------------------
 
-def test_the_gpu_build_dequantizes_then_runs_the_float32_gemm(tmp_path):
-    """Compile-only (nvcc, sm_90): every fused function gets GPU code; its unit holds
-    cv_dequant_q8 (cuda_q8.h) and the wrapper launches it into scratch memory first."""
+GPU_SOURCE = SOURCE + '''
+@cv.optimize
+def act(x: cv.f32["M", "K"], q: cv.i8["N", "K"], s: cv.f32["N"], b: cv.f32["N"]):
+    return np.tanh(x @ (q * s[:, None]).T + b)
+
+@cv.optimize
+def grouped64(x: cv.f32["M", "K"], q: cv.i8["N", "K"], s: cv.f32["N", "G"], b: cv.f32["N"]):
+    n, k = q.shape
+    return np.tanh(x @ (q.reshape(n, k // 64, 64) * s[:, :, None]).reshape(n, k).T + b)
+
+@cv.optimize
+def grouped24(x: cv.f32["M", "K"], q: cv.i8["N", "K"], s: cv.f32["N", "G"]):
+    n, k = q.shape
+    return x @ (q.reshape(n, k // 24, 24) * s[:, :, None]).reshape(n, k).T
+'''
+
+
+def test_the_gpu_build_fuses_the_int8_gemv(tmp_path):
+    """Compile-only (nvcc, sm_80 and sm_90): a unit whose GEMM is x @ (q * s).T holds the
+    fused int8 GEMV (cuda_q8.h's cv_gemv_q8) and its wrapper launches it for at most 16
+    rows of x, else dequantizes (cv_dequant_q8) for the float32 GEMM; (q * s) @ x has no
+    fused GEMV, and a unit without int8 weights includes neither."""
     from cuvil_aot.compiler.toolchain import nvcc
 
     if nvcc.find_nvcc() is None:
         pytest.skip("nvcc not found")
-    artifact = gpu_build(tmp_path, SOURCE)
-    cu = "".join(t for n, t in artifact.sources.items() if n.endswith(".cu"))
-    assert cu.count('#include "cuvil_aot/cuda_q8.h"') >= len(FUSED)
-    assert "cv_dequant_q8_args dq" in artifact.sources["module.c"]
+    module = load_source(tmp_path, GPU_SOURCE)
+    (tmp_path / "build").mkdir()
+    artifact = pipeline.build(module, pipeline.Options(cuda_archs=("sm_80", "sm_90")),
+                              out_dir=tmp_path / "build")
+    assert artifact.manifest["refused"] == {}
+    units = {n: t for n, t in artifact.sources.items() if n.endswith(".cu")}
+    fused = [n for n, t in units.items() if "_gemm_f32_q8x1(const __grid_constant__" in t]
+    assert len(fused) == 9  # each unit with an int8 GEMM of one term x @ (q * s).T
+    assert all("cv_gemv_q8<1>(j.t[0], *q" in units[n] and "cv_gemv_q8<4>(j.t[0], *q"
+               in units[n] for n in fused)
+    assert sum('#include "cuvil_aot/cuda_q8.h"' in t for t in units.values()) == len(fused) + 1
+    wrapper = artifact.sources["module.c"]
+    assert wrapper.count("const int q8 = a.n[0] <= 16 && ") >= 7
+    assert "const int q8 = a.n[0] * a.n[1] <= 16 && " in wrapper  # batched: all its rows
+    assert wrapper.count("if (!q8) {") == wrapper.count("const int q8 =")
+    assert "cv_dequant_q8_args dq" in wrapper
+    assert "small = small && (gemv || dot) && !q8;" in wrapper
 
 
-@pytest.mark.gpu
-@settings(max_examples=10, deadline=None)
-@given(m=ms, k=ks, n=ns, seed=seeds)
-def test_on_the_gpu_against_float64(tmp_path_factory, m, k, n, seed):
-    torch = pytest.importorskip("torch")
+def test_the_fused_gemv_emulated_on_the_host(tmp_path):
+    """cv_gemv_q8's index math and sums, run on the host (tests/data/q8_emulate.cpp: a warp
+    as 32 threads) where no GPU is: m 1..16, batches, odd k, groups, misaligned rows."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    root = Path(__file__).resolve().parents[1]
+    exe = tmp_path / "q8_emulate"
+    subprocess.run([cxx, "-std=c++20", "-O1", "-pthread", f"-I{root / 'native' / 'include'}",
+                    str(root / "tests" / "data" / "q8_emulate.cpp"), "-o", str(exe)], check=True)
+    run = subprocess.run([str(exe), "40", "7"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "0/40 failed" in run.stdout, run.stdout
+
+
+def _gpu_mod(tmp_path_factory):
     from gpu_harness import device_arch
 
     global _GPU_MOD
     if _GPU_MOD is None:
-        _GPU_MOD = compile_source(tmp_path_factory.mktemp("int8gpu"), SOURCE,
+        _GPU_MOD = compile_source(tmp_path_factory.mktemp("int8gpu"), GPU_SOURCE,
                                   cuda_archs=(device_arch(),))
+    return _GPU_MOD
+
+
+def _on_gpu(torch, fn, args, exp, bound, misalign=False):
+    """fn on CUDA copies of args (q's rows misaligned: a view one byte into wider rows)
+    into a poisoned out=, against exp within bound."""
+    dev = [torch.from_numpy(np.ascontiguousarray(a)).cuda() for a in args]
+    if misalign:
+        q = args[1]
+        wide = torch.zeros((q.shape[0], q.shape[1] + 3), dtype=torch.int8, device="cuda")
+        wide[:, 1:1 + q.shape[1]] = dev[1]
+        dev[1] = wide[:, 1:1 + q.shape[1]]
+    out = torch.full(exp.shape, float("nan"), device="cuda")
+    assert fn(*dev, out=out) is out
+    np.testing.assert_array_less(np.abs(out.cpu().numpy() - exp), bound)
+
+
+gpu_ms = st.sampled_from([1, 1, 2, 3, 4, 5, 7, 8, 9, 13, 15, 16, 16, 17, 40])
+
+
+@pytest.mark.gpu
+@settings(max_examples=25, deadline=None)
+@given(m=gpu_ms, k=ks, n=ns, misalign=st.booleans(), seed=seeds)
+def test_on_the_gpu_against_float64(tmp_path_factory, m, k, n, misalign, seed):
+    """Per channel: plain + bias, tanh(+ bias), (q * s) @ x; q's rows aligned or not."""
+    torch = pytest.importorskip("torch")
+    mod = _gpu_mod(tmp_path_factory)
     rng = _rng(seed)
     x = rng.standard_normal((m, k)).astype(np.float32)
     q, s, b = _int8(rng, (n, k)), _scales(rng, n), rng.standard_normal(n).astype(np.float32)
     w = _dequant(q, s)
-    dev = [torch.from_numpy(a).cuda() for a in (x, q, s, b)]
-    out = torch.full((m, n), float("nan"), device="cuda")
-    assert _GPU_MOD.linear(*dev, out=out) is out
-    exp = x.astype(np.float64) @ w.T + b
-    np.testing.assert_array_less(np.abs(out.cpu().numpy() - exp), _bound(x, w, k) * 4
-                                 + 2.0 ** -22 * np.abs(exp))
-    left = _GPU_MOD.left(dev[1], dev[2], torch.from_numpy(np.ascontiguousarray(x.T)).cuda())
-    np.testing.assert_array_less(np.abs(left.cpu().numpy() - (exp - b).T),
-                                 _bound(x, w, k).T * 4 + 2.0 ** -22 * np.abs(exp - b).T)
-    g = max(1, k // 32)  # whole groups of 32 (k itself may be below 32)
-    xg = rng.standard_normal((m, g * 32)).astype(np.float32)
-    qg, sg = _int8(rng, (n, g * 32)), _scales(rng, (n, g))
-    got = _GPU_MOD.grouped32(*[torch.from_numpy(a).cuda() for a in (xg, qg, sg)])
-    wg = _dequant(qg, sg, 32)
-    np.testing.assert_array_less(np.abs(got.cpu().numpy() - xg.astype(np.float64) @ wg.T),
-                                 _bound(xg, wg, g * 32) * 4 + 1e-6)
+    z = x.astype(np.float64) @ w.T + b
+    bound = _bound(x, w, k) * 4 + 2.0 ** -22 * np.abs(z)
+    _on_gpu(torch, mod.linear, [x, q, s, b], z, bound, misalign)
+    _on_gpu(torch, mod.act, [x, q, s, b], np.tanh(z), bound + 2.0 ** -20, misalign)
+    left = mod.left(*[torch.from_numpy(a).cuda() for a in (q, s, np.ascontiguousarray(x.T))])
+    np.testing.assert_array_less(np.abs(left.cpu().numpy() - (z - b).T),
+                                 _bound(x, w, k).T * 4 + 2.0 ** -22 * np.abs(z - b).T)
+
+
+@pytest.mark.gpu
+@settings(max_examples=25, deadline=None)
+@given(m=gpu_ms, g=st.integers(1, 9), n=ns, misalign=st.booleans(), seed=seeds)
+def test_per_group_on_the_gpu(tmp_path_factory, m, g, n, misalign, seed):
+    """Groups of 32, 64 (+ bias, tanh), 128 (tanh) and 24 (byte loads), against float64."""
+    torch = pytest.importorskip("torch")
+    mod = _gpu_mod(tmp_path_factory)
+    rng = _rng(seed)
+    for group, fn in ((32, mod.grouped32), (64, mod.grouped64), (128, mod.grouped128),
+                      (24, mod.grouped24)):
+        k = g * group
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        q, s, b = _int8(rng, (n, k)), _scales(rng, (n, g)), rng.standard_normal(n).astype(
+            np.float32)
+        w = _dequant(q, s, group)
+        z = x.astype(np.float64) @ w.T
+        args = [x, q, s]
+        if group == 64:
+            z, args = z + b, args + [b]
+        exp = np.tanh(z) if group in (64, 128) else z
+        bound = _bound(x, w, k) * 4 + 2.0 ** -22 * np.abs(z) + 2.0 ** -20
+        _on_gpu(torch, fn, args, exp, bound, misalign)
+
+
+@pytest.mark.gpu
+@settings(max_examples=10, deadline=None)
+@given(bt=st.sampled_from([(1, 1), (2, 3), (4, 4), (3, 6)]), k=ks, n=ns, seed=seeds)
+def test_batched_on_the_gpu(tmp_path_factory, bt, k, n, seed):
+    """x (B, T, K): fused at up to 16 rows over all batches, dequantized above."""
+    torch = pytest.importorskip("torch")
+    mod = _gpu_mod(tmp_path_factory)
+    rng = _rng(seed)
+    x = rng.standard_normal((*bt, k)).astype(np.float32)
+    q, s = _int8(rng, (n, k)), _scales(rng, n)
+    w = _dequant(q, s)
+    z = x.astype(np.float64) @ w.T
+    flat = x.reshape(-1, k)
+    bound = (_bound(flat, w, k) * 4).reshape(z.shape) + 2.0 ** -22 * np.abs(z)
+    _on_gpu(torch, mod.batched, [x, q, s], z, bound)
+    v = x[0, 0]
+    got = mod.vector(*[torch.from_numpy(a).cuda() for a in (v, q, s)])
+    np.testing.assert_array_less(np.abs(got[0].cpu().numpy() - z[0, 0]),
+                                 _bound(v[None], w, k)[0] * 4 + 2.0 ** -22 * np.abs(z[0, 0]))
 
 
 _GPU_MOD = None

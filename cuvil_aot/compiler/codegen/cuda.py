@@ -42,6 +42,7 @@ from cuvil_aot.compiler.codegen.cuda_geometry import ENTRIES
 from cuvil_aot.compiler.codegen.cuda_rows import REDUCE_OP, row_kernels
 from cuvil_aot.compiler.codegen.cuda_scan import scan_kernels
 from cuvil_aot.compiler.codegen.kernel_emitter import scalar_dtype
+from cuvil_aot.compiler.codegen.launch import int8_weight
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Group, Kind
 
@@ -63,13 +64,14 @@ def emit_kernel(name: str, group: Group, buffers: set[int],
     KERNELS[group.kind](em, w)
     em.k.code = w.text()
     decl = Writer()
-    args_struct(em.k, decl)
+    args_struct(em.k, decl, group.kind is Kind.GEMM and int8_weight(group, buffers) is not None)
     em.k.struct = decl.text()
     return em.k
 
 
-def args_struct(k: CudaKernel, w: Writer) -> None:
-    """The argument struct: the same text compiles to the same layout in C and C++."""
+def args_struct(k: CudaKernel, w: Writer, int8: bool = False) -> None:
+    """The argument struct: the same text compiles to the same layout in C and C++; a GEMM
+    that reads an int8 weight (``int8``) holds it for cv_gemv_q8 (cuda_q8.h)."""
     nops = max(1, len(k.operands))
     with w.block("typedef struct", f"}} {k.name}_args;"):
         w.line(f"int64_t n[{k.nloops}];")
@@ -81,6 +83,8 @@ def args_struct(k: CudaKernel, w: Writer) -> None:
             w.line("int64_t vec;  /* 1: the GEMV reads B as float4 */")
             w.line("int64_t split;  /* > 1: k in chunks, partial sums in part (_ksum adds) */")
             w.line("char *part;")
+            if int8:
+                w.line("cv_q8_weight q8;  /* the int8 weight, for the fused GEMV */")
         for field_name, node in sorted(k.scalars.items()):
             w.line(f"{ops_c.CTYPE[scalar_dtype(node)]} {field_name};")
         for sym in sorted(k.symbols):
@@ -88,9 +92,12 @@ def args_struct(k: CudaKernel, w: Writer) -> None:
         gather_access.fields(k, w)
 
 
-def source(kernels: list[CudaKernel], structs: str = "", more: Sequence[str] = ()) -> str:
+def source(kernels: list[CudaKernel], structs: str = "", more: Sequence[str] = (),
+           int8: bool = False) -> str:
     """A unit's CUDA source: the headers, every argument struct (then ``structs``), every
     kernel, then ``more``: the unit's shared GEMM main loops (cuda_gemm.py) and the
-    one-kernel versions of multi-kernel calls (cuda_one.py)."""
-    return HEADER + "".join(k.struct for k in kernels) + structs + \
+    one-kernel versions of multi-kernel calls (cuda_one.py). ``int8``: a GEMM reads int8
+    weights (cuda_q8.h, before the structs that hold them)."""
+    q8 = '#include "cuvil_aot/cuda_q8.h"\n' if int8 else ""
+    return HEADER + q8 + "".join(k.struct for k in kernels) + structs + \
         "".join(k.code for k in kernels) + "".join(more)

@@ -168,3 +168,29 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
             w.line(f"const cv_gemm_job j = {name}_job(&a_);")
             w.line(call)
     return w.text()
+
+
+def q8_names(unit: str) -> list[str]:
+    """The entry points of ``unit``'s fused int8 GEMV (cuda_q8.h's cv_gemv_q8): one row of
+    x, then up to 16 four at a time."""
+    return [f"{shared_name(unit, 'float')}_q8x{mr}" for mr in (1, 4)]
+
+
+def q8_entry(unit: str, kernels: list[CudaKernel], int8: set[str]) -> str:
+    """The fused int8 GEMV on the unit's float32 shared argument struct: the tagged GEMM's
+    x and int8 weight (its ``q8`` field, where ``int8`` names it), its epilogue. Only units
+    with an int8 GEMM compile it."""
+    name = shared_name(unit, "float")
+    w = Writer()
+    for mr, entry in zip((1, 4), q8_names(unit)):
+        bounds = "CV_GEMV_Q8_BLOCK, CV_GEMV_Q8_X1_BLOCKS" if mr == 1 else "CV_GEMV_Q8_BLOCK"
+        with w.block(f'extern "C" __global__ void __launch_bounds__({bounds}) '
+                     f"{entry}(const __grid_constant__ {name}_args a_)"):
+            w.line(f"const cv_gemm_job j = {name}_job(&a_);")
+            w.line("const cv_q8_weight *q = nullptr;")
+            with w.block("switch (a_.tag)"):
+                for tag, k in enumerate(kernels):
+                    if k.name in int8:
+                        w.line(f"case {tag}: q = &a_.u.m{tag}.q8; break;")
+            w.line(f"if (q) cv_gemv_q8<{mr}>(j.t[0], *q, j.m, j.n, j.nb, {name}_epi{{&a_}});")
+    return w.text()

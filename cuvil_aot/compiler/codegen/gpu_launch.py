@@ -12,6 +12,7 @@ from cuvil_aot.compiler.codegen import (
     cuda_one,
     cuda_wgmma,
     gpu_attention,
+    gpu_int8,
     gpu_queue,
     ops_c,
     run_time_loops,
@@ -46,7 +47,6 @@ from cuvil_aot.compiler.codegen.launch import (
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Kind
 from cuvil_aot.compiler.ir.node import Node
-from cuvil_aot.compiler.ir.quantized import Quantized
 from cuvil_aot.compiler.ir.types import Dim, Shape
 
 # A call on little work (every GEMM a GEMV, every other kernel at most ONE_WORK
@@ -271,7 +271,17 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
             # so), and the tensor-core tiles took 13.5 us for each of its 768-wide GEMMs
             w.line(f"const int transposed = {_transposed_weights(k)};")
             w.line("const int gemv = m <= 32 && !transposed, dot = m <= 32 && transposed;")
-            with w.block("if (gemv)"):  # GEMV: each weight read once per 4 rows
+            if k.name in gp.int8:
+                with w.block("if (q8)"):  # the fused int8 GEMV (cuda_q8.h): a warp per output
+                    w.line(f"kid = {gp.fused[unit_of(k.name)]} + (m > 1); "
+                           "block = CV_GEMV_Q8_BLOCK;")
+                    w.line("grid = (uint32_t)((n + CV_GEMV_Q8_BLOCK / 32 - 1) / "
+                           "(CV_GEMV_Q8_BLOCK / 32));")
+                    w.line("a.cols = 0; a.vec = 0; a.split = 1;")
+                w.line("else if (gemv)")
+            else:
+                w.line("if (gemv)")
+            with w.block(""):  # GEMV: each weight read once per 4 rows
                 w.line("const int64_t mr = m == 1 ? 1 : 4, groups = (m + mr - 1) / mr;")
                 w.line(f"const int vec = {_vec_condition(k)};")
                 # float4 tiles: 16 columns, 32 where 16 would need a second block per SM
@@ -321,7 +331,9 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
             w.line(f"L[{g}].wg = wg; L[{g}].smem = wsmem; (void)wg_split;")
             w.line(f"if (a.split > 1) L[{g}].sum_grid = cv_gpu_grid(nb * m * n, {BLOCK}, "
                    "sm, 8);")
-            w.line("small = small && (gemv || dot);")
+            # the one-kernel's GEMV would read the dequantized weight, not stored where q8
+            q8 = " && !q8" if k.name in gp.int8 else ""
+            w.line(f"small = small && (gemv || dot){q8};")
 
 
 def _split(w: Writer, k: CudaKernel, g: int) -> None:
@@ -407,13 +419,21 @@ def _flat_condition(w: Writer, k: CudaKernel) -> None:
 
 def _gemm_terms(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> None:
     quant = int8_weight(k.group, st.buffers)
+    fused = k.name in gp.int8
+    if fused and quant is not None:
+        gpu_int8.fused_q8(w, k, st, quant)
     if quant is not None:
-        _dequantize(w, k, st, quant, gp, g)
+        w.line(f"const int64_t qshape[2] = {{{', '.join(dim(d) for d in quant.q.shape)}}};")
+        with w.block("if (!q8)" if fused else ""):
+            gpu_int8.dequantize(w, k, st, quant, gp, g)
     for t, term in enumerate(k.group.terms):
         for side, operand in zip("ab", term.srcs):
             if quant is not None and side == ("a" if quant.qa else "b"):  # w[o * k + p]
+                if fused:  # the fused GEMV reads a.q8 instead
+                    w.line(f"if (!q8) a.t[{t}].{side} = (const float *)qw[{g}].data;")
+                else:
+                    w.line(f"a.t[{t}].{side} = (const float *)qw[{g}].data;")
                 rs, cs = ("qshape[1]", "1") if quant.qa else ("1", "qshape[1]")
-                w.line(f"a.t[{t}].{side} = (const float *)qw[{g}].data;")
                 w.line(f"a.t[{t}].{side}_rs = {rs}; a.t[{t}].{side}_cs = {cs}; "
                        f"a.t[{t}].{side}_bs = 0;")
                 continue
@@ -425,37 +445,3 @@ def _gemm_terms(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -
             w.line(f"a.t[{t}].{side}_rs = {strides[rank - 2]}; a.t[{t}].{side}_cs = "
                    f"{strides[rank - 1]}; a.t[{t}].{side}_bs = {bs};")
         w.line(f"a.t[{t}].k = {dim(term.srcs[0].shape[-1])};")
-
-
-def _dequantize(w: Writer, k: CudaKernel, st: GpuStorage, quant: Quantized, gp: GpuPlan,
-                g: int) -> None:
-    """The int8 weight dequantized into qw[g] (scratch of the call, or an array where the
-    device has no pools) by cv_dequant_q8 (cuda_q8.h), for the float32 GEMM: the first
-    step on the GPU, correct where the CPU's gemm_q8 reads int8 in registers."""
-    qs, ss = st.strides(quant.q, None), st.strides(quant.scale, None)
-
-    def scale_stride(axis: int | None) -> str:
-        return "0" if axis is None else ss[axis]
-
-    out, depth = (dim(d) for d in quant.q.shape)
-    group = dim(quant.group) if quant.group is not None else depth
-    w.line(f"const int64_t qshape[2] = {{{out}, {depth}}};")
-    w.line(f"if (qw_on[{g}]) {{ api->gpu->scratch_free(&qw[{g}], stream); qw_on[{g}] = 0; }}")
-    w.line(f"if (qw_held[{g}]) {{ api->gpu->release(&qw[{g}]); qw_held[{g}] = 0; }}")
-    with w.block(""):
-        w.line(f"const int r = api->gpu->scratch(dev, CV_DT_FLOAT32, 2, qshape, stream, "
-               f"&qw[{g}]);")
-        w.line("if (r < 0) goto done;")
-        w.line(f"qw_on[{g}] = r == 0;")
-    with w.block(f"if (!qw_on[{g}])"):
-        w.line(f"if (api->gpu->empty(&ga[first], CV_DT_FLOAT32, 2, qshape, &qw[{g}]) < 0) "
-               "goto done;")
-        w.line(f"qw_held[{g}] = 1;")
-    w.line(f"const cv_dequant_q8_args dq = {{(const int8_t *)({st.data(quant.q)}), "
-           f"(const float *)({st.data(quant.scale)}), (float *)qw[{g}].data, qshape[0], "
-           f"qshape[1], ({group}) > 0 ? ({group}) : 1, {qs[0]}, {qs[1]}, "
-           f"{scale_stride(quant.out_axis)}, {scale_stride(quant.group_axis)}}};")
-    w.line(f"if (qshape[0] * qshape[1] > 0 && api->gpu->launch(&{module_symbol(k.name)}, "
-           f"dev, {gp.dequant[unit_of(k.name)]}, cv_gpu_grid(qshape[0] * qshape[1], "
-           f"CV_DEQUANT_Q8_BLOCK, sm, 8), 1, CV_DEQUANT_Q8_BLOCK, 0, stream, (void *)&dq) < 0) "
-           "goto done;")

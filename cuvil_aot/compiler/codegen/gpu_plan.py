@@ -48,6 +48,10 @@ class GpuPlan:
     gemms: dict[str, dict[str, list[CudaKernel]]] = field(default_factory=dict)
     # unit -> the entry of cv_dequant_q8 (cuda_q8.h), where a GEMM reads int8 weights
     dequant: dict[str, int] = field(default_factory=dict)
+    # unit -> the first entry of its fused int8 GEMV (cuda_gemm.q8_entry), and the GEMM kernels
+    # (their names) that it may run: x @ (q * s).T of one term
+    fused: dict[str, int] = field(default_factory=dict)
+    int8: set[str] = field(default_factory=set)
     # comp.prefix -> its fused attentions (attention_match.py), each replacing three kernels
     attention: dict[str, list[cuda_attention.AttentionKernel]] = field(default_factory=dict)
     # built for sm_90 (as sm_90a): units with an eligible float32 GEMM get the wgmma entry
@@ -94,12 +98,14 @@ class GpuPlan:
                                            self.gemms[unit]["float"]))
         ones = [cuda_one.one_struct(p, self.kernels[p]) + cuda_one.one_kernel(p, self.kernels[p])
                 for p in prefixes if p in self.one]
-        q8 = ['#include "cuvil_aot/cuda_q8.h"\n'] if unit in self.dequant else []
-        fused = [ak for p in prefixes for ak in self.attention.get(p, [])]
+        q8_kernels = self.gemms.get(unit, {}).get("float", [])
+        q8 = [cuda_gemm.q8_entry(unit, q8_kernels, self.int8)] if unit in self.fused else []
+        attns = [ak for p in prefixes for ak in self.attention.get(p, [])]
         return cuda.source([k for p in prefixes for k in self.kernels[p]],
                            include + self.shared_structs(unit)
-                           + "".join(ak.struct for ak in fused),
-                           q8 + shared + ones + [ak.code for ak in fused])
+                           + "".join(ak.struct for ak in attns),
+                           shared + q8 + ones + [ak.code for ak in attns],
+                           int8=unit in self.dequant)
 
 
 def refusal(comps: list[Compiled]) -> str | None:
@@ -140,9 +146,17 @@ def lower(comps: list[Compiled], targets: GpuTargets | None = None) -> GpuPlan:
                 gp.first[k.name] = len(names)
                 names.extend(k.entries)
                 continue
-            if int8_weight(k.group, buffers) is not None and unit not in gp.dequant:
+            quant = int8_weight(k.group, buffers)
+            if quant is not None and unit not in gp.dequant:
                 gp.dequant[unit] = len(names)
                 names.append("cv_dequant_q8")
+            # x @ (q * s).T of one term: the fused GEMV's, where its rows are few
+            if quant is not None and not quant.qa and len(k.group.terms) == 1 \
+                    and k.acc_type == "float":
+                gp.int8.add(k.name)
+                if unit not in gp.fused:
+                    gp.fused[unit] = len(names)
+                    names.extend(cuda_gemm.q8_names(unit))
             gemms = gp.gemms.setdefault(unit, {})
             if k.acc_type not in gemms:  # the unit's first: its main loops' entry points
                 gemms[k.acc_type] = []

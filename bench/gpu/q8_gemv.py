@@ -1,0 +1,99 @@
+"""Int8 against float32 weights in the GPT-2 decode projections at batch 1 (issue 24):
+768->2304, 768->768, 768->3072, 3072->768, each a compiled ``x @ w.T + b`` on torch CUDA
+tensors; per channel and per group of 128 for int8. Device time per call from CUDA events
+around 200 back-to-back calls (median of 5 rounds), GB/s of the weight's bytes (int8: q
+and s; float32: w) at that time, and max |got - want| / max |want| against float64 of the
+weight as computed (the dequantized one for int8). The issue's target: the int8 GEMV at
+>= 80% of device-to-device copy bandwidth (H200: ~4.2 TB/s), so ~3.4 TB/s of weight bytes
+once the weight is big enough to hide the launch (it is not at these sizes: 2.36 MB in
+0.56 us at 4.2 TB/s, against a few us of launch and one memory round trip).
+
+    PYTHONPATH=. python bench/gpu/q8_gemv.py [--calls 200] [--rounds 5] [--m 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from conftest import compile_source  # noqa: E402
+from gpu_harness import device_arch  # noqa: E402
+
+import cuvil_aot as cv  # noqa: E402
+
+SOURCE = '''
+import numpy as np
+import cuvil_aot as cv
+
+@cv.optimize
+def fp32(x: cv.f32["M", "K"], w: cv.f32["N", "K"], b: cv.f32["N"]):
+    return x @ w.T + b
+
+@cv.optimize
+def int8(x: cv.f32["M", "K"], q: cv.i8["N", "K"], s: cv.f32["N"], b: cv.f32["N"]):
+    return x @ (q.astype(np.float32) * s[:, None]).T + b
+
+@cv.optimize
+def int8_g128(x: cv.f32["M", "K"], q: cv.i8["N", "K"], s: cv.f32["N", "G"], b: cv.f32["N"]):
+    n, k = q.shape
+    return x @ (q.reshape(n, k // 128, 128) * s[:, :, None]).reshape(n, k).T + b
+'''
+
+SHAPES = [(768, 2304), (768, 768), (768, 3072), (3072, 768)]  # (k, n)
+
+
+def device_us(fn, calls: int, rounds: int) -> float:
+    """Median over rounds of the device time per call of ``calls`` back-to-back calls."""
+    for _ in range(10):
+        fn()
+    times = []
+    for _ in range(rounds):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn()
+        stop.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(stop) * 1e3 / calls)
+    return float(np.median(times))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--m", type=int, default=1)
+    opts = parser.parse_args()
+    mod = compile_source(Path(tempfile.mkdtemp()), SOURCE, cuda_archs=(device_arch(),))
+    rng = np.random.default_rng(0)
+    print(f"{torch.cuda.get_device_name()}, m = {opts.m}, {opts.calls} calls x "
+          f"{opts.rounds} rounds (median)")
+    print(f"{'k -> n':>12} {'weights':>10} {'us':>8} {'GB/s':>8} {'max err':>9}")
+    for k, n in SHAPES:
+        x = rng.standard_normal((opts.m, k)).astype(np.float32)
+        w = (rng.standard_normal((n, k)) * 0.02).astype(np.float32)
+        b = rng.standard_normal(n).astype(np.float32)
+        cases = [("fp32", mod.fp32, [x, w, b], w.astype(np.float64), w.nbytes)]
+        for name, fn, group in (("int8", mod.int8, None), ("int8 g128", mod.int8_g128, 128)):
+            q, s = cv.quantize_weights(w, group=group)
+            wq = q.astype(np.float64) * (s[:, None] if group is None else
+                                         np.repeat(s.astype(np.float64), group, axis=1))
+            cases.append((name, fn, [x, q, s, b], wq, q.nbytes + s.nbytes))
+        for name, fn, args, wd, nbytes in cases:
+            dev = [torch.from_numpy(a).cuda() for a in args]
+            out = torch.empty((opts.m, n), device="cuda")
+            us = device_us(lambda f=fn, d=dev, o=out: f(*d, out=o), opts.calls, opts.rounds)
+            want = x.astype(np.float64) @ wd.T + b
+            err = np.abs(out.cpu().numpy() - want).max() / np.abs(want).max()
+            print(f"{f'{k}->{n}':>12} {name:>10} {us:8.2f} {nbytes / us / 1e3:8.0f} {err:9.1e}")
+
+
+if __name__ == "__main__":
+    main()
