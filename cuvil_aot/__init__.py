@@ -9,7 +9,6 @@ from cuvil_aot.api import compile_module, optimize
 from cuvil_aot.errors import CompileError, CudaError, SignatureError
 from cuvil_aot.importer import install, uninstall
 from cuvil_aot.marks import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u64
-from cuvil_aot.quantize import quantize_weights
 
 __all__ = [
     "__version__",
@@ -34,6 +33,16 @@ __all__ = [
     "u64",
     "uninstall",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``quantize_weights`` (cuvil_aot.quantize) is imported on first use: a cache hit runs
+    no module it does not need (tests/test_security.py)."""
+    if name == "quantize_weights":
+        from cuvil_aot.quantize import quantize_weights
+
+        return quantize_weights
+    raise AttributeError(f"module 'cuvil_aot' has no attribute {name!r}")
 
 
 def info() -> dict[str, object]:
