@@ -253,11 +253,13 @@ def test_gemm_crosses_blocks(dtype, level, m, k, n):
         check(out, [(a, b)], dtype)
 
 
-@pytest.mark.parametrize("threads", [1, 3, 4, 5])
-@pytest.mark.parametrize("m,k,n", [(40, 300, 768), (150, 64, 1280), (40, 70, 33), (33, 5, 3000)])
+@pytest.mark.parametrize("threads", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("m,k,n", [(40, 300, 768), (150, 64, 1280), (40, 70, 33), (33, 5, 3000),
+                                   (128, 64, 2304)])
 def test_gemm_units_balanced_over_any_thread_count(threads, m, k, n):
-    """The packed path's column units, rebalanced over the thread count (few tasks), cover
-    every column once with 1, 3, 4 and 5 threads."""
+    """The packed path's column units, rebalanced over the thread count (fewer than 16 a
+    thread and not a multiple of it: 9 units of 2304 columns on 2 threads), cover every
+    column once with 1 to 5 threads."""
     rng = np.random.default_rng(m + k + n + threads)
     rt.configure(num_threads=threads)
     try:
