@@ -11,7 +11,7 @@ that GEMM stored (its buffer, an epilogue) is stored the same way. Launch::
     typedef struct { f0_s0_g0_args q; f0_s0_a0_score_args s; f0_s0_g2_args o;
                      cv_att_in ops[4]; } f0_s0_a0_args;
     extern "C" __global__ void f0_s0_a0(const __grid_constant__ f0_s0_a0_args a_) {
-        cv_attention(a_.ops[0], a_.ops[1], a_.ops[2], Z, T, S, Dk, Dv,
+        cv_attention<64, 64, true, true>(a_.ops[0], a_.ops[1], a_.ops[2], Z, T, S, Dk, Dv,
                      f0_s0_a0_score{&a_.s}, f0_s0_g2_epi{&a_.o});
     }
 
@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from cuvil_aot.compiler.codegen import cuda
 from cuvil_aot.compiler.codegen.attention_match import Match
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaEmitter, CudaKernel, GpuBody
+from cuvil_aot.compiler.codegen.cuda_gemm import one_tf32_product
 from cuvil_aot.compiler.codegen.cuda_pieces import prologue
 from cuvil_aot.compiler.codegen.kernel_emitter import Body, root_map
 from cuvil_aot.compiler.codegen.writer import Writer
@@ -39,7 +40,7 @@ from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.types import Shape
 
 THREADS = 128  # CV_ATT_THREADS
-ROWS = 16  # CV_ATT_BM: query rows per block
+ROWS = 64  # CV_ATT_ROWS: query rows per block
 DMAX = 128  # CV_ATT_DMAX
 
 
@@ -98,7 +99,8 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
                  f"{name}(const __grid_constant__ {name}_args a_)"):
         epi = "cv_att_store{&a_.ops[3]}" if match.merge is not None else \
             f"{out.name}_epi{{&a_.o}}"
-        w.line(f"cv_attention(a_.ops[0], a_.ops[1], a_.ops[2], {nz}, a_.o.n[{on - 2}], "
+        w.line(f"cv_attention<{_template(match, first, out)}>(a_.ops[0], a_.ops[1], a_.ops[2], "
+               f"{nz}, a_.o.n[{on - 2}], "
                f"a_.q.n[{first.nloops - 1}], a_.q.t[0].k, a_.o.n[{on - 1}], "
                f"cv_att_then<{name}_pre, {name}_score>{{{{&a_.q}}, {{&a_.s}}}}, {epi});")
     decl = Writer()
@@ -167,6 +169,17 @@ def _pre_functor(name: str, first: CudaKernel, buffers: set[int],
             w.extend(body.w)
             w.line(f"return (float)({value});")
     return w
+
+
+def _template(match: Match, first: CudaKernel, out: CudaKernel) -> str:
+    """cv_attention's template arguments: both head dims rounded up to a multiple of 32 where
+    they are known here (else 128: the host checks them against DMAX), and whether each
+    product needs 3xTF32 (one TF32 product where its operands are TF32 numbers already)."""
+    dims = (match.score_buffer.srcs[0].shape[-1], out.group.space.shape[-1])
+    dk, dv = (-(-d.value // 32) * 32 if d.is_static and 0 < d.value <= DMAX else DMAX
+              for d in dims)
+    x3 = ("false" if one_tf32_product([k]) else "true" for k in (first, out))
+    return ", ".join((str(dk), str(dv), *x3))
 
 
 def _one_read(k: CudaKernel) -> bool:

@@ -1,20 +1,23 @@
 /* CUDA C++, for nvcc only. Fused attention (flash-style): out = softmax(score(Q Kᵀ)) V
  * without the scores or the probabilities ever in global memory.
  *
- * A block owns CV_ATT_BM query rows of one batch z (batch·head) and walks every key in
- * tiles of 32: S = Q K_tileᵀ in float32 FMAs, each score through the generated `score`
+ * cv_attention: a block owns CV_ATT_ROWS (64) query rows of one batch z (batch·head) and
+ * walks every key in tiles: S = Q K_tileᵀ, each score through the generated `score`
  * functor (the scale, the mask: any elementwise expression the softmax's ROW group
  * computed from the matmul, loaded as that kernel would), then the online softmax (a
  * running max m and sum l per row; the accumulator rescaled by exp(m_old - m_new)), then
  * O += P V_tile. At the end O / l goes to `epi` (the second matmul's GEMM epilogue
- * functor: its store, strided as its buffer wants).
+ * functor: its store, strided as its buffer wants). On sm_80 and later both products run
+ * on tensor cores in 3xTF32 (cuda_attention_tc.h); before, in float32 FMAs
+ * (cv_attention_fma below, four of its 16-row blocks a block).
  *
  * NumPy semantics: a row whose every score is -inf has max -inf, and NumPy's
  * exp(-inf - -inf) is NaN: here its sum stays 0 and 0 / 0 is NaN. Exponents are taken
  * against 0 while the running max is -inf, so a row's leading -inf tiles do not turn a row
  * with finite scores later into NaN. +inf or NaN scores give NaN rows, as NumPy's do.
  *
- * Warps: 4, each owning CV_ATT_RW rows; lane j scores key j of the tile, and in the PV
+ * cv_attention_fma: warps: 4, each owning CV_ATT_RW rows; lane j scores key j of the tile,
+ * and in the PV
  * product lane l owns output columns l, l + 32, l + 64, l + 96 (head dims up to 128:
  * the host checks both head dims <= CV_ATT_DMAX). Q, K and V are read through their strides
  * (cv_att_in: batch z = (b, h) with a stride each, so the heads split by reshape/transpose
@@ -32,6 +35,7 @@
 #define CV_ATT_BN 32                   /* keys per tile */
 #define CV_ATT_THREADS (32 * CV_ATT_WARPS)
 #define CV_ATT_NEG_INF __int_as_float(0xff800000)
+#define CV_ATT_ROWS 64 /* query rows per block of cv_attention (the host's grid) */
 
 /* Batch z of operand x (cv_att_in: cuda_driver.h). */
 CV_DEV const float *cv_att_batch(const cv_att_in &x, int64_t z) {
@@ -74,14 +78,14 @@ CV_DEV float cv_att_warp_sum(float x) {
     return x;
 }
 
-/* q: (t, dk) per batch, k: (s, dk), v: (s, dv); nz batches. score(z, i, j, dot) -> the
- * score; epi(z, i, c, value) stores. */
+/* q: (t, dk) per batch, k: (s, dk), v: (s, dv); nz batches; query rows row0 ..
+ * row0 + CV_ATT_BM. score(z, i, j, dot) -> the score; epi(z, i, c, value) stores. */
 template <class Score, class Epi>
-CV_DEV void cv_attention(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v, int64_t nz,
-                         int64_t t, int64_t s, int64_t dk_, int64_t dv, Score score, Epi epi) {
+CV_DEV void cv_attention_fma(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v,
+                             int64_t nz, int64_t t, int64_t s, int64_t dk_, int64_t dv,
+                             int64_t row0, const Score &score, const Epi &epi) {
     __shared__ __align__(16) cv_att_smem sm;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int64_t row0 = (int64_t)blockIdx.x * CV_ATT_BM;
     const int dd = (int)dv, dk = (int)dk_;
     /* columns staged per row: a power of two from 32 to 128 covering both head dims (the
      * dot product reads Q and K in whole float4s, zero past dk); output columns per lane */
@@ -169,6 +173,27 @@ CV_DEV void cv_attention(const cv_att_in &q, const cv_att_in &k, const cv_att_in
             }
         }
     }
+}
+
+/* the tensor-core kernel: it uses cv_att_batch and CV_ATT_NEG_INF above */
+#include "cuvil_aot/cuda_attention_tc.h"
+
+/* DK, DV: the head dims dk and dv rounded up to a multiple of 32 where the code generator
+ * knows them, else 128; X3QK / X3PV: 3xTF32 for Q Kᵀ / P V (else one TF32 product). A
+ * block of CV_ATT_THREADS threads per CV_ATT_ROWS query rows of a batch (grid.x), batches
+ * grid-strided along grid.y. */
+template <int DK, int DV, bool X3QK, bool X3PV, class Score, class Epi>
+CV_DEV void cv_attention(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v, int64_t nz,
+                         int64_t t, int64_t s, int64_t dk, int64_t dv, const Score &score,
+                         const Epi &epi) {
+    static_assert(CV_ATT_TC_THREADS == CV_ATT_THREADS && CV_ATT_TC_BM == CV_ATT_ROWS, "grid");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+    for (int b = 0; b < CV_ATT_ROWS / CV_ATT_BM; b++)
+        cv_attention_fma(q, k, v, nz, t, s, dk, dv,
+                         (int64_t)blockIdx.x * CV_ATT_ROWS + b * CV_ATT_BM, score, epi);
+#else
+    cv_attention_tc<DK, DV, X3QK, X3PV>(q, k, v, nz, t, s, (int)dk, (int)dv, score, epi);
+#endif
 }
 
 #endif

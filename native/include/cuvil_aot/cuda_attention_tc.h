@@ -1,0 +1,273 @@
+/* CUDA C++, for nvcc only. The fused attention on tensor cores (sm_80+): cv_attention_tc,
+ * called by cv_attention (cuda_attention.h) with that kernel's semantics.
+ *
+ * Both products are mma.sync m16n8k8 TF32 with 3xTF32 (cuda_gemm_tc.h: each operand
+ * split into big + small TF32 parts, small*big + big*small + big*big, each k-step's sum
+ * added to the float32 accumulators with a rounded FADD), so float32 accuracy; X3QK / X3PV
+ * false: one TF32 product, for operands that are TF32 numbers already (precision="tf32").
+ *
+ * A block: 4 warps, 16 query rows each (CV_ATT_TC_BM = 64 rows of one batch z). Q stays
+ * in registers as A fragments (raw floats, split per k-step). Keys in tiles of BN (64 where
+ * both head dims are at most 64, else 32) in shared memory, filled by cp.async (16-byte
+ * chunks where the operand's rows are contiguous and 16-byte aligned, else 4-byte ones; zero
+ * past s and past the head dims): V's tile is loaded while S = Q Kᵀ is computed, the next K
+ * tile while O += P V is. K rows are DK + 8 floats apart (the float2 fragment loads hit
+ * every bank once per half-warp), V rows DV + 4 (the two 4-byte loads hit 32 banks).
+ *
+ * Fragments (lane = 4g + t): within a k-step the mma's k-columns (t, t + 4) are taken as
+ * the operands' columns (2t, 2t + 1) on both sides (the same permutation of k leaves the
+ * sum unchanged): Q's two values and K's two are adjacent, and S's accumulator (rows g,
+ * g + 8; keys 2t, 2t + 1 of each 8) is P's A fragment as it stands, the keys (2t, 2t + 1)
+ * being V's rows. The online softmax runs on the accumulator: a row's max over its quad
+ * (2 shuffles), the sum kept per lane and added over the quad at the end. The output goes
+ * out through shared memory, a row at a time from consecutive lanes (one call site of epi).
+ */
+#ifndef CUVIL_AOT_CUDA_ATTENTION_TC_H
+#define CUVIL_AOT_CUDA_ATTENTION_TC_H
+
+#include "cuvil_aot/cuda_gemm_tc.h"
+
+#define CV_ATT_TC_WARPS 4
+#define CV_ATT_TC_BM (16 * CV_ATT_TC_WARPS) /* query rows per block */
+#define CV_ATT_TC_THREADS (32 * CV_ATT_TC_WARPS)
+
+/* DK, DV: the head dims rounded up to a multiple of 32 (at most 128). */
+template <int DK, int DV>
+struct cv_att_tc_cfg {
+    static_assert(DK % 32 == 0 && DV % 32 == 0 && DK <= 128 && DV <= 128, "head dims");
+    static constexpr int BN = DK <= 64 && DV <= 64 ? 32 : 16; /* keys per tile */
+    static constexpr int QR = DK < 64 ? DK : 64;                /* Q's columns in registers */
+    static constexpr int KS = DK + 8, VS = DV + 4, QS = DK - QR + 8; /* row strides (floats) */
+    static constexpr int TILES = BN * (KS + VS);
+    static constexpr int QSM = DK > QR ? CV_ATT_TC_BM * QS : 0; /* Q's other columns */
+    static constexpr int STAGE = CV_ATT_TC_WARPS * 16 * VS;     /* the output's staging */
+    static constexpr int FLOATS = TILES + QSM > STAGE ? TILES + QSM : STAGE; /* <= 35.6 KB */
+};
+
+/* One 4-byte element global -> shared, zero where bytes is 0. */
+CV_DEV void cv_cp_async4(void *smem, const void *gmem, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const uint32_t s = (uint32_t)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem),
+                 "r"(bytes));
+#endif
+}
+
+/* Whether operand x can be read in 16-byte chunks: contiguous rows, every row of every
+ * batch 16-byte aligned. */
+CV_DEV bool cv_att_vec(const cv_att_in &x) {
+    return x.cs == 1 && (reinterpret_cast<uintptr_t>(x.p) & 15) == 0 && (x.rs & 3) == 0 &&
+           (x.sb & 3) == 0 && (x.nh == 1 || (x.sh & 3) == 0);
+}
+
+/* Rows key0 .. key0 + BN of a batch's operand (base: cv_att_batch), columns 0 .. D of
+ * which d exist, into dst (rows STRIDE apart); zero past n keys and d columns. */
+template <int D, int STRIDE, int BN>
+CV_DEV void cv_att_tc_load(float *dst, const float *base, const cv_att_in &x, int64_t key0,
+                           int64_t n, int d, bool vec) {
+    const int tid = threadIdx.x;
+    if (vec) {
+        constexpr int CH = D / 4; /* 16-byte chunks a row */
+        static_assert(BN * CH % CV_ATT_TC_THREADS == 0, "whole rounds");
+#pragma unroll
+        for (int it = 0; it < BN * CH / CV_ATT_TC_THREADS; it++) {
+            const int i = tid + it * CV_ATT_TC_THREADS, j = i / CH, c = (i % CH) * 4;
+            const int64_t key = key0 + j;
+            const int left = d - c;
+            const int bytes = key < n && left > 0 ? (left >= 4 ? 16 : left * 4) : 0;
+            cv_cp_async16(dst + j * STRIDE + c, bytes ? base + key * x.rs + c : base, bytes);
+        }
+    } else {
+#pragma unroll 4
+        for (int it = 0; it < BN * D / CV_ATT_TC_THREADS; it++) {
+            const int i = tid + it * CV_ATT_TC_THREADS, j = i / D, c = i % D;
+            const int64_t key = key0 + j;
+            const bool ok = key < n && c < d;
+            cv_cp_async4(dst + j * STRIDE + c, ok ? base + key * x.rs + c * x.cs : base,
+                         ok ? 4 : 0);
+        }
+    }
+}
+
+/* big + small TF32 parts of x (X3), or its TF32 rounding alone. */
+template <bool X3>
+CV_DEV void cv_att_split(float x, uint32_t &big, uint32_t &small) {
+    if (X3)
+        cv_split_tf32(x, big, small);
+    else
+        big = cv_tf32(x), small = 0;
+}
+
+/* acc += a b (16 x 8 x 8), a and b as split parts: 3xTF32 or one product. */
+template <bool X3>
+CV_DEV void cv_att_mma(float acc[4], const uint32_t ab[4], const uint32_t as[4],
+                       const uint32_t bb[2], const uint32_t bs[2]) {
+    float part[4] = {0, 0, 0, 0};
+    if (X3) {
+        cv_mma_tf32(part, as, bb); /* the small terms first */
+        cv_mma_tf32(part, ab, bs);
+    }
+    cv_mma_tf32(part, ab, bb);
+#pragma unroll
+    for (int e = 0; e < 4; e++) acc[e] += part[e];
+}
+
+template <int DK, int DV, bool X3QK, bool X3PV, class Score, class Epi>
+CV_DEV void cv_attention_tc(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v,
+                            int64_t nz, int64_t t, int64_t s, int dk, int dv, const Score &score,
+                            const Epi &epi) {
+    typedef cv_att_tc_cfg<DK, DV> C;
+    constexpr int BN = C::BN, KS = C::KS, VS = C::VS, QR = C::QR, QS = C::QS;
+    __shared__ __align__(16) float sm[C::FLOATS];
+    float *const sk = sm, *const sv = sm + BN * KS, *const sq = sm + C::TILES;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3;
+    const int64_t row0 = (int64_t)blockIdx.x * CV_ATT_TC_BM, rg = row0 + warp * 16 + g;
+    const bool kvec = cv_att_vec(k), vvec = cv_att_vec(v);
+    const int64_t ntiles = (s + BN - 1) / BN;
+    for (int64_t z = blockIdx.y; z < nz; z += gridDim.y) {
+        const float *qp = cv_att_batch(q, z), *kp = cv_att_batch(k, z), *vp = cv_att_batch(v, z);
+        /* Q's A fragments: (rg, 2t), (rg + 8, 2t), (rg, 2t + 1), (rg + 8, 2t + 1) of each 8 */
+        float qf[QR / 8][4];
+#pragma unroll
+        for (int ks = 0; ks < QR / 8; ks++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int64_t row = rg + (e & 1) * 8;
+                const int c = ks * 8 + 2 * tq + (e >> 1);
+                qf[ks][e] = row < t && c < dk ? qp[row * q.rs + c * q.cs] : 0.0f;
+            }
+        float m[2] = {CV_ATT_NEG_INF, CV_ATT_NEG_INF}, l[2] = {0.0f, 0.0f}, o[DV / 8][4];
+#pragma unroll
+        for (int nt = 0; nt < DV / 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) o[nt][e] = 0.0f;
+        __syncthreads(); /* the previous batch's output staging is read */
+        if (C::QSM) /* Q's columns QR .. DK, read after the first tile's barrier */
+            for (int i = tid; i < CV_ATT_TC_BM * (DK - QR); i += CV_ATT_TC_THREADS) {
+                const int r = i / (DK - QR), c = QR + i % (DK - QR);
+                const int64_t row = row0 + r;
+                sq[r * QS + c - QR] = row < t && c < dk ? qp[row * q.rs + c * q.cs] : 0.0f;
+            }
+        cv_att_tc_load<DK, KS, BN>(sk, kp, k, 0, s, dk, kvec);
+        cv_cp_async_commit();
+        for (int64_t jt = 0; jt < ntiles; jt++) {
+            const int64_t key0 = jt * BN;
+            __syncthreads(); /* the previous tile's V is read */
+            cv_att_tc_load<DV, VS, BN>(sv, vp, v, key0, s, dv, vvec);
+            cv_cp_async_commit();
+            cv_cp_async_wait<1>(); /* K's tile has landed (this thread's part) */
+            __syncthreads();       /* ... everyone's */
+            float sc[BN / 8][4];   /* S, then the scores, then P */
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) sc[nt][e] = 0.0f;
+#pragma unroll
+            for (int ks = 0; ks < DK / 8; ks++) {
+                if (ks * 8 >= dk) break; /* zeros past dk (a bucket wider than the dims) */
+                float qa[4];
+                if (ks < QR / 8) {
+#pragma unroll
+                    for (int e = 0; e < 4; e++) qa[e] = qf[ks < QR / 8 ? ks : 0][e];
+                } else {
+                    const float *qr = sq + (warp * 16 + g) * QS + ks * 8 - QR + 2 * tq;
+                    const float2 lo = *reinterpret_cast<const float2 *>(qr);
+                    const float2 hi = *reinterpret_cast<const float2 *>(qr + 8 * QS);
+                    qa[0] = lo.x, qa[1] = hi.x, qa[2] = lo.y, qa[3] = hi.y;
+                }
+                uint32_t ab[4], as[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++) cv_att_split<X3QK>(qa[e], ab[e], as[e]);
+#pragma unroll
+                for (int nt = 0; nt < BN / 8; nt++) {
+                    const float2 kv =
+                        *reinterpret_cast<const float2 *>(&sk[(nt * 8 + g) * KS + ks * 8 + 2 * tq]);
+                    uint32_t bb[2], bs[2];
+                    cv_att_split<X3QK>(kv.x, bb[0], bs[0]);
+                    cv_att_split<X3QK>(kv.y, bb[1], bs[1]);
+                    cv_att_mma<X3QK>(sc[nt], ab, as, bb, bs);
+                }
+            }
+            /* the scores and the online softmax; rows of only -inf: see cuda_attention.h */
+            float mx[2] = {CV_ATT_NEG_INF, CV_ATT_NEG_INF};
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int64_t row = rg + (e >> 1) * 8, key = key0 + nt * 8 + 2 * tq + (e & 1);
+                    const float x = row < t && key < s ? score(z, row, key, sc[nt][e])
+                                                       : CV_ATT_NEG_INF;
+                    sc[nt][e] = x;
+                    mx[e >> 1] = fmaxf(mx[e >> 1], x);
+                }
+            float mu[2], alpha[2];
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+                mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+                const float mnew = fmaxf(m[h], mx[h]);
+                mu[h] = mnew == CV_ATT_NEG_INF ? 0.0f : mnew;
+                alpha[h] = m[h] == CV_ATT_NEG_INF ? 0.0f : expf(m[h] - mu[h]);
+                m[h] = mnew;
+                l[h] *= alpha[h];
+            }
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    sc[nt][e] = expf(sc[nt][e] - mu[e >> 1]); /* 0 past s: x is -inf */
+                    l[e >> 1] += sc[nt][e];
+                }
+#pragma unroll
+            for (int nt = 0; nt < DV / 8; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) o[nt][e] *= alpha[e >> 1];
+            __syncthreads(); /* K's tile is read */
+            if (jt + 1 < ntiles) cv_att_tc_load<DK, KS, BN>(sk, kp, k, key0 + BN, s, dk, kvec);
+            cv_cp_async_commit(); /* an empty group at the end keeps the count */
+            cv_cp_async_wait<1>(); /* V's tile has landed */
+            __syncthreads();
+            /* O += P V: P's A fragment is S's accumulator (keys 2t, 2t + 1 as k t, t + 4) */
+#pragma unroll
+            for (int kk = 0; kk < BN / 8; kk++) {
+                uint32_t ab[4], as[4];
+                cv_att_split<X3PV>(sc[kk][0], ab[0], as[0]); /* (g, key 2t) */
+                cv_att_split<X3PV>(sc[kk][2], ab[1], as[1]); /* (g + 8, key 2t) */
+                cv_att_split<X3PV>(sc[kk][1], ab[2], as[2]); /* (g, key 2t + 1) */
+                cv_att_split<X3PV>(sc[kk][3], ab[3], as[3]); /* (g + 8, key 2t + 1) */
+                const float *v0 = sv + (kk * 8 + 2 * tq) * VS + g;
+#pragma unroll
+                for (int nt = 0; nt < DV / 8; nt++) {
+                    if (nt * 8 >= dv) break;
+                    uint32_t bb[2], bs[2];
+                    cv_att_split<X3PV>(v0[nt * 8], bb[0], bs[0]);      /* (key 2t, g) */
+                    cv_att_split<X3PV>(v0[nt * 8 + VS], bb[1], bs[1]); /* (key 2t + 1, g) */
+                    cv_att_mma<X3PV>(o[nt], ab, as, bb, bs);
+                }
+            }
+        }
+        cv_cp_async_wait<0>();
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+        }
+        __syncthreads(); /* the last V tile is read: the staging reuses the tiles' memory */
+        float *mine = sm + warp * 16 * VS;
+#pragma unroll
+        for (int nt = 0; nt < DV / 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                mine[(g + (e >> 1) * 8) * VS + nt * 8 + 2 * tq + (e & 1)] = o[nt][e] / l[e >> 1];
+        __syncwarp();
+#pragma unroll 1
+        for (int r = 0; r < 16; r++) {
+            const int64_t row = row0 + warp * 16 + r;
+            if (row >= t) break;
+#pragma unroll 1
+            for (int c = lane; c < dv; c += 32) epi(z, row, (int64_t)c, mine[r * VS + c]);
+        }
+    }
+}
+
+#endif
