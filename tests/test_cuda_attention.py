@@ -5,6 +5,8 @@ tests/test_gpu_attention.py."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import numpy as np
 import pytest
 from conftest import assert_close, compile_source, cuda_text, load_source
 
+from cuvil_aot import host
 from cuvil_aot.compiler import pipeline
 from cuvil_aot.compiler.toolchain import nvcc
 
@@ -157,6 +160,40 @@ def test_fused_attention_compiles_for_sm80_and_sm90(tmp_path):
     artifact = pipeline.build(module, pipeline.Options(cuda_archs=("sm_80", "sm_90")),
                               out_dir=out)
     assert artifact.manifest["refused"] == {}
+
+
+SPILLS = PRELUDE + '''
+@cv.optimize(signatures=["f32[B,H,T,32], f32[B,H,S,32], f32[B,H,S,80], f32[T,S]"])
+def narrow_keys(q, k, v, mask):
+    return softmax(q @ k.transpose(0, 1, 3, 2) * 0.1 + mask) @ v
+'''
+
+
+@needs_nvcc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_fused_attention_has_no_spills(tmp_path, arch):
+    """ptxas keeps the tensor-core kernel in registers at every head-dim bucket: 128/128
+    (padded: symbolic dims), 64/64 (causal_heads), 32/96 (narrow_keys)."""
+    nv = nvcc.find_nvcc()
+    assert nv is not None
+    units = {**{n: t for n, t in _sources(tmp_path, FUSED, "attn_spill").items()
+                if n in ("kernels_f0.cu", "kernels_f1.cu")},
+             "narrow.cu": _sources(tmp_path, SPILLS, "attn_spill_n")["kernels_f0.cu"]}
+    buckets = set()
+    for name, text in units.items():
+        buckets |= set(re.findall(r"cv_attention<(\d+, \d+),", text))
+        src = tmp_path / name
+        src.write_text(text)
+        run = subprocess.run([nv.path, "-cubin", f"-arch={arch}", *nvcc.NVCC_FLAGS,
+                              "--resource-usage", f"-I{host.header_dir()}", str(src), "-o",
+                              str(src.with_suffix(".cubin"))], capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr[-2000:]
+        report = (run.stdout + run.stderr).split("Compiling entry function")
+        fused = [r for r in report if re.match(r" '\w+_a\d+'", r)]
+        assert fused, name
+        for r in fused:
+            assert " 0 bytes spill stores, 0 bytes spill loads" in r, r
+    assert buckets == {"128, 128", "64, 64", "32, 96"}
 
 
 def test_cpu_path_unchanged(tmp_path):

@@ -1,9 +1,11 @@
 """Fused attention on a real device (issue 23; codegen/attention_match.py, cuda_attention.h):
 softmax(q @ k.T * c + mask) @ v in one kernel against NumPy in float64 of the same code.
 Padding masks (-10000, -inf: rows whose every score is -inf are NaN, as NumPy's), causal
-masks, T = 1 and odd T and S, decode (one query against S keys), head dims 32/64/80 and
-160 (over the kernel's 128: the three kernels of before run), T = S = 4096 once, Q/K/V as
-strided views (heads split by transpose), the heads split and merged inside the function,
+masks, T = 1 and odd T and S, decode (one query against S keys), head dims 8/32/64/80/96/128
+and 160 (over the kernel's 128: the three kernels of before run), BERT's 12 heads at 128
+tokens, T = S = 4096 once, Q/K/V as strided views (heads split by transpose; a column
+stride, an unaligned base and odd row strides: the 4-byte copies), the heads split and
+merged inside the function,
 and the bench models (bert_layer, gpt2_block, gpt2_decode) at small sizes.
 
 Run on a machine with an NVIDIA GPU (tools/gpu_check.sh, or
@@ -124,7 +126,8 @@ def _padding(rng, b, s, value=-10000.0):
 
 
 SHAPES = [(2, 3, 1, 1, 64), (2, 3, 7, 7, 64), (1, 2, 129, 129, 64), (1, 2, 1000, 1000, 64),
-          (2, 2, 1, 1000, 64), (2, 12, 33, 33, 32), (2, 4, 65, 47, 80), (1, 2, 70, 129, 160)]
+          (2, 2, 1, 1000, 64), (2, 12, 33, 33, 32), (2, 4, 65, 47, 80), (1, 2, 70, 129, 160),
+          (4, 12, 128, 128, 64), (2, 3, 97, 63, 128), (1, 2, 64, 17, 96), (3, 2, 31, 200, 8)]
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
@@ -151,7 +154,7 @@ def test_plain_and_big_scores(attn, shape):
     _run(attn.plain, _qkv(rng, b, h, t, s, d, scale=3.0))  # peaked rows: exp's range
 
 
-@pytest.mark.parametrize("de", [(64, 32), (16, 128), (100, 20), (64, 130)])
+@pytest.mark.parametrize("de", [(64, 32), (16, 128), (100, 20), (64, 130), (128, 32), (80, 128)])
 def test_query_and_value_head_dims_differ(attn, de):
     rng = np.random.default_rng(zlib.crc32(f"dims {de}".encode()))
     d, e = de
@@ -185,6 +188,26 @@ def test_strided_views(attn):
     vpad = torch.zeros((b, h, s, d + 4), device="cuda")
     vpad[..., :d] = torch.from_numpy(v).cuda()
     _run(attn.padded, [q, k, v, bias], [*views, vpad[..., :d], torch.from_numpy(bias).cuda()])
+
+
+def test_unaligned_and_column_strided_operands(attn):
+    """Operands the kernel cannot read in 16-byte chunks (4-byte copies instead): K with a
+    column stride (a transposed view), Q one element off 16-byte alignment, V rows of an
+    odd stride."""
+    import torch
+
+    rng = np.random.default_rng(8)
+    b, h, t, s, d = 2, 3, 45, 77, 64
+    q, k, v = _qkv(rng, b, h, t, s, d)
+    bias = _padding(rng, b, s)
+    qbuf = torch.zeros(q.size + 1, device="cuda")
+    qbuf[1:] = torch.from_numpy(q).cuda().reshape(-1)
+    kt = torch.from_numpy(np.ascontiguousarray(k.transpose(0, 1, 3, 2))).cuda()
+    vodd = torch.zeros((b, h, s, d + 3), device="cuda")
+    vodd[..., :d] = torch.from_numpy(v).cuda()
+    views = [qbuf[1:].reshape(q.shape), kt.transpose(2, 3), vodd[..., :d],
+             torch.from_numpy(bias).cuda()]
+    _run(attn.padded, [q, k, v, bias], views)
 
 
 def test_long_sequence_4096(attn):
