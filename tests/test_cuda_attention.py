@@ -6,6 +6,7 @@ tests/test_gpu_attention.py."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -194,6 +195,29 @@ def test_fused_attention_has_no_spills(tmp_path, arch):
         for r in fused:
             assert " 0 bytes spill stores, 0 bytes spill loads" in r, r
     assert buckets == {"128, 128", "64, 64", "32, 96"}
+
+
+EMULATED = [  # B H T S dk dv mode (0 plain, 1 padding, 2 causal, 3 strided heads, 4 -inf rows)
+    (2, 3, 7, 7, 64, 64, 1), (1, 2, 129, 129, 64, 64, 1), (1, 2, 70, 129, 64, 64, 2),
+    (2, 2, 1, 100, 64, 64, 1), (2, 3, 33, 33, 32, 32, 1), (2, 2, 65, 47, 80, 80, 1),
+    (1, 2, 97, 63, 128, 128, 2), (1, 2, 64, 17, 96, 64, 0), (3, 2, 31, 200, 8, 8, 2),
+    (2, 3, 45, 77, 64, 64, 3), (2, 3, 45, 77, 80, 128, 3), (3, 2, 9, 70, 64, 64, 4),
+    (2, 3, 9, 45, 128, 32, 1), (2, 3, 9, 45, 16, 128, 1), (2, 2, 50, 61, 33, 40, 3)]
+
+
+@pytest.mark.skipif(shutil.which("g++") is None or sys.platform != "linux",
+                    reason="g++ and ucontext needed")
+def test_tensor_core_kernel_emulated_on_the_cpu(tmp_path):
+    """cuda_attention_tc.h's logic (fragment layouts, tiles, masks, online softmax, strides,
+    the 4-byte copies) against float64, its 128 threads fibers on the CPU and mma.sync
+    emulated (tests/attention_emulator.cpp): what a device run checks, without a device."""
+    exe = tmp_path / "emu"
+    subprocess.run(["g++", "-std=c++17", "-O1", f"-I{ROOT / 'native' / 'include'}",
+                    str(ROOT / "tests" / "attention_emulator.cpp"), "-o", str(exe)], check=True)
+    for case in EMULATED:
+        out = subprocess.run([str(exe), *map(str, case), "23"], capture_output=True, text=True,
+                             check=True).stdout.split()
+        assert float(out[0]) < 2e-6 and out[1] == "1", (case, out)
 
 
 def test_cpu_path_unchanged(tmp_path):

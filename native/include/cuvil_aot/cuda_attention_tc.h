@@ -44,12 +44,15 @@ struct cv_att_tc_cfg {
     static constexpr int FLOATS = TILES + QSM > STAGE ? TILES + QSM : STAGE; /* <= 35.6 KB */
 };
 
-/* One 4-byte element global -> shared, zero where bytes is 0. */
+/* One 4-byte element global -> shared, zero where bytes is 0 (elsewhere than sm_80+, as a
+ * plain copy: tests/attention_emulator.cpp runs this header on the CPU). */
 CV_DEV void cv_cp_async4(void *smem, const void *gmem, int bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const uint32_t s = (uint32_t)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem),
                  "r"(bytes));
+#else
+    *static_cast<float *>(smem) = bytes ? *static_cast<const float *>(gmem) : 0.0f;
 #endif
 }
 

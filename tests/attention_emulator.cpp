@@ -1,0 +1,245 @@
+/* The tensor-core attention kernel (native/include/cuvil_aot/cuda_attention_tc.h) run on the
+ * CPU, for tests/test_cuda_attention.py: a block's 128 threads are fibers (ucontext) run
+ * round-robin on one thread, so __syncthreads, the warp shuffles and mma.sync (each lane's
+ * fragments gathered, the 16 x 8 x 8 product computed, each lane's part handed back) are
+ * barriers; cp.async is a plain copy. What it checks is the kernel's own logic (fragment
+ * layouts, tiles, masks, the online softmax, strides); the TF32 arithmetic is the
+ * hardware's, emulated here by products of the already-rounded parts, summed in float.
+ *
+ *   g++ -std=c++17 -O1 -I native/include tests/attention_emulator.cpp -o emu
+ *   ./emu B H T S DK DV mode seed   (mode: 0 plain, 1 padding mask, 2 causal, 3 strided
+ *                                    views, 4 rows of only -inf; prints "max_rel_err nan_ok")
+ */
+#include <ucontext.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+/* --- the CUDA surface the header uses ------------------------------------------------ */
+#define CUVIL_AOT_CUDA_GEMM_TC_H /* its helpers below instead */
+#define CV_DEV static inline
+#define CV_MEMBER inline
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+#define CV_ATT_NEG_INF (-INFINITY)
+struct float2 {
+    float x, y;
+};
+struct dim3e {
+    unsigned x, y, z;
+};
+static const int NT = 128;
+static int cur;                 /* the running fiber: threadIdx.x */
+static dim3e blockIdx, gridDim; /* one block at a time */
+#define threadIdx (dim3e{(unsigned)cur, 0, 0})
+
+static ucontext_t sched, fib[NT];
+static void yield_() { swapcontext(&fib[cur], &sched); }
+struct barrier_ {
+    int n, count = 0, gen = 0;
+    void wait() {
+        const int g = gen;
+        if (++count == n) count = 0, gen++;
+        else
+            while (gen == g) yield_();
+    }
+};
+static barrier_ block_bar{NT}, warp_bar[NT / 32] = {{32}, {32}, {32}, {32}};
+static void __syncthreads() { block_bar.wait(); }
+static void __syncwarp() { warp_bar[cur / 32].wait(); }
+static float xch[NT];
+static float __shfl_xor_sync(unsigned, float v, int o) {
+    xch[cur] = v;
+    __syncwarp();
+    const float r = xch[cur ^ o];
+    __syncwarp();
+    return r;
+}
+static uint32_t __float_as_uint(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return u;
+}
+static float __uint_as_float(uint32_t u) {
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+typedef struct cv_att_in {
+    const char *p;
+    int64_t nh, sb, sh, rs, cs;
+} cv_att_in;
+static const float *cv_att_batch(const cv_att_in &x, int64_t z) {
+    return reinterpret_cast<const float *>(x.p) + (z / x.nh) * x.sb + (z % x.nh) * x.sh;
+}
+static void cv_cp_async16(void *smem, const void *gmem, int bytes) {
+    float *d = static_cast<float *>(smem);
+    const float *s = static_cast<const float *>(gmem);
+    for (int i = 0; i < 4; i++) d[i] = 4 * i < bytes ? s[i] : 0.0f;
+}
+static void cv_cp_async_commit() {}
+template <int N>
+static void cv_cp_async_wait() {}
+static uint32_t cv_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+static void cv_split_tf32(float x, uint32_t &big, uint32_t &small) {
+    big = cv_tf32(x);
+    small = cv_tf32(x - __uint_as_float(big));
+}
+static uint32_t mma_a[NT / 32][32][4], mma_b[NT / 32][32][2];
+static void cv_mma_tf32(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+    const int w = cur / 32, lane = cur % 32, g = lane / 4, t = lane % 4;
+    memcpy(mma_a[w][lane], a, 16);
+    memcpy(mma_b[w][lane], b, 8);
+    __syncwarp();
+    for (int e = 0; e < 4; e++) { /* d(row, col) += sum_k A(row, k) B(k, col) */
+        const int row = g + (e >> 1) * 8, col = 2 * t + (e & 1);
+        float sum = d[e];
+        for (int k = 0; k < 8; k++) { /* A(r, k): lane 4(r % 8) + k % 4, reg (r / 8) + 2(k / 4) */
+            const float x = __uint_as_float(mma_a[w][4 * (row % 8) + k % 4][row / 8 + 2 * (k / 4)]);
+            const float y = __uint_as_float(mma_b[w][4 * col + k % 4][k / 4]); /* B(k, n) */
+            sum += x * y;
+        }
+        d[e] = sum;
+    }
+    __syncwarp();
+}
+
+#include "cuvil_aot/cuda_attention_tc.h"
+
+/* --- a problem ------------------------------------------------------------------------ */
+struct score_fn { /* dot * c + mask(z / h, i, j) */
+    float c;
+    const float *mask;
+    int64_t mb, mi, mj, h;
+    float operator()(int64_t z, int64_t i, int64_t j, float dot) const {
+        return dot * c + (mask ? mask[(z / h) * mb + i * mi + j * mj] : 0.0f);
+    }
+};
+struct epi_fn {
+    float *o;
+    int64_t bs, rs;
+    void operator()(int64_t z, int64_t i, int64_t c, float v) const { o[z * bs + i * rs + c] = v; }
+};
+
+template <int DK, int DV>
+static void run(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v, int64_t nz, int64_t t,
+                int64_t s, int dk, int dv, const score_fn &sc, const epi_fn &ep) {
+    static std::vector<char> stacks(NT * 256 * 1024);
+    static const cv_att_in *Q, *K, *V;
+    static int64_t NZ, T, S;
+    static int Dk, Dv;
+    static const score_fn *SC;
+    static const epi_fn *EP;
+    Q = &q, K = &k, V = &v, NZ = nz, T = t, S = s, Dk = dk, Dv = dv, SC = &sc, EP = &ep;
+    static int done;
+    static bool fin[NT];
+    auto body = []() {
+        cv_attention_tc<DK, DV, true, true>(*Q, *K, *V, NZ, T, S, Dk, Dv, *SC, *EP);
+        fin[cur] = true;
+        done++;
+    };
+    static void (*entry)() = +body;
+    gridDim = {(unsigned)((t + 63) / 64), (unsigned)(nz < 3 ? nz : 3), 1}; /* z grid-strided */
+    for (unsigned by = 0; by < gridDim.y; by++)
+        for (unsigned bx = 0; bx < gridDim.x; bx++) {
+            blockIdx = {bx, by, 0};
+            done = 0;
+            for (int i = 0; i < NT; i++) {
+                fin[i] = false;
+                getcontext(&fib[i]);
+                fib[i].uc_stack.ss_sp = &stacks[i * 256 * 1024];
+                fib[i].uc_stack.ss_size = 256 * 1024;
+                fib[i].uc_link = &sched;
+                makecontext(&fib[i], entry, 0);
+            }
+            while (done < NT)
+                for (cur = 0; cur < NT; cur++)
+                    if (!fin[cur]) swapcontext(&sched, &fib[cur]);
+        }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 9) return 2;
+    const int64_t B = atoll(argv[1]), H = atoll(argv[2]), T = atoll(argv[3]), S = atoll(argv[4]);
+    const int dk = atoi(argv[5]), dv = atoi(argv[6]), mode = atoi(argv[7]);
+    std::mt19937 rng(atoi(argv[8]));
+    std::normal_distribution<float> nd;
+    const int64_t Z = B * H;
+    /* storage: mode 3 keeps (B, T, H, D) layouts (heads split by strides), padded rows */
+    const int64_t pad = mode == 3 ? 3 : 0;
+    auto alloc = [&](int64_t n, int64_t d) {
+        std::vector<float> x((size_t)(B * n * H * (d + pad)) + 1);
+        for (auto &e : x) e = nd(rng);
+        return x;
+    };
+    std::vector<float> qs = alloc(T, dk), ks = alloc(S, dk), vs = alloc(S, dv);
+    auto view = [&](const std::vector<float> &x, int64_t n, int64_t d) {
+        if (mode == 3) /* element (b, h, i, c) at ((b n + i) H + h)(d + pad) + c, one float in */
+            return cv_att_in{(const char *)(x.data() + 1), H, n * H * (d + pad), d + pad,
+                             H * (d + pad), 1};
+        return cv_att_in{(const char *)x.data(), 1, n * d, 0, d, 1};
+    };
+    const cv_att_in q = view(qs, T, dk), k = view(ks, S, dk), v = view(vs, S, dv);
+    std::vector<float> mask;
+    score_fn sc{1.0f / std::sqrt((float)dk), nullptr, 0, 0, 0, H};
+    if (mode == 1 || mode == 3 || mode == 4) { /* (B, 1, 1, S) */
+        mask.resize((size_t)(B * S));
+        std::uniform_real_distribution<float> u;
+        for (auto &e : mask) e = u(rng) < 0.3f ? (mode == 4 ? -INFINITY : -10000.0f) : 0.0f;
+        for (int64_t b = 0; b < B; b++) mask[b * S] = 0.0f;
+        if (mode == 4) /* batch 0 all -inf (NaN rows); batch 1's first 40 keys -inf */
+            for (int64_t j = 0; j < S; j++) {
+                mask[j] = -INFINITY;
+                if (B > 1) mask[S + j] = j < 40 ? -INFINITY : 0.0f;
+            }
+        sc.mask = mask.data(), sc.mb = S, sc.mi = 0, sc.mj = 1;
+    } else if (mode == 2) { /* (T, S) causal */
+        mask.resize((size_t)(T * S));
+        for (int64_t i = 0; i < T; i++)
+            for (int64_t j = 0; j < S; j++) mask[i * S + j] = j > i ? -1e9f : 0.0f;
+        sc.mask = mask.data(), sc.mb = 0, sc.mi = S, sc.mj = 1;
+    }
+    std::vector<float> out((size_t)(Z * T * dv), NAN);
+    epi_fn ep{out.data(), T * dv, dv};
+    const int bk = dk <= 32 ? 32 : dk <= 64 ? 64 : dk <= 96 ? 96 : 128;
+    const int bv = dv <= 32 ? 32 : dv <= 64 ? 64 : dv <= 96 ? 96 : 128;
+#define CASE(a, b) \
+    if (bk == a && bv == b) run<a, b>(q, k, v, Z, T, S, dk, dv, sc, ep);
+#define CASES(a) CASE(a, 32) CASE(a, 64) CASE(a, 96) CASE(a, 128)
+    CASES(32) CASES(64) CASES(96) CASES(128)
+    /* the reference in double */
+    double err = 0, big = 0;
+    int nan_ok = 1;
+    for (int64_t z = 0; z < Z; z++) {
+        const float *qp = cv_att_batch(q, z), *kp = cv_att_batch(k, z), *vp = cv_att_batch(v, z);
+        for (int64_t i = 0; i < T; i++) {
+            std::vector<double> x(S);
+            double m = -INFINITY;
+            for (int64_t j = 0; j < S; j++) {
+                double d = 0;
+                for (int c = 0; c < dk; c++) d += (double)qp[i * q.rs + c] * kp[j * k.rs + c];
+                const double mk = sc.mask ? sc.mask[(z / H) * sc.mb + i * sc.mi + j * sc.mj] : 0;
+                x[j] = d / std::sqrt((double)dk) + mk;
+                m = std::fmax(m, x[j]);
+            }
+            double l = 0;
+            for (int64_t j = 0; j < S; j++) l += x[j] = std::exp(x[j] - m);
+            for (int c = 0; c < dv; c++) {
+                double o = 0;
+                for (int64_t j = 0; j < S; j++) o += x[j] * vp[j * v.rs + c];
+                o /= l;
+                const float got = out[(size_t)(z * T * dv + i * dv + c)];
+                if (std::isnan(o) != std::isnan(got)) nan_ok = 0;
+                if (!std::isnan(o)) err = std::fmax(err, std::fabs(got - o)), big = std::fmax(big, std::fabs(o));
+            }
+        }
+    }
+    printf("%.3g %d\n", big > 0 ? err / big : err, nan_ok);
+    return 0;
+}
