@@ -52,6 +52,16 @@ struct cv_att_store {
     }
 };
 
+/* cv_att_store with its batch's base found once (cv_att_bind: cuda_attention_tc.h). */
+struct cv_att_store_at {
+    float *p;
+    int64_t rs, cs;
+    CV_MEMBER void operator()(int64_t i, int64_t c, float value) const { p[i * rs + c * cs] = value; }
+};
+CV_DEV cv_att_store_at cv_att_bind(const cv_att_store &st, int64_t z) {
+    return cv_att_store_at{const_cast<float *>(cv_att_batch(*st.o, z)), st.o->rs, st.o->cs};
+}
+
 /* The score: the first matmul's epilogue (Pre, on the dot product), then the softmax
  * group's expression (Score, on that value). */
 template <class Pre, class Score>

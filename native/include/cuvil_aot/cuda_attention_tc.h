@@ -92,6 +92,19 @@ CV_DEV void cv_att_tc_load(float *dst, const float *base, const cv_att_in &x, in
     }
 }
 
+/* The output's store for batch z: epi(z, ...) in general; an overload per store that
+ * can do its batch's index arithmetic once (cv_att_store: cuda_attention.h). */
+template <class Epi>
+struct cv_att_at {
+    const Epi &epi;
+    int64_t z;
+    CV_MEMBER void operator()(int64_t i, int64_t c, float value) const { epi(z, i, c, value); }
+};
+template <class Epi>
+CV_DEV cv_att_at<Epi> cv_att_bind(const Epi &epi, int64_t z) {
+    return cv_att_at<Epi>{epi, z};
+}
+
 /* big + small TF32 parts of x (X3), or its TF32 rounding alone. */
 template <bool X3>
 CV_DEV void cv_att_split(float x, uint32_t &big, uint32_t &small) {
@@ -145,9 +158,10 @@ CV_DEV void cv_attention_tc(const cv_att_in &q, const cv_att_in &k, const cv_att
 #pragma unroll
             for (int e = 0; e < 4; e++) o[nt][e] = 0.0f;
         __syncthreads(); /* the previous batch's output staging is read */
+        constexpr int QX = DK > QR ? DK - QR : 1; /* Q's columns in shared memory */
         if (C::QSM) /* Q's columns QR .. DK, read after the first tile's barrier */
-            for (int i = tid; i < CV_ATT_TC_BM * (DK - QR); i += CV_ATT_TC_THREADS) {
-                const int r = i / (DK - QR), c = QR + i % (DK - QR);
+            for (int i = tid; i < CV_ATT_TC_BM * QX; i += CV_ATT_TC_THREADS) {
+                const int r = i / QX, c = QR + i % QX;
                 const int64_t row = row0 + r;
                 sq[r * QS + c - QR] = row < t && c < dk ? qp[row * q.rs + c * q.cs] : 0.0f;
             }
@@ -198,8 +212,11 @@ CV_DEV void cv_attention_tc(const cv_att_in &q, const cv_att_in &k, const cv_att
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const int64_t row = rg + (e >> 1) * 8, key = key0 + nt * 8 + 2 * tq + (e & 1);
-                    const float x = row < t && key < s ? score(z, row, key, sc[nt][e])
-                                                       : CV_ATT_NEG_INF;
+                    /* called everywhere (at the nearest row and key that exist), so its
+                     * index arithmetic on z is one computation, not one a branch */
+                    const float x0 = score(z, row < t ? row : t - 1, key < s ? key : s - 1,
+                                           sc[nt][e]);
+                    const float x = row < t && key < s ? x0 : CV_ATT_NEG_INF;
                     sc[nt][e] = x;
                     mx[e >> 1] = fmaxf(mx[e >> 1], x);
                 }
@@ -263,12 +280,13 @@ CV_DEV void cv_attention_tc(const cv_att_in &q, const cv_att_in &k, const cv_att
             for (int e = 0; e < 4; e++)
                 mine[(g + (e >> 1) * 8) * VS + nt * 8 + 2 * tq + (e & 1)] = o[nt][e] / l[e >> 1];
         __syncwarp();
+        const auto out = cv_att_bind(epi, z);
 #pragma unroll 1
         for (int r = 0; r < 16; r++) {
             const int64_t row = row0 + warp * 16 + r;
             if (row >= t) break;
 #pragma unroll 1
-            for (int c = lane; c < dv; c += 32) epi(z, row, (int64_t)c, mine[r * VS + c]);
+            for (int c = lane; c < dv; c += 32) out(row, (int64_t)c, mine[r * VS + c]);
         }
     }
 }
