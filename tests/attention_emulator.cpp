@@ -30,9 +30,6 @@
 struct float2 {
     float x, y;
 };
-struct float4 {
-    float x, y, z, w;
-};
 struct dim3e {
     unsigned x, y, z;
 };

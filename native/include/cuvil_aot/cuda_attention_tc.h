@@ -38,11 +38,7 @@ struct cv_att_tc_cfg {
     static constexpr int BN = DK <= 64 && DV <= 64 ? 32 : 16; /* keys per tile */
     static constexpr int QR = DK < 64 ? DK : 64;                /* Q's columns in registers */
     static constexpr int KS = DK + 8, VS = DV + 4, QS = DK - QR + 8; /* row strides (floats) */
-    /* K and V split into TF32 parts once, by the thread that copied them in, the small parts
-     * in a second tile after the first (where that fits the 48 KB of static shared memory:
-     * head dims up to 64); else each warp splits the values it reads */
-    static constexpr bool PS = DK <= 64 && DV <= 64;
-    static constexpr int TILES = (PS ? 2 : 1) * BN * (KS + VS);
+    static constexpr int TILES = BN * (KS + VS);
     static constexpr int QSM = DK > QR ? CV_ATT_TC_BM * QS : 0; /* Q's other columns */
     static constexpr int STAGE = CV_ATT_TC_WARPS * 16 * VS;     /* the output's staging */
     static constexpr int FLOATS = TILES + QSM > STAGE ? TILES + QSM : STAGE; /* <= 35.6 KB */
@@ -118,42 +114,6 @@ CV_DEV void cv_att_split(float x, uint32_t &big, uint32_t &small) {
         big = cv_tf32(x), small = 0;
 }
 
-/* The elements of a tile this thread copied in (cv_att_tc_load's, after its wait) split in
- * place: big parts where the values were, small parts BN * STRIDE floats further. */
-template <int D, int STRIDE, int BN, bool X3>
-CV_DEV void cv_att_tc_split(float *dst, bool vec) {
-    const int tid = threadIdx.x;
-    if (vec) {
-        constexpr int CH = D / 4;
-#pragma unroll
-        for (int it = 0; it < BN * CH / CV_ATT_TC_THREADS; it++) {
-            const int i = tid + it * CV_ATT_TC_THREADS, at = i / CH * STRIDE + i % CH * 4;
-            const float4 x = *reinterpret_cast<const float4 *>(dst + at);
-            uint32_t b[4], sm[4];
-            cv_att_split<X3>(x.x, b[0], sm[0]);
-            cv_att_split<X3>(x.y, b[1], sm[1]);
-            cv_att_split<X3>(x.z, b[2], sm[2]);
-            cv_att_split<X3>(x.w, b[3], sm[3]);
-            *reinterpret_cast<float4 *>(dst + at) = float4{
-                __uint_as_float(b[0]), __uint_as_float(b[1]), __uint_as_float(b[2]),
-                __uint_as_float(b[3])};
-            if (X3)
-                *reinterpret_cast<float4 *>(dst + BN * STRIDE + at) = float4{
-                    __uint_as_float(sm[0]), __uint_as_float(sm[1]), __uint_as_float(sm[2]),
-                    __uint_as_float(sm[3])};
-        }
-    } else {
-#pragma unroll 4
-        for (int it = 0; it < BN * D / CV_ATT_TC_THREADS; it++) {
-            const int i = tid + it * CV_ATT_TC_THREADS, at = i / D * STRIDE + i % D;
-            uint32_t b, sm;
-            cv_att_split<X3>(dst[at], b, sm);
-            dst[at] = __uint_as_float(b);
-            if (X3) dst[BN * STRIDE + at] = __uint_as_float(sm);
-        }
-    }
-}
-
 /* acc += a b (16 x 8 x 8), a and b as split parts: 3xTF32 or one product. */
 template <bool X3>
 CV_DEV void cv_att_mma(float acc[4], const uint32_t ab[4], const uint32_t as[4],
@@ -175,8 +135,7 @@ CV_DEV void cv_attention_tc(const cv_att_in &q, const cv_att_in &k, const cv_att
     typedef cv_att_tc_cfg<DK, DV> C;
     constexpr int BN = C::BN, KS = C::KS, VS = C::VS, QR = C::QR, QS = C::QS;
     __shared__ __align__(16) float sm[C::FLOATS];
-    constexpr bool PS = C::PS;
-    float *const sk = sm, *const sv = sm + (PS ? 2 : 1) * BN * KS, *const sq = sm + C::TILES;
+    float *const sk = sm, *const sv = sm + BN * KS, *const sq = sm + C::TILES;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3;
     const int64_t row0 = (int64_t)blockIdx.x * CV_ATT_TC_BM, rg = row0 + warp * 16 + g;
     const bool kvec = cv_att_vec(k), vvec = cv_att_vec(v);
@@ -214,8 +173,7 @@ CV_DEV void cv_attention_tc(const cv_att_in &q, const cv_att_in &k, const cv_att
             cv_att_tc_load<DV, VS, BN>(sv, vp, v, key0, s, dv, vvec);
             cv_cp_async_commit();
             cv_cp_async_wait<1>(); /* K's tile has landed (this thread's part) */
-            if (PS) cv_att_tc_split<DK, KS, BN, X3QK>(sk, kvec);
-            __syncthreads(); /* ... everyone's */
+            __syncthreads();       /* ... everyone's */
             float sc[BN / 8][4];   /* S, then the scores, then P */
 #pragma unroll
             for (int nt = 0; nt < BN / 8; nt++)
@@ -239,19 +197,11 @@ CV_DEV void cv_attention_tc(const cv_att_in &q, const cv_att_in &k, const cv_att
                 for (int e = 0; e < 4; e++) cv_att_split<X3QK>(qa[e], ab[e], as[e]);
 #pragma unroll
                 for (int nt = 0; nt < BN / 8; nt++) {
-                    const float *kr = sk + (nt * 8 + g) * KS + ks * 8 + 2 * tq;
-                    const float2 kv = *reinterpret_cast<const float2 *>(kr);
-                    uint32_t bb[2], bs[2] = {0, 0};
-                    if (PS) {
-                        bb[0] = __float_as_uint(kv.x), bb[1] = __float_as_uint(kv.y);
-                        if (X3QK) {
-                            const float2 ksm = *reinterpret_cast<const float2 *>(kr + BN * KS);
-                            bs[0] = __float_as_uint(ksm.x), bs[1] = __float_as_uint(ksm.y);
-                        }
-                    } else {
-                        cv_att_split<X3QK>(kv.x, bb[0], bs[0]);
-                        cv_att_split<X3QK>(kv.y, bb[1], bs[1]);
-                    }
+                    const float2 kv =
+                        *reinterpret_cast<const float2 *>(&sk[(nt * 8 + g) * KS + ks * 8 + 2 * tq]);
+                    uint32_t bb[2], bs[2];
+                    cv_att_split<X3QK>(kv.x, bb[0], bs[0]);
+                    cv_att_split<X3QK>(kv.y, bb[1], bs[1]);
                     cv_att_mma<X3QK>(sc[nt], ab, as, bb, bs);
                 }
             }
@@ -296,7 +246,6 @@ CV_DEV void cv_attention_tc(const cv_att_in &q, const cv_att_in &k, const cv_att
             if (jt + 1 < ntiles) cv_att_tc_load<DK, KS, BN>(sk, kp, k, key0 + BN, s, dk, kvec);
             cv_cp_async_commit(); /* an empty group at the end keeps the count */
             cv_cp_async_wait<1>(); /* V's tile has landed */
-            if (PS) cv_att_tc_split<DV, VS, BN, X3PV>(sv, vvec);
             __syncthreads();
             /* O += P V: P's A fragment is S's accumulator (keys 2t, 2t + 1 as k t, t + 4) */
 #pragma unroll
@@ -310,18 +259,9 @@ CV_DEV void cv_attention_tc(const cv_att_in &q, const cv_att_in &k, const cv_att
 #pragma unroll
                 for (int nt = 0; nt < DV / 8; nt++) {
                     if (nt * 8 >= dv) break;
-                    uint32_t bb[2], bs[2] = {0, 0};
-                    if (PS) {
-                        bb[0] = __float_as_uint(v0[nt * 8]);
-                        bb[1] = __float_as_uint(v0[nt * 8 + VS]);
-                        if (X3PV) {
-                            bs[0] = __float_as_uint(v0[BN * VS + nt * 8]);
-                            bs[1] = __float_as_uint(v0[BN * VS + nt * 8 + VS]);
-                        }
-                    } else {
-                        cv_att_split<X3PV>(v0[nt * 8], bb[0], bs[0]);      /* (key 2t, g) */
-                        cv_att_split<X3PV>(v0[nt * 8 + VS], bb[1], bs[1]); /* (key 2t + 1, g) */
-                    }
+                    uint32_t bb[2], bs[2];
+                    cv_att_split<X3PV>(v0[nt * 8], bb[0], bs[0]);      /* (key 2t, g) */
+                    cv_att_split<X3PV>(v0[nt * 8 + VS], bb[1], bs[1]); /* (key 2t + 1, g) */
                     cv_att_mma<X3PV>(o[nt], ab, as, bb, bs);
                 }
             }
