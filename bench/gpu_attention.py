@@ -1,11 +1,12 @@
 """Attention alone on the GPU (issue 23): cuvil_aot's fused kernel (bench/transformer_models.py's
-``attention`` as users write it, causal mask) against PyTorch eager of the same code (a
-batched GEMM writing the scores, softmax, a batched GEMM) and
-``F.scaled_dot_product_attention`` (float32: its efficient or math kernel), 12 heads, head
-dim 64, T = S: BERT's padding mask at 32 x 128 and 8 x 128 tokens (``padded``, a (B, 1, 1, S)
-mask of 0 and -10000), GPT-2's causal mask at 8 x 128, then B = 1 with a causal mask at each
-of ``--sizes``. Device time per call (CUDA events around back-to-back calls), median of 5
-runs; every result checked against PyTorch in float64 first.
+``attention`` as users write it) against PyTorch eager of the same code (a batched GEMM
+writing the scores, softmax, a batched GEMM) and ``F.scaled_dot_product_attention``
+(float32: its efficient or math kernel), 12 heads, head dim 64 (static, as in the models:
+the kernel's 64-column build), T = S: BERT's padding mask at 32 x 128 and 8 x 128 tokens
+(``padded``, a (B, 1, 1, S) mask of 0 and -10000), GPT-2's causal mask at 8 x 128, then
+B = 1 with a causal mask at each of ``--sizes``. Device time per call (CUDA events around
+back-to-back calls), median of 5 runs; every result checked against PyTorch in float64
+first.
 
     python bench/gpu_attention.py [--sizes 512,1024,4096] [--batches 32x128:pad,8x128:pad,8x128]
 """
@@ -37,12 +38,12 @@ def softmax(x):
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
 
-@cv.optimize(signatures=["f32[B,H,T,D], f32[B,H,T,D], f32[B,H,T,D], f32[T,T]"])
+@cv.optimize(signatures=["f32[B,H,T,64], f32[B,H,T,64], f32[B,H,T,64], f32[T,T]"])
 def attention(q, k, v, mask):
     scores = q @ k.transpose(0, 1, 3, 2) * (1.0 / q.shape[-1] ** 0.5) + mask
     return softmax(scores) @ v
 
-@cv.optimize(signatures=["f32[B,H,T,D], f32[B,H,T,D], f32[B,H,T,D], f32[B,1,1,T]"])
+@cv.optimize(signatures=["f32[B,H,T,64], f32[B,H,T,64], f32[B,H,T,64], f32[B,1,1,T]"])
 def padded(q, k, v, mask):
     scores = q @ k.transpose(0, 1, 3, 2) * (1.0 / q.shape[-1] ** 0.5) + mask
     return softmax(scores) @ v

@@ -40,6 +40,14 @@ def padded(q, k, v, bias):
     scores = q @ k.transpose(0, 1, 3, 2) * (1.0 / q.shape[-1] ** 0.5) + bias
     return softmax(scores) @ v
 
+@cv.optimize(signatures=["f32[B,H,T,64], f32[B,H,S,64], f32[B,H,S,64], f32[B,1,1,S]"])
+def padded64(q, k, v, bias):
+    return softmax(q @ k.transpose(0, 1, 3, 2) * 0.125 + bias) @ v
+
+@cv.optimize(signatures=["f32[B,H,T,32], f32[B,H,S,32], f32[B,H,S,80], f32[T,S]"])
+def narrow_keys(q, k, v, mask):
+    return softmax(q @ k.transpose(0, 1, 3, 2) * 0.1 + mask) @ v
+
 @cv.optimize(signatures=[Q + ", f32[T,S]"])
 def masked(q, k, v, mask):
     return softmax(q @ k.transpose(0, 1, 3, 2) * 0.125 + mask) @ v
@@ -145,6 +153,19 @@ def test_causal_mask_argument(attn, shape):
     b, h, t, s, d = shape
     mask = np.triu(np.full((t, s), -1e9, np.float32), k=max(s - t, 0) + 1)
     _run(attn.masked, [*_qkv(rng, b, h, t, s, d), mask])
+
+
+@pytest.mark.parametrize("bts", [(2, 7, 7), (32, 128, 128), (1, 129, 200), (3, 65, 31)])
+def test_static_head_dims(attn, bts):
+    """Head dims the code generator knows: the kernel built for 64 columns (the models'),
+    and for 32 and 96 (Q/K 32, V 80), not the 128 of a symbolic D."""
+    rng = np.random.default_rng(zlib.crc32(f"static {bts}".encode()))
+    b, t, s = bts
+    _run(attn.padded64, [*_qkv(rng, b, 12, t, s, 64), _padding(rng, b, s)])
+    q, k = (rng.standard_normal((b, 2, n, 32)).astype(np.float32) for n in (t, s))
+    v = rng.standard_normal((b, 2, s, 80)).astype(np.float32)
+    mask = np.triu(np.full((t, s), -1e9, np.float32), k=max(s - t, 0) + 1)
+    _run(attn.narrow_keys, [q, k, v, mask])
 
 
 @pytest.mark.parametrize("shape", [(1, 1, 5, 9, 64), (2, 3, 40, 33, 32)])
