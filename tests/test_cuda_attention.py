@@ -119,7 +119,15 @@ def test_attention_as_users_write_it_is_one_fused_kernel(tmp_path):
     for unit in ("f0", "f1", "f2", "f3", "f4"):
         assert f"extern \"C\" __global__ void __launch_bounds__(128) {unit}_s0_a0(" in cu
         assert f'"{unit}_s0_a0"' in host
-    assert cu.count("cv_attention<") == 7
+    # a build for head dims up to 64 beside the one for 128 where D is known only at run
+    # time (not causal_heads: 64), picked by the host where they fit
+    assert cu.count("cv_attention<128, 128, true, true>") == 6
+    assert cu.count("cv_attention<64, 64, true, true>") == 7
+    assert 'f0_s0_a0_n(' in cu and '"f0_s0_a0_n"' in host and '"f1_s0_a0_n"' not in host
+    assert host.count(" + (((S_D)) <= 64 && ((S_D)) <= 64);") == 6
+    # the head dims checked are Q's and V's, also where the scale and mask are the first
+    # GEMM's epilogue (batched: its scores' last axis is S)
+    assert "((S_S)) <= 128" not in host
     # two_in_a_row: two fused kernels, each with its own condition
     assert "f5_s0_a1(" in cu and "if (!attn1)" in host
     # batched: the scale and mask are the first GEMM's epilogue, the score's first part
@@ -180,7 +188,7 @@ def test_fused_attention_has_no_spills(tmp_path, arch):
     units = {**{n: t for n, t in _sources(tmp_path, FUSED, "attn_spill").items()
                 if n in ("kernels_f0.cu", "kernels_f1.cu")},
              "narrow.cu": _sources(tmp_path, SPILLS, "attn_spill_n")["kernels_f0.cu"]}
-    buckets = set()
+    buckets, entries = set(), set()
     for name, text in units.items():
         buckets |= set(re.findall(r"cv_attention<(\d+, \d+),", text))
         src = tmp_path / name
@@ -190,11 +198,13 @@ def test_fused_attention_has_no_spills(tmp_path, arch):
                               str(src.with_suffix(".cubin"))], capture_output=True, text=True)
         assert run.returncode == 0, run.stderr[-2000:]
         report = (run.stdout + run.stderr).split("Compiling entry function")
-        fused = [r for r in report if re.match(r" '\w+_a\d+'", r)]
+        fused = [r for r in report if re.match(r" '\w+_a\d+(_n)?'", r)]
         assert fused, name
+        entries.update(r.split("'")[1] for r in fused)
         for r in fused:
             assert " 0 bytes spill stores, 0 bytes spill loads" in r, r
     assert buckets == {"128, 128", "64, 64", "32, 96"}
+    assert {"f0_s0_a0", "f0_s0_a0_n", "f1_s0_a0"} <= entries
 
 
 EMULATED = [  # B H T S dk dv mode (0 plain, 1 padding, 2 causal, 3 strided heads, 4 -inf rows)

@@ -264,6 +264,22 @@ def test_scale_and_mask_in_the_first_gemms_epilogue(attn, zts):
     _run(attn.batched, [q, k, v, mask])
 
 
+def test_head_dim_over_128_with_few_keys(attn):
+    """3-D batches, head dim 160 and 50 keys: the three kernels (the fused one is chosen by
+    Q's head dim, not by the scores' last axis)."""
+    rng = np.random.default_rng(160)
+    q, k, v = (rng.standard_normal((3, n, 160)).astype(np.float32) for n in (20, 50, 50))
+    mask = np.zeros((3, 1, 50), np.float32)
+    _run(attn.batched, [q, k, v, mask])
+
+
+@pytest.mark.parametrize("d", [8, 64, 100])
+def test_symbolic_head_dims_pick_their_build(attn, d):
+    """D known at run time: the build for head dims up to 64 where D fits, else 128's."""
+    rng = np.random.default_rng(d)
+    _run(attn.padded, [*_qkv(rng, 2, 3, 70, 90, d), _padding(rng, 2, 90)])
+
+
 def test_two_attentions_in_one_call(attn):
     rng = np.random.default_rng(2)
     _run(attn.two_in_a_row, _qkv(rng, 2, 3, 30, 45, 64))

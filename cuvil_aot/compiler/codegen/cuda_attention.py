@@ -37,7 +37,7 @@ from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Group
 from cuvil_aot.compiler.ir.indexing import IndexMap, identity
 from cuvil_aot.compiler.ir.node import Node
-from cuvil_aot.compiler.ir.types import Shape
+from cuvil_aot.compiler.ir.types import Dim, Shape
 
 THREADS = 128  # CV_ATT_THREADS
 ROWS = 64  # CV_ATT_ROWS: query rows per block
@@ -59,6 +59,9 @@ class AttentionKernel:
     struct: str = ""
     copies: tuple[CudaKernel | None, ...] = (None, None, None)  # Match.copies' kernels
     merge_kernel: CudaKernel | None = None  # Match.merge's
+    # the entry points: ``name``, then ``{name}_n`` (built for head dims up to 64) where a
+    # head dim is known only at run time and the kernel's wider build covers it (_builds)
+    entries: tuple[str, ...] = ()
 
 
 class ScoreEmitter(CudaEmitter):
@@ -95,14 +98,18 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
     w.extend(pre)
     on = out.nloops
     nz = "a_.o.n[0]" if on == 3 else "1"
-    with w.block(f'extern "C" __global__ void __launch_bounds__({THREADS}) '
-                 f"{name}(const __grid_constant__ {name}_args a_)"):
-        epi = "cv_att_store{&a_.ops[3]}" if match.merge is not None else \
-            f"{out.name}_epi{{&a_.o}}"
-        w.line(f"cv_attention<{_template(match, first, out)}>(a_.ops[0], a_.ops[1], a_.ops[2], "
-               f"{nz}, a_.o.n[{on - 2}], "
-               f"a_.q.n[{first.nloops - 1}], a_.q.t[0].k, a_.o.n[{on - 1}], "
-               f"cv_att_then<{name}_pre, {name}_score>{{{{&a_.q}}, {{&a_.s}}}}, {epi});")
+    epi = "cv_att_store{&a_.ops[3]}" if match.merge is not None else \
+        f"{out.name}_epi{{&a_.o}}"
+    x3 = ", ".join("false" if one_tf32_product([k]) else "true" for k in (first, out))
+    builds = _builds(first, out)
+    entries = (name, f"{name}_n")[:len(builds)]
+    for entry, (dk, dv) in zip(entries, builds):
+        with w.block(f'extern "C" __global__ void __launch_bounds__({THREADS}) '
+                     f"{entry}(const __grid_constant__ {name}_args a_)"):
+            w.line(f"cv_attention<{dk}, {dv}, {x3}>(a_.ops[0], a_.ops[1], a_.ops[2], "
+                   f"{nz}, a_.o.n[{on - 2}], "
+                   f"a_.q.n[{first.nloops - 1}], a_.q.t[0].k, a_.o.n[{on - 1}], "
+                   f"cv_att_then<{name}_pre, {name}_score>{{{{&a_.q}}, {{&a_.s}}}}, {epi});")
     decl = Writer()
     cuda.args_struct(sk, decl)
     with decl.block("typedef struct", f"}} {name}_args;"):
@@ -112,7 +119,7 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
         decl.line("cv_att_in ops[4];  /* Q, K, V, the merged output */")
     return AttentionKernel(name, match, sk, first, out,
                            '#include "cuvil_aot/cuda_attention.h"\n' + w.text(), decl.text(),
-                           copies, None if merge is None else kernels[merge])
+                           copies, None if merge is None else kernels[merge], entries)
 
 
 def _score_functor(name: str, match: Match, row: Group, buffers: set[int],
@@ -171,15 +178,23 @@ def _pre_functor(name: str, first: CudaKernel, buffers: set[int],
     return w
 
 
-def _template(match: Match, first: CudaKernel, out: CudaKernel) -> str:
-    """cv_attention's template arguments: both head dims rounded up to a multiple of 32 where
-    they are known here (else 128: the host checks them against DMAX), and whether each
-    product needs 3xTF32 (one TF32 product where its operands are TF32 numbers already)."""
-    dims = (match.score_buffer.srcs[0].shape[-1], out.group.space.shape[-1])
-    dk, dv = (-(-d.value // 32) * 32 if d.is_static and 0 < d.value <= DMAX else DMAX
-              for d in dims)
-    x3 = ("false" if one_tf32_product([k]) else "true" for k in (first, out))
-    return ", ".join((str(dk), str(dv), *x3))
+def _builds(first: CudaKernel, out: CudaKernel) -> list[tuple[int, int]]:
+    """cv_attention's head-dim template arguments per entry point: both head dims rounded
+    up to a multiple of 32 where they are known here, else 128 (the host checks them
+    against DMAX); then, where one is known only at run time and every known one is at
+    most 64, a build with 64 for the unknown ones (the host picks it where they fit: 168
+    registers, 3 blocks an SM, against 226 and 2 at 128)."""
+    dk, dv = head_dims(first, out)
+    wk, wv = (-(-d.value // 32) * 32 if d.is_static and 0 < d.value <= DMAX else DMAX
+              for d in (dk, dv))
+    if (dk.is_static and dv.is_static) or any(d.is_static and d.value > 64 for d in (dk, dv)):
+        return [(wk, wv)]
+    return [(wk, wv), (wk if dk.is_static else 64, wv if dv.is_static else 64)]
+
+
+def head_dims(first: CudaKernel, out: CudaKernel) -> tuple[Dim, Dim]:
+    """Q/K's head dim (the first matmul's k: its A operand's last axis) and V's."""
+    return first.group.terms[0].srcs[0].shape[-1], out.group.space.shape[-1]
 
 
 def _one_read(k: CudaKernel) -> bool:

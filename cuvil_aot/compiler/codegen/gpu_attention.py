@@ -11,7 +11,13 @@ as before.
 
 from __future__ import annotations
 
-from cuvil_aot.compiler.codegen.cuda_attention import DMAX, ROWS, THREADS, AttentionKernel
+from cuvil_aot.compiler.codegen.cuda_attention import (
+    DMAX,
+    ROWS,
+    THREADS,
+    AttentionKernel,
+    head_dims,
+)
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, module_symbol
 from cuvil_aot.compiler.codegen.launch import Storage, dim, fill_args
@@ -26,8 +32,7 @@ def conditions(w: Writer, gp: GpuPlan, prefix: str) -> None:
     """``attn{i}``: attention i runs fused in this call (its head dims fit, more than one
     query row, CUVIL_AOT_CUDA_ATTENTION not 0)."""
     for i, ak in enumerate(of(gp, prefix)):
-        dv = dim(ak.out.group.space.shape[-1])
-        dk = dim(ak.match.score_buffer.srcs[0].shape[-1])
+        dk, dv = (dim(d) for d in head_dims(ak.first, ak.out))
         t = dim(ak.out.group.space.shape[-2])
         # one query row (a decode step): the GEMVs and softmax ran 78 against 95 µs fused
         w.line(f"const int attn{i} = ({dk}) <= {DMAX} && ({dv}) <= {DMAX} && ({t}) > 1 && "
@@ -64,7 +69,8 @@ def declare(w: Writer, gp: GpuPlan, prefix: str) -> None:
 
 def plan(w: Writer, gp: GpuPlan, prefix: str, i: int, g: int, st: Storage) -> None:
     """Attention i's launch into L[g] (the GEMM struct ``a`` is filled): a block per
-    ROWS query rows of one batch."""
+    ROWS query rows of one batch; of its entry points (AttentionKernel.entries) the one
+    built for head dims up to 64 where they are."""
     ak = of(gp, prefix)[i]
     with w.block(""):
         fill_args(w, ak.score, st, "sa")
@@ -74,7 +80,11 @@ def plan(w: Writer, gp: GpuPlan, prefix: str, i: int, g: int, st: Storage) -> No
     nz = "a.n[0]" if n == 3 else "1"
     w.line(f"const int64_t nz = {nz}, t = a.n[{n - 2}], d = a.n[{n - 1}];")
     with w.block("if (nz * t * d > 0)"):
-        w.line(f"const int kid = {gp.first[ak.name]};")
+        if len(ak.entries) > 1:  # the build for head dims up to 64 where they fit
+            dk, dv = (dim(d) for d in head_dims(ak.first, ak.out))
+            w.line(f"const int kid = {gp.first[ak.name]} + (({dk}) <= 64 && ({dv}) <= 64);")
+        else:
+            w.line(f"const int kid = {gp.first[ak.name]};")
         w.line(f"const uint32_t grid = (uint32_t)((t + {ROWS - 1}) / {ROWS}), "
                f"gy = (uint32_t)(nz < 65535 ? nz : 65535), block = {THREADS};")
         w.line(f"L[{g}] = (cv_gpu_plan){{kid, grid, gy, block, 1, 0}};")

@@ -196,4 +196,4 @@ def _attention(gp: GpuPlan, comp: Compiled, kernels: list[CudaKernel],
             continue
         gp.attention.setdefault(comp.prefix, []).append(ak)
         gp.first[ak.name] = len(names)
-        names.append(ak.name)
+        names.extend(ak.entries)
