@@ -81,6 +81,10 @@ def merged_and_raw(q, k, v):
 def batched(q, k, v, mask):
     return softmax(q @ k.transpose(0, 2, 1) * 0.125 + mask) @ v
 
+@cv.optimize(signatures=["f32[Z,T,E], f32[Z,S,E], f32[Z,S,D], f32[Z,1,S]"])
+def batched_dims(q, k, v, mask):
+    return softmax(q @ k.transpose(0, 2, 1) * 0.125 + mask) @ v
+
 @cv.optimize(signatures=[Q])
 def two_in_a_row(q, k, v):
     o = softmax(q @ k.transpose(0, 1, 3, 2) * 0.125) @ v
@@ -264,13 +268,16 @@ def test_scale_and_mask_in_the_first_gemms_epilogue(attn, zts):
     _run(attn.batched, [q, k, v, mask])
 
 
-def test_head_dim_over_128_with_few_keys(attn):
-    """3-D batches, head dim 160 and 50 keys: the three kernels (the fused one is chosen by
-    Q's head dim, not by the scores' last axis)."""
-    rng = np.random.default_rng(160)
-    q, k, v = (rng.standard_normal((3, n, 160)).astype(np.float32) for n in (20, 50, 50))
-    mask = np.zeros((3, 1, 50), np.float32)
-    _run(attn.batched, [q, k, v, mask])
+@pytest.mark.parametrize("es", [(160, 50), (64, 300)])
+def test_query_head_dim_checked_not_the_keys(attn, es):
+    """3-D batches (the scale and mask in the first GEMM's epilogue, whose last axis is S):
+    Q/K's head dim 160 with V's 64 and 50 keys runs the three kernels, 64 with 300 keys the
+    fused one (the host checks Q's head dim, not the number of keys)."""
+    rng = np.random.default_rng(es[0] + es[1])
+    e, s = es
+    q, k = (rng.standard_normal((3, n, e)).astype(np.float32) for n in (20, s))
+    v = rng.standard_normal((3, s, 64)).astype(np.float32)
+    _run(attn.batched_dims, [q, k, v, np.zeros((3, 1, s), np.float32)])
 
 
 @pytest.mark.parametrize("d", [8, 64, 100])
