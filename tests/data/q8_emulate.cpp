@@ -4,7 +4,6 @@
 // odd or a multiple of the group, groups 0 (per channel), 8, 16, 24, 32, 64, q's rows
 // misaligned or padded, x misaligned) against a float64 sum of the dequantized weight,
 // within 4 x (k + 4) x 2^-24 x sum |x w|. Prints "0/N failed" and exits 0 when all pass.
-#include <cstring>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -26,14 +25,6 @@ struct int4 { int x, y, z, w; };
 struct float4 { float x, y, z, w; };
 inline int4 make_int4(int a, int b, int c, int d) { return {a, b, c, d}; }
 template <class T> T __ldg(const T *p) { return *p; }
-/* PTX prmt: result byte i is byte (s >> 4i) & 7 of the pair {y:x} (x bytes 0-3, y 4-7) */
-inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
-    const uint64_t pair = (uint64_t)y << 32 | x;
-    unsigned r = 0;
-    for (int i = 0; i < 4; i++) r |= (unsigned)(pair >> (8 * ((s >> (4 * i)) & 7)) & 0xff) << (8 * i);
-    return r;
-}
-inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 typedef struct { const char *a; int64_t a_rs, a_cs, a_bs; const char *b; int64_t b_rs, b_cs, b_bs; int64_t k; } cv_gpu_term;
 static std::barrier<> *bar;
 static float xch[32];

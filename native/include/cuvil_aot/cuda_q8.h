@@ -48,27 +48,17 @@ extern "C" __global__ void __launch_bounds__(CV_DEQUANT_Q8_BLOCK)
     }
 }
 
-/* Byte e of four int8 as a float, exactly, without I2F (a quarter-rate instruction that
- * bounded the GEMV: 16 a clock an SM where the weight's bytes arrive at ~14): the byte,
- * offset to unsigned, becomes the low mantissa bits of 2^23 (one byte permute), and
- * 2^23 + 128 comes off (one full-rate add). */
-__device__ __forceinline__ float cv_q8_float(unsigned word, int e) {
-    return __uint_as_float(__byte_perm(word ^ 0x80808080u, 0x4B000000u, 0x7540u | e)) -
-           8388736.0f;
-}
-
 /* x[rows] . q[p0 .. p0 + 15] (one 16-byte chunk), the rows' partial sums into part; x4:
  * x's rows contiguous along k and x[row, p0] 16-byte aligned, read as float4. */
 template <int MR, bool X4>
 __device__ __forceinline__ void cv_q8_chunk(const float *x, const int64_t arow[MR], int64_t a_cs,
                                             int64_t p0, int4 raw, float part[MR]) {
-    const unsigned words[4] = {(unsigned)raw.x, (unsigned)raw.y, (unsigned)raw.z,
-                               (unsigned)raw.w};
+    const int words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
     for (int e4 = 0; e4 < 4; e4++) {
         float qv[4];
 #pragma unroll
-        for (int e = 0; e < 4; e++) qv[e] = cv_q8_float(words[e4], e);
+        for (int e = 0; e < 4; e++) qv[e] = (float)(signed char)(words[e4] >> (8 * e));
 #pragma unroll
         for (int r = 0; r < MR; r++) {
             if constexpr (X4) {
