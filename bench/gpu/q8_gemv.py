@@ -101,6 +101,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--m", type=int, default=1)
+    parser.add_argument("--only", help="one shape, K,N (e.g. for ncu)")
     opts = parser.parse_args()
     mod = compile_source(Path(tempfile.mkdtemp()), SOURCE, cuda_archs=(device_arch(),))
     rng = np.random.default_rng(0)
@@ -110,7 +111,8 @@ def main() -> None:
     print(f"device-to-device copy: {copy:.0f} GB/s")
     print(f"{'k -> n':>12} {'weights':>10} {'call us':>8} {'GB/s':>8} {'kernel us':>9} "
           f"{'kernel GB/s':>11} {'of copy':>7} {'max err':>9}")
-    for k, n in SHAPES:
+    shapes = [tuple(map(int, opts.only.split(',')))] if opts.only else SHAPES
+    for k, n in shapes:
         x = rng.standard_normal((opts.m, k)).astype(np.float32)
         w = (rng.standard_normal((n, k)) * 0.02).astype(np.float32)
         b = rng.standard_normal(n).astype(np.float32)
