@@ -301,13 +301,47 @@ CV_DEV void cv_wg_fixup(unsigned long long *flag, unsigned long long token, cons
     if (!last) return;
     __threadfence(); /* the other chunks' sums, read after their arrivals */
     const int64_t total = nb * m * n;
-    for (int e = threadIdx.x - 128; e < 128 * BN; e += 256) {
-        const int64_t i = row0 + e / BN, j = col0 + e % BN;
-        if (i >= m || j >= n) continue;
-        const float *at = part + (bat * m + i) * n + j;
-        float sum = 0.f;
-        for (int s = 0; s < split; s++) sum += __ldcg(at + s * total);
-        epi(bat, i, j, sum);
+    const int tid = threadIdx.x - 128;
+    if (n % 4) { /* rows not 16-byte aligned: one element at a time */
+        for (int e = tid; e < 128 * BN; e += 256) {
+            const int64_t i = row0 + e / BN, j = col0 + e % BN;
+            if (i >= m || j >= n) continue;
+            const float *at = part + (bat * m + i) * n + j;
+            float sum = 0.f;
+            for (int s = 0; s < split; s++) sum += __ldcg(at + s * total);
+            epi(bat, i, j, sum);
+        }
+        return;
+    }
+    /* float4 runs, G of them a thread at a time: G loads in flight per chunk (the epilogue's
+     * stores between runs would keep the compiler from hoisting the next run's loads) */
+    constexpr int PER = 128 * BN / 4 / 256, G = 8;
+    static_assert(PER % G == 0, "whole groups of runs");
+    for (int q0 = 0; q0 < PER; q0 += G) {
+        float4 sum[G];
+        int64_t at[G];
+#pragma unroll
+        for (int g = 0; g < G; g++) {
+            const int e = (tid + (q0 + g) * 256) * 4; /* e / BN, e % BN: from the constant BN */
+            const int64_t i = row0 + e / BN, j = col0 + e % BN;
+            at[g] = i < m && j < n ? (bat * m + i) * n + j : -1; /* n % 4 == 0: j + 3 < n */
+            sum[g] = make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+        for (int s = 0; s < split; s++)
+#pragma unroll
+            for (int g = 0; g < G; g++)
+                if (at[g] >= 0) {
+                    const float4 v = __ldcg(reinterpret_cast<const float4 *>(part + s * total + at[g]));
+                    sum[g].x += v.x, sum[g].y += v.y, sum[g].z += v.z, sum[g].w += v.w;
+                }
+#pragma unroll
+        for (int g = 0; g < G; g++)
+            if (at[g] >= 0) {
+                const int e = (tid + (q0 + g) * 256) * 4;
+                const int64_t i = row0 + e / BN, j = col0 + e % BN;
+                epi(bat, i, j, sum[g].x), epi(bat, i, j + 1, sum[g].y);
+                epi(bat, i, j + 2, sum[g].z), epi(bat, i, j + 3, sum[g].w);
+            }
     }
 }
 
