@@ -68,7 +68,7 @@ def test_gpt2_style_gemms_run_wgmma_over_copies(tmp_path):
         copies = [queued.index(f"if (L[{g}].wg && (L[{g}].tr >> {c} & 1)) Q[nq++] = "
                                f"(cv_gpu_launch){{&cv_gpu_f0, {entry}, ") for c in (0, 1)]
         assert all(main - 700 < c < main for c in copies)
-    assert "api->gpu->scratch_free(&wtm[g][c], stream)" in host  # given back at the end
+    assert "api->gpu->scratch_free(&wtm[g][cp], stream)" in host  # given back at the end
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")

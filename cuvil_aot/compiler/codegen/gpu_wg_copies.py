@@ -49,14 +49,14 @@ def release_scratch(w: Writer, gp: GpuPlan, prefix: str) -> None:
     if any(gp.wg_kid(k) is not None for k in gp.kernels[prefix]):
         nk = len(gp.kernels[prefix])
         with w.block(f"for (int g = 0; g < {nk}; g++)"):
-            w.line(f"for (int c = 0; c < {COPIES}; c++) if (wtm_on[g][c]) "
-                   "api->gpu->scratch_free(&wtm[g][c], stream);")
+            w.line(f"for (int cp = 0; cp < {COPIES}; cp++) if (wtm_on[g][cp]) "
+                   "api->gpu->scratch_free(&wtm[g][cp], stream);")
 
 
 def free_previous(w: Writer, g: int) -> None:
     """In a run-time loop's body, before kernel g is planned again: the last trip's copies."""
-    w.line(f"for (int c = 0; c < {COPIES}; c++) if (wtm_on[{g}][c]) "
-           f"{{ api->gpu->scratch_free(&wtm[{g}][c], stream); wtm_on[{g}][c] = 0; }}")
+    w.line(f"for (int cp = 0; cp < {COPIES}; cp++) if (wtm_on[{g}][cp]) "
+           f"{{ api->gpu->scratch_free(&wtm[{g}][cp], stream); wtm_on[{g}][cp] = 0; }}")
 
 
 def declare_args(w: Writer, k: CudaKernel, g: int) -> None:
