@@ -208,6 +208,12 @@ def test_no_copies_where_none_is_needed_pays_or_fits(harness):
     assert harness.transposed(ctypes.byref(n_major), 1, 8, 768, 1, 1, 1, copies, on) == 0
     assert harness.transposed(ctypes.byref(n_major), 1, 512, 768, 1, 1, 0, copies, on) == 0
     assert n_major.b_rs == 768 and n_major.b == 8192  # unchanged where it falls back
+    # A K-major as it is but its rows not 16-byte aligned (k = 301, contiguous): no map for
+    # A, so no copy of B is made (nothing allocated)
+    odd = Term(4096, 301, 1, 0, 8192, 999, 1, 0, 301)
+    on = (ctypes.c_int * 2)()
+    assert harness.transposed(ctypes.byref(odd), 1, 1001, 999, 1, 1, 1, copies, on) == 0
+    assert list(on) == [0, 0] and odd.b_rs == 999
 
 
 @pytest.mark.parametrize("rows, n, k, x3, want", [

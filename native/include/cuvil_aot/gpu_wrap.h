@@ -203,14 +203,24 @@ static void cv_gpu_wg_copy(cv_gpu_term *t, int side, int64_t m, int64_t n, int64
     }
 }
 
+/* Whether term t's operand `side`, K-major as it is, has what cv_gpu_wg_map needs of its
+ * layout: a 16-byte aligned base, rows and batches (16 bytes) apart. */
+static int cv_gpu_wg_aligned(const cv_gpu_term *t, int side) {
+    const char *base = side ? t->b : t->a;
+    const int64_t ld = side ? t->b_cs : t->a_rs, bs = side ? t->b_bs : t->a_bs;
+    return !((uintptr_t)base & 15) && ld > 0 && ld % 4 == 0 && bs >= 0 && bs % 4 == 0;
+}
+
 /* The wgmma main loop over K-major copies (TF32 wgmma reads K-major tiles only): every
  * term's operand that is not K-major (B with n contiguous: x @ w of an (in, out) weight;
  * A with m contiguous; or strided either way) copied, transposed, into scratch memory of
  * the call (mem[2t + side], on[2t + side] set: the caller frees it), its copy's launch
  * described in tr[2t + side], t[] rewritten to read the copies, and every term's maps made
  * into maps (cv_gpu_wg_maps). Returns the copies as a mask (bit 2t + side, > 0), 0 where
- * no operand needs one, the copies do not pay (cv_gpu_wg_transpose_pays), the device has
- * no memory pools or a map is refused (t[] unchanged), -1 on error (raised). */
+ * no operand needs one, an operand K-major as it is cannot be mapped (its rows not 16-byte
+ * aligned: k % 4 != 0 in a contiguous x), the copies do not pay
+ * (cv_gpu_wg_transpose_pays), the device has no memory pools or a map is refused (t[]
+ * unchanged), -1 on error (raised). */
 static int cv_gpu_wg_transposed(const cv_gpu_api *gpu, int dev, uintptr_t stream,
                                 cv_tmap *maps, cv_gpu_term *t, int nterms, int64_t m,
                                 int64_t n, int64_t nb, int bn, int x3, cv_transpose_args *tr,
@@ -224,6 +234,7 @@ static int cv_gpu_wg_transposed(const cv_gpu_api *gpu, int dev, uintptr_t stream
         for (int side = 0; side < 2; side++) {
             const int64_t e = cv_gpu_wg_copy_size(&t[i], side, m, n, nb);
             if (e > 0) mask |= 1 << (2 * i + side), elems += e, copies++;
+            else if (!cv_gpu_wg_aligned(&t[i], side)) return 0; /* no map: no copies either */
         }
     }
     if (!mask || !cv_gpu_wg_transpose_pays(2.0 * m * n * depth * nb, elems, copies, x3))
