@@ -25,10 +25,11 @@ In the generated wrapper, per GEMM kernel g that may run wgmma::
 from __future__ import annotations
 
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
+from cuvil_aot.compiler.codegen.cuda_wgmma import WG_TERMS
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, module_symbol, unit_of
 from cuvil_aot.compiler.codegen.writer import Writer
 
-COPIES = 8  # two operands of at most cuda_wgmma.WG_TERMS terms: wtm[g]'s width
+COPIES = 2 * WG_TERMS  # two operands a term: wtm[g]'s width
 
 
 def copies(k: CudaKernel) -> int:
