@@ -1,7 +1,8 @@
 """The wgmma main loop over K-major copies (gpu_wg_copies.py, cuda_transpose.h, gpu_wrap.h's
 cv_gpu_wg_transposed), without a GPU: a GPT-2 block's ``x @ w`` GEMMs (B N-major) may run
 the wgmma entry, their copies launched from the call's list just before them; the unit
-compiles for sm_90a with the copy kernel in it; the host helper's copies read what the
+compiles for sm_90a with the copy kernel in it; the copy kernel itself, run on the host (its
+threads as std::threads, __syncthreads a barrier); the host helper's copies read what the
 operands as they are hold (its arguments and the rewritten terms, checked on host memory
 through a fake runtime); the cost model's choices at GPT-2's shapes."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+import shutil
 import subprocess
 import sysconfig
 from pathlib import Path
@@ -225,3 +227,69 @@ def test_no_copies_where_none_is_needed_pays_or_fits(harness):
     (4096, 4096, 4096, 0, True)])
 def test_the_copies_pay_at_gpt2_shapes(harness, rows, n, k, x3, want):
     assert bool(harness.pays(2.0 * rows * n * k, n * ((k + 3) // 4 * 4), 1, x3)) is want
+
+
+EMULATOR = r"""
+/* cv_transpose_f32 on the host: a block's threads as std::threads, a barrier for
+ * __syncthreads, blocks one after another (grid-stride over the tiles as on the device). */
+#include <barrier>
+#include <cstdint>
+#include <thread>
+#include <vector>
+struct dim { unsigned x; };
+static thread_local dim threadIdx, blockIdx;
+static dim gridDim;
+static std::barrier<> *sync_point;
+static void __syncthreads() { sync_point->arrive_and_wait(); }
+#define __CUDACC__ 1
+#define __global__
+#define __shared__ static
+#define __grid_constant__
+#define __launch_bounds__(x)
+#include "cuvil_aot/cuda_transpose.h"
+
+extern "C" void run(const cv_transpose_args *a, unsigned grid) {
+    gridDim.x = grid;
+    std::barrier<> bar(CV_TRANSPOSE_BLOCK);
+    sync_point = &bar;
+    for (unsigned b = 0; b < grid; b++) {
+        std::vector<std::thread> ts;
+        for (unsigned t = 0; t < CV_TRANSPOSE_BLOCK; t++)
+            ts.emplace_back([=] { threadIdx.x = t; blockIdx.x = b; cv_transpose_f32(*a); });
+        for (auto &t : ts) t.join();
+    }
+}
+extern "C" int64_t tiles(const cv_transpose_args *a) { return cv_transpose_tiles(a); }
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not found")
+@pytest.mark.parametrize("rows, cols, nb, layout, grid", [
+    (70, 45, 1, "transposed", 0), (33, 97, 3, "transposed", 0), (64, 64, 2, "transposed", 3),
+    (100, 31, 2, "strided", 0), (5, 3, 1, "transposed", 0)])
+def test_the_copy_kernel_on_the_host(tmp_path, rows, cols, nb, layout, grid):
+    """out[z][r][c] = in[z bs + r rs + c cs] for every element, nothing written past a row's
+    cols (the padding to ld stays as it was); grid 0: a block per tile, else fewer blocks
+    looping over the tiles."""
+    src, lib = tmp_path / "emu.cpp", tmp_path / "emu.so"
+    src.write_text(EMULATOR)
+    subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread",
+                    f"-I{ROOT / 'native' / 'include'}", str(src), "-o", str(lib)], check=True)
+    emu = ctypes.CDLL(str(lib))
+    emu.tiles.restype = ctypes.c_int64
+    rng = np.random.default_rng(rows * cols + nb)
+    # the input as stored: (nb, cols, rows) C-ordered, so rows are its contiguous axis (a
+    # transposed operand); strided: every other element of it
+    step = 2 if layout == "strided" else 1
+    store = rng.standard_normal((nb, cols, rows * step)).astype(np.float32)
+    view = store[:, :, ::step]
+    want = view.transpose(0, 2, 1)  # (nb, rows, cols)
+    ld = (cols + 3) // 4 * 4
+    out = np.full((nb, rows, ld), np.nan, np.float32)
+    a = Copy(store.ctypes.data, out.ctypes.data, rows, cols, nb, step, rows * step,
+             cols * rows * step, ld)
+    tiles = emu.tiles(ctypes.byref(a))
+    assert tiles == -(-rows // 32) * -(-cols // 32) * nb
+    emu.run(ctypes.byref(a), ctypes.c_uint(grid or tiles))
+    np.testing.assert_array_equal(out[:, :, :cols], want)
+    assert np.isnan(out[:, :, cols:]).all()
