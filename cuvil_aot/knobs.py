@@ -51,6 +51,11 @@ class Knobs:
     cuda_wgmma: bool = True
     """CUVIL_AOT_CUDA_WGMMA: 0 keeps float32 GEMMs off the Hopper wgmma main loop (to
     compare, or to rule it out); 1 (default) runs it where the device and layout allow."""
+    cuda_wgmma_transpose: bool = True
+    """CUVIL_AOT_CUDA_WGMMA_TRANSPOSE: 0 keeps the wgmma main loop to GEMMs whose operands are
+    K-major as they are (``x @ w.T``); 1 (default) also runs it over K-major copies, made at
+    each call, of operands that are not (``x @ w`` of an (in, out) weight), where a model
+    of their cost says they pay (gpu_wrap.h). CUVIL_AOT_CUDA_WGMMA=0 turns both off."""
     cuda_attention: bool = True
     """CUVIL_AOT_CUDA_ATTENTION: 0 runs a recognized attention as its three kernels (two
     GEMMs and the softmax) instead of the fused flash-style kernel (to compare); 1
@@ -150,6 +155,7 @@ def read(env: Mapping[str, str] | None = None) -> Knobs:
         cuda_one=_flag(env, "CUVIL_AOT_CUDA_ONE", True),
         cuda_pool=_flag(env, "CUVIL_AOT_CUDA_POOL", True),
         cuda_wgmma=_flag(env, "CUVIL_AOT_CUDA_WGMMA", True),
+        cuda_wgmma_transpose=_flag(env, "CUVIL_AOT_CUDA_WGMMA_TRANSPOSE", True),
         cuda_attention=_flag(env, "CUVIL_AOT_CUDA_ATTENTION", True),
         cuda_graph=_int(env, "CUVIL_AOT_CUDA_GRAPH", 4, 0, 1024),
         cuda_home=(env.get("CUDA_HOME", "") or env.get("CUDA_PATH", "")).strip(),

@@ -1,7 +1,7 @@
 """The knobs the native runtime runs with (CUVIL_AOT_CUDA_ONE, CUVIL_AOT_CUDA_POOL,
-CUVIL_AOT_CUDA_GRAPH, CUVIL_AOT_CUDA_WGMMA, CUVIL_AOT_MODE): read and checked by
-cuvil_aot.knobs, handed to native.configure at import (the runtime reads no environment),
-and reported by native.info()."""
+CUVIL_AOT_CUDA_GRAPH, CUVIL_AOT_CUDA_WGMMA, CUVIL_AOT_CUDA_WGMMA_TRANSPOSE, CUVIL_AOT_MODE):
+read and checked by cuvil_aot.knobs, handed to native.configure at import (the runtime
+reads no environment), and reported by native.info()."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from cuvil_aot.runtime import native as rt
 ROOT = Path(rt.__file__).resolve().parent.parent
 """Where this process imports cuvil_aot from: site-packages in CI, the checkout here."""
 DEFAULTS = {"cuda_one": True, "cuda_pool": True, "mode": "import", "cuda_graph": 4,
-            "cuda_wgmma": True, "cuda_attention": True}
+            "cuda_wgmma": True, "cuda_wgmma_transpose": True, "cuda_attention": True}
 
 
 @pytest.fixture(autouse=True)
@@ -38,6 +38,8 @@ def test_defaults():
 @pytest.mark.parametrize("name, field", [("CUVIL_AOT_CUDA_ONE", "cuda_one"),
                                          ("CUVIL_AOT_CUDA_POOL", "cuda_pool"),
                                          ("CUVIL_AOT_CUDA_WGMMA", "cuda_wgmma"),
+                                         ("CUVIL_AOT_CUDA_WGMMA_TRANSPOSE",
+                                          "cuda_wgmma_transpose"),
                                          ("CUVIL_AOT_CUDA_ATTENTION", "cuda_attention")])
 def test_flags_are_parsed(name, field):
     assert getattr(knobs.read({name: "0"}), field) is False
@@ -123,7 +125,7 @@ def test_import_refuses_a_bad_knob():
     assert "KnobError" in proc.stderr and "CUVIL_AOT_CUDA_POOL" in proc.stderr
 
 
-@pytest.mark.parametrize("name", ["cuda_wgmma", "cuda_attention"])
+@pytest.mark.parametrize("name", ["cuda_wgmma", "cuda_wgmma_transpose", "cuda_attention"])
 def test_gpu_paths_can_be_turned_off(name):
     rt.configure(**{name: False})
     assert rt.info()[name] is False

@@ -69,12 +69,14 @@ def test_float32_units_get_the_wgmma_entry_of_their_kind(tmp_path):
     assert "cv_gemm_wgmma_job<CV_WG_TF32X3, 128, 3>" in fp32  # float32 accuracy: 3xTF32
     assert "cv_gemm_wgmma_job<CV_WG_TF32, 256, 4>" in tf32  # TF32 numbers: one product
     assert "cv_gemm_wgmma_job<CV_WG_TF32X3, 128, 3>" in heads  # q @ k^T on head views
-    # no float32 GEMM, or B n-contiguous as stored (x @ w of an (in, out) weight): no
-    # header, no entry (nvcc's time)
-    for text in (fp64, scale, kn):
+    # B n-contiguous as stored (x @ w of an (in, out) weight): over a K-major copy
+    assert "cv_gemm_wgmma_job<CV_WG_TF32X3, 128, 3>" in kn and "cuda_transpose.h" in kn
+    # no float32 GEMM: no header, no entry (nvcc's time)
+    for text in (fp64, scale):
         assert "cuda_gemm_wgmma.h" not in text and "_wg(" not in text
     host = units["module.c"]
     assert '"f0_gemm_f32_wg"' in host and '"f1_gemm_f32_wg"' in host
+    assert '"f4_gemm_f32_wg", "cv_transpose_f32"' in host
     assert "api->gpu->wgmma(&cv_gpu_f0, dev)" in host and "cv_gpu_wg_maps(" in host
     assert "f2_gemm_f64_wg" not in host
     # without SASS for sm_90 (PTX only, or other GPUs) no unit has it

@@ -21,6 +21,18 @@ sys.path.insert(0, str(ROOT))
 from bench import gpu_transformers as G  # noqa: E402
 
 
+def kernel_sequence(fn) -> list[tuple[str, float]]:
+    """The kernels of one call in the order they ran, each with its device µs."""
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return [(e.name, e.device_time) for e in sorted(kernels, key=lambda e: e.time_range.start)]
+
+
 def kernel_times(fn, calls: int) -> dict[str, tuple[int, float]]:
     """Kernel name -> (launches per call, device µs per call)."""
     for _ in range(5):
@@ -41,6 +53,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cases", default="bert_1x16,bert_8x128,gpt2_decode_1")
     parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--sequence", action="store_true",
+                        help="also list one call's kernels in launch order")
     opts = parser.parse_args()
     for case in opts.cases.split(","):
         model, _, _ = G.CASES[case]
@@ -56,6 +70,10 @@ def main() -> None:
             print(f"## {case}, {name}: wall {wall:.1f} us per call, kernels {device:.1f} us")
             for kernel, (count, us) in sorted(times.items(), key=lambda kv: -kv[1][1])[:25]:
                 print(f"  {us:9.1f} us  x{count:<3d} {kernel[:110]}")
+            if opts.sequence:
+                print("  one call, in order:")
+                for kernel, us in kernel_sequence(fn):
+                    print(f"    {us:9.1f} us  {kernel[:100]}")
             sys.stdout.flush()
 
 

@@ -8,6 +8,13 @@ weight as computed (the dequantized one for int8). The issue's target: the int8 
 once the weight is big enough to hide the launch (it is not at these sizes: 2.36 MB in
 0.56 us at 4.2 TB/s, against a few us of launch and one memory round trip).
 
+`kernel us` is the device time of the call's kernels alone (torch.profiler: CUPTI sees the
+kernels cuvil_aot launches through the driver), the calls rotating over enough copies of
+the weight (> 2x the L2) that each is read from HBM; `kernel GB/s` is the weight's bytes
+over it, `of copy` that against the device-to-device copy rate measured in the same run
+(bytes read + written over the time of a 1 GiB copy). Two larger projections (a 7B
+model's 4096 -> 4096 and 4096 -> 11008) show the kernel where the launch no longer hides it.
+
     PYTHONPATH=. python bench/gpu/q8_gemv.py [--calls 200] [--rounds 5] [--m 1]
 """
 
@@ -20,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch.profiler import ProfilerActivity, profile
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -46,7 +54,9 @@ def int8_g128(x: cv.f32["M", "K"], q: cv.i8["N", "K"], s: cv.f32["N", "G"], b: c
     return x @ (q.reshape(n, k // 128, 128) * s[:, :, None]).reshape(n, k).T + b
 '''
 
-SHAPES = [(768, 2304), (768, 768), (768, 3072), (3072, 768)]  # (k, n)
+SHAPES = [(768, 2304), (768, 768), (768, 3072), (3072, 768), (4096, 4096), (4096, 11008)]
+"""(k, n): GPT-2's decode projections, then two of a 7B model's"""
+L2_ROTATION_BYTES = 256 << 20  # weight copies rotated through: several times the 50 MB L2
 
 
 def device_us(fn, calls: int, rounds: int) -> float:
@@ -65,18 +75,44 @@ def device_us(fn, calls: int, rounds: int) -> float:
     return float(np.median(times))
 
 
+def copy_gbps() -> float:
+    """Device-to-device copy rate: bytes read + written per second of a 1 GiB copy."""
+    src = torch.empty(1 << 28, device="cuda")
+    dst = torch.empty_like(src)
+    us = device_us(lambda: dst.copy_(src), 10, 5)
+    return 2 * src.nbytes / us / 1e3
+
+
+def kernel_us(fn, arg_sets: list, calls: int) -> float:
+    """Device time of the kernels per call, calls rotating over arg_sets."""
+    for args in arg_sets[:4]:
+        fn(args)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for i in range(calls):
+            fn(arg_sets[i % len(arg_sets)])
+        torch.cuda.synchronize()
+    return sum(e.device_time for e in prof.events()
+               if e.device_type == torch.autograd.DeviceType.CUDA) / calls
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--m", type=int, default=1)
+    parser.add_argument("--only", help="one shape, K,N (e.g. for ncu)")
     opts = parser.parse_args()
     mod = compile_source(Path(tempfile.mkdtemp()), SOURCE, cuda_archs=(device_arch(),))
     rng = np.random.default_rng(0)
     print(f"{torch.cuda.get_device_name()}, m = {opts.m}, {opts.calls} calls x "
           f"{opts.rounds} rounds (median)")
-    print(f"{'k -> n':>12} {'weights':>10} {'us':>8} {'GB/s':>8} {'max err':>9}")
-    for k, n in SHAPES:
+    copy = copy_gbps()
+    print(f"device-to-device copy: {copy:.0f} GB/s")
+    print(f"{'k -> n':>12} {'weights':>10} {'call us':>8} {'GB/s':>8} {'kernel us':>9} "
+          f"{'kernel GB/s':>11} {'of copy':>7} {'max err':>9}")
+    shapes = [tuple(map(int, opts.only.split(',')))] if opts.only else SHAPES
+    for k, n in shapes:
         x = rng.standard_normal((opts.m, k)).astype(np.float32)
         w = (rng.standard_normal((n, k)) * 0.02).astype(np.float32)
         b = rng.standard_normal(n).astype(np.float32)
@@ -92,7 +128,13 @@ def main() -> None:
             us = device_us(lambda f=fn, d=dev, o=out: f(*d, out=o), opts.calls, opts.rounds)
             want = x.astype(np.float64) @ wd.T + b
             err = np.abs(out.cpu().numpy() - want).max() / np.abs(want).max()
-            print(f"{f'{k}->{n}':>12} {name:>10} {us:8.2f} {nbytes / us / 1e3:8.0f} {err:9.1e}")
+            copies = [[torch.from_numpy(a).cuda() if a.ndim == 2 else d for a, d in zip(args, dev)]
+                      for _ in range(max(2, L2_ROTATION_BYTES // nbytes))]
+            kus = kernel_us(lambda d, f=fn, o=out: f(*d, out=o), copies, opts.calls)
+            kbw = nbytes / kus / 1e3
+            print(f"{f'{k}->{n}':>12} {name:>10} {us:8.2f} {nbytes / us / 1e3:8.0f} {kus:9.2f} "
+                  f"{kbw:11.0f} {kbw / copy:7.0%} {err:9.1e}")
+            del copies
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ typedef struct {
     int strict;     /* CUVIL_AOT_MODE=strict: a PTX JIT at module load is an error */
     int graph_min;  /* CUVIL_AOT_CUDA_GRAPH: launches a call needs for a graph; 0: none */
     int wgmma;      /* CUVIL_AOT_CUDA_WGMMA=0 clears it: no GEMM on the wgmma main loop */
+    int wgmma_copy; /* CUVIL_AOT_CUDA_WGMMA_TRANSPOSE=0 clears it: none over K-major copies */
     int attention;  /* CUVIL_AOT_CUDA_ATTENTION=0 clears it: attentions as three kernels */
 } cv_cuda_settings;
 extern cv_cuda_settings cv_cuda_config;

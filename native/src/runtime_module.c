@@ -62,19 +62,21 @@ static int parse_graph(PyObject *value, int *min) {
 static PyObject *configure(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"num_threads", "cpu_level", "output_cache_bytes", "cuda_one",
                              "cuda_pool",   "mode",      "cuda_graph",         "cuda_wgmma",
-                             "cuda_attention", NULL};
+                             "cuda_attention", "cuda_wgmma_transpose", NULL};
     PyObject *nt = Py_None, *lvl = Py_None, *ocb = Py_None;
     PyObject *one = Py_None, *pool = Py_None, *md = Py_None, *graph = Py_None;
-    PyObject *wgmma = Py_None, *attention = Py_None;
+    PyObject *wgmma = Py_None, *attention = Py_None, *wgmma_copy = Py_None;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOOOO:configure", kwlist, &nt, &lvl,
-                                     &ocb, &one, &pool, &md, &graph, &wgmma, &attention))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOOOOO:configure", kwlist, &nt, &lvl,
+                                     &ocb, &one, &pool, &md, &graph, &wgmma, &attention,
+                                     &wgmma_copy))
         return NULL;
     cv_cuda_settings gpu = cv_cuda_config;
     int new_mode = mode;
     if (parse_flag(one, &gpu.one_kernel) < 0 || parse_flag(pool, &gpu.pool) < 0 ||
         parse_mode(md, &new_mode) < 0 || parse_graph(graph, &gpu.graph_min) < 0 ||
-        parse_flag(wgmma, &gpu.wgmma) < 0 || parse_flag(attention, &gpu.attention) < 0)
+        parse_flag(wgmma, &gpu.wgmma) < 0 || parse_flag(attention, &gpu.attention) < 0 ||
+        parse_flag(wgmma_copy, &gpu.wgmma_copy) < 0)
         return NULL;
     mode = new_mode;
     gpu.strict = mode == 0;
@@ -131,13 +133,14 @@ static PyObject *info(PyObject *self, PyObject *unused) {
     }
     unsigned long long g[CV_GRAPH_NSTATS];
     cv_gpu_graph_stats(g);
-    return Py_BuildValue("{s:i,s:i,s:i,s:N,s:N,s:N,s:s,s:i,s:N,s:N,s:{s:K,s:K,s:K,s:K,s:K}}",
+    return Py_BuildValue("{s:i,s:i,s:i,s:N,s:N,s:N,s:s,s:i,s:N,s:N,s:N,s:{s:K,s:K,s:K,s:K,s:K}}",
                          "detected_cpu_level", cv_cpu_detected_level(), "cpu_level",
                          cv_cpu_level(), "num_threads", cv_num_threads(), "features", feats,
                          "cuda_one", PyBool_FromLong(cv_cuda_config.one_kernel), "cuda_pool",
                          PyBool_FromLong(cv_cuda_config.pool), "mode", modes[mode],
                          "cuda_graph", cv_cuda_config.graph_min, "cuda_wgmma",
-                         PyBool_FromLong(cv_cuda_config.wgmma), "cuda_attention",
+                         PyBool_FromLong(cv_cuda_config.wgmma), "cuda_wgmma_transpose",
+                         PyBool_FromLong(cv_cuda_config.wgmma_copy), "cuda_attention",
                          PyBool_FromLong(cv_cuda_config.attention), "cuda_graph_stats",
                          "replays", g[CV_GRAPH_REPLAYS], "builds", g[CV_GRAPH_BUILDS],
                          "node_updates", g[CV_GRAPH_UPDATES], "plain", g[CV_GRAPH_PLAIN],
@@ -158,7 +161,7 @@ static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "configure(num_threads=None, cpu_level=None, output_cache_bytes=None, cuda_one=None,\n"
      "          cuda_pool=None, mode=None, cuda_graph=None, cuda_wgmma=None,\n"
-     "          cuda_attention=None)\n--\n\n"
+     "          cuda_attention=None, cuda_wgmma_transpose=None)\n--\n\n"
      "Set the pool's thread count (0: one per usable CPU), lower the x86-64 level\n"
      "kernels may use (0: the detected level), cap the bytes of freed large output\n"
      "blocks kept for reuse (0: keep none), launch a GPU call's kernels as one\n"
@@ -167,14 +170,16 @@ static PyMethodDef methods[] = {
      "JIT at GPU module load an error) and the launches a GPU call needs to replay a\n"
      "CUDA graph of them (cuda_graph, CUVIL_AOT_CUDA_GRAPH; 0: never), and whether\n"
      "float32 GEMMs may run the Hopper wgmma main loop (cuda_wgmma,\n"
-     "CUVIL_AOT_CUDA_WGMMA) and attentions the fused kernel (cuda_attention,\n"
+     "CUVIL_AOT_CUDA_WGMMA; over K-major copies of their operands:\n"
+     "cuda_wgmma_transpose, CUVIL_AOT_CUDA_WGMMA_TRANSPOSE) and attentions the fused\n"
+     "kernel (cuda_attention,\n"
      "CUVIL_AOT_CUDA_ATTENTION). None leaves a setting as it is."},
     {"output_cache", output_cache, METH_NOARGS,
      "output_cache()\n--\n\nThe output block cache: its limit, bytes held and blocks held."},
     {"info", info, METH_NOARGS,
      "info()\n--\n\nDetected and usable CPU level, thread count, CPU features and the\n"
      "configured GPU settings (cuda_one, cuda_pool, mode, cuda_graph, cuda_wgmma,\n"
-     "cuda_attention), and the graph\n"
+     "cuda_wgmma_transpose, cuda_attention), and the graph\n"
      "path's counters (cuda_graph_stats: calls that replayed a graph, graphs built, kernel\n"
      "nodes updated, calls launched one by one, calls on a stream being captured)."},
     {"_parallel_check", cv_py_parallel_check, METH_VARARGS,

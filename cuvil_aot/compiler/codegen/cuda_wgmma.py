@@ -3,11 +3,14 @@ a unit's float32 shared main loops (cuda_gemm.py), ``{unit}_gemm_f32_wg``, and t
 that picks it at call time (gpu_launch.py).
 
 Only units built for sm_90 (GpuTargets.sass holds 90: nvcc.py builds it as sm_90a) with a
-float32 GEMM it can run get it: the header and the entry cost nvcc time. At call time a
-GEMM runs it where the device runs the unit as sm_90a (api->gpu->wgmma), both operands are
-K-major (``x @ w.T``: A with k contiguous, B with k contiguous), and the runtime made every
-term's tensor maps (16-byte aligned bases, row and batch strides); else cv_gemm_tc as
-before. Its argument: the tensor maps, then the shared main loops' tagged argument::
+float32 GEMM get it: the header and the entry cost nvcc time. At call time a GEMM runs it
+where the device runs the unit as sm_90a (api->gpu->wgmma) and the runtime made every
+term's tensor maps (16-byte aligned bases, row and batch strides): over the operands as
+they are where both are K-major (``x @ w.T``: A with k contiguous, B with k contiguous),
+else over K-major copies of those that are not (``x @ w`` of an (in, out) weight: B
+transposed into scratch of the call by cv_transpose_f32 first, gpu_wg_copies.py) where
+gpu_wrap.h's model says the copies pay; else cv_gemm_tc as before. Its argument: the
+tensor maps, then the shared main loops' tagged argument::
 
     typedef struct { cv_tmap map[4]; f0_gemm_f32_args a; } f0_gemm_f32_wg_args;
     extern "C" __global__ void __launch_bounds__(384, 1)
@@ -18,8 +21,9 @@ before. Its argument: the tensor maps, then the shared main loops' tagged argume
 
 3xTF32 (float32 accuracy) in general; one TF32 product where cuda_gemm.one_tf32_product says
 every operand of the unit is a TF32 number (the tf32, bf16-cast and fp16 policies).
-Few tiles: split-K (cv_gpu_wg_split, gpu_wrap.h), the partial sums added by the unit's
-_ksum; many: a persistent grid of one block per SM.
+Few tiles: split-K (cv_gpu_wg_split, gpu_wrap.h), the partial sums added in the kernel by
+the last chunk of each tile to finish (cv_wg_fixup: no _ksum launch); many: a persistent
+grid of one block per SM.
 """
 
 from __future__ import annotations
@@ -30,9 +34,6 @@ from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
 from cuvil_aot.compiler.codegen.cuda_gemm import one_tf32_product
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Kind
-from cuvil_aot.compiler.ir.indexing import identity, through
-from cuvil_aot.compiler.ir.node import Node
-from cuvil_aot.compiler.ir.ops import MOVEMENT
 
 WG_TERMS = 4  # a GEMM of more terms runs cv_gemm_tc (each term adds 256 bytes of maps)
 WG_THREADS = 384  # a producer warpgroup and two consumers
@@ -62,32 +63,14 @@ X3 = WgConfig("CV_WG_TF32X3", 128, 3, True)
 ONE = WgConfig("CV_WG_TF32", 256, 4, False)
 
 
-def eligible(k: CudaKernel, buffers: set[int]) -> bool:
+def eligible(k: CudaKernel) -> bool:
     """GEMM kernel ``k`` may run the wgmma main loop: float32 operands and accumulation, at
-    most WG_TERMS terms, and every term's B may be K-major (the layout is checked at call
-    time). B is not where, read as stored from a C-ordered parameter or buffer (ids in
-    ``buffers``), its last axis steps along n: ``x @ w`` of an (in, out) weight, whose unit
-    then skips the header and the entry (nvcc's time); ``x @ w.T`` and views of regrouped
-    buffers may be."""
+    most WG_TERMS terms. Its operands' layout is decided at call time: K-major as they are
+    (``x @ w.T``), or copied K-major first (``x @ w`` of an (in, out) weight: gpu_wg_copies.py)."""
     terms = k.group.terms
     return k.group.kind is Kind.GEMM and k.acc_type == "float" and \
         0 < len(terms) <= WG_TERMS and \
-        all(s.dtype == "float32" for t in terms for s in t.srcs) and \
-        all(_b_may_be_k_major(t.srcs[1], buffers) for t in terms)
-
-
-def _b_may_be_k_major(b: Node, buffers: set[int]) -> bool:
-    rank = len(b.shape)
-    node, m = b, identity(rank)
-    while node.op in MOVEMENT and id(node) not in buffers:  # as launch.matmul_operand
-        sub = through(node, m, rank)
-        if sub is None:  # a view of a regrouped buffer: its strides decide at run time
-            return True
-        node, m = node.srcs[0], sub
-    if not m:
-        return True
-    last = m[-1]  # the stored array's contiguous axis, C-ordered
-    return last.uses(rank - 2) or not last.uses(rank - 1)
+        all(s.dtype == "float32" for t in terms for s in t.srcs)
 
 
 def config(kernels: list[CudaKernel]) -> WgConfig:
@@ -111,7 +94,8 @@ def entry(name: str, kernels: list[CudaKernel]) -> str:
                '"cuda_wgmma.WgConfig.smem");')
         w.line(f"const cv_gemm_job j = {name}_job(&w_.a);")
         w.line(f"cv_gemm_wgmma_job<{c.kind}, {c.bn}, {c.stages}>(w_.map, j.t, j.nterms, j.m, "
-               f"j.n, j.nb, j.split, reinterpret_cast<float *>(j.part), {name}_epi{{&w_.a}});")
+               f"j.n, j.nb, j.split, reinterpret_cast<float *>(j.part), j.token, "
+               f"{name}_epi{{&w_.a}});")
     return w.text()
 
 
@@ -119,12 +103,20 @@ def choose(w: Writer, k: CudaKernel, kernels: list[CudaKernel], kid: int, table:
            g: int) -> None:
     """Inside gpu_launch's tiled branch, after the cv_gemm_tc choice (``tc`` 2: both
     operands K-major and aligned): the wgmma main loop (``wg``) where the device runs it
-    and the runtime made the maps (into wg{g}.map); its entry, block, shared memory, tiles
-    and split-K (``wg_split``)."""
+    (``wgl``: api->gpu->wgmma) and the runtime made the maps (into wg{g}.map); else, where
+    the runtime allows copies (``wgl & 2``), over K-major copies of the operands that are
+    not (gpu_wg_copies.py; which into ``wtr``); its entry, block, shared memory, tiles and
+    split-K (``wg_split``)."""
     c = config(kernels)
     nterms = len(k.group.terms)
-    w.line(f"wg = tc == 2 && api->gpu->wgmma(&{table}, dev) && cv_gpu_wg_maps(api->gpu, "
-           f"wg{g}.map, a.t, {nterms}, m, n, nb, {c.bn});")
+    w.line(f"const int wgl = api->gpu->wgmma(&{table}, dev);")
+    w.line(f"wg = tc == 2 && wgl && cv_gpu_wg_maps(api->gpu, wg{g}.map, a.t, {nterms}, m, n, "
+           f"nb, {c.bn});")
+    with w.block("if (!wg && (wgl & 2))"):  # over K-major copies (gpu_wg_copies.py)
+        w.line(f"const int r = cv_gpu_wg_transposed(api->gpu, dev, stream, wg{g}.map, a.t, "
+               f"{nterms}, m, n, nb, {c.bn}, {int(c.x3)}, tr{g}, wtm[{g}], wtm_on[{g}]);")
+        w.line("if (r < 0) goto done;")
+        w.line("wg = r > 0; wtr = r > 0 ? (uint32_t)r : 0;")
     with w.block("if (wg)"):
         w.line(f"kid = {kid}; block = {WG_THREADS}; wsmem = {c.smem};")
         w.line(f"ftiles = ((m + {WG_BM - 1}) / {WG_BM}) * ((n + {c.bn - 1}) / {c.bn});")

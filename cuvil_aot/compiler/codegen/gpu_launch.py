@@ -14,6 +14,7 @@ from cuvil_aot.compiler.codegen import (
     gpu_attention,
     gpu_int8,
     gpu_queue,
+    gpu_wg_copies,
     ops_c,
     run_time_loops,
 )
@@ -87,6 +88,7 @@ def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
         if gp.wg_kid(k) is not None:
             shared, _ = gp.tag(k)
             w.line(f"{shared}_wg_args wg{g}; memset(&wg{g}, 0, sizeof wg{g});")
+            gpu_wg_copies.declare_args(w, k, g)
     w.line(f"int small = {int(prefix in gp.one)}; (void)small;")
     spans = gp.loops.get(prefix, [])
     if spans:  # run-time loops: each kernel planned and launched in turn, no one-kernel
@@ -97,6 +99,8 @@ def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:
                 if run_time_loops.in_body(spans, g):  # the previous iteration's split-K sums
                     w.line(f"if (kpart_on[{g}]) {{ api->gpu->scratch_free(&kpart[{g}], stream); "
                            f"kpart_on[{g}] = 0; }}")
+                    if gp.wg_kid(k) is not None:
+                        gpu_wg_copies.free_previous(w, g)
                 fill_args(w, k, storage, "a")
                 _launch(w, k, storage, gp, g)
                 w.line(f"one.a{g} = a;")
@@ -160,6 +164,7 @@ def _launch_planned(w: Writer, k: CudaKernel, gp: GpuPlan, g: int) -> None:
         if gp.wg_kid(k) is not None:
             w.line(f"if (L[{g}].wg) wg{g}.a = sh;")
             args = f"L[{g}].wg ? (void *)&wg{g} : (void *)&sh"
+        gpu_wg_copies.launch_now(w, k, gp, g)
         w.line(f"if (api->gpu->launch(&{table}, dev, L[{g}].kid, L[{g}].grid, L[{g}].gy, "
                f"L[{g}].block, L[{g}].smem, stream, {args}) < 0) goto done;")
         w.line(f"if (L[{g}].sum_grid && api->gpu->launch(&{table}, dev, {ksum}, "
@@ -264,7 +269,7 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
         w.line(f"const int64_t nb = {batch}, m = a.n[{nloops - 2}], n = a.n[{nloops - 1}];")
         with w.block("if (nb * m * n > 0)"):
             w.line("uint32_t gy = (uint32_t)(nb < 65535 ? nb : 65535);")
-            w.line("int kid, wg = 0, wg_split = 1; uint32_t grid, block, wsmem = 0;")
+            w.line("int kid, wg = 0, wg_split = 1; uint32_t grid, block, wsmem = 0, wtr = 0;")
             # GEMV for a few rows; where B is a large transposed matrix (x @ w.T) the dot
             # GEMV, whose lanes step along w's rows: the GEMV's lanes own columns, so they
             # would read w's rows K floats apart (a BERT-base layer at 1 x 16 took 385 us
@@ -328,9 +333,9 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
                        "a.split : sm) : few_tiles || tc ? ftiles * a.split : tiles);")
                 w.line("if (wg) gy = 1;")
             w.line(launch)
-            w.line(f"L[{g}].wg = wg; L[{g}].smem = wsmem; (void)wg_split;")
-            w.line(f"if (a.split > 1) L[{g}].sum_grid = cv_gpu_grid(nb * m * n, {BLOCK}, "
-                   "sm, 8);")
+            w.line(f"L[{g}].wg = wg; L[{g}].smem = wsmem; L[{g}].tr = wtr; (void)wg_split;")
+            w.line(f"if (a.split > 1 && !wg) L[{g}].sum_grid = cv_gpu_grid(nb * m * n, "
+                   f"{BLOCK}, sm, 8);")
             # the one-kernel's GEMV would read the dequantized weight, not stored where q8
             q8 = " && !q8" if k.name in gp.int8 else ""
             w.line(f"small = small && (gemv || dot){q8};")
@@ -338,12 +343,16 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
 
 def _split(w: Writer, k: CudaKernel, g: int) -> None:
     """Split-K where the tiles are too few for the SMs (cv_gpu_split): partial sums in
-    scratch memory of the call, added up by the kernel's _ksum launch."""
+    scratch memory of the call, added up by the kernel's _ksum launch, or, in the wgmma
+    loop, by the last chunk of each tile (its flags after the sums)."""
     depth = " + ".join(f"a.t[{t}].k" for t in range(len(k.group.terms)))
     w.line(f"a.split = wg ? wg_split : few_tiles ? cv_gpu_split(ftiles * nb, {depth}, "
            "nb * m * n, sm) : 1;")
+    w.line("a.token = 0;")
     with w.block("if (a.split > 1)"):
-        w.line("const int64_t count = a.split * nb * m * n;")
+        # the wgmma loop's tile flags after the sums (cv_wg_flags), tagged by a fresh token
+        w.line("const int64_t count = a.split * nb * m * n + (wg ? 2 * ftiles * nb + 1 : 0);")
+        w.line("if (wg) a.token = cv_gpu_token();")
         dt = "CV_DT_FLOAT32" if k.acc_type == "float" else "CV_DT_FLOAT64"
         w.line(f"const int r = api->gpu->scratch(dev, {dt}, 1, &count, stream, &kpart[{g}]);")
         w.line("if (r < 0) goto done;")

@@ -23,6 +23,10 @@ from cuvil_aot.compiler.gpu_targets import GpuTargets
 from cuvil_aot.compiler.ir.group import Kind
 from cuvil_aot.compiler.ir.node import toposort
 
+# The K-major copy of a wgmma GEMM's operand (cuda_transpose.h), an entry of each unit with
+# the wgmma entry
+TRANSPOSE_ENTRY = "cv_transpose_f32"
+
 
 def unit_of(prefix: str) -> str:
     """The unit of a signature's kernels: its function's (``f3_s1`` -> ``f3``)."""
@@ -58,6 +62,9 @@ class GpuPlan:
     wgmma: bool = False
     wg: set[str] = field(default_factory=set)  # the units that have it
     wg_kernels: set[str] = field(default_factory=set)  # the GEMMs that may run it
+    # unit -> the entry of cv_transpose_f32 (cuda_transpose.h): K-major copies for its wgmma
+    # entry, where an operand is not K-major (gpu_wg_copies.py)
+    transpose: dict[str, int] = field(default_factory=dict)
 
     def wg_kid(self, k: CudaKernel) -> int | None:
         """The entry of GEMM kernel ``k``'s wgmma main loop, None where it has none."""
@@ -93,7 +100,8 @@ class GpuPlan:
                   for kernels in self.gemms.get(unit, {}).values()]
         include = ""
         if unit in self.wg:  # the header only where a GEMM may run it: nvcc's time
-            include = '#include "cuvil_aot/cuda_gemm_wgmma.h"\n'
+            include = '#include "cuvil_aot/cuda_gemm_wgmma.h"\n' \
+                '#include "cuvil_aot/cuda_transpose.h"\n'
             shared.append(cuda_wgmma.entry(cuda_gemm.shared_name(unit, "float"),
                                            self.gemms[unit]["float"]))
         ones = [cuda_one.one_struct(p, self.kernels[p]) + cuda_one.one_kernel(p, self.kernels[p])
@@ -128,8 +136,9 @@ def refusal(comps: list[Compiled]) -> str | None:
 
 def lower(comps: list[Compiled], targets: GpuTargets | None = None) -> GpuPlan:
     """The CUDA kernels of every signature, one per fusion group, and the tables; none for
-    a function ``refusal`` refuses. ``targets`` with SASS for sm_90: the wgmma entry, last
-    in the table of each unit with a float32 GEMM that may run it (cuda_wgmma.py)."""
+    a function ``refusal`` refuses. ``targets`` with SASS for sm_90: the wgmma entry, then
+    cv_transpose_f32, last in the table of each unit with a float32 GEMM that may run it
+    (cuda_wgmma.py, gpu_wg_copies.py)."""
     gp = GpuPlan(wgmma=targets is not None and cuda_wgmma.WG_ARCH in targets.sass)
     refused = {c.name for c in comps if refusal([c]) is not None}
     for comp in comps:
@@ -164,7 +173,7 @@ def lower(comps: list[Compiled], targets: GpuTargets | None = None) -> GpuPlan:
                 gp.first[entries[0]] = len(names)
                 names.extend(entries)
             gemms[k.acc_type].append(k)
-            if gp.wgmma and cuda_wgmma.eligible(k, buffers):
+            if gp.wgmma and cuda_wgmma.eligible(k):
                 gp.wg_kernels.add(k.name)
             gp.first[k.name] = gp.first[cuda_gemm.shared_entries(unit, k.acc_type)[0]]
         gp.loops[comp.prefix] = comp.loops  # launched one by one, in order
@@ -179,6 +188,8 @@ def lower(comps: list[Compiled], targets: GpuTargets | None = None) -> GpuPlan:
             entry = f"{cuda_gemm.shared_name(unit, 'float')}_wg"
             gp.first[entry] = len(gp.names[unit])
             gp.names[unit].append(entry)
+            gp.transpose[unit] = len(gp.names[unit])
+            gp.names[unit].append(TRANSPOSE_ENTRY)
     return gp
 
 

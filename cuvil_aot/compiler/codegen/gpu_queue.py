@@ -5,7 +5,7 @@ points at is declared at the call's scope, alive until the list is launched."""
 
 from __future__ import annotations
 
-from cuvil_aot.compiler.codegen import gpu_attention
+from cuvil_aot.compiler.codegen import gpu_attention, gpu_wg_copies
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
 from cuvil_aot.compiler.codegen.cuda_geometry import BLOCK, ENTRIES
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, module_symbol
@@ -19,6 +19,7 @@ def queue(w: Writer, prefix: str, gp: GpuPlan) -> None:
     and came before (native/src/gpu_graph.c), else launches them one by one."""
     kernels = gp.kernels[prefix]
     nq = len(kernels) + sum(k.group.kind is Kind.GEMM for k in kernels)  # a GEMM's _ksum
+    nq += sum(gpu_wg_copies.copies(k) for k in kernels if gp.wg_kid(k) is not None)
     w.line(f"cv_gpu_launch Q[{nq}]; int nq = 0;")
     w.line("static void *graphs;  /* the runtime's graphs of this call site */")
     for g, k in enumerate(kernels):  # Q points at these until launch_list returns
@@ -55,6 +56,7 @@ def queue_one(w: Writer, k: CudaKernel, gp: GpuPlan, g: int) -> None:
             wg = f"(cv_gpu_launch){{&{table}, L[{g}].kid, L[{g}].grid, 1, L[{g}].block, " \
                  f"L[{g}].smem, sizeof wg{g}, &wg{g}}}"
             main = f"L[{g}].wg ? (wg{g}.a = sh{g}, {wg}) : {main}"
+        gpu_wg_copies.queue(w, k, gp, g)  # its operands' K-major copies first
         w.line(f"Q[nq++] = {main};")
         w.line(f"if (L[{g}].sum_grid) Q[nq++] = (cv_gpu_launch){{&{table}, {ksum}, "
                f"L[{g}].sum_grid, 1, {BLOCK}, 0, sizeof sh{g}, &sh{g}}};")

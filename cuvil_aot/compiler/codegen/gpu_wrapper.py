@@ -21,6 +21,7 @@ from cuvil_aot.compiler.codegen import (
     gather_access,
     gpu_attention,
     gpu_plan,
+    gpu_wg_copies,
     inplace_args,
 )
 from cuvil_aot.compiler.codegen.compiled import Compiled
@@ -194,6 +195,7 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
         w.line(f"cv_gpu_array qw[{nk}]; int qw_on[{nk}] = {{0}}, qw_held[{nk}] = {{0}};  "
                "/* int8 weights dequantized (gpu_launch._dequantize) */")
         w.line("(void)kpart; (void)qw; (void)qw_on; (void)qw_held;")
+        gpu_wg_copies.declare_scratch(w, gp, comp.prefix)
         w.line("(void)argv; (void)stream; (void)sm; (void)gb; (void)copies; (void)scratch;")
         gathers = any(k.gathers for k in gp.kernels[comp.prefix])
         if gathers:
@@ -247,6 +249,7 @@ def _run(w: Writer, comp: Compiled, gp: GpuPlan) -> None:
         with w.block(f"for (int g = 0; g < {nk}; g++)"):
             w.line("if (qw_on[g]) api->gpu->scratch_free(&qw[g], stream);")
             w.line("if (qw_held[g]) api->gpu->release(&qw[g]);")
+        gpu_wg_copies.release_scratch(w, gp, comp.prefix)
         w.line(f"for (int i = 0; i < {nparams}; i++) Py_XDECREF(copies[i]);")
         if gathers:
             w.line(gather_access.GPU_RELEASE)

@@ -161,7 +161,9 @@ typedef struct cv_gpu_api {
     /* 1 where m's kernels run on `device` as sm_90a machine code (the device has compute
      * capability 9.0 and m holds SASS for sm_90, which nvcc.py builds as sm_90a) and the
      * driver makes tensor maps and raises shared memory limits: m's wgmma GEMM
-     * (cuda_gemm_wgmma.h) may launch there; else 0. Never raises. A launch whose `smem` is
+     * (cuda_gemm_wgmma.h) may launch there, | 2 where it may also run over K-major copies
+     * of operands that are not (cuda_transpose.h; CUVIL_AOT_CUDA_WGMMA_TRANSPOSE); else 0.
+     * Never raises. A launch whose `smem` is
      * over 48 KB gets the kernel's limit raised by the runtime first. */
     int (*wgmma)(const cv_cuda_module *m, int device);
     /* cuTensorMapEncodeTiled into the 128 bytes at map (128-byte aligned): `dtype` and

@@ -3,8 +3,12 @@
 #ifndef CUVIL_AOT_GPU_WRAP_H
 #define CUVIL_AOT_GPU_WRAP_H
 
+#include <stdatomic.h>
+#include <time.h>
+
 #include "cuvil_aot/cuda_driver.h"
 #include "cuvil_aot/cuda_q8.h"
+#include "cuvil_aot/cuda_transpose.h"
 #include "cuvil_aot/pywrap.h"
 
 /* By CV_DT_* */
@@ -21,6 +25,7 @@ typedef struct cv_gpu_plan {
     uint32_t sum_grid; /* a GEMM's split-K: its _ksum launch (0: none) */
     uint32_t smem;     /* dynamic shared memory (the wgmma main loop's) */
     int wg;            /* a GEMM on the wgmma main loop: its argument has tensor maps */
+    uint32_t tr;       /* ... over transposed copies: bit 2t + side (cv_gpu_wg_transposed) */
 } cv_gpu_plan;
 
 /* Whether a call may be a GPU call: its first argument that is not a Python
@@ -161,6 +166,96 @@ static int cv_gpu_wg_maps(const cv_gpu_api *gpu, cv_tmap *maps, const cv_gpu_ter
     return 1;
 }
 
+/* Whether a GEMM of `flops` runs sooner on the wgmma main loop after `copies` transposes of
+ * `elems` floats in all (each read and written once: 8 bytes, at 3 TB/s, and 2 us a launch)
+ * than on cv_gemm_tc over the operands as they are: 3xTF32 (x3) 25 TFLOP/s on cv_gemm_tc
+ * (GPT-2's x @ w GEMMs at 8 x 128 and 1 x 128, H200 profile of 2026-12-03: 22-31) against
+ * 60 on wgmma (50-95 at transformer shapes); one TF32 product 60 against 200. Estimates:
+ * not yet measured with the copies. GPT-2's 768 x 2304 weight pays from about 80 rows. */
+static int cv_gpu_wg_transpose_pays(double flops, int64_t elems, int copies, int x3) {
+    const double tc = x3 ? 25e12 : 60e12, wg = x3 ? 60e12 : 200e12;
+    return flops / tc > flops / wg + (double)elems * 8 / 3e12 + copies * 2e-6;
+}
+
+/* The floats of the K-major copy of term t's operand `side` (0: A, m x k; 1: B, k x n):
+ * rows of k rounded up to 4 (16-byte rows for TMA), m (A) or n (B) of them, per batch
+ * where the operand has batches; 0 where it is K-major already (A's k or B's k
+ * contiguous: mapped as it is) or empty. */
+static int64_t cv_gpu_wg_copy_size(const cv_gpu_term *t, int side, int64_t m, int64_t n,
+                                   int64_t nb) {
+    if (side ? t->b_rs == 1 : t->a_cs == 1) return 0;
+    const int64_t bs = side ? t->b_bs : t->a_bs;
+    return (bs ? nb : 1) * (side ? n : m) * ((t->k + 3) / 4 * 4);
+}
+
+/* The transpose of term t's operand `side` into `out` (cuda_transpose.h) into *tr, and t
+ * rewritten to read the copy: K-major, rows ld apart, batches rows * ld apart (0: one). */
+static void cv_gpu_wg_copy(cv_gpu_term *t, int side, int64_t m, int64_t n, int64_t nb,
+                           float *out, cv_transpose_args *tr) {
+    const int64_t ld = (t->k + 3) / 4 * 4;
+    if (side) { /* B[p, j] at p * b_rs + j * b_cs: rows j, columns p */
+        *tr = (cv_transpose_args){(const float *)t->b, out, n, t->k, t->b_bs ? nb : 1, t->b_cs,
+                                  t->b_rs, t->b_bs, ld};
+        t->b = (const char *)out;
+        t->b_rs = 1, t->b_cs = ld, t->b_bs = t->b_bs ? n * ld : 0;
+    } else { /* A[i, p] at i * a_rs + p * a_cs: rows i, columns p */
+        *tr = (cv_transpose_args){(const float *)t->a, out, m, t->k, t->a_bs ? nb : 1, t->a_rs,
+                                  t->a_cs, t->a_bs, ld};
+        t->a = (const char *)out;
+        t->a_rs = ld, t->a_cs = 1, t->a_bs = t->a_bs ? m * ld : 0;
+    }
+}
+
+/* Whether term t's operand `side`, K-major as it is, has what cv_gpu_wg_map needs of its
+ * layout: a 16-byte aligned base, rows and batches (16 bytes) apart. */
+static int cv_gpu_wg_aligned(const cv_gpu_term *t, int side) {
+    const char *base = side ? t->b : t->a;
+    const int64_t ld = side ? t->b_cs : t->a_rs, bs = side ? t->b_bs : t->a_bs;
+    return !((uintptr_t)base & 15) && ld > 0 && ld % 4 == 0 && bs >= 0 && bs % 4 == 0;
+}
+
+/* The wgmma main loop over K-major copies (TF32 wgmma reads K-major tiles only): every
+ * term's operand that is not K-major (B with n contiguous: x @ w of an (in, out) weight;
+ * A with m contiguous; or strided either way) copied, transposed, into scratch memory of
+ * the call (mem[2t + side], on[2t + side] set: the caller frees it), its copy's launch
+ * described in tr[2t + side], t[] rewritten to read the copies, and every term's maps made
+ * into maps (cv_gpu_wg_maps). Returns the copies as a mask (bit 2t + side, > 0), 0 where
+ * no operand needs one, an operand K-major as it is cannot be mapped (its rows not 16-byte
+ * aligned: k % 4 != 0 in a contiguous x), the copies do not pay
+ * (cv_gpu_wg_transpose_pays), the device has no memory pools or a map is refused (t[]
+ * unchanged), -1 on error (raised). */
+static int cv_gpu_wg_transposed(const cv_gpu_api *gpu, int dev, uintptr_t stream,
+                                cv_tmap *maps, cv_gpu_term *t, int nterms, int64_t m,
+                                int64_t n, int64_t nb, int bn, int x3, cv_transpose_args *tr,
+                                cv_gpu_array *mem, int *on) {
+    cv_gpu_term wt[8];
+    int mask = 0, copies = 0;
+    int64_t elems = 0, depth = 0;
+    if (nterms > 4) return 0;
+    for (int i = 0; i < nterms; i++) {
+        depth += t[i].k;
+        for (int side = 0; side < 2; side++) {
+            const int64_t e = cv_gpu_wg_copy_size(&t[i], side, m, n, nb);
+            if (e > 0) mask |= 1 << (2 * i + side), elems += e, copies++;
+            else if (!cv_gpu_wg_aligned(&t[i], side)) return 0; /* no map: no copies either */
+        }
+    }
+    if (!mask || !cv_gpu_wg_transpose_pays(2.0 * m * n * depth * nb, elems, copies, x3))
+        return 0;
+    memcpy(wt, t, nterms * sizeof *t);
+    for (int c = 0; c < 2 * nterms; c++) {
+        if (!(mask >> c & 1)) continue;
+        const int64_t e = cv_gpu_wg_copy_size(&t[c / 2], c % 2, m, n, nb);
+        const int r = gpu->scratch(dev, CV_DT_FLOAT32, 1, &e, stream, &mem[c]);
+        if (r) return r < 0 ? -1 : 0; /* 1: no pools */
+        on[c] = 1;
+        cv_gpu_wg_copy(&wt[c / 2], c % 2, m, n, nb, (float *)mem[c].data, &tr[c]);
+    }
+    if (!cv_gpu_wg_maps(gpu, maps, wt, nterms, m, n, nb, bn)) return 0;
+    memcpy(t, wt, nterms * sizeof *t);
+    return mask;
+}
+
 /* Split-K of the wgmma main loop (one block per SM, a persistent grid over its work items:
  * `tiles` 128 x bn tiles, batches included, times the split), from a model of its time in
  * a tile's whole-k time T: rounds(s) / s * T for s chunks (rounds: ceil(tiles * s / sms)),
@@ -185,6 +280,20 @@ static int cv_gpu_wg_split(int64_t tiles, int64_t depth, int64_t total, int sm_c
         if (t < best_t) best = s, best_t = t;
     }
     return best;
+}
+
+/* A tag no earlier call of this process gave its split-K tile flags (cv_wg_fixup): the
+ * monotonic clock in ns, moved past the last tag handed out. */
+static uint64_t cv_gpu_token(void) {
+    static _Atomic uint64_t last;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t tag = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    uint64_t prev = atomic_load(&last);
+    do {
+        if (tag <= prev) tag = prev + 1;
+    } while (!atomic_compare_exchange_weak(&last, &prev, tag));
+    return tag;
 }
 
 /* Blocks for `work` items of `block` threads, at most enough to fill the
