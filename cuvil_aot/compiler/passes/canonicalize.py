@@ -35,7 +35,7 @@ def _canonical(node: Node) -> Node:
         return C.cast(wide, "float16", node.span)
     if node.op is Op.MATMUL and node.dtype == "float32" and all(_widened_bf16(s)
                                                                for s in node.srcs):
-        return node.replace(srcs=tuple(s.srcs[0] for s in node.srcs))
+        return node.replace(srcs=tuple(_narrow(s) for s in node.srcs))
     if node.op in REDUCE and _mergeable(node):
         axes = node.attrs[0]
         src = node.srcs[0]
@@ -50,9 +50,20 @@ def _canonical(node: Node) -> Node:
 
 
 def _widened_bf16(operand: Node) -> bool:
-    """A bfloat16 value cast to float32: the GEMM reads the bfloat16 itself (products of
-    two bfloat16 are exact in float32, so the sums are the same), half the bytes."""
+    """A bfloat16 value cast to float32, or a permutation of one (the bf16 policy rounds
+    ``w`` below ``w.T``): the GEMM reads the bfloat16 itself (products of two bfloat16
+    are exact in float32, so the sums are the same), half the bytes."""
+    while operand.op is Op.PERMUTE:
+        operand = operand.srcs[0]
     return operand.op is Op.CAST and operand.srcs[0].dtype == "bfloat16"
+
+
+def _narrow(operand: Node) -> Node:
+    """The bfloat16 value a ``_widened_bf16`` operand widens, under its permutations."""
+    if operand.op is Op.PERMUTE:
+        inner = _narrow(operand.srcs[0])
+        return operand.replace(srcs=(inner,), type=TensorType(inner.dtype, operand.shape))
+    return operand.srcs[0]
 
 
 def _mergeable(node: Node) -> bool:

@@ -53,13 +53,13 @@ def run(fn: Function) -> Function:
 
 
 def round_operand(x: Node, precision: str) -> Node:
-    """``x`` (float32) rounded to what the policy lets a matmul read, still float32. The
-    tf32 and fp16 policies round below a permutation (``w.T``: the rounded copy keeps w's
-    layout, so the GEMM still reads B with k contiguous, the layout of the Hopper main
-    loop, cuda_wgmma.py); bf16 keeps its casts at the matmul (canonicalize reads them)."""
+    """``x`` (float32) rounded to what the policy lets a matmul read, still float32. Every
+    policy rounds below a permutation (``w.T``: the rounded copy keeps w's layout, so the
+    GEMM still reads B with k contiguous, the layout of the Hopper main loop,
+    cuda_wgmma.py); canonicalize reads bf16's casts under it."""
     if x.op is Op.CAST and x.srcs[0].dtype in HELD[precision]:
         return x
-    if x.op is Op.PERMUTE and precision in ("tf32", "fp16"):
+    if x.op is Op.PERMUTE:
         return x.replace(srcs=(round_operand(x.srcs[0], precision),))
     if precision == "tf32":
         return Node(Op.TF32, x.type, (x,), span=x.span)
