@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Function, Node, rewrite
-from cuvil_aot.compiler.ir.ops import REDUCE, Op
+from cuvil_aot.compiler.ir.ops import MOVEMENT, REDUCE, Op
 from cuvil_aot.compiler.ir.types import TensorType
 
 
@@ -50,19 +50,21 @@ def _canonical(node: Node) -> Node:
 
 
 def _widened_bf16(operand: Node) -> bool:
-    """A bfloat16 value cast to float32, or a permutation of one (the bf16 policy rounds
-    ``w`` below ``w.T``): the GEMM reads the bfloat16 itself (products of two bfloat16
-    are exact in float32, so the sums are the same), half the bytes."""
-    while operand.op is Op.PERMUTE:
+    """A bfloat16 value cast to float32, or a view of one (the bf16 policy rounds ``w``
+    below ``w.T``, a head's values below its view): the GEMM reads the bfloat16 itself
+    (products of two bfloat16 are exact in float32, so the sums are the same), half the
+    bytes."""
+    while operand.op in MOVEMENT:
         operand = operand.srcs[0]
     return operand.op is Op.CAST and operand.srcs[0].dtype == "bfloat16"
 
 
 def _narrow(operand: Node) -> Node:
-    """The bfloat16 value a ``_widened_bf16`` operand widens, under its permutations."""
-    if operand.op is Op.PERMUTE:
+    """The bfloat16 value a ``_widened_bf16`` operand widens, under its views."""
+    if operand.op in MOVEMENT:
         inner = _narrow(operand.srcs[0])
-        return operand.replace(srcs=(inner,), type=TensorType(inner.dtype, operand.shape))
+        return operand.replace(srcs=(inner, *operand.srcs[1:]),
+                               type=TensorType(inner.dtype, operand.shape))
     return operand.srcs[0]
 
 
