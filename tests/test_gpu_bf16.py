@@ -68,7 +68,8 @@ def exact(x: cv.bf16["M", "K"], y: cv.bf16["M", "K"], g: cv.bf16["K"]):
 @cv.optimize
 def rows(x: cv.bf16["M", "K"]):
     e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True), x.sum(axis=-1), x.mean()
+    return e / e.sum(axis=-1, keepdims=True), x.sum(axis=-1), x.mean(), np.sort(x, axis=-1), \\
+        np.cumsum(x, axis=-1)
 
 @cv.optimize
 def to_bf16(x: cv.f32["N"]):
@@ -257,7 +258,11 @@ def test_bfloat16_elementwise_matches_the_cpu_bit_for_bit(mod, shape):
 def test_bfloat16_rows_and_reductions(mod, shape):
     rng = _rng("rows", shape)
     x = (rng.standard_normal(shape) * 4).astype(BF16)
-    (p, s, mean), _ = _call(mod.rows, x)
+    (p, s, mean, srt, cum), _ = _call(mod.rows, x)
+    np.testing.assert_array_equal(srt.view(np.uint16), np.sort(x, axis=-1).view(np.uint16))
+    cpu_cum = mod.rows(x)[4].astype(np.float64)  # each step rounded, as NumPy
+    np.testing.assert_allclose(cum.astype(np.float64), cpu_cum, rtol=2.0 ** -6,
+                               atol=2.0 ** -6 * np.abs(x.astype(np.float64)).sum(axis=-1).max())
     x64 = x.astype(np.float64)
     e = np.exp(x64 - x64.max(axis=-1, keepdims=True))
     want = e / e.sum(axis=-1, keepdims=True)
