@@ -9,8 +9,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
-from conftest import gpu_build, load_source
+from conftest import compile_source, gpu_build, load_source
 
 from cuvil_aot.compiler import pipeline
 from cuvil_aot.compiler.codegen import cuda_wgmma
@@ -48,6 +49,14 @@ def rows(x: cv.bf16["M", "K"], g: cv.f32["K"]):
 @cv.optimize(precision="bf16")
 def small(x: cv.f32["M", "K"], w: cv.f32["N", "K"]):
     return np.tanh(x @ w.T)
+
+@cv.optimize(precision="bf16")
+def attend(q: cv.f32["B", "T", "D"], k: cv.f32["B", "T", "D"], v: cv.f32["B", "T", "D"]):
+    b, t = q.shape[0], q.shape[1]
+    qh = q.reshape(b, t, 4, -1).transpose(0, 2, 1, 3)
+    kh = k.reshape(b, t, 4, -1).transpose(0, 2, 1, 3)
+    vh = v.reshape(b, t, 4, -1).transpose(0, 2, 1, 3)
+    return np.matmul(np.matmul(qh, kh.transpose(0, 1, 3, 2)) * 0.125, vh)
 '''
 
 
@@ -75,6 +84,22 @@ def test_bf16_gemms_get_the_bf16_wgmma_kind_where_b_may_be_k_major(tmp_path):
     assert "CV_DT_BFLOAT16" in host and "cv_gpu_refused(" not in host
     # neither GEMV nor mma.sync entries read bfloat16: a bf16 GEMM never runs them
     assert "f0_gemm_b16_gemv" not in host and "f0_gemm_b16_tc64" not in host
+
+
+def test_attention_heads_are_copied_k_major_for_both_gemms(tmp_path):
+    """Under the bf16 policy, V's heads (P @ V's B, n-contiguous as split) are copied
+    transposed (canonicalize._k_major_heads), so both of attention's GEMMs may run wgmma."""
+    units = _units(tmp_path, ("sm_90",))
+    host = units["module.c"]
+    assert host.count("api->gpu->wgmma(&cv_gpu_f5, dev) && cv_gpu_wg_maps_bf16(") == 2
+    module = compile_source(tmp_path, SOURCE)  # on the CPU: the copies' layout is right
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((2, 33, 24)).astype(np.float32) for _ in range(3))
+    got = module.attend(q, k, v)
+    want = module.attend.py_func(*(a.astype(np.float64) for a in (q, k, v)))
+    split = [a.astype(np.float64).reshape(2, 33, 4, 6).transpose(0, 2, 1, 3) for a in (q, k, v)]
+    spread = np.abs(split[0]) @ np.abs(split[1]).transpose(0, 1, 3, 2) * 0.125 @ np.abs(split[2])
+    np.testing.assert_array_less(np.abs(got - want), 5 * 2.0 ** -8 * spread + 1e-6)
 
 
 def test_without_sm_90_bf16_gemms_run_the_tiles(tmp_path):
@@ -120,7 +145,6 @@ def test_a_bf16_module_builds_and_runs_on_the_cpu(tmp_path):
     """nvcc, fatbinary and the host wrapper (bfloat16 device arrays, the bf16 maps) all
     build; NumPy arrays still run on the CPU."""
     import ml_dtypes
-    import numpy as np
 
     artifact = gpu_build(tmp_path, SOURCE)
     from cuvil_aot.runtime import extension

@@ -52,6 +52,14 @@ def two_terms(x: cv.f32["M", "K"], h: cv.f32["M", "J"], wx: cv.f32["N", "K"],
               wh: cv.f32["N", "J"]):
     return x @ wx.T + h @ wh.T
 
+@cv.optimize(precision="bf16")
+def attend(q: cv.f32["B", "T", "D"], k: cv.f32["B", "T", "D"], v: cv.f32["B", "T", "D"]):
+    b, t = q.shape[0], q.shape[1]
+    qh = q.reshape(b, t, 4, -1).transpose(0, 2, 1, 3)
+    kh = k.reshape(b, t, 4, -1).transpose(0, 2, 1, 3)
+    vh = v.reshape(b, t, 4, -1).transpose(0, 2, 1, 3)
+    return np.matmul(np.matmul(qh, kh.transpose(0, 1, 3, 2)) * 0.125, vh)
+
 @cv.optimize
 def arrays(x: cv.bf16["M", "K"], w: cv.bf16["N", "K"], b: cv.f32["N"]):
     return x @ w.T + b
@@ -213,6 +221,21 @@ def test_batched_and_batch_shared_operands(mod, z, m, k, n):
         _judge(got[i], q[i], w.T, k, -1.0)
 
 
+@pytest.mark.parametrize("b,t,d", [(1, 5, 8), (2, 33, 24), (8, 128, 256), (3, 200, 512)])
+def test_attention_heads_both_gemms(mod, b, t, d):
+    """q @ k^T and P @ V of split heads: V's heads copied k-contiguous, so on sm_90a both
+    run wgmma where rows are 16-byte aligned (t and d / 4 multiples of 8)."""
+    rng = _rng("attend", b, t, d)
+    q, k, v = (rng.standard_normal((b, t, d)).astype(np.float32) for _ in range(3))
+    (got,), kernels = _call(mod.attend, q, k, v)
+    want = mod.attend.py_func(*(a.astype(np.float64) for a in (q, k, v)))
+    split = [a.astype(np.float64).reshape(b, t, 4, -1).transpose(0, 2, 1, 3) for a in (q, k, v)]
+    spread = np.abs(split[0]) @ np.abs(split[1]).transpose(0, 1, 3, 2) * 0.125 @ np.abs(split[2])
+    np.testing.assert_array_less(np.abs(got - want), 5 * 2.0 ** -8 * spread + 1e-6)
+    if _hopper() and kernels and t % 8 == 0 and (d // 4) % 8 == 0:
+        assert sum(k.endswith("_gemm_b16_wg") for k in kernels) >= 1, kernels
+
+
 def test_two_terms_in_one_gemm(mod):
     rng = _rng("two")
     x, h = rng.standard_normal((300, 264)).astype(np.float32), rng.standard_normal(
@@ -230,8 +253,8 @@ def test_bfloat16_arrays_run_the_bf16_gemm_as_they_are(mod, m, k, n):
     w, b = rng.standard_normal((n, k)).astype(BF16), rng.standard_normal(n).astype(np.float32)
     (got,), kernels = _call(mod.arrays, x, w, b)
     _judge(got, x.astype(np.float32), w.astype(np.float32).T, k, b.astype(np.float64))
-    # no rounding pass: the GEMM (unit f5) reads the arrays as they are
-    assert all("_gemm_b16_" in name for name in kernels if name.startswith("f5_")), kernels
+    # no rounding pass: the GEMM (unit f6) reads the arrays as they are
+    assert all("_gemm_b16_" in name for name in kernels if name.startswith("f6_")), kernels
     if _hopper() and kernels and k % 8 == 0:
         assert _ran(kernels, "_gemm_b16_wg"), kernels
     (got,), _ = _call(mod.arrays_kn, x, np.ascontiguousarray(w.T))

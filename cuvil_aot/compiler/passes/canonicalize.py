@@ -19,6 +19,7 @@ After::
 from __future__ import annotations
 
 from cuvil_aot.compiler.ir import construct as C
+from cuvil_aot.compiler.ir.indexing import identity, through
 from cuvil_aot.compiler.ir.node import Function, Node, rewrite
 from cuvil_aot.compiler.ir.ops import MOVEMENT, REDUCE, Op
 from cuvil_aot.compiler.ir.types import TensorType
@@ -35,7 +36,8 @@ def _canonical(node: Node) -> Node:
         return C.cast(wide, "float16", node.span)
     if node.op is Op.MATMUL and node.dtype == "float32" and all(_widened_bf16(s)
                                                                for s in node.srcs):
-        return node.replace(srcs=tuple(_narrow(s) for s in node.srcs))
+        a, b = (_narrow(s) for s in node.srcs)
+        return node.replace(srcs=(a, _k_major_heads(b)))
     if node.op in REDUCE and _mergeable(node):
         axes = node.attrs[0]
         src = node.srcs[0]
@@ -66,6 +68,27 @@ def _narrow(operand: Node) -> Node:
         return operand.replace(srcs=(inner, *operand.srcs[1:]),
                                type=TensorType(inner.dtype, operand.shape))
     return operand.srcs[0]
+
+
+def _k_major_heads(b: Node) -> Node:
+    """B of a bfloat16 GEMM that regroups heads keeping each matrix's axes ((B, H, T, D) ->
+    (B*H, T, D): attention's V) as the same reshape of the heads transposed, transposed
+    back: the copy fusion makes of the reshape's source then holds each matrix with k
+    contiguous, the layout of the bf16 wgmma (which reads B K-major only)."""
+    rank = len(b.shape)
+    if b.op is not Op.RESHAPE or rank < 3 or through(b, identity(rank), rank) is not None:
+        return b
+    src = b.srcs[0]
+    n = len(src.shape)
+    if n < 3 or src.shape[-2:] != b.shape[-2:]:
+        return b
+    swap = tuple(range(n - 2)) + (n - 1, n - 2)
+    if src.op is Op.PERMUTE:  # one permutation of the heads, not two
+        inner = C.permute(src.srcs[0], tuple(src.attrs[0][p] for p in swap), b.span)
+    else:
+        inner = C.permute(src, swap, b.span)
+    flipped = C.reshape(inner, (*b.shape[:-2], b.shape[-1], b.shape[-2]), b.span)
+    return C.permute(flipped, tuple(range(rank - 2)) + (rank - 1, rank - 2), b.span)
 
 
 def _mergeable(node: Node) -> bool:
