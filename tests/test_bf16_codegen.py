@@ -46,6 +46,12 @@ def rows(x: cv.bf16["M", "K"], g: cv.f32["K"]):
     return (e / e.sum(axis=-1, keepdims=True)).astype(x.dtype), x * g, x.sum(), \\
         np.sort(x, axis=-1), np.cumsum(x, axis=-1), np.argsort(x, axis=-1)
 
+@cv.optimize
+def misc(x: cv.bf16["N", "K"], y: cv.bf16["N", "K"], ids: cv.i64["M"]):
+    z = x.copy()
+    z[ids] = y[ids] * 2
+    return x[ids], np.where(x > y, x, y), x.T + 1, z, np.concatenate([x, y])
+
 @cv.optimize(precision="bf16")
 def small(x: cv.f32["M", "K"], w: cv.f32["N", "K"]):
     return np.tanh(x @ w.T)
@@ -70,7 +76,7 @@ def _units(tmp_path: Path, archs: tuple[str, ...]) -> dict[str, str]:
 
 def test_bf16_gemms_get_the_bf16_wgmma_kind_where_b_may_be_k_major(tmp_path):
     units = _units(tmp_path, ("sm_90",))
-    linear, kn, arrays, rows, small = (units[f"kernels_f{i}.cu"] for i in range(5))
+    linear, kn, arrays, rows, _, small = (units[f"kernels_f{i}.cu"] for i in range(6))
     bf16 = f"cv_gemm_wgmma_job<CV_WG_BF16, {cuda_wgmma.BF16.bn}, {cuda_wgmma.BF16.stages}>"
     for text in (linear, arrays, small):  # x @ w.T: w rounded as stored, K-major
         assert bf16 in text and "cv_gemm_tiled<float, 128, cv_bf16>(" in text
@@ -91,7 +97,7 @@ def test_attention_heads_are_copied_k_major_for_both_gemms(tmp_path):
     transposed (canonicalize._k_major_heads), so both of attention's GEMMs may run wgmma."""
     units = _units(tmp_path, ("sm_90",))
     host = units["module.c"]
-    assert host.count("api->gpu->wgmma(&cv_gpu_f5, dev) && cv_gpu_wg_maps_bf16(") == 2
+    assert host.count("api->gpu->wgmma(&cv_gpu_f6, dev) && cv_gpu_wg_maps_bf16(") == 2
     module = compile_source(tmp_path, SOURCE)  # on the CPU: the copies' layout is right
     rng = np.random.default_rng(5)
     q, k, v = (rng.standard_normal((2, 33, 24)).astype(np.float32) for _ in range(3))

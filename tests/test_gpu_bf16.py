@@ -80,6 +80,12 @@ def rows(x: cv.bf16["M", "K"]):
         np.cumsum(x, axis=-1)
 
 @cv.optimize
+def misc(x: cv.bf16["N", "K"], y: cv.bf16["N", "K"], ids: cv.i64["M"]):
+    z = x.copy()
+    z[ids] = y[ids] * 2
+    return x[ids], np.where(x > y, x, y), x.T + 1, z, np.concatenate([x, y])
+
+@cv.optimize
 def to_bf16(x: cv.f32["N"]):
     return x.astype(ml_dtypes.bfloat16)
 '''.replace("import numpy as np\n", "import numpy as np\nimport ml_dtypes\n", 1)
@@ -294,6 +300,16 @@ def test_bfloat16_rows_and_reductions(mod, shape):
     np.testing.assert_allclose(s.astype(np.float64), x64.sum(axis=-1), rtol=2.0 ** -8,
                                atol=1e-5 * np.abs(x64).sum(axis=-1).max())
     np.testing.assert_allclose(float(mean), x64.mean(), rtol=2.0 ** -8, atol=1e-3)
+
+
+@pytest.mark.parametrize("n,k,m", [(1, 1, 1), (9, 70, 4), (300, 768, 64)])
+def test_bfloat16_gathers_scatters_selects_and_copies_match_the_cpu(mod, n, k, m):
+    rng = _rng("misc", n, k, m)
+    x, y = (rng.standard_normal((n, k)).astype(BF16) for _ in range(2))
+    ids = rng.permutation(n)[:m].astype(np.int64) if m <= n else rng.integers(0, n, m)
+    got, _ = _call(mod.misc, x, y, ids)
+    for a, c in zip(got, mod.misc(x, y, ids)):
+        np.testing.assert_array_equal(a.view(np.uint16), c.view(np.uint16))
 
 
 def test_rounding_to_bfloat16_is_to_nearest_even_as_ml_dtypes(mod):
