@@ -263,9 +263,9 @@ def test_wrong_dtype_names_the_argument_and_the_dtype(compiled):
         compiled.unary(x.astype(BF16), out=(np.empty((2, 3), np.float32),) * 6)
 
 
-def test_device_arrays_are_refused_for_bfloat16_functions(tmp_path):
-    """Compile-only: with CUDA targets, a bfloat16 function gets no CUDA unit and its
-    device-array path raises a CudaError saying why; the other function keeps its unit."""
+def test_bfloat16_functions_get_gpu_kernels(tmp_path):
+    """Compile-only: with CUDA targets, a bfloat16 function gets its CUDA unit, which stores
+    through cv_bf16 (tests/test_gpu_bf16.py runs them)."""
     module = load_source(tmp_path, '''
         import cuvil_aot as cv
 
@@ -279,8 +279,9 @@ def test_device_arrays_are_refused_for_bfloat16_functions(tmp_path):
     ''')
     targets = GpuTargets(sass=(90,), ptx=90)
     files = pipeline.generate_sources(module, pipeline.Options(cpu_levels=(1,)), targets)[3]
-    assert sorted(n for n in files if n.endswith(".cu")) == ["kernels_f0.cu"]
-    assert 'cv_gpu_refused("half", "bfloat16 has no GPU kernels yet' in files["module.c"]
+    assert sorted(n for n in files if n.endswith(".cu")) == ["kernels_f0.cu", "kernels_f1.cu"]
+    assert "cv_bf16" in files["kernels_f1.cu"] and "CV_DT_BFLOAT16" in files["module.c"]
+    assert "cv_gpu_refused(" not in files["module.c"]
 
 
 def test_without_ml_dtypes_the_signature_says_to_install_it(tmp_path):

@@ -144,9 +144,10 @@ def test_a_bad_precision_names_the_argument_and_the_choices():
         cv.optimize(lambda x: x, precision="bfloat16")
 
 
-def test_on_the_gpu_bf16_is_refused_tf32_and_fp16_round_there(tmp_path):
-    """Compile-only: a bf16-policy function gets no CUDA unit (its device-array call raises
-    a CudaError saying why); tf32's unit rounds with cv_tf32_round, fp16's through half, and
+def test_on_the_gpu_every_policy_rounds_its_operands(tmp_path):
+    """Compile-only: a bf16-policy unit rounds into bfloat16 (cv_bf16_store) and runs the
+    bf16 main loops (tests/test_gpu_bf16.py runs them); tf32's unit rounds with
+    cv_tf32_round, fp16's through half, and
     both read TF32 numbers only, so their tensor-core loops take one TF32 product (fp32's
     three: float32 accuracy)."""
     module = load_source(tmp_path, '''
@@ -170,11 +171,11 @@ def test_on_the_gpu_bf16_is_refused_tf32_and_fp16_round_there(tmp_path):
     ''')
     targets = GpuTargets(sass=(90,), ptx=90)
     files = pipeline.generate_sources(module, pipeline.Options(cpu_levels=(1,)), targets)[3]
-    assert sorted(n for n in files if n.endswith(".cu")) == ["kernels_f0.cu", "kernels_f2.cu",
-                                                              "kernels_f3.cu"]
+    assert sorted(n for n in files if n.endswith(".cu")) == [f"kernels_f{i}.cu" for i in range(4)]
     assert "cv_tf32_round(" in files["kernels_f0.cu"]
     assert "(cv_f16)" in files["kernels_f2.cu"]
     for unit, x3 in (("f0", "false"), ("f2", "false"), ("f3", "true")):
         assert f"cv_gemm_tc<true, 64, {x3}>(" in files[f"kernels_{unit}.cu"]
-    assert 'cv_gpu_refused("b", "its precision=\'bf16\' matmuls have no GPU kernels yet' \
-        in files["module.c"]
+    assert "cv_bf16_store(" in files["kernels_f1.cu"]
+    assert "cv_gemm_tiled<float, 128, cv_bf16>(" in files["kernels_f1.cu"]
+    assert "cv_gpu_refused(" not in files["module.c"]

@@ -68,7 +68,16 @@ def _on_cupy_device(device: int, fn: Callable[[], Any]) -> Any:
         return fn()
 
 
+def _no_bfloat16(framework: str, dtype: str) -> None:
+    """CuPy, Numba and PyCUDA have no bfloat16 arrays: a bfloat16 result is refused."""
+    if dtype == "bfloat16":
+        raise TypeError(f"{framework} has no bfloat16 arrays: this function returns bfloat16 "
+                        "on the GPU; call it with PyTorch tensors (torch.bfloat16), or cast "
+                        "its result in the function (.astype(np.float32))")
+
+
 def _cupy_empty(shape: tuple[int, ...], dtype: str, device: int) -> tuple[Any, int]:
+    _no_bfloat16("CuPy", dtype)
     a = _on_cupy_device(device, lambda: sys.modules["cupy"].empty(shape, dtype))
     return a, a.data.ptr
 
@@ -89,6 +98,7 @@ def _cupy_contiguous(x: Any) -> Any:
 
 
 def _numba_empty(shape: tuple[int, ...], dtype: str, device: int) -> tuple[Any, int]:
+    _no_bfloat16("Numba", dtype)
     cuda = sys.modules["numba.cuda"]
     with cuda.gpus[device]:
         a = cuda.device_array(shape, dtype)
@@ -96,5 +106,6 @@ def _numba_empty(shape: tuple[int, ...], dtype: str, device: int) -> tuple[Any, 
 
 
 def _pycuda_empty(shape: tuple[int, ...], dtype: str, device: int) -> tuple[Any, int]:
+    _no_bfloat16("PyCUDA", dtype)
     a = sys.modules["pycuda.gpuarray"].empty(shape, dtype)
     return a, a.__cuda_array_interface__["data"][0]

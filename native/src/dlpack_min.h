@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13 };
-enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBool = 6 };
+enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 };
 
 typedef struct { uint32_t major, minor; } DLPackVersion;
 typedef struct { int32_t device_type, device_id; } DLDevice;

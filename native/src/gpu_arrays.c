@@ -42,8 +42,9 @@ static int nkinds;
 
 /* By CV_DT_* */
 static const char *const dtype_names[] = {"bool",    "int32",   "int64", "float16", "float32",
-                                          "float64", "int8",    "int16", "uint8",   "uint64"};
-static const int dtype_sizes[] = {1, 4, 8, 2, 4, 8, 1, 2, 1, 8};
+                                          "float64", "int8",    "int16", "uint8",   "uint64",
+                                          "bfloat16"};
+static const int dtype_sizes[] = {1, 4, 8, 2, 4, 8, 1, 2, 1, 8, 2};
 
 /* A function of cuvil_aot.runtime.gpu_adapters (new reference), imported once. */
 static PyObject *gpu_adapter(const char *name) {
@@ -115,6 +116,7 @@ static int dl_dtype(DLDataType t) {
                                : t.bits == 32 ? CV_DT_INT32 : t.bits == 64 ? CV_DT_INT64 : -1;
     if (t.code == kDLUInt) return t.bits == 8 ? CV_DT_UINT8 : t.bits == 64 ? CV_DT_UINT64 : -1;
     if (t.code == kDLBool && t.bits == 8) return CV_DT_BOOL;
+    if (t.code == kDLBfloat && t.bits == 16) return CV_DT_BFLOAT16;
     return -1;
 }
 
@@ -330,7 +332,7 @@ static int empty_exchange(const DLPackExchangeAPI *x, const cv_gpu_array *like, 
     static const DLDataType types[] = {{kDLBool, 8, 1},   {kDLInt, 32, 1},   {kDLInt, 64, 1},
                                        {kDLFloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1},
                                        {kDLInt, 8, 1},    {kDLInt, 16, 1},   {kDLUInt, 8, 1},
-                                       {kDLUInt, 64, 1}}; /* by CV_DT_* */
+                                       {kDLUInt, 64, 1},  {kDLBfloat, 16, 1}}; /* by CV_DT_* */
     DLTensor proto = {NULL, {kDLCUDA, like->device}, ndim, types[dtype], (int64_t *)shape,
                       NULL, 0};
     DLManagedTensorVersioned *mt = NULL;

@@ -36,6 +36,15 @@ class CudaKernel(Kernel):
     def acc_type(self) -> str:
         return ops_c.CTYPE[self.group.terms[0].dtype]
 
+    @property
+    def loops(self) -> str:
+        """A GEMM's key of its unit's shared main loops (cuda_gemm.shared_name): "bf16" where
+        its operands are bfloat16 (a float32 matmul of two bfloat16 values, canonicalize.py),
+        else its accumulator's C type ("" for a kernel that is no GEMM)."""
+        if self.group.kind is not Kind.GEMM:
+            return ""
+        return "bf16" if self.group.terms[0].srcs[0].dtype == "bfloat16" else self.acc_type
+
 
 class GpuBody(Body):
     """A body region; ``flat``: every offset is the flat index ``t``; ``lane``: values move

@@ -76,19 +76,29 @@ def gemm_kernels(em: CudaEmitter, w: Writer) -> None:
             w.extend(body)
 
 
-def shared_name(unit: str, acc_type: str) -> str:
-    """The GEMM main loops of ``unit`` accumulating in ``acc_type``: their argument struct,
-    functor and entry points are named from it."""
-    return f"{unit}_gemm_{'f32' if acc_type == 'float' else 'f64'}"
+# CudaKernel.loops -> the shared main loops' suffix: float32 and float64 operands, and
+# bfloat16 ones accumulated in float32
+LOOP_NAMES = {"float": "f32", "double": "f64", "bf16": "b16"}
+# bfloat16 GEMMs run the SIMT tiles on their stored values (S = cv_bf16), or the wgmma
+# main loop (cuda_wgmma.py, the bf16 kind): no GEMV, dot GEMV or mma.sync entries
+B16_ENTRIES = ("tiled", "tiled64", "ksum")
+
+
+def shared_name(unit: str, loops: str) -> str:
+    """The GEMM main loops of ``unit`` of key ``loops`` (CudaKernel.loops): their argument
+    struct, functor and entry points are named from it."""
+    return f"{unit}_gemm_{LOOP_NAMES[loops]}"
 
 
 def _tf32_exact(x: Node) -> bool:
     """Every value of matmul operand ``x`` is a TF32 number: rounded by the tf32 policy
-    (Op.TF32), or widened from bfloat16/float16 (the bf16 and fp16 policies' casts), or a
-    permutation of such (the policies round below ``w.T``: precision.round_operand)."""
+    (Op.TF32), a bfloat16/float16 value or one widened from it (the bf16 and fp16
+    policies), or a permutation of such (the policies round below ``w.T``:
+    precision.round_operand)."""
     while x.op is Op.PERMUTE:
         x = x.srcs[0]
-    return x.op is Op.TF32 or (x.op is Op.CAST and x.srcs[0].dtype in TF32_EXACT)
+    return x.op is Op.TF32 or x.dtype in TF32_EXACT or \
+        (x.op is Op.CAST and x.srcs[0].dtype in TF32_EXACT)
 
 
 def one_tf32_product(kernels: list[CudaKernel]) -> bool:
@@ -98,10 +108,16 @@ def one_tf32_product(kernels: list[CudaKernel]) -> bool:
     return all(_tf32_exact(s) for k in kernels for t in k.group.terms for s in t.srcs)
 
 
-def shared_entries(unit: str, acc_type: str) -> list[str]:
-    """The entry points of a unit's shared GEMM main loops (cuda_geometry's order)."""
-    names = ENTRIES[Kind.GEMM] + (GEMM_TC if acc_type == "float" else ())
-    return [f"{shared_name(unit, acc_type)}_{e}" for e in names]
+def entry_names(loops: str) -> tuple[str, ...]:
+    """The entry points of shared GEMM main loops of key ``loops`` (cuda_geometry's order)."""
+    if loops == "bf16":
+        return B16_ENTRIES
+    return ENTRIES[Kind.GEMM] + (GEMM_TC if loops == "float" else ())
+
+
+def shared_entries(unit: str, loops: str) -> list[str]:
+    """The entry points of a unit's shared GEMM main loops."""
+    return [f"{shared_name(unit, loops)}_{e}" for e in entry_names(loops)]
 
 
 def shared_struct(name: str, kernels: list[CudaKernel]) -> str:
@@ -124,8 +140,9 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
     (cuda_one.py) inlines its own: a call to a shared noinline GEMV read its arguments
     through generic loads, not the parameter bank, and a GPT-2 decode step took 186 us
     against 127 (H200, one run each)."""
-    acc = kernels[0].acc_type
-    name = shared_name(unit, acc)
+    acc, loops = kernels[0].acc_type, kernels[0].loops
+    name = shared_name(unit, loops)
+    stored = ", cv_bf16" if loops == "bf16" else ""  # the SIMT tiles' operand type
     w = Writer()
     with w.block(f"struct {name}_epi", "};"):
         w.line(f"const {name}_args *a;")
@@ -144,10 +161,9 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
     part = f"j.split, reinterpret_cast<{acc} *>(j.part)"
     epi = f"{name}_epi{{&a_}}"
     block, gemv_block = f"{BLOCK}", f"{GEMV_BLOCK}"
-    calls = {"tiled": (block, f"cv_gemm_tiled<{acc}, 128>(j.t, j.nterms, j.m, j.n, j.nb, {part}, "
-                              f"{epi});"),
-             "tiled64": (block, f"cv_gemm_tiled<{acc}, 64>(j.t, j.nterms, j.m, j.n, j.nb, {part}, "
-                                f"{epi});"),
+    tiles = f"(j.t, j.nterms, j.m, j.n, j.nb, {part}, {epi});"
+    calls = {"tiled": (block, f"cv_gemm_tiled<{acc}, 128{stored}>{tiles}"),
+             "tiled64": (block, f"cv_gemm_tiled<{acc}, 64{stored}>{tiles}"),
              "ksum": (block, f"cv_gemm_ksum<{acc}>(reinterpret_cast<const {acc} *>(j.part), "
                              f"j.split, j.m, j.n, j.nb, {epi});")}
     # three blocks per SM (80 registers): a dot GEMV block waits on one round of loads
@@ -161,7 +177,7 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
     for suffix, bt in zip(GEMM_TC, ("false", "true")):
         calls[suffix] = (f"{BLOCK}, 2", f"cv_gemm_tc<{bt}, 64, {x3}>(j.t, j.nterms, j.m, j.n, "
                                         f"j.nb, {part}, {epi});")
-    for entry_name in shared_entries(unit, acc):
+    for entry_name in shared_entries(unit, loops):
         threads, call = calls[entry_name[len(name) + 1:]]
         with w.block(f'extern "C" __global__ void __launch_bounds__({threads}) '
                      f"{entry_name}(const __grid_constant__ {name}_args a_)"):

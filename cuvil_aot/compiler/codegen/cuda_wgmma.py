@@ -58,22 +58,30 @@ class WgConfig:
 
 
 # Timed on the H200 (bench/gpu/h200_2026-12-03): 3xTF32 128-wide tiles, 3 stages (95
-# TFLOP/s at 4096^3); one TF32 product 256-wide, 4 stages (369)
+# TFLOP/s at 4096^3); one TF32 product 256-wide, 4 stages (369); bfloat16 operands (the
+# bf16 main loops, CudaKernel.loops) 256-wide, 4 stages (678 in bench/gpu/wgmma_probe.cu)
 X3 = WgConfig("CV_WG_TF32X3", 128, 3, True)
 ONE = WgConfig("CV_WG_TF32", 256, 4, False)
+BF16 = WgConfig("CV_WG_BF16", 256, 4, False)
+# cv_gpu_wg_split's model of each kind's rate (gpu_wrap.h), and the operands' bytes
+SPLIT_MODEL = {X3.kind: 1, ONE.kind: 0, BF16.kind: 2}
 
 
 def eligible(k: CudaKernel) -> bool:
-    """GEMM kernel ``k`` may run the wgmma main loop: float32 operands and accumulation, at
-    most WG_TERMS terms. Its operands' layout is decided at call time: K-major as they are
-    (``x @ w.T``), or copied K-major first (``x @ w`` of an (in, out) weight: gpu_wg_copies.py)."""
+    """GEMM kernel ``k`` may run the wgmma main loop: float32 accumulation of float32 (or, in
+    the bf16 main loops, bfloat16) operands, at most WG_TERMS terms. Its operands' layout is
+    decided at call time: K-major as they are (``x @ w.T``), or, float32 only, copied K-major
+    first (``x @ w`` of an (in, out) weight: gpu_wg_copies.py)."""
     terms = k.group.terms
+    operand = "bfloat16" if k.loops == "bf16" else "float32"
     return k.group.kind is Kind.GEMM and k.acc_type == "float" and \
         0 < len(terms) <= WG_TERMS and \
-        all(s.dtype == "float32" for t in terms for s in t.srcs)
+        all(s.dtype == operand for t in terms for s in t.srcs)
 
 
 def config(kernels: list[CudaKernel]) -> WgConfig:
+    if kernels[0].loops == "bf16":
+        return BF16
     return ONE if one_tf32_product(kernels) else X3
 
 
@@ -110,16 +118,20 @@ def choose(w: Writer, k: CudaKernel, kernels: list[CudaKernel], kid: int, table:
     c = config(kernels)
     nterms = len(k.group.terms)
     w.line(f"const int wgl = api->gpu->wgmma(&{table}, dev);")
-    w.line(f"wg = tc == 2 && wgl && cv_gpu_wg_maps(api->gpu, wg{g}.map, a.t, {nterms}, m, n, "
-           f"nb, {c.bn});")
-    with w.block("if (!wg && (wgl & 2))"):  # over K-major copies (gpu_wg_copies.py)
-        w.line(f"const int r = cv_gpu_wg_transposed(api->gpu, dev, stream, wg{g}.map, a.t, "
-               f"{nterms}, m, n, nb, {c.bn}, {int(c.x3)}, tr{g}, wtm[{g}], wtm_on[{g}]);")
-        w.line("if (r < 0) goto done;")
-        w.line("wg = r > 0; wtr = r > 0 ? (uint32_t)r : 0;")
+    # float32: where cv_gemm_tc could run (tc 2); bfloat16: the maps check the layout
+    ready = "" if c is BF16 else "tc == 2 && "
+    maps = "cv_gpu_wg_maps_bf16" if c is BF16 else "cv_gpu_wg_maps"
+    w.line(f"wg = {ready}wgl && {maps}(api->gpu, wg{g}.map, a.t, {nterms}, m, n, nb, "
+           f"{c.bn});")
+    if c is not BF16:  # the copies are float32 (cv_transpose_f32)
+        with w.block("if (!wg && (wgl & 2))"):  # over K-major copies (gpu_wg_copies.py)
+            w.line(f"const int r = cv_gpu_wg_transposed(api->gpu, dev, stream, wg{g}.map, a.t, "
+                   f"{nterms}, m, n, nb, {c.bn}, {int(c.x3)}, tr{g}, wtm[{g}], wtm_on[{g}]);")
+            w.line("if (r < 0) goto done;")
+            w.line("wg = r > 0; wtr = r > 0 ? (uint32_t)r : 0;")
     with w.block("if (wg)"):
         w.line(f"kid = {kid}; block = {WG_THREADS}; wsmem = {c.smem};")
         w.line(f"ftiles = ((m + {WG_BM - 1}) / {WG_BM}) * ((n + {c.bn - 1}) / {c.bn});")
         depth = " + ".join(f"a.t[{t}].k" for t in range(nterms))
         w.line(f"wg_split = cv_gpu_wg_split(ftiles * nb, {depth}, nb * m * n, sm, {c.bn}, "
-               f"{int(c.x3)});")
+               f"{SPLIT_MODEL[c.kind]});")

@@ -156,7 +156,7 @@ def _launch_planned(w: Writer, k: CudaKernel, gp: GpuPlan, g: int) -> None:
                f"L[{g}].grid, L[{g}].gy, L[{g}].block, 0, stream, &one.a{g}) < 0) goto done;")
         return
     shared, tag = gp.tag(k)
-    ksum = gp.first[k.name] + ENTRIES[Kind.GEMM].index("ksum")
+    ksum = gp.entry(k, "ksum")
     with w.block(f"if (L[{g}].run)"):
         w.line(f"{shared}_args sh; memset(&sh, 0, sizeof sh); sh.tag = {tag}; "
                f"sh.u.m{tag} = one.a{g};")
@@ -274,8 +274,11 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
             # GEMV, whose lanes step along w's rows: the GEMV's lanes own columns, so they
             # would read w's rows K floats apart (a BERT-base layer at 1 x 16 took 385 us
             # so), and the tensor-core tiles took 13.5 us for each of its 768-wide GEMMs
-            w.line(f"const int transposed = {_transposed_weights(k)};")
-            w.line("const int gemv = m <= 32 && !transposed, dot = m <= 32 && transposed;")
+            if k.loops == "bf16":  # the tiles on bfloat16, or wgmma (cuda_gemm.B16_ENTRIES)
+                w.line("const int gemv = 0, dot = 0;")
+            else:
+                w.line(f"const int transposed = {_transposed_weights(k)};")
+                w.line("const int gemv = m <= 32 && !transposed, dot = m <= 32 && transposed;")
             if k.name in gp.int8:
                 with w.block("if (q8)"):  # the fused int8 GEMV (cuda_q8.h): a warp per output
                     w.line(f"kid = {gp.fused[unit_of(k.name)]} + (m > 1); "
@@ -318,14 +321,14 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
                 w.line("int few_tiles = tiles * nb < sm;")
                 w.line(f"kid = {first} + few_tiles; block = {BLOCK};")
                 w.line("int tc = 0;")
-                if k.acc_type == "float":
+                if k.loops == "float":
                     _tc_choice(w, k, first)
                 w.line("int64_t ftiles = ((m + 63) / 64) * ((n + (tc ? 127 : 63)) / "
                        "(tc ? 128 : 64));")
                 w.line("if (tc) few_tiles = ftiles * nb < sm;  /* split-K below */")
                 wg_kid = gp.wg_kid(k)
                 if wg_kid is not None:
-                    cuda_wgmma.choose(w, k, gp.gemms[unit_of(k.name)]["float"], wg_kid,
+                    cuda_wgmma.choose(w, k, gp.gemms[unit_of(k.name)][k.loops], wg_kid,
                                       module_symbol(k.name), g)
                 _split(w, k, g)
                 # the wgmma loop: batches in its work items, a block per SM at most

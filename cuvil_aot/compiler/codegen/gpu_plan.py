@@ -21,7 +21,6 @@ from cuvil_aot.compiler.codegen.launch import int8_weight
 from cuvil_aot.compiler.codegen.run_time_loops import LoopSpan
 from cuvil_aot.compiler.gpu_targets import GpuTargets
 from cuvil_aot.compiler.ir.group import Kind
-from cuvil_aot.compiler.ir.node import toposort
 
 # The K-major copy of a wgmma GEMM's operand (cuda_transpose.h), an entry of each unit with
 # the wgmma entry
@@ -58,9 +57,10 @@ class GpuPlan:
     int8: set[str] = field(default_factory=set)
     # comp.prefix -> its fused attentions (attention_match.py), each replacing three kernels
     attention: dict[str, list[cuda_attention.AttentionKernel]] = field(default_factory=dict)
-    # built for sm_90 (as sm_90a): units with an eligible float32 GEMM get the wgmma entry
+    # built for sm_90 (as sm_90a): units with an eligible float32 or bfloat16 GEMM get the
+    # wgmma entry of those shared main loops
     wgmma: bool = False
-    wg: set[str] = field(default_factory=set)  # the units that have it
+    wg: set[tuple[str, str]] = field(default_factory=set)  # (unit, CudaKernel.loops) with it
     wg_kernels: set[str] = field(default_factory=set)  # the GEMMs that may run it
     # unit -> the entry of cv_transpose_f32 (cuda_transpose.h): K-major copies for its wgmma
     # entry, where an operand is not K-major (gpu_wg_copies.py)
@@ -69,23 +69,27 @@ class GpuPlan:
     def wg_kid(self, k: CudaKernel) -> int | None:
         """The entry of GEMM kernel ``k``'s wgmma main loop, None where it has none."""
         unit = unit_of(k.name)
-        if unit not in self.wg or k.name not in self.wg_kernels:
+        if (unit, k.loops) not in self.wg or k.name not in self.wg_kernels:
             return None
-        return self.first[f"{cuda_gemm.shared_name(unit, k.acc_type)}_wg"]
+        return self.first[f"{cuda_gemm.shared_name(unit, k.loops)}_wg"]
 
     def tag(self, k: CudaKernel) -> tuple[str, int]:
         """GEMM kernel ``k``'s shared main loops (their name) and its tag there."""
-        kernels = self.gemms[unit_of(k.name)][k.acc_type]
-        return cuda_gemm.shared_name(unit_of(k.name), k.acc_type), kernels.index(k)
+        kernels = self.gemms[unit_of(k.name)][k.loops]
+        return cuda_gemm.shared_name(unit_of(k.name), k.loops), kernels.index(k)
+
+    def entry(self, k: CudaKernel, name: str) -> int:
+        """The entry ``name`` (``ksum``) of GEMM kernel ``k``'s shared main loops."""
+        return self.first[k.name] + cuda_gemm.entry_names(k.loops).index(name)
 
     def shared_structs(self, unit: str) -> str:
         """The argument structs of ``unit``'s shared GEMM main loops."""
-        text = "".join(cuda_gemm.shared_struct(cuda_gemm.shared_name(unit, acc), kernels)
-                       for acc, kernels in self.gemms.get(unit, {}).items())
-        if unit in self.wg:
-            text += cuda_wgmma.struct(cuda_gemm.shared_name(unit, "float"),
-                                      [k for k in self.gemms[unit]["float"]
-                                       if k.name in self.wg_kernels])
+        text = "".join(cuda_gemm.shared_struct(cuda_gemm.shared_name(unit, loops), kernels)
+                       for loops, kernels in self.gemms.get(unit, {}).items())
+        for loops, kernels in self.gemms.get(unit, {}).items():
+            if (unit, loops) in self.wg:
+                text += cuda_wgmma.struct(cuda_gemm.shared_name(unit, loops),
+                                          [k for k in kernels if k.name in self.wg_kernels])
         return text
 
     def sources(self) -> dict[str, str]:
@@ -99,11 +103,11 @@ class GpuPlan:
         shared = [cuda_gemm.shared_gemms(unit, kernels)
                   for kernels in self.gemms.get(unit, {}).values()]
         include = ""
-        if unit in self.wg:  # the header only where a GEMM may run it: nvcc's time
-            include = '#include "cuvil_aot/cuda_gemm_wgmma.h"\n' \
-                '#include "cuvil_aot/cuda_transpose.h"\n'
-            shared.append(cuda_wgmma.entry(cuda_gemm.shared_name(unit, "float"),
-                                           self.gemms[unit]["float"]))
+        for loops, kernels in self.gemms.get(unit, {}).items():
+            if (unit, loops) in self.wg:  # the header only where a GEMM may run it: nvcc's time
+                include = '#include "cuvil_aot/cuda_gemm_wgmma.h"\n' \
+                    '#include "cuvil_aot/cuda_transpose.h"\n'
+                shared.append(cuda_wgmma.entry(cuda_gemm.shared_name(unit, loops), kernels))
         ones = [cuda_one.one_struct(p, self.kernels[p]) + cuda_one.one_kernel(p, self.kernels[p])
                 for p in prefixes if p in self.one]
         q8_kernels = self.gemms.get(unit, {}).get("float", [])
@@ -117,20 +121,10 @@ class GpuPlan:
 
 
 def refusal(comps: list[Compiled]) -> str | None:
-    """Why a function (its signatures ``comps``) has no GPU kernels; None where it has:
-    bfloat16 values have no CUDA lowering yet (issue 24), and a wrong dtype there would be
-    a silent wrong answer."""
-    for comp in comps:
-        if any(p.type.dtype == "bfloat16" for p in comp.sig.params):
-            return ("bfloat16 has no GPU kernels yet: call it with NumPy arrays "
-                    "(ml_dtypes.bfloat16) to run it on the CPU")
-        groups = [n for g in comp.groups for n in toposort(g.roots + g.terms)]
-        if any(n.dtype == "bfloat16" for n in groups):
-            why = "its precision='bf16' matmuls" if comp.fn.precision == "bf16" else \
-                "its bfloat16 values"
-            return (f"{why} have no GPU kernels yet: call it with NumPy arrays to run it on "
-                    "the CPU" + (", or use precision='tf32' or 'fp16' on the GPU"
-                                 if comp.fn.precision == "bf16" else ""))
+    """Why a function (its signatures ``comps``) has no GPU kernels (the call raises
+    CudaError saying it: gpu_wrapper.py); None where it has. Every function has them
+    today: bfloat16 values are cuda_kernel.h's cv_bf16, their GEMMs the bf16 main loops."""
+    del comps
     return None
 
 
@@ -167,29 +161,33 @@ def lower(comps: list[Compiled], targets: GpuTargets | None = None) -> GpuPlan:
                     gp.fused[unit] = len(names)
                     names.extend(cuda_gemm.q8_names(unit))
             gemms = gp.gemms.setdefault(unit, {})
-            if k.acc_type not in gemms:  # the unit's first: its main loops' entry points
-                gemms[k.acc_type] = []
-                entries = cuda_gemm.shared_entries(unit, k.acc_type)
+            if k.loops not in gemms:  # the unit's first: its main loops' entry points
+                gemms[k.loops] = []
+                entries = cuda_gemm.shared_entries(unit, k.loops)
                 gp.first[entries[0]] = len(names)
                 names.extend(entries)
-            gemms[k.acc_type].append(k)
+            gemms[k.loops].append(k)
             if gp.wgmma and cuda_wgmma.eligible(k):
                 gp.wg_kernels.add(k.name)
-            gp.first[k.name] = gp.first[cuda_gemm.shared_entries(unit, k.acc_type)[0]]
+            gp.first[k.name] = gp.first[cuda_gemm.shared_entries(unit, k.loops)[0]]
         gp.loops[comp.prefix] = comp.loops  # launched one by one, in order
         _attention(gp, comp, kernels, names)
+        # (its GEMV phases read float32 operands: no bfloat16 GEMM)
         if comp.prefix not in gp.attention and 1 < len(kernels) <= cuda_one.ONE_MAX_KERNELS \
-                and not comp.loops and all(k.group.kind is not Kind.SCAN for k in kernels):
+                and not comp.loops and all(k.group.kind is not Kind.SCAN and k.loops != "bf16"
+                                           for k in kernels):
             gp.one[comp.prefix] = len(names)
             names.append(f"{comp.prefix}_one")
-    for unit, by_acc in gp.gemms.items():
-        if any(k.name in gp.wg_kernels for k in by_acc.get("float", [])):
-            gp.wg.add(unit)
-            entry = f"{cuda_gemm.shared_name(unit, 'float')}_wg"
-            gp.first[entry] = len(gp.names[unit])
-            gp.names[unit].append(entry)
-            gp.transpose[unit] = len(gp.names[unit])
-            gp.names[unit].append(TRANSPOSE_ENTRY)
+    for unit, by_loops in gp.gemms.items():
+        for loops, gemm_kernels in by_loops.items():
+            if any(k.name in gp.wg_kernels for k in gemm_kernels):
+                gp.wg.add((unit, loops))
+                entry = f"{cuda_gemm.shared_name(unit, loops)}_wg"
+                gp.first[entry] = len(gp.names[unit])
+                gp.names[unit].append(entry)
+                if unit not in gp.transpose:  # the unit's one copy kernel (cuda_transpose.h)
+                    gp.transpose[unit] = len(gp.names[unit])
+                    gp.names[unit].append(TRANSPOSE_ENTRY)
     return gp
 
 

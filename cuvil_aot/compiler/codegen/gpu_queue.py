@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from cuvil_aot.compiler.codegen import gpu_attention, gpu_wg_copies
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
-from cuvil_aot.compiler.codegen.cuda_geometry import BLOCK, ENTRIES
+from cuvil_aot.compiler.codegen.cuda_geometry import BLOCK
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, module_symbol
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Kind
@@ -45,7 +45,7 @@ def queue_one(w: Writer, k: CudaKernel, gp: GpuPlan, g: int) -> None:
                f"L[{g}].grid, L[{g}].gy, L[{g}].block, 0, sizeof one.a{g}, &one.a{g}}};")
         return
     tag = gp.tag(k)[1]
-    ksum = gp.first[k.name] + ENTRIES[Kind.GEMM].index("ksum")
+    ksum = gp.entry(k, "ksum")
     with w.block(f"if (!small && L[{g}].run)"):
         # zeroed: the runtime compares the bytes with the graph's (no stale union bytes)
         w.line(f"memset(&sh{g}, 0, sizeof sh{g}); sh{g}.tag = {tag}; "

@@ -42,8 +42,8 @@ from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.signature import render_type
 from cuvil_aot.compiler.ir.types import DTYPES
 
-# native/.../cuda_driver.h; bfloat16 has none: its functions get no GPU path (gpu_plan.refusal)
-DT = {dtype: f"CV_DT_{dtype.upper()}" for dtype in DTYPES if dtype != "bfloat16"}
+# native/.../cuda_driver.h
+DT = {dtype: f"CV_DT_{dtype.upper()}" for dtype in DTYPES}
 
 
 def module_table(w: Writer, gp: GpuPlan, targets: GpuTargets | None) -> None:

@@ -19,8 +19,9 @@ After::
 from __future__ import annotations
 
 from cuvil_aot.compiler.ir import construct as C
+from cuvil_aot.compiler.ir.indexing import identity, through
 from cuvil_aot.compiler.ir.node import Function, Node, rewrite
-from cuvil_aot.compiler.ir.ops import REDUCE, Op
+from cuvil_aot.compiler.ir.ops import MOVEMENT, REDUCE, Op
 from cuvil_aot.compiler.ir.types import TensorType
 
 
@@ -35,7 +36,8 @@ def _canonical(node: Node) -> Node:
         return C.cast(wide, "float16", node.span)
     if node.op is Op.MATMUL and node.dtype == "float32" and all(_widened_bf16(s)
                                                                for s in node.srcs):
-        return node.replace(srcs=tuple(s.srcs[0] for s in node.srcs))
+        a, b = (_narrow(s) for s in node.srcs)
+        return node.replace(srcs=(a, _k_major_heads(b)))
     if node.op in REDUCE and _mergeable(node):
         axes = node.attrs[0]
         src = node.srcs[0]
@@ -50,9 +52,43 @@ def _canonical(node: Node) -> Node:
 
 
 def _widened_bf16(operand: Node) -> bool:
-    """A bfloat16 value cast to float32: the GEMM reads the bfloat16 itself (products of
-    two bfloat16 are exact in float32, so the sums are the same), half the bytes."""
+    """A bfloat16 value cast to float32, or a view of one (the bf16 policy rounds ``w``
+    below ``w.T``, a head's values below its view): the GEMM reads the bfloat16 itself
+    (products of two bfloat16 are exact in float32, so the sums are the same), half the
+    bytes."""
+    while operand.op in MOVEMENT:
+        operand = operand.srcs[0]
     return operand.op is Op.CAST and operand.srcs[0].dtype == "bfloat16"
+
+
+def _narrow(operand: Node) -> Node:
+    """The bfloat16 value a ``_widened_bf16`` operand widens, under its views."""
+    if operand.op in MOVEMENT:
+        inner = _narrow(operand.srcs[0])
+        return operand.replace(srcs=(inner, *operand.srcs[1:]),
+                               type=TensorType(inner.dtype, operand.shape))
+    return operand.srcs[0]
+
+
+def _k_major_heads(b: Node) -> Node:
+    """B of a bfloat16 GEMM that regroups heads keeping each matrix's axes ((B, H, T, D) ->
+    (B*H, T, D): attention's V) as the same reshape of the heads transposed, transposed
+    back: the copy fusion makes of the reshape's source then holds each matrix with k
+    contiguous, the layout of the bf16 wgmma (which reads B K-major only)."""
+    rank = len(b.shape)
+    if b.op is not Op.RESHAPE or rank < 3 or through(b, identity(rank), rank) is not None:
+        return b
+    src = b.srcs[0]
+    n = len(src.shape)
+    if n < 3 or src.shape[-2:] != b.shape[-2:]:
+        return b
+    swap = tuple(range(n - 2)) + (n - 1, n - 2)
+    if src.op is Op.PERMUTE:  # one permutation of the heads, not two
+        inner = C.permute(src.srcs[0], tuple(src.attrs[0][p] for p in swap), b.span)
+    else:
+        inner = C.permute(src, swap, b.span)
+    flipped = C.reshape(inner, (*b.shape[:-2], b.shape[-1], b.shape[-2]), b.span)
+    return C.permute(flipped, tuple(range(rank - 2)) + (rank - 1, rank - 2), b.span)
 
 
 def _mergeable(node: Node) -> bool:

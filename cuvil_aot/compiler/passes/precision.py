@@ -25,7 +25,7 @@ import dataclasses
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.loop import LoopBody, body_of
 from cuvil_aot.compiler.ir.node import Function, Node, rewrite
-from cuvil_aot.compiler.ir.ops import Op
+from cuvil_aot.compiler.ir.ops import MOVEMENT, Op
 
 NARROW = {"bf16": "bfloat16", "fp16": "float16"}
 # Operand types whose every value the mode's type holds: their widened values pass as
@@ -53,14 +53,16 @@ def run(fn: Function) -> Function:
 
 
 def round_operand(x: Node, precision: str) -> Node:
-    """``x`` (float32) rounded to what the policy lets a matmul read, still float32. The
-    tf32 and fp16 policies round below a permutation (``w.T``: the rounded copy keeps w's
-    layout, so the GEMM still reads B with k contiguous, the layout of the Hopper main
-    loop, cuda_wgmma.py); bf16 keeps its casts at the matmul (canonicalize reads them)."""
+    """``x`` (float32) rounded to what the policy lets a matmul read, still float32. Every
+    policy rounds below a permutation (``w.T``: the rounded copy keeps w's layout, so the
+    GEMM still reads B with k contiguous, the layout of the Hopper main loop,
+    cuda_wgmma.py); bf16 below any movement (a heads view's reshape too: the rounding then
+    joins the producer's kernel, a GEMM epilogue storing bfloat16), and canonicalize reads
+    its casts under them."""
     if x.op is Op.CAST and x.srcs[0].dtype in HELD[precision]:
         return x
-    if x.op is Op.PERMUTE and precision in ("tf32", "fp16"):
-        return x.replace(srcs=(round_operand(x.srcs[0], precision),))
+    if x.op is Op.PERMUTE or (x.op in MOVEMENT and precision == "bf16"):
+        return x.replace(srcs=(round_operand(x.srcs[0], precision), *x.srcs[1:]))
     if precision == "tf32":
         return Node(Op.TF32, x.type, (x,), span=x.span)
     return C.cast(C.cast(x, NARROW[precision], x.span), "float32", x.span)

@@ -34,6 +34,7 @@ enum {
     CV_DT_INT16 = 7,
     CV_DT_UINT8 = 8,
     CV_DT_UINT64 = 9,
+    CV_DT_BFLOAT16 = 10, /* torch.bfloat16 (DLPack kDLBfloat); CuPy has none */
 };
 
 struct cv_gpu_kind; /* how to make and order arrays of one Python type (runtime-owned) */

@@ -24,11 +24,12 @@ CV_DEV void cv_load4(const float *p, float out[4]) {
 /* One thread's share of a k-slab (8 deep) of the BM x 8 A tile and the
  * 8 x BN B tile: LA elements of A in row `ar` from k `ak`, LB of B in k-row
  * `bk` from column `bc`. Pointers advance a slab per load, so the loop keeps
- * few 64-bit values. */
-template <class T, int BM, int BN>
+ * few 64-bit values. S: the operands' stored type (cv_bf16 where a bfloat16 GEMM
+ * has no wgmma, computed in T = float), T where not given. */
+template <class T, int BM, int BN, class S = T>
 struct cv_tile_loader {
     static constexpr int LA = BM / 32, LB = BN / 32, TPR = 8 / LA;
-    const T *pa, *pb;
+    const S *pa, *pb;
     int64_t a_cs, b_rs, b_cs, k, ka, kb;
     bool row_ok;
     int cols_ok; /* bit i: column bc + i exists */
@@ -45,16 +46,16 @@ struct cv_tile_loader {
         cols_ok = 0;
         for (int i = 0; i < LB; i++) cols_ok |= (col0 + bc + i < n) << i;
         /* Rows and columns past the end read row/column 0's addresses, never used. */
-        pa = reinterpret_cast<const T *>(t.a) + bat * t.a_bs + (row_ok ? r : 0) * t.a_rs +
+        pa = reinterpret_cast<const S *>(t.a) + bat * t.a_bs + (row_ok ? r : 0) * t.a_rs +
              ak * t.a_cs;
-        pb = reinterpret_cast<const T *>(t.b) + bat * t.b_bs + bk * t.b_rs +
+        pb = reinterpret_cast<const S *>(t.b) + bat * t.b_bs + bk * t.b_rs +
              (cols_ok & 1 ? col0 + bc : 0) * t.b_cs;
     }
     CV_MEMBER void load() {
 #pragma unroll
-        for (int i = 0; i < LA; i++) ra[i] = (row_ok && ka + i < k) ? pa[i * a_cs] : (T)0;
+        for (int i = 0; i < LA; i++) ra[i] = (row_ok && ka + i < k) ? (T)pa[i * a_cs] : (T)0;
 #pragma unroll
-        for (int i = 0; i < LB; i++) rb[i] = ((cols_ok >> i) & 1) && kb < k ? pb[i * b_cs] : (T)0;
+        for (int i = 0; i < LB; i++) rb[i] = ((cols_ok >> i) & 1) && kb < k ? (T)pb[i * b_cs] : (T)0;
         pa += 8 * a_cs;
         pb += 8 * b_rs;
         ka += 8;
@@ -88,11 +89,11 @@ CV_DEV void cv_tile_fma(const T (*as)[BM], const T (*bs)[BN], int tx, int ty,
     }
 }
 
-template <class T, int BM, int BN>
+template <class T, int BM, int BN, class S = T>
 CV_DEV void cv_tile_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t n, int64_t row0,
                          int64_t col0, T (*as)[8][BM], T (*bs)[8][BN],
                          T acc[BM / 16][BN / 16]) {
-    cv_tile_loader<T, BM, BN> ld;
+    cv_tile_loader<T, BM, BN, S> ld;
     ld.init(t, bat, m, n, row0, col0);
     const int64_t ntiles = (t.k + 7) / 8;
     if (ntiles == 0) return;
@@ -185,7 +186,7 @@ CV_DEV void cv_tile_out(const T (&acc)[B / 16][B / 16], T *stage, int64_t bat, i
 
 /* The B x B tile from (row0, col0) of every batch from grid.y (grid-strided), over
  * k-chunk s of `split` (cv_term_chunk). */
-template <class T, int B, class Epi>
+template <class T, int B, class Epi, class S = T>
 CV_DEV void cv_gemm_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
                          int64_t nbatch, int64_t row0, int64_t col0, int s, int split,
                          const Epi &epi) {
@@ -200,7 +201,7 @@ CV_DEV void cv_gemm_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_
 #pragma unroll
             for (int j = 0; j < TM; j++) acc[i][j] = 0;
         for (int t = 0; t < nterms; t++)
-            cv_tile_term<T, B, B>(cv_term_chunk<T>(terms[t], s, split), bat, m, n, row0, col0,
+            cv_tile_term<T, B, B, S>(cv_term_chunk<S>(terms[t], s, split), bat, m, n, row0, col0,
                                   as, bs, acc);
         cv_tile_out<T, B>(acc, &as[0][0][0], bat, m, n, row0, col0, epi);
     }
@@ -208,15 +209,15 @@ CV_DEV void cv_gemm_tile(const cv_gpu_term *terms, int nterms, int64_t m, int64_
 
 /* grid.x: split x row tiles x column tiles of B x B (128, or 64 when 128-tiles would
  * leave SMs idle), grid.y: batches (grid-strided); block: CV_GEMM_THREADS. With
- * split > 1 the partial sums go to part (cv_term_chunk). */
-template <class T, int B, class Epi>
+ * split > 1 the partial sums go to part (cv_term_chunk). S: the operands' stored type. */
+template <class T, int B, class S = T, class Epi>
 CV_DEV void cv_gemm_tiled(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
                           int64_t nbatch, int split, T *part, const Epi &epi) {
     const int64_t tiles_n = (n + B - 1) / B, tiles = (m + B - 1) / B * tiles_n;
     const int64_t tile = blockIdx.x % tiles;
     const int s = (int)(blockIdx.x / tiles);
     const cv_split_epi<T, Epi> out{epi, split > 1 ? part : nullptr, m, n, nbatch, s};
-    cv_gemm_tile<T, B>(terms, nterms, m, n, nbatch, (tile / tiles_n) * B, (tile % tiles_n) * B,
+    cv_gemm_tile<T, B, cv_split_epi<T, Epi>, S>(terms, nterms, m, n, nbatch, (tile / tiles_n) * B, (tile % tiles_n) * B,
                        s, split, out);
 }
 

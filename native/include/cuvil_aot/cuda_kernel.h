@@ -15,6 +15,25 @@
 typedef uint8_t cv_bool; /* NumPy's bool: one byte holding 0 or 1 */
 typedef __half cv_f16;   /* storage only; kernels compute float16 in float */
 
+/* bfloat16 (torch.bfloat16, ml_dtypes.bfloat16): the upper half of a float32's bits,
+ * computed in float. kernel.h's cv_bf16 with C++ conversions, so that generated code
+ * moves it as any storage type ((cv_bf16)(v), (float)x, cv_vec<cv_bf16, V>); the
+ * rounding is kernel.h's bit for bit: to nearest, ties to even, a NaN stays a quiet NaN
+ * (not cuda_bf16.h's, whose NaN is canonical). */
+struct cv_bf16 {
+    uint16_t bits;
+    cv_bf16() = default;
+    CV_MEMBER cv_bf16(float f) {
+        const unsigned u = __float_as_uint(f);
+        bits = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u)
+                                               : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+    CV_MEMBER operator float() const { return __uint_as_float((unsigned)bits << 16); }
+};
+CV_DEV float cv_bf16_load(cv_bf16 x) { return (float)x; }
+CV_DEV cv_bf16 cv_bf16_store(float f) { return cv_bf16(f); }
+CV_DEV float cv_bf16_round(float f) { return (float)cv_bf16(f); }
+
 /* kernel.h's cv_tf32_round: to TF32 to nearest, ties away (cvt.rna.tf32.f32's rounding) */
 CV_DEV float cv_tf32_round(float f) {
     unsigned u = __float_as_uint(f);

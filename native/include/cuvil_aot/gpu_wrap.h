@@ -14,8 +14,8 @@
 /* By CV_DT_* */
 static const char *const cv_dtype_names[] = {"bool",    "int32",   "int64", "float16",
                                              "float32", "float64", "int8",  "int16",
-                                             "uint8",   "uint64"};
-static const int cv_dtype_sizes[] = {1, 4, 8, 2, 4, 8, 1, 2, 1, 8};
+                                             "uint8",   "uint64",  "bfloat16"};
+static const int cv_dtype_sizes[] = {1, 4, 8, 2, 4, 8, 1, 2, 1, 8, 2};
 
 /* One kernel's launch, planned before any is made (see gpu_wrapper._launches). */
 typedef struct cv_gpu_plan {
@@ -141,17 +141,39 @@ typedef struct cv_tmap {
  * k elements, ld apart, boxes of 32 x box_rows x 1, the 128-byte swizzle. 1 when made; 0
  * where TMA cannot read it (16-byte alignment of the base, ld and bs; sizes past its
  * 32-bit coordinates) or the driver refused. */
-static int cv_gpu_wg_map(const cv_gpu_api *gpu, cv_tmap *map, const char *base, int64_t rows,
-                         int64_t k, int64_t ld, int64_t nb, int64_t bs, int box_rows) {
-    const int64_t big = (int64_t)1 << 31;
-    if (((uintptr_t)base & 15) || ld <= 0 || ld % 4 || bs < 0 || bs % 4 || rows <= 0 ||
-        k <= 0 || rows >= big || k >= big || nb >= big)
+static int cv_gpu_wg_map_of(const cv_gpu_api *gpu, cv_tmap *map, int elem, const char *base,
+                            int64_t rows, int64_t k, int64_t ld, int64_t nb, int64_t bs,
+                            int box_rows) {
+    const int64_t big = (int64_t)1 << 31, per16 = 16 / elem; /* elements in 16 bytes */
+    if (((uintptr_t)base & 15) || ld <= 0 || ld % per16 || bs < 0 || bs % per16 ||
+        rows <= 0 || k <= 0 || rows >= big || k >= big || nb >= big)
         return 0;
     const uint64_t dims[3] = {(uint64_t)k, (uint64_t)rows, (uint64_t)(bs ? nb : 1)};
-    const uint64_t strides[2] = {(uint64_t)ld * 4, (uint64_t)(bs ? bs : ld * rows) * 4};
-    const uint32_t box[3] = {32, (uint32_t)box_rows, 1};
-    enum { FLOAT32 = 7, SWIZZLE_128B = 3 }; /* CUtensorMapDataType, CUtensorMapSwizzle */
-    return gpu->tensor_map(map, FLOAT32, 3, base, dims, strides, box, SWIZZLE_128B) == 0;
+    const uint64_t strides[2] = {(uint64_t)ld * elem, (uint64_t)(bs ? bs : ld * rows) * elem};
+    const uint32_t box[3] = {(uint32_t)(128 / elem), (uint32_t)box_rows, 1};
+    /* CUtensorMapDataType, CUtensorMapSwizzle */
+    enum { FLOAT32 = 7, BFLOAT16 = 9, SWIZZLE_128B = 3 };
+    return gpu->tensor_map(map, elem == 2 ? BFLOAT16 : FLOAT32, 3, base, dims, strides, box,
+                           SWIZZLE_128B) == 0;
+}
+
+static int cv_gpu_wg_map(const cv_gpu_api *gpu, cv_tmap *map, const char *base, int64_t rows,
+                         int64_t k, int64_t ld, int64_t nb, int64_t bs, int box_rows) {
+    return cv_gpu_wg_map_of(gpu, map, 4, base, rows, k, ld, nb, bs, box_rows);
+}
+
+/* cv_gpu_wg_maps for bfloat16 operands (the bf16 kind, boxes of 64 x rows): K-major
+ * both, 16-byte aligned rows (k % 8 == 0 where they are packed). */
+static int cv_gpu_wg_maps_bf16(const cv_gpu_api *gpu, cv_tmap *maps, const cv_gpu_term *t,
+                               int nterms, int64_t m, int64_t n, int64_t nb, int bn) {
+    for (int i = 0; i < nterms; i++)
+        if (t[i].a_cs != 1 || t[i].b_rs != 1 ||
+            !cv_gpu_wg_map_of(gpu, &maps[2 * i], 2, t[i].a, m, t[i].k, t[i].a_rs, nb, t[i].a_bs,
+                              128) ||
+            !cv_gpu_wg_map_of(gpu, &maps[2 * i + 1], 2, t[i].b, n, t[i].k, t[i].b_cs, nb,
+                              t[i].b_bs, bn))
+            return 0;
+    return 1;
 }
 
 /* Every term's maps (A: m rows, boxes of 128; B: n rows, boxes of bn) into maps[2t],
@@ -261,7 +283,8 @@ static int cv_gpu_wg_transposed(const cv_gpu_api *gpu, int dev, uintptr_t stream
  * a tile's whole-k time T: rounds(s) / s * T for s chunks (rounds: ceil(tiles * s / sms)),
  * plus the partial sums each chunk writes and _ksum reads (8 bytes an element of the
  * `total` ones, at 3.3 TB/s) and _ksum's launch (2 us). T from the rate of an SM: 3xTF32
- * (x3) 95 TFLOP/s over 132 SMs, one TF32 product 369 (H200, bench/gpu/h200_2026-12-03).
+ * (x3 1) 95 TFLOP/s over 132 SMs, one TF32 product (0) 369, bfloat16 (2) 678 (H200,
+ * bench/gpu/h200_2026-12-03, bench/gpu/wgmma_probe.cu).
  * Chunks at least CV_WG_SPLIT_MIN_K deep (`depth`: the terms' k summed), at most 16, the
  * sums at most CV_SPLIT_MAX_SUMS. 1: no split. 1024 x 768 x 768 (3xTF32: 48 tiles) gets 2,
  * 1024 x 768 x 3072 gets 5. */
@@ -269,7 +292,7 @@ static int cv_gpu_wg_transposed(const cv_gpu_api *gpu, int dev, uintptr_t stream
 static int cv_gpu_wg_split(int64_t tiles, int64_t depth, int64_t total, int sm_count, int bn,
                            int x3) {
     if (tiles <= 0 || tiles >= sm_count) return 1;
-    const double rate = (x3 ? 95e12 : 369e12) / 132, tile = 2.0 * 128 * bn * depth / rate;
+    const double rate = (x3 == 1 ? 95e12 : x3 == 2 ? 678e12 : 369e12) / 132, tile = 2.0 * 128 * bn * depth / rate;
     const double sums = (double)total * 8 / 3.3e12;
     int best = 1;
     double best_t = tile;
