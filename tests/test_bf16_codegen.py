@@ -97,7 +97,8 @@ def test_attention_heads_are_copied_k_major_for_both_gemms(tmp_path):
     transposed (canonicalize._k_major_heads), so both of attention's GEMMs may run wgmma."""
     units = _units(tmp_path, ("sm_90",))
     host = units["module.c"]
-    assert host.count("api->gpu->wgmma(&cv_gpu_f6, dev) && cv_gpu_wg_maps_bf16(") == 2
+    f6 = host[host.index("f6_s0"):]  # the attention function's wrapper
+    assert f6.count("wgl && cv_gpu_wg_maps_bf16(") >= 2
     module = compile_source(tmp_path, SOURCE)  # on the CPU: the copies' layout is right
     rng = np.random.default_rng(5)
     q, k, v = (rng.standard_normal((2, 33, 24)).astype(np.float32) for _ in range(3))

@@ -34,6 +34,9 @@ from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
 from cuvil_aot.compiler.codegen.cuda_gemm import one_tf32_product
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Kind
+from cuvil_aot.compiler.ir.indexing import identity, through
+from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.ops import MOVEMENT
 
 WG_TERMS = 4  # a GEMM of more terms runs cv_gemm_tc (each term adds 256 bytes of maps)
 WG_THREADS = 384  # a producer warpgroup and two consumers
@@ -67,16 +70,35 @@ BF16 = WgConfig("CV_WG_BF16", 256, 4, False)
 SPLIT_MODEL = {X3.kind: 1, ONE.kind: 0, BF16.kind: 2}
 
 
-def eligible(k: CudaKernel) -> bool:
+def eligible(k: CudaKernel, buffers: set[int]) -> bool:
     """GEMM kernel ``k`` may run the wgmma main loop: float32 accumulation of float32 (or, in
-    the bf16 main loops, bfloat16) operands, at most WG_TERMS terms. Its operands' layout is
-    decided at call time: K-major as they are (``x @ w.T``), or, float32 only, copied K-major
-    first (``x @ w`` of an (in, out) weight: gpu_wg_copies.py)."""
+    the bf16 main loops, bfloat16) operands, at most WG_TERMS terms. A float32 GEMM's
+    operand layout is decided at call time: K-major as they are (``x @ w.T``), or copied
+    K-major first (``x @ w`` of an (in, out) weight: gpu_wg_copies.py). The copies are
+    float32, so a bfloat16 GEMM needs every term's B possibly K-major: not, read as stored
+    from a C-ordered parameter or buffer (ids in ``buffers``), stepping along n in its last
+    axis, whose unit then skips the entry (nvcc's time)."""
     terms = k.group.terms
-    operand = "bfloat16" if k.loops == "bf16" else "float32"
+    bf16 = k.loops == "bf16"
+    operand = "bfloat16" if bf16 else "float32"
     return k.group.kind is Kind.GEMM and k.acc_type == "float" and \
         0 < len(terms) <= WG_TERMS and \
-        all(s.dtype == operand for t in terms for s in t.srcs)
+        all(s.dtype == operand for t in terms for s in t.srcs) and \
+        (not bf16 or all(_b_may_be_k_major(t.srcs[1], buffers) for t in terms))
+
+
+def _b_may_be_k_major(b: Node, buffers: set[int]) -> bool:
+    rank = len(b.shape)
+    node, m = b, identity(rank)
+    while node.op in MOVEMENT and id(node) not in buffers:  # as launch.matmul_operand
+        sub = through(node, m, rank)
+        if sub is None:  # a view of a regrouped buffer: its strides decide at run time
+            return True
+        node, m = node.srcs[0], sub
+    if not m:
+        return True
+    last = m[-1]  # the stored array's contiguous axis, C-ordered
+    return last.uses(rank - 2) or not last.uses(rank - 1)
 
 
 def config(kernels: list[CudaKernel]) -> WgConfig:

@@ -167,7 +167,7 @@ def lower(comps: list[Compiled], targets: GpuTargets | None = None) -> GpuPlan:
                 gp.first[entries[0]] = len(names)
                 names.extend(entries)
             gemms[k.loops].append(k)
-            if gp.wgmma and cuda_wgmma.eligible(k):
+            if gp.wgmma and cuda_wgmma.eligible(k, buffers):
                 gp.wg_kernels.add(k.name)
             gp.first[k.name] = gp.first[cuda_gemm.shared_entries(unit, k.loops)[0]]
         gp.loops[comp.prefix] = comp.loops  # launched one by one, in order
