@@ -75,15 +75,16 @@ CASES = {
     "mm_deep": [(700, 4100), (4100, 300)],
     "linear_gelu_8x128": [(8, 128, 768), (768, 2304), (2304,)],
     "linear_gelu_1x128": [(1, 128, 768), (768, 3072), (3072,)],
-    "linear_gelu_ragged": [(3, 177, 260), (260, 1001), (1001,)],
-    "bmm": [(16, 300, 128), (16, 128, 300)],
-    "bmm_ragged": [(5, 531, 68), (5, 68, 777)],
+    "linear_gelu_ragged": [(3, 377, 260), (260, 1001), (1001,)],
+    "bmm": [(16, 300, 512), (16, 512, 300)],
+    "bmm_ragged": [(5, 531, 260), (5, 260, 777)],
     "at_b": [(768, 1024), (768, 768)],
-    "two_terms": [(1000, 260), (1000, 100), (260, 700), (100, 700), (700,)],
+    "two_terms": [(1500, 260), (1500, 100), (260, 700), (100, 700), (700,)],
     "mlp": [(512, 768), (768, 3072), (3072,), (3072, 768), (768,)],
 }
 # A K-major with rows not 16-byte aligned (k % 4 != 0, contiguous): no maps for A, so no
 # wgmma (A is never copied where it is K-major); B's copy would have been fine
+NO_COPIES = {"mm_rows100", "linear_gelu_1x128"}  # cv_gemm_tc on the operands as they are
 ODD_K = {"mm_odd_k": [(1001, 301), (301, 999)]}
 WEIGHTS = {"mm": (1,), "linear": (1,), "bmm": (1,), "at": (0, 1), "two": (2, 3), "mlp": (1, 3)}
 
@@ -179,8 +180,8 @@ def _hopper() -> bool:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_n_major_weights_run_wgmma_over_copies(gemms, case, layout):
     kernels = check(gemms, case, CASES[case], layout)
-    if _hopper() and kernels:
-        assert _ran(kernels) == (True, True), kernels
+    if _hopper() and kernels:  # at 128 rows and fewer the copies do not pay (gpu_wrap.h)
+        assert _ran(kernels) == ((False, False) if case in NO_COPIES else (True, True)), kernels
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "padded"])

@@ -114,8 +114,8 @@ int transposed(cv_gpu_term *t, int nterms, int64_t m, int64_t n, int64_t nb, int
     pools = with_pools, maps_made = 0;
     return cv_gpu_wg_transposed(&api, 0, 0, maps, t, nterms, m, n, nb, 128, x3, tr, mem, on);
 }
-int pays(double flops, int64_t elems, int copies, int x3) {
-    return cv_gpu_wg_transpose_pays(flops, elems, copies, x3);
+int pays(int64_t rows, double flops, int64_t elems, int copies, int x3) {
+    return cv_gpu_wg_transpose_pays(rows, flops, elems, copies, x3);
 }
 """
 
@@ -142,7 +142,8 @@ def harness(tmp_path_factory):
     h = ctypes.CDLL(str(lib))
     h.transposed.argtypes = [ctypes.POINTER(Term), ctypes.c_int] + [ctypes.c_int64] * 3 + \
         [ctypes.c_int, ctypes.c_int, ctypes.POINTER(Copy), ctypes.POINTER(ctypes.c_int)]
-    h.pays.argtypes = [ctypes.c_double, ctypes.c_int64, ctypes.c_int, ctypes.c_int]
+    h.pays.argtypes = [ctypes.c_int64, ctypes.c_double, ctypes.c_int64, ctypes.c_int,
+                       ctypes.c_int]
     return h
 
 
@@ -170,9 +171,9 @@ def _operands(t: Term, m: int, n: int, nb: int) -> tuple[np.ndarray, np.ndarray]
 
 # (m, n, k, nb, layout of A, layout of B): "k" K-major, "mn" contiguous along m or n, "s"
 # strided both ways; B batched ("mn" with nb > 1) or one for every batch. Rows enough that
-# the copies pay; odd n and k
+# the copies pay (a copied A needs the product deep and wide too); odd n and k
 LAYOUTS = [(6001, 251, 75, 1, "k", "mn"), (2001, 250, 77, 3, "k", "mn"),
-           (2999, 250, 77, 2, "mn", "k"), (3000, 301, 77, 2, "mn", "mn"),
+           (2999, 1250, 515, 2, "mn", "k"), (3000, 1201, 515, 2, "mn", "mn"),
            (6001, 250, 77, 1, "k", "s")]
 
 
@@ -219,14 +220,17 @@ def test_no_copies_where_none_is_needed_pays_or_fits(harness):
 
 
 @pytest.mark.parametrize("rows, n, k, x3, want", [
-    (8 * 128, 2304, 768, 1, True),  # GPT-2 8 x 128: c_attn, c_fc, c_proj...
+    (8 * 128, 2304, 768, 1, True),  # GPT-2 8 x 128: c_attn, c_fc, c_proj, as measured
     (8 * 128, 768, 3072, 1, True),
-    (128, 2304, 768, 1, True),  # 1 x 128: the wide weights pay
-    (128, 768, 768, 1, False),  # ... c_proj does not
+    (8 * 128, 768, 768, 1, True),
+    (128, 2304, 768, 1, False),  # 1 x 128: measured slower with the copies, every weight
+    (128, 3072, 768, 1, False),
+    (128, 768, 768, 1, False),
     (48, 768, 768, 1, False),
     (4096, 4096, 4096, 0, True)])
 def test_the_copies_pay_at_gpt2_shapes(harness, rows, n, k, x3, want):
-    assert bool(harness.pays(2.0 * rows * n * k, n * ((k + 3) // 4 * 4), 1, x3)) is want
+    elems = n * ((k + 3) // 4 * 4)
+    assert bool(harness.pays(rows, 2.0 * rows * n * k, elems, 1, x3)) is want
 
 
 EMULATOR = r"""

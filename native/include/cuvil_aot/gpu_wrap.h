@@ -188,15 +188,17 @@ static int cv_gpu_wg_maps(const cv_gpu_api *gpu, cv_tmap *maps, const cv_gpu_ter
     return 1;
 }
 
-/* Whether a GEMM of `flops` runs sooner on the wgmma main loop after `copies` transposes of
- * `elems` floats in all (each read and written once: 8 bytes, at 3 TB/s, and 2 us a launch)
- * than on cv_gemm_tc over the operands as they are: 3xTF32 (x3) 25 TFLOP/s on cv_gemm_tc
- * (GPT-2's x @ w GEMMs at 8 x 128 and 1 x 128, H200 profile of 2026-12-03: 22-31) against
- * 60 on wgmma (50-95 at transformer shapes); one TF32 product 60 against 200. Estimates:
- * not yet measured with the copies. GPT-2's 768 x 2304 weight pays from about 80 rows. */
-static int cv_gpu_wg_transpose_pays(double flops, int64_t elems, int copies, int x3) {
-    const double tc = x3 ? 25e12 : 60e12, wg = x3 ? 60e12 : 200e12;
-    return flops / tc > flops / wg + (double)elems * 8 / 3e12 + copies * 2e-6;
+/* Whether a GEMM of `rows` (batches included) and `flops` runs sooner on the wgmma main loop
+ * after `copies` transposes of `elems` floats in all (each read and written once: 8 bytes,
+ * at 3 TB/s, and 2 us a launch) than on cv_gemm_tc over the operands as they are. 3xTF32
+ * (x3) rates measured at GPT-2's projections (bench/gpu/wg_copies.py, H200 2026-12-03,
+ * bench/gpu/h200_2026-12-03b/wg_copies.txt): 1024 rows, cv_gemm_tc 23-37 TFLOP/s against
+ * wgmma 33-54 (the copies 1.5-2.4 TB/s: 3-8 us); 128 rows, cv_gemm_tc 18-21 against wgmma
+ * 5-19, where the copies never paid. One TF32 product: 60 against 200, estimates. */
+static int cv_gpu_wg_transpose_pays(int64_t rows, double flops, int64_t elems, int copies,
+                                    int x3) {
+    const double tc = x3 ? 28e12 : 60e12, wg = x3 ? 40e12 : 200e12;
+    return rows >= 256 && flops / tc > flops / wg + (double)elems * 8 / 2e12 + copies * 2e-6;
 }
 
 /* The floats of the K-major copy of term t's operand `side` (0: A, m x k; 1: B, k x n):
@@ -262,7 +264,8 @@ static int cv_gpu_wg_transposed(const cv_gpu_api *gpu, int dev, uintptr_t stream
             else if (!cv_gpu_wg_aligned(&t[i], side)) return 0; /* no map: no copies either */
         }
     }
-    if (!mask || !cv_gpu_wg_transpose_pays(2.0 * m * n * depth * nb, elems, copies, x3))
+    if (!mask || !cv_gpu_wg_transpose_pays(m * nb, 2.0 * m * n * depth * nb, elems, copies,
+                                           x3))
         return 0;
     memcpy(wt, t, nterms * sizeof *t);
     for (int c = 0; c < 2 * nterms; c++) {
