@@ -83,9 +83,6 @@ def args_struct(k: CudaKernel, w: Writer, int8: bool = False) -> None:
             w.line("int64_t vec;  /* 1: the GEMV reads B as float4 */")
             w.line("int64_t split;  /* > 1: k in chunks, partial sums in part (_ksum adds) */")
             w.line("char *part;")
-            # the wgmma loop adds its own partial sums: the last chunk of a tile to arrive
-            # (flags after the sums, each tagged with this call's token: no zeroing)
-            w.line("uint64_t token;")
             if int8:
                 w.line("cv_q8_weight q8;  /* the int8 weight, for the fused GEMV */")
         for field_name, node in sorted(k.scalars.items()):

@@ -156,7 +156,7 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
                 x = f"a->u.m{tag}."
                 dims = f"{x}n[1], {x}n[2], {x}n[0]" if k.nloops == 3 else f"{x}n[0], {x}n[1], 1"
                 w.line(f"case {tag}: return cv_gemm_job{{{x}t, {len(k.group.terms)}, {dims}, "
-                       f"(int){x}split, {x}part, (int){x}cols, (int){x}vec, {x}token}};")
+                       f"(int){x}split, {x}part, (int){x}cols, (int){x}vec}};")
         w.line("return cv_gemm_job{};")
     part = f"j.split, reinterpret_cast<{acc} *>(j.part)"
     epi = f"{name}_epi{{&a_}}"

@@ -21,9 +21,8 @@ tensor maps, then the shared main loops' tagged argument::
 
 3xTF32 (float32 accuracy) in general; one TF32 product where cuda_gemm.one_tf32_product says
 every operand of the unit is a TF32 number (the tf32, bf16-cast and fp16 policies).
-Few tiles: split-K (cv_gpu_wg_split, gpu_wrap.h), the partial sums added in the kernel by
-the last chunk of each tile to finish (cv_wg_fixup: no _ksum launch); many: a persistent
-grid of one block per SM.
+Few tiles: split-K (cv_gpu_wg_split, gpu_wrap.h), the partial sums added by the unit's
+_ksum; many: a persistent grid of one block per SM.
 """
 
 from __future__ import annotations
@@ -124,8 +123,7 @@ def entry(name: str, kernels: list[CudaKernel]) -> str:
                '"cuda_wgmma.WgConfig.smem");')
         w.line(f"const cv_gemm_job j = {name}_job(&w_.a);")
         w.line(f"cv_gemm_wgmma_job<{c.kind}, {c.bn}, {c.stages}>(w_.map, j.t, j.nterms, j.m, "
-               f"j.n, j.nb, j.split, reinterpret_cast<float *>(j.part), j.token, "
-               f"{name}_epi{{&w_.a}});")
+               f"j.n, j.nb, j.split, reinterpret_cast<float *>(j.part), {name}_epi{{&w_.a}});")
     return w.text()
 
 

@@ -337,8 +337,8 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
                 w.line("if (wg) gy = 1;")
             w.line(launch)
             w.line(f"L[{g}].wg = wg; L[{g}].smem = wsmem; L[{g}].tr = wtr; (void)wg_split;")
-            w.line(f"if (a.split > 1 && !wg) L[{g}].sum_grid = cv_gpu_grid(nb * m * n, "
-                   f"{BLOCK}, sm, 8);")
+            w.line(f"if (a.split > 1) L[{g}].sum_grid = cv_gpu_grid(nb * m * n, {BLOCK}, "
+                   "sm, 8);")
             # the one-kernel's GEMV would read the dequantized weight, not stored where q8
             q8 = " && !q8" if k.name in gp.int8 else ""
             w.line(f"small = small && (gemv || dot){q8};")
@@ -346,16 +346,12 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
 
 def _split(w: Writer, k: CudaKernel, g: int) -> None:
     """Split-K where the tiles are too few for the SMs (cv_gpu_split): partial sums in
-    scratch memory of the call, added up by the kernel's _ksum launch, or, in the wgmma
-    loop, by the last chunk of each tile (its flags after the sums)."""
+    scratch memory of the call, added up by the kernel's _ksum launch."""
     depth = " + ".join(f"a.t[{t}].k" for t in range(len(k.group.terms)))
     w.line(f"a.split = wg ? wg_split : few_tiles ? cv_gpu_split(ftiles * nb, {depth}, "
            "nb * m * n, sm) : 1;")
-    w.line("a.token = 0;")
     with w.block("if (a.split > 1)"):
-        # the wgmma loop's tile flags after the sums (cv_wg_flags), tagged by a fresh token
-        w.line("const int64_t count = a.split * nb * m * n + (wg ? 2 * ftiles * nb + 1 : 0);")
-        w.line("if (wg) a.token = cv_gpu_token();")
+        w.line("const int64_t count = a.split * nb * m * n;")
         dt = "CV_DT_FLOAT32" if k.acc_type == "float" else "CV_DT_FLOAT64"
         w.line(f"const int r = api->gpu->scratch(dev, {dt}, 1, &count, stream, &kpart[{g}]);")
         w.line("if (r < 0) goto done;")

@@ -38,7 +38,6 @@ struct cv_gemm_job {
     int split;
     char *part;
     int cols, vec;
-    uint64_t token; /* split-K in the wgmma loop: this call's tag of the tiles' flags */
 };
 
 #endif

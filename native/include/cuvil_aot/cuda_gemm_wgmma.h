@@ -270,87 +270,7 @@ CV_DEV void cv_wg_consumer(unsigned char *smem, uint64_t *full, uint64_t *empty,
     cv_wg_out<BN>(acc, smem + STAGES * C::STAGE, c, bat, m, n, row0, col0, out);
 }
 
-/* Split-K, the tile's chunks added in the kernel: the flags of a GEMM's tiles (one a tile
- * and batch) follow its partial sums in the call's scratch memory, each holding the token
- * of the call that last counted on it (bits 5 and up) and how many of its chunks have
- * arrived (bits 0-4), so memory left by other calls reads as no arrival: nothing zeroes
- * the flags. Returns whether this chunk is the last of its tile's `split`. */
-CV_DEV bool cv_wg_arrive_last(unsigned long long *flag, unsigned long long token, int split) {
-    unsigned long long cur = *reinterpret_cast<volatile unsigned long long *>(flag);
-    for (;;) {
-        const unsigned long long count = (cur >> 5) == token ? (cur & 31) : 0;
-        const unsigned long long seen = atomicCAS(flag, cur, token << 5 | (count + 1));
-        if (seen == cur) return (int)count + 1 == split;
-        cur = seen;
-    }
-}
-
-/* After a chunk's consumers stored its partial sums: it arrives at its tile's flag, and
- * the last chunk to arrive adds the tile's partial sums in chunk order (the same order,
- * so the same totals, as cv_gemm_ksum) and hands each total to the epilogue; the others
- * go on to their next item. Both consumer warpgroups (256 threads) take part. */
-template <int BN, class Epi>
-CV_DEV void cv_wg_fixup(unsigned long long *flag, unsigned long long token, const float *part,
-                        int split, int64_t m, int64_t n, int64_t nb, int64_t bat, int64_t row0,
-                        int64_t col0, const Epi &epi) {
-    __shared__ int last;
-    __threadfence(); /* this thread's partial sums, visible before the arrival */
-    cv_bar_sync(2, 256);
-    if (threadIdx.x == 128) last = cv_wg_arrive_last(flag, token, split);
-    cv_bar_sync(2, 256);
-    if (!last) return;
-    __threadfence(); /* the other chunks' sums, read after their arrivals */
-    const int64_t total = nb * m * n;
-    const int tid = threadIdx.x - 128;
-    if (n % 4) { /* rows not 16-byte aligned: one element at a time */
-        for (int e = tid; e < 128 * BN; e += 256) {
-            const int64_t i = row0 + e / BN, j = col0 + e % BN;
-            if (i >= m || j >= n) continue;
-            const float *at = part + (bat * m + i) * n + j;
-            float sum = 0.f;
-            for (int s = 0; s < split; s++) sum += __ldcg(at + s * total);
-            epi(bat, i, j, sum);
-        }
-        return;
-    }
-    /* float4 runs, G of them a thread at a time: G loads in flight per chunk (the epilogue's
-     * stores between runs would keep the compiler from hoisting the next run's loads) */
-    constexpr int PER = 128 * BN / 4 / 256, G = 8;
-    static_assert(PER % G == 0, "whole groups of runs");
-    for (int q0 = 0; q0 < PER; q0 += G) {
-        float4 sum[G];
-        int64_t at[G];
-#pragma unroll
-        for (int g = 0; g < G; g++) {
-            const int e = (tid + (q0 + g) * 256) * 4; /* e / BN, e % BN: from the constant BN */
-            const int64_t i = row0 + e / BN, j = col0 + e % BN;
-            at[g] = i < m && j < n ? (bat * m + i) * n + j : -1; /* n % 4 == 0: j + 3 < n */
-            sum[g] = make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-        for (int s = 0; s < split; s++)
-#pragma unroll
-            for (int g = 0; g < G; g++)
-                if (at[g] >= 0) {
-                    const float4 v = __ldcg(reinterpret_cast<const float4 *>(part + s * total + at[g]));
-                    sum[g].x += v.x, sum[g].y += v.y, sum[g].z += v.z, sum[g].w += v.w;
-                }
-#pragma unroll
-        for (int g = 0; g < G; g++)
-            if (at[g] >= 0) {
-                const int e = (tid + (q0 + g) * 256) * 4;
-                const int64_t i = row0 + e / BN, j = col0 + e % BN;
-                epi(bat, i, j, sum[g].x), epi(bat, i, j + 1, sum[g].y);
-                epi(bat, i, j + 2, sum[g].z), epi(bat, i, j + 3, sum[g].w);
-            }
-    }
-}
-
 #endif /* CV_WGMMA_OK */
-
-/* The tile flags after `split` partial sums of `total` elements (8-byte aligned). */
-CV_DEV unsigned long long *cv_wg_flags(float *part, int split, int64_t total) {
-    return reinterpret_cast<unsigned long long *>(part + (split * total + 1) / 2 * 2);
-}
 
 /* Term t's k-chunk s of `split` (split-K): its first k and its BK-deep k-blocks. Chunks
  * are whole k-blocks, so a box never reaches into the next chunk (TMA zero-fills past k
@@ -368,8 +288,7 @@ CV_DEV void cv_wg_chunk(int64_t k, int s, int split, int64_t &k0, int &blocks) {
  * of `split`; a grid of one block per item, or fewer (persistent: the producer loads the
  * next item's first stages during this one's epilogue). Each item sums its chunk of
  * every term (the terms' k-blocks one after another through the ring); with split > 1
- * the sums go to part (cv_split_epi) and the tile's last chunk adds them (cv_wg_fixup),
- * else to epi(bat, i, j, v).
+ * the sums go to part (cv_split_epi, cv_gemm_ksum adds them), else to epi(bat, i, j, v).
  * maps(t, 0) and maps(t, 1): term t's tensor maps of A (boxes of 128 rows) and B (boxes
  * of BN rows), 3-D (cv_wg_make_map), where they are (param space: a copy in local
  * memory would not do); a term with a_bs (b_bs) 0 reads batch 0 of its map. Block: 384
@@ -378,8 +297,7 @@ CV_DEV void cv_wg_chunk(int64_t k, int s, int split, int64_t &k0, int &blocks) {
  * Built for a target without wgmma: traps (the host must not launch it). */
 template <int KIND, int BN, int STAGES, class Maps, class Epi>
 CV_DEV void cv_wg_run(const Maps &maps, const cv_gpu_term *terms, int nterms, int64_t m,
-                      int64_t n, int64_t nb, int split, float *part, uint64_t token,
-                      const Epi &epi) {
+                      int64_t n, int64_t nb, int split, float *part, const Epi &epi) {
 #if defined(CV_WGMMA_OK)
     using C = cv_wg_cfg<KIND, BN, STAGES>;
     extern __shared__ unsigned char cv_wg_dyn[];
@@ -437,12 +355,8 @@ CV_DEV void cv_wg_run(const Maps &maps, const cv_gpu_term *terms, int nterms, in
                 nk += blocks;
             }
             const cv_split_epi<float, Epi> out{epi, split > 1 ? part : nullptr, m, n, nb, s};
-            const int64_t row0 = tile / tiles_n * C::BM, col0 = tile % tiles_n * BN;
             cv_wg_consumer<KIND, BN, STAGES>(smem, full, empty, wg - 1, it, bat, m, n, nk,
-                                             row0, col0, out);
-            if (split > 1)
-                cv_wg_fixup<BN>(cv_wg_flags(part, split, nb * m * n) + bat * tiles + tile,
-                                token, part, split, m, n, nb, bat, row0, col0, epi);
+                                             tile / tiles_n * C::BM, tile % tiles_n * BN, out);
         }
     }
 #else
@@ -458,7 +372,7 @@ CV_DEV void cv_gemm_wgmma(const CUtensorMap &ta, const CUtensorMap &tb, int64_t 
     const cv_gpu_term t{nullptr, 0, 1, 0, nullptr, 1, 0, 0, k};
     const CUtensorMap *a = &ta, *b = &tb;
     auto maps = [a, b](int, int side) { return side ? b : a; };
-    cv_wg_run<KIND, BN, STAGES>(maps, &t, 1, m, n, 1, 1, nullptr, 0, out);
+    cv_wg_run<KIND, BN, STAGES>(maps, &t, 1, m, n, 1, 1, nullptr, out);
 }
 
 /* A unit's GEMM (cuda_gemm.py's _wg entry): maps[2t], maps[2t + 1] are term t's (the
@@ -466,9 +380,9 @@ CV_DEV void cv_gemm_wgmma(const CUtensorMap &ta, const CUtensorMap &tb, int64_t 
 template <int KIND, int BN, int STAGES, class Epi>
 CV_DEV void cv_gemm_wgmma_job(const CUtensorMap *maps, const cv_gpu_term *terms, int nterms,
                               int64_t m, int64_t n, int64_t nb, int split, float *part,
-                              uint64_t token, const Epi &epi) {
+                              const Epi &epi) {
     auto at = [maps](int t, int side) { return &maps[2 * t + side]; };
-    cv_wg_run<KIND, BN, STAGES>(at, terms, nterms, m, n, nb, split, part, token, epi);
+    cv_wg_run<KIND, BN, STAGES>(at, terms, nterms, m, n, nb, split, part, epi);
 }
 
 #endif

@@ -3,9 +3,6 @@
 #ifndef CUVIL_AOT_GPU_WRAP_H
 #define CUVIL_AOT_GPU_WRAP_H
 
-#include <stdatomic.h>
-#include <time.h>
-
 #include "cuvil_aot/cuda_driver.h"
 #include "cuvil_aot/cuda_q8.h"
 #include "cuvil_aot/cuda_transpose.h"
@@ -306,20 +303,6 @@ static int cv_gpu_wg_split(int64_t tiles, int64_t depth, int64_t total, int sm_c
         if (t < best_t) best = s, best_t = t;
     }
     return best;
-}
-
-/* A tag no earlier call of this process gave its split-K tile flags (cv_wg_fixup): the
- * monotonic clock in ns, moved past the last tag handed out. */
-static uint64_t cv_gpu_token(void) {
-    static _Atomic uint64_t last;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t tag = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    uint64_t prev = atomic_load(&last);
-    do {
-        if (tag <= prev) tag = prev + 1;
-    } while (!atomic_compare_exchange_weak(&last, &prev, tag));
-    return tag;
 }
 
 /* Blocks for `work` items of `block` threads, at most enough to fill the
