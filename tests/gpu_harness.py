@@ -180,3 +180,44 @@ def check_module(module: Any, fw: Framework, seed: int, scale: Callable[[str, di
                     text = str(exc).replace("\n", " ")[:300]
                     failures.append(f"{name}({sig}) {view} {sizes}: {type(exc).__name__}: {text}")
     return failures
+
+
+def put_in_layout(a: np.ndarray, layout: str):
+    """``a`` as a torch CUDA tensor laid out as ``layout``: contiguous; padded: rows past
+    their length, 16-byte aligned (row stride != k); shifted: one element off (misaligned:
+    no tensor maps, no cp.async); strided: every other element of the last axis."""
+    torch = pytest.importorskip("torch")
+    if layout == "contiguous" or a.ndim < 2:
+        return torch.from_numpy(a).cuda()
+    last = a.shape[-1]
+    if layout == "strided":
+        return torch.from_numpy(np.repeat(a, 2, axis=-1)).cuda()[..., ::2]
+    width = (last + 3) // 4 * 4 + 4 if layout == "padded" else last + 1
+    store = torch.zeros((*a.shape[:-1], width), dtype=torch.float32, device="cuda")
+    first = 1 if layout == "shifted" else 0
+    store[..., first:first + last] = torch.from_numpy(a)
+    return store[..., first:first + last]
+
+
+def function_for(module: Any, case: str) -> Any:
+    """The module's function a test case is named after: ``mm_t_deep`` -> ``mm_t``."""
+    name = case
+    while not hasattr(module, name):
+        name = name.rsplit("_", 1)[0]
+    return getattr(module, name)
+
+
+def kernels_launched(run: Callable[[], Any]) -> list[str]:
+    """The names of the CUDA kernels ``run()`` launched (torch's profiler: CUPTI sees the
+    driver's launches too); [] where it records none (then ``run()`` ran plainly)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            run()
+            torch.cuda.synchronize()
+        return [e.key for e in prof.key_averages()]
+    except RuntimeError:  # no CUPTI: judge the numbers only
+        run()
+        return []

@@ -19,7 +19,7 @@ import zlib
 import numpy as np
 import pytest
 from conftest import compile_source
-from gpu_harness import device_arch
+from gpu_harness import device_arch, kernels_launched
 
 pytestmark = pytest.mark.gpu
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -141,7 +141,7 @@ def _call(fn, *args: np.ndarray) -> tuple[list[np.ndarray], list[str]]:
     expect = list(expect) if isinstance(expect, tuple) else [expect]
     outs = tuple(_poisoned(np.asarray(e)) for e in expect)
     dev = [_dev(a) for a in args]
-    kernels = _kernels(lambda: fn(*dev, out=outs))
+    kernels = kernels_launched(lambda: fn(*dev, out=outs))
     got = [_host(o) for o in outs]
     assert [g.dtype for g in got] == [np.asarray(e).dtype for e in expect]  # NumPy's dtypes
     again = tuple(_poisoned(np.asarray(e)) for e in expect)  # graphs, scratch: the same
@@ -152,18 +152,6 @@ def _call(fn, *args: np.ndarray) -> tuple[list[np.ndarray], list[str]]:
     return got, kernels
 
 
-def _kernels(run) -> list[str]:
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    try:
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            run()
-            torch.cuda.synchronize()
-        return [e.key for e in prof.key_averages()]
-    except RuntimeError:  # no CUPTI: judge the numbers only
-        run()
-        return []
 
 
 def _judge(got: np.ndarray, a: np.ndarray, b: np.ndarray, k: int, extra: np.ndarray | float = 0.0):

@@ -16,7 +16,7 @@ import zlib
 import numpy as np
 import pytest
 from conftest import assert_close, compile_source
-from gpu_harness import device_arch
+from gpu_harness import device_arch, function_for, kernels_launched, put_in_layout
 
 from cuvil_aot.compiler.ir.ops import round_tf32
 
@@ -94,41 +94,10 @@ def gemms(tmp_path_factory):
     return compile_source(tmp_path_factory.mktemp("wgmma"), SOURCE, cuda_archs=(device_arch(),))
 
 
-def _put(a: np.ndarray, layout: str):
-    """contiguous; padded: rows 16-byte aligned, the row stride past the row (maps with
-    ld != k); shifted: one element off (misaligned: no maps, no cp.async)."""
-    torch = pytest.importorskip("torch")
-    if layout == "contiguous" or a.ndim < 2:
-        return torch.from_numpy(a).cuda()
-    last = a.shape[-1]
-    width = (last + 3) // 4 * 4 + 4 if layout == "padded" else last + 1
-    store = torch.zeros((*a.shape[:-1], width), dtype=torch.float32, device="cuda")
-    first = 1 if layout == "shifted" else 0
-    store[..., first:first + last] = torch.from_numpy(a)
-    return store[..., first:first + last]
 
 
-def _function(gemms, case: str):
-    name = case
-    while not hasattr(gemms, name):
-        name = name.rsplit("_", 1)[0]
-    return getattr(gemms, name)
 
 
-def _kernels(run) -> list[str]:
-    """The names of the CUDA kernels ``run()`` launched (torch's profiler), [] where it
-    records none."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    try:
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            run()
-            torch.cuda.synchronize()
-        return [e.key for e in prof.key_averages()]
-    except RuntimeError:  # no CUPTI: run it plainly, judge the numbers only
-        run()
-        return []
 
 
 def check(gemms, case: str, shapes, layout: str, *, tf32: bool = False) -> list[str]:
@@ -136,12 +105,12 @@ def check(gemms, case: str, shapes, layout: str, *, tf32: bool = False) -> list[
 
     rng = np.random.default_rng(zlib.crc32(f"{case} {layout} {shapes}".encode()))
     args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
-    fn = _function(gemms, case)
+    fn = function_for(gemms, case)
     ref_args = [round_tf32(a) if tf32 and a.ndim == 2 else a for a in args]
     ref = fn.py_func(*[a.astype(np.float64) for a in ref_args])
-    dev = [_put(a, layout) for a in args]
+    dev = [put_in_layout(a, layout) for a in args]
     out = torch.full(ref.shape, float("nan"), dtype=torch.float32, device="cuda")  # poisoned
-    kernels = _kernels(lambda: fn(*dev, out=out))
+    kernels = kernels_launched(lambda: fn(*dev, out=out))
     got = out.cpu().numpy()
     assert np.isfinite(got).all()
     if tf32:  # float32 accumulation (truncating, in the tensor cores) of exact products
@@ -217,7 +186,7 @@ def test_a_run_time_loop_launches_it_kernel_by_kernel(gemms):
     w = (rng.standard_normal((256, 256)) * 0.1).astype(np.float32)
     ref = gemms.repeat.py_func(x.astype(np.float64), w.astype(np.float64), 3)
     dev = [torch.from_numpy(a).cuda() for a in (x, w)]
-    kernels = _kernels(lambda: gemms.repeat(*dev, 3))
+    kernels = kernels_launched(lambda: gemms.repeat(*dev, 3))
     got = gemms.repeat(*dev, 3).cpu().numpy()
     err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
     assert err < 5e-6, f"||got - ref|| / ||ref|| = {err:.3g} ({kernels})"

@@ -19,7 +19,7 @@ import zlib
 import numpy as np
 import pytest
 from conftest import assert_close, compile_source
-from gpu_harness import device_arch
+from gpu_harness import device_arch, function_for, kernels_launched, put_in_layout
 
 from cuvil_aot.compiler.ir.ops import round_tf32
 
@@ -95,42 +95,10 @@ def gemms(tmp_path_factory):
                           cuda_archs=(device_arch(),))
 
 
-def _put(a: np.ndarray, layout: str):
-    """contiguous; padded: rows past their length (16-byte aligned); shifted: one element
-    off (misaligned); strided: every other element of the last axis."""
-    torch = pytest.importorskip("torch")
-    if layout == "contiguous" or a.ndim < 2:
-        return torch.from_numpy(a).cuda()
-    last = a.shape[-1]
-    if layout == "strided":
-        return torch.from_numpy(np.repeat(a, 2, axis=-1)).cuda()[..., ::2]
-    width = (last + 3) // 4 * 4 + 4 if layout == "padded" else last + 1
-    store = torch.zeros((*a.shape[:-1], width), dtype=torch.float32, device="cuda")
-    first = 1 if layout == "shifted" else 0
-    store[..., first:first + last] = torch.from_numpy(a)
-    return store[..., first:first + last]
 
 
-def _function(gemms, case: str):
-    name = case
-    while not hasattr(gemms, name):
-        name = name.rsplit("_", 1)[0]
-    return getattr(gemms, name)
 
 
-def _kernels(run) -> list[str]:
-    """The CUDA kernels ``run()`` launched (torch's profiler), [] where it records none."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    try:
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            run()
-            torch.cuda.synchronize()
-        return [e.key for e in prof.key_averages()]
-    except RuntimeError:  # no CUPTI: run it plainly, judge the numbers only
-        run()
-        return []
 
 
 def _args(case: str, shapes, seed: str = "") -> list[np.ndarray]:
@@ -143,13 +111,13 @@ def check(gemms, case: str, shapes, layout: str, *, tf32: bool = False) -> list[
     import torch
 
     args = _args(case, shapes)
-    fn = _function(gemms, case)
+    fn = function_for(gemms, case)
     ref_args = [round_tf32(a) if tf32 else a for a in args]
     ref = fn.py_func(*[a.astype(np.float64) for a in ref_args])
     weights = WEIGHTS.get(case.split("_")[0], (1,))
-    dev = [_put(a, layout if i in weights else "contiguous") for i, a in enumerate(args)]
+    dev = [put_in_layout(a, layout if i in weights else "contiguous") for i, a in enumerate(args)]
     out = torch.full(ref.shape, float("nan"), dtype=torch.float32, device="cuda")  # poisoned
-    kernels = _kernels(lambda: fn(*dev, out=out))
+    kernels = kernels_launched(lambda: fn(*dev, out=out))
     got = out.cpu().numpy()
     assert np.isfinite(got).all()
     if tf32:  # float32 accumulation of exact products of the rounded operands
@@ -198,9 +166,9 @@ def test_padded_a_with_odd_k_runs_wgmma(gemms):
 
     a, b = _args("odd", [(1001, 301), (301, 999)])
     ref = a.astype(np.float64) @ b.astype(np.float64)
-    da, db = _put(a, "padded"), torch.from_numpy(b).cuda()
+    da, db = put_in_layout(a, "padded"), torch.from_numpy(b).cuda()
     out = torch.full(ref.shape, float("nan"), dtype=torch.float32, device="cuda")
-    kernels = _kernels(lambda: gemms.mm(da, db, out=out))
+    kernels = kernels_launched(lambda: gemms.mm(da, db, out=out))
     assert_close(out.cpu().numpy(), ref, np.float32, 20)
     if _hopper() and kernels:
         assert _ran(kernels) == (True, True), kernels
@@ -254,7 +222,7 @@ def test_a_run_time_loop_copies_each_trip(gemms):
     w = (rng.standard_normal((768, 768)) * 0.04).astype(np.float32)
     ref = gemms.repeat.py_func(x.astype(np.float64), w.astype(np.float64), 3)
     dev = [torch.from_numpy(a).cuda() for a in (x, w)]
-    kernels = _kernels(lambda: gemms.repeat(*dev, 3))
+    kernels = kernels_launched(lambda: gemms.repeat(*dev, 3))
     got = gemms.repeat(*dev, 3).cpu().numpy()
     err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
     assert err < 5e-6, f"||got - ref|| / ||ref|| = {err:.3g} ({kernels})"
