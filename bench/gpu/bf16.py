@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
 import time
@@ -42,6 +41,7 @@ from gpu_harness import device_arch  # noqa: E402
 
 from bench import gpu_transformers as G  # noqa: E402
 from bench import transformer_models as T  # noqa: E402
+from bench.gpu.device_timing import device_us  # noqa: E402
 
 torch.set_grad_enabled(False)
 
@@ -76,20 +76,6 @@ def bert_bf16(x, mask, wq, bq, wk, bk, wv, bv, wo, bo, g1, b1, wi, bi, wf, bf, g
 '''
 
 
-def device_us(fn: Callable[[], object], calls: int, rounds: int) -> float:
-    """Median over rounds of the device time per call of ``calls`` back-to-back calls."""
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(rounds):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) * 1e3 / calls)
-    return statistics.median(times)
 
 
 def rel_err(got: torch.Tensor, ref: torch.Tensor) -> float:

@@ -34,7 +34,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from conftest import compile_source  # noqa: E402
 from gpu_harness import device_arch  # noqa: E402
 
+sys.path.insert(0, str(ROOT))
 import cuvil_aot as cv  # noqa: E402
+from bench.gpu.device_timing import device_us  # noqa: E402
 
 SOURCE = '''
 import numpy as np
@@ -59,20 +61,6 @@ SHAPES = [(768, 2304), (768, 768), (768, 3072), (3072, 768), (4096, 4096), (4096
 L2_ROTATION_BYTES = 256 << 20  # weight copies rotated through: several times the 50 MB L2
 
 
-def device_us(fn, calls: int, rounds: int) -> float:
-    """Median over rounds of the device time per call of ``calls`` back-to-back calls."""
-    for _ in range(10):
-        fn()
-    times = []
-    for _ in range(rounds):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            fn()
-        stop.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(stop) * 1e3 / calls)
-    return float(np.median(times))
 
 
 def copy_gbps() -> float:

@@ -26,6 +26,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from conftest import compile_source  # noqa: E402
 from gpu_harness import device_arch  # noqa: E402
 
+sys.path.insert(0, str(ROOT))
+from bench.gpu.device_timing import device_us  # noqa: E402
 from cuvil_aot.runtime import native  # noqa: E402
 
 SOURCE = '''
@@ -43,19 +45,6 @@ def nk(x: cv.f32["M", "K"], w: cv.f32["N", "K"], b: cv.f32["N"]):
 SHAPES = [(768, 2304), (768, 768), (768, 3072), (3072, 768)]  # (k, n): GPT-2 small
 
 
-def device_us(fn, calls: int, rounds: int) -> float:
-    for _ in range(10):
-        fn()
-    times = []
-    for _ in range(rounds):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            fn()
-        stop.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(stop) * 1e3 / calls)
-    return float(np.median(times))
 
 
 def kernel_us(fn, calls: int = 20) -> dict[str, float]:
