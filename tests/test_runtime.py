@@ -253,6 +253,35 @@ def test_gemm_crosses_blocks(dtype, level, m, k, n):
         check(out, [(a, b)], dtype)
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(m=st.integers(33, 256), k=st.sampled_from([1, 7, 64, 300, 1100]),
+       n=st.sampled_from([64, 128, 192, 768, 2304]), batch=st.sampled_from([0, 2]),
+       b_rows=st.sampled_from(["own", "wide", "per_batch"]), threads=st.sampled_from([1, 2, 3]),
+       dtype=st.sampled_from([np.float32, np.float64]), level=st.sampled_from(LEVELS),
+       seed=st.integers(0, 2**32 - 1))
+def test_gemm_reads_b_where_it_is_below_256_rows(m, k, n, batch, b_rows, threads, dtype, level,
+                                                   seed):
+    """Up to 256 rows (batches included), one term and B's columns contiguous, whole panels:
+    the packed path reads B's panels in place (rows b_rs apart: a row slice of a wider
+    array too), B shared by the batches or one per batch, k across blocks, a short last
+    row panel; the same result as NumPy within a dot product's error."""
+    rng = np.random.default_rng(seed)
+    rt.configure(cpu_level=level, num_threads=threads)
+    try:
+        lead = (batch,) if batch else ()
+        if lead and m * batch > 256:
+            m = 256 // batch
+        a = make(rng, lead + (m, k), "c", dtype)
+        b_lead = lead if b_rows == "per_batch" else ()
+        full = make(rng, b_lead + (k, 2 * n if b_rows == "wide" else n), "c", dtype)
+        b = full[..., :n]
+        out = poisoned(lead + (m, n), "c", dtype)
+        run([(a, b)], out)
+        check(out, [(a, b)], dtype)
+    finally:
+        rt.configure(num_threads=0)
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3, 4, 5])
 @pytest.mark.parametrize("m,k,n", [(40, 300, 768), (150, 64, 1280), (40, 70, 33), (33, 5, 3000),
                                    (128, 64, 2304)])

@@ -17,6 +17,10 @@
 /* A batch whose packed A, B and accumulator fit in this is computed by one
  * thread at a time when batches do not share B (parallel over batches). */
 #define CV_GEMM_SOLO_BYTES ((size_t)2 << 20)
+/* At most this many rows (batches included) read B's panels unpacked (b_reads_direct). */
+#ifndef CV_GEMM_DIRECT_B_ROWS
+#define CV_GEMM_DIRECT_B_ROWS 256
+#endif
 /* Rows of B packed at a time across a column unit's panels. */
 #define CV_GEMM_PACK_ROWS 32
 /* Packed A and packed B of one step each stay below this (L3-sized). */
