@@ -27,9 +27,12 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
 from conftest import compile_source  # noqa: E402
 from gpu_harness import device_arch  # noqa: E402
+
+from bench.gpu.device_timing import copy_gbps, device_us  # noqa: E402
 
 GEMM_SOURCE = '''
 import numpy as np
@@ -119,26 +122,8 @@ def wall_us(fn: Callable[[], Any], sync: Callable[[], None],
             "wall_p90_us": deciles[-1] * 1e6}
 
 
-def device_us(fn: Callable[[], Any], calls: int) -> float:
-    """Device time per call from CUDA events around ``calls`` back-to-back calls (median of 5)."""
-    runs = []
-    for _ in range(5):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            fn()
-        stop.record()
-        stop.synchronize()
-        runs.append(start.elapsed_time(stop) * 1e3 / calls)
-    return statistics.median(runs)
 
 
-def copy_bandwidth() -> float:
-    """Device-to-device copy, bytes read plus written per second."""
-    x = torch.empty(1 << 28, device="cuda")
-    y = torch.empty_like(x)
-    t = device_us(lambda: y.copy_(x), 20)
-    return 2 * x.numel() * 4 / (t * 1e-6)
 
 
 def inputs(shapes: list[tuple[int, ...]], scales: list[float]) -> list[np.ndarray]:
@@ -196,7 +181,7 @@ def main() -> None:
     models = compile_source(work, (ROOT / "examples" / "models.py").read_text(), cuda_archs=(arch,))
     gemm = compile_source(work, GEMM_SOURCE, cuda_archs=(arch,))
     print(f"built in {time.perf_counter() - t0:.1f} s for {arch}", flush=True)
-    bw = copy_bandwidth()
+    bw = copy_gbps() * 1e9
     results: dict[str, Any] = {"device": torch.cuda.get_device_name(), "copy_GBps": bw / 1e9,
                                "cases": {}}
     seconds = 0.3 if args.quick else 1.0
@@ -211,7 +196,7 @@ def main() -> None:
             try:
                 wall = wall_us(call, sync, seconds)
                 stream = wall_us(call, stream_sync, seconds)
-                dev = device_us(call, 20 if floor_us > 100 else 200)
+                dev = device_us(call, 20 if floor_us > 100 else 200, 5, warmup=0)
                 row["impls"][name] = {**wall, **{f"stream_{k}": v for k, v in stream.items()},
                                       "device_us": dev}
             except Exception as exc:  # noqa: BLE001 - report, keep benchmarking

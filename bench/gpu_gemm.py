@@ -12,10 +12,10 @@ Then times ours against torch.mm (cuBLAS SGEMM, TF32 off) with CUDA events; tabl
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 import tempfile
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +23,12 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
 from conftest import compile_source  # noqa: E402
 from gpu_harness import device_arch  # noqa: E402
+
+from bench.gpu.device_timing import device_us  # noqa: E402
 
 SOURCE = '''
 import numpy as np
@@ -118,19 +121,9 @@ def check_cases(mod: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def device_us(fn: Callable[[], Any], calls: int = 20) -> float:
-    for _ in range(3):
-        fn()
-    runs = []
-    for _ in range(7):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            fn()
-        stop.record()
-        stop.synchronize()
-        runs.append(start.elapsed_time(stop) * 1e3 / calls)
-    return float(statistics.median(runs))
+
+
+gemm_us = partial(device_us, calls=20, rounds=7, warmup=3)
 
 
 def time_shape(mod: Any, m: int, k: int, n: int) -> dict[str, Any]:
@@ -138,10 +131,10 @@ def time_shape(mod: Any, m: int, k: int, n: int) -> dict[str, Any]:
     xm = rand((m, k), 1, "mis")  # the same shape through the SIMT loop
     out = torch.empty((m, n), device="cuda")
     flop = 2.0 * m * n * k
-    t = {"ours": device_us(lambda: mod.gemm_bias_relu(x, w, b, out=out)),
-         "ours_simt": device_us(lambda: mod.gemm_bias_relu(xm, w, b, out=out)),
-         "cublas_mm": device_us(lambda: torch.mm(x, w, out=out)),
-         "torch_addmm_relu": device_us(lambda: torch.relu(torch.addmm(b, x, w)))}
+    t = {"ours": gemm_us(lambda: mod.gemm_bias_relu(x, w, b, out=out)),
+         "ours_simt": gemm_us(lambda: mod.gemm_bias_relu(xm, w, b, out=out)),
+         "cublas_mm": gemm_us(lambda: torch.mm(x, w, out=out)),
+         "torch_addmm_relu": gemm_us(lambda: torch.relu(torch.addmm(b, x, w)))}
     return {"shape": f"{m}x{k}x{n}", **{f"{key}_us": v for key, v in t.items()},
             **{f"{key}_tflops": flop / v / 1e6 for key, v in t.items()}}
 

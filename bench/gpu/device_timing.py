@@ -24,3 +24,10 @@ def device_us(fn: Callable[[], object], calls: int, rounds: int, warmup: int = 1
         stop.synchronize()
         times.append(start.elapsed_time(stop) * 1e3 / calls)
     return statistics.median(times)
+
+
+def copy_gbps() -> float:
+    """Device-to-device copy rate: bytes read + written per second of a 1 GiB copy (GB/s)."""
+    src = torch.empty(1 << 28, device="cuda")
+    dst = torch.empty_like(src)
+    return 2 * src.nbytes / device_us(lambda: dst.copy_(src), 10, 5) / 1e3

@@ -36,7 +36,7 @@ from gpu_harness import device_arch  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 import cuvil_aot as cv  # noqa: E402
-from bench.gpu.device_timing import device_us  # noqa: E402
+from bench.gpu.device_timing import copy_gbps, device_us  # noqa: E402
 
 SOURCE = '''
 import numpy as np
@@ -63,12 +63,6 @@ L2_ROTATION_BYTES = 256 << 20  # weight copies rotated through: several times th
 
 
 
-def copy_gbps() -> float:
-    """Device-to-device copy rate: bytes read + written per second of a 1 GiB copy."""
-    src = torch.empty(1 << 28, device="cuda")
-    dst = torch.empty_like(src)
-    us = device_us(lambda: dst.copy_(src), 10, 5)
-    return 2 * src.nbytes / us / 1e3
 
 
 def kernel_us(fn, arg_sets: list, calls: int) -> float:
