@@ -84,6 +84,18 @@ def cuda_text(sources: dict[str, str]) -> str:
     return "".join(text for name, text in sorted(sources.items()) if name.endswith(".cu"))
 
 
+def generated_units(directory: Path, source: str, archs: tuple[str, ...]) -> dict[str, str]:
+    """The CUDA units (kernels_f0.cu, ...) and the wrapper (module.c) generated for
+    ``source``'s module with GPU code for ``archs``: text only, nothing compiled."""
+    from cuvil_aot.compiler.gpu_targets import GpuTargets
+
+    module = load_source(directory, source)
+    files = pipeline.generate_sources(module, pipeline.Options(cpu_levels=(1,)),
+                                      GpuTargets.of(archs))[3]
+    return {name: text for name, text in files.items() if name.endswith(".cu")} | \
+        {"module.c": files["module.c"]}
+
+
 def gpu_build(directory: Path, source: str) -> Any:
     """The artifact of ``source``'s module built with sm_90 code: nvcc compiles its CUDA
     and cc its GPU wrapper, so a test can check the GPU path compiles without a device.

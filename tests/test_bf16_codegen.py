@@ -11,11 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import compile_source, gpu_build, load_source
+from conftest import compile_source, generated_units, gpu_build
 
-from cuvil_aot.compiler import pipeline
 from cuvil_aot.compiler.codegen import cuda_wgmma
-from cuvil_aot.compiler.gpu_targets import GpuTargets, sass_code
+from cuvil_aot.compiler.gpu_targets import sass_code
 from cuvil_aot.compiler.toolchain import nvcc
 
 pytest.importorskip("ml_dtypes")
@@ -67,11 +66,7 @@ def attend(q: cv.f32["B", "T", "D"], k: cv.f32["B", "T", "D"], v: cv.f32["B", "T
 
 
 def _units(tmp_path: Path, archs: tuple[str, ...]) -> dict[str, str]:
-    module = load_source(tmp_path, SOURCE)
-    files = pipeline.generate_sources(module, pipeline.Options(cpu_levels=(1,)),
-                                      GpuTargets.of(archs))[3]
-    return {name: text for name, text in files.items() if name.endswith(".cu")} | \
-        {"module.c": files["module.c"]}
+    return generated_units(tmp_path, SOURCE, archs)
 
 
 def test_bf16_gemms_get_the_bf16_wgmma_kind_where_b_may_be_k_major(tmp_path):

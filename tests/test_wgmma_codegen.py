@@ -12,9 +12,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import cuda_text, gpu_build, load_source
+from conftest import cuda_text, generated_units, gpu_build
 
-from cuvil_aot.compiler import pipeline
 from cuvil_aot.compiler.codegen import cuda_wgmma
 from cuvil_aot.compiler.gpu_targets import GpuTargets, sass_code
 from cuvil_aot.compiler.toolchain import nvcc
@@ -56,11 +55,7 @@ def heads(q: cv.f32["B", "T", "D"], k: cv.f32["B", "T", "D"]):
 
 
 def _units(tmp_path: Path, archs: tuple[str, ...]) -> dict[str, str]:
-    module = load_source(tmp_path, SOURCE)
-    files = pipeline.generate_sources(module, pipeline.Options(cpu_levels=(1,)),
-                                      GpuTargets.of(archs))[3]
-    return {name: text for name, text in files.items() if name.endswith(".cu")} | \
-        {"module.c": files["module.c"]}
+    return generated_units(tmp_path, SOURCE, archs)
 
 
 def test_float32_units_get_the_wgmma_entry_of_their_kind(tmp_path):
