@@ -107,6 +107,18 @@ def test_large_gemm_against_float64(compiled):
     check(compiled.mm_bias_relu, a, b, c, scale=200)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_large_gemm_of_a_transposed_weight(compiled, dtype):
+    """``x @ w.T`` of a Linear weight large enough to be packed (B with unit row stride:
+    gemm_pack.h's shuffles), odd sizes so every panel edge shows."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((301, 519)).astype(dtype)
+    w = rng.standard_normal((263, 519)).astype(dtype)
+    check(compiled.mm, x, w.T, scale=200)
+    if dtype == np.float32:
+        check(compiled.transposed, x, w, scale=200)
+
+
 @pytest.mark.parametrize("m", [17, 25, 26, 27, 28, 29, 100, 256, 259])
 def test_packed_gemm_last_panel_rows(compiled, m):
     """Past the small-m path, a last row panel of few real rows runs a short kernel
