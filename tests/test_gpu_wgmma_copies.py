@@ -18,7 +18,7 @@ import zlib
 
 import numpy as np
 import pytest
-from conftest import assert_close, compile_source
+from conftest import assert_close, compile_source, tolerance
 from gpu_harness import device_arch, function_for, kernels_launched, put_in_layout
 
 from cuvil_aot.compiler.ir.ops import round_tf32
@@ -95,12 +95,6 @@ def gemms(tmp_path_factory):
                           cuda_archs=(device_arch(),))
 
 
-
-
-
-
-
-
 def _args(case: str, shapes, seed: str = "") -> list[np.ndarray]:
     rng = np.random.default_rng(zlib.crc32(f"{case} {shapes} {seed}".encode()))
     return [rng.standard_normal(s).astype(np.float32) for s in shapes]
@@ -128,7 +122,12 @@ def check(gemms, case: str, shapes, layout: str, *, tf32: bool = False) -> list[
     else:
         err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
         assert err < 5e-6, f"||got - ref|| / ||ref|| = {err:.3g}: not float32 accuracy ({kernels})"
-        assert_close(got, ref, np.float32, 20)
+        # at most twice NumPy's own float32 error (its BLAS) where that passes 20 ulps: in the
+        # MLP the first GEMM's rounding, summed over 3072 terms, does (OpenBLAS 1.1e-3
+        # relative to max(|ref|, 1), 3xTF32 8.8e-4: H200, 2026-12-03)
+        numpy_f32 = fn.py_func(*args)
+        worst = np.max(np.abs(numpy_f32 - ref) / np.maximum(np.abs(ref), 1.0))
+        assert_close(got, ref, np.float32, max(20.0, 2 * worst / tolerance(np.float32)))
     out2 = torch.full(ref.shape, float("nan"), dtype=torch.float32, device="cuda")
     fn(*dev, out=out2)  # again: graphs, scratch reused
     np.testing.assert_array_equal(out2.cpu().numpy(), got)

@@ -34,14 +34,8 @@ typedef struct {
 #define CV_GEMV_Q8_BLOCK 256
 /* Blocks per SM of the one-row entry (_q8x1: 80 registers, 24 warps an SM, so the 3072
  * rows of GPT-2's 768 -> 3072 fit one wave on the H200's 132 SMs; at 128 registers, 16
- * warps an SM, they took two). Not measured yet. */
-#ifndef CV_GEMV_Q8_X1_BLOCKS
+ * warps an SM, they took two). Two an SM with 8 loads in flight: the same time (see U). */
 #define CV_GEMV_Q8_X1_BLOCKS 3
-#endif
-/* 16-byte loads in flight per lane (8 at one row spilled at 80 registers). */
-#ifndef CV_GEMV_Q8_U
-#define CV_GEMV_Q8_U 4
-#endif
 
 #ifdef __CUDACC__
 extern "C" __global__ void __launch_bounds__(CV_DEQUANT_Q8_BLOCK)
@@ -89,7 +83,10 @@ __device__ __forceinline__ void cv_q8_chunk(const float *x, const int64_t arow[M
 template <int MR, class Epi>
 __device__ void cv_gemv_q8_rows(const cv_gpu_term &t, const cv_q8_weight &w, int64_t m,
                                 int64_t n, int64_t nbatch, const Epi &epi) {
-    constexpr int U = CV_GEMV_Q8_U;
+    /* 16-byte loads in flight per lane. 8 did not help (H200, 4096 -> 11008, kernel time:
+     * 34.7 us at 4, 34.8 at 8 with 2 blocks an SM, 42.2 at 8 with 3: spills), so the
+     * loads in flight are not what holds this kernel at 31% of the copy rate. */
+    constexpr int U = 4;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int64_t k = t.k, g = w.group;
     for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
