@@ -41,6 +41,8 @@ def test_info_is_sane():
         assert feats >= V4
     if "avx512f" not in feats:
         assert info["detected_cpu_level"] <= 3
+    for device in info["cuda_devices"]:  # those the runtime has opened: none without a GPU
+        assert set(device) == {"device", "compute_capability", "sm_count", "images"}
 
 
 def test_cpu_level_only_lowers():

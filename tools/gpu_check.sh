@@ -65,10 +65,12 @@ case "${GPU_CHECK_BENCH:-full}" in
     quick) anchor 2>&1 | tee "$OUT/bench.log"
            python3 "$ROOT/bench/gpu_bench.py" "$OUT" --quick 2>&1 | tee -a "$OUT/bench.log"
            python3 "$ROOT/bench/gpu_cold.py" "$OUT" 2>&1 | tee -a "$OUT/bench.log" ;;
+    transformers) python3 "$ROOT/bench/gpu_transformers.py" "$OUT" 2>&1 | tee "$OUT/bench.log" ;;
     *) anchor 2>&1 | tee "$OUT/bench.log"
        python3 "$ROOT/bench/gpu_bench.py" "$OUT" --compile 2>&1 | tee -a "$OUT/bench.log"
        python3 "$ROOT/bench/gpu_cold.py" "$OUT" --compile 2>&1 | tee -a "$OUT/bench.log"
-       python3 "$ROOT/bench/gpu_transformers.py" "$OUT" 2>&1 | tee -a "$OUT/bench.log" ;;
-    transformers) python3 "$ROOT/bench/gpu_transformers.py" "$OUT" 2>&1 | tee "$OUT/bench.log" ;;
+       python3 "$ROOT/bench/gpu_transformers.py" "$OUT" 2>&1 | tee -a "$OUT/bench.log"
+       # two GPUs or more: both driven at once from two threads (says so and stops on one)
+       python3 "$ROOT/bench/gpu/two_devices.py" 2>&1 | tee -a "$OUT/bench.log" ;;
 esac
 cat "$OUT/summary.txt"

@@ -131,6 +131,7 @@ static struct device {
     int pool_state;       /* 0: not tried, 1: usable, -1: not supported */
     struct spare { void *p; size_t bytes; } spare[CV_SPARES]; /* on the legacy stream */
     int nspare;
+    cv_cuda_device_info seen; /* for cuvil_aot.info(): the images its modules loaded */
 } devices[CV_GPU_MAX_DEVICES];
 
 typedef struct {
@@ -246,6 +247,8 @@ static int open_device(int device, struct device *d) {
               NULL) < 0)
         return -1;
     d->cc = major * 10 + minor;
+    d->seen.cc = d->cc;
+    d->seen.sm_count = d->sm_count;
     /* The primary context is the one CuPy and PyTorch use: pointers and
      * streams of theirs are valid in it. Retained for the process lifetime. */
     return check(cu.DevicePrimaryCtxRetain(&d->ctx, dev), "cuDevicePrimaryCtxRetain", NULL);
@@ -349,6 +352,30 @@ static int check_arch(const cv_cuda_module *m, int device) {
                             cc / 10, cc % 10, archs, cc);
 }
 
+/* The image of m the driver loads on a device of compute capability cc: the newest SASS of
+ * the same major version not above it, else (-) the PTX it JIT-compiles. */
+static int image_for(const cv_cuda_module *m, int cc) {
+    int best = 0;
+    for (int i = 0; i < m->nsass; i++)
+        if (m->sass[i] / 10 == cc / 10 && m->sass[i] <= cc && m->sass[i] > best) best = m->sass[i];
+    return best ? best : -m->ptx;
+}
+
+static void note_image(cv_cuda_device_info *seen, int image) {
+    int i = 0;
+    while (i < seen->nimages && seen->image[i] != image) i++;
+    if (i == CV_IMAGE_KINDS) return;
+    seen->image[i] = image;
+    seen->modules[i]++;
+    seen->nimages += i == seen->nimages;
+}
+
+int cv_cuda_device_seen(int device, cv_cuda_device_info *out) {
+    if (device < 0 || device >= CV_GPU_MAX_DEVICES || !devices[device].ctx) return 0;
+    *out = devices[device].seen;
+    return 1;
+}
+
 static loaded_module *load_module(cv_cuda_module *m, int device) {
     if (check_arch(m, device) < 0) return NULL;
     loaded_module *L = calloc(1, sizeof *L + (size_t)m->nkernels * (sizeof(CUfunction) +
@@ -360,6 +387,7 @@ static loaded_module *load_module(cv_cuda_module *m, int device) {
         return NULL;
     }
     m->loaded[device] = L;
+    note_image(&devices[device].seen, image_for(m, devices[device].cc));
     return L;
 }
 

@@ -64,6 +64,15 @@ int cv_cuda_sticky(int r);
 void *cv_cuda_function(cv_cuda_module *m, int device, int kernel, uint32_t smem);
 /* The Hopper GEMM's needs (cv_gpu_api.wgmma, .tensor_map; see cuda_driver.h). */
 int cv_cuda_wgmma(const cv_cuda_module *m, int device);
+/* What a device the runtime used has loaded (cuvil_aot.info()): image[i] is the SASS (cc * 10)
+ * or, negative, the PTX (JIT-compiled) that modules[i] modules loaded there. */
+#define CV_IMAGE_KINDS 4
+typedef struct {
+    int cc, sm_count, nimages;
+    int image[CV_IMAGE_KINDS], modules[CV_IMAGE_KINDS];
+} cv_cuda_device_info;
+/* 1 and *out filled for a device the runtime has opened, else 0 (no driver call). */
+int cv_cuda_device_seen(int device, cv_cuda_device_info *out);
 int cv_cuda_attention(void);
 int cv_cuda_tensor_map(void *map, int dtype, int rank, const void *base, const uint64_t *dims,
                        const uint64_t *strides, const uint32_t *box, int swizzle);

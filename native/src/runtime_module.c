@@ -115,6 +115,41 @@ static PyObject *configure(PyObject *self, PyObject *args, PyObject *kw) {
     Py_RETURN_NONE;
 }
 
+/* {"sm_90": 3} or {"compute_120 (PTX, JIT-compiled)": 1}: the images loaded, modules each. */
+static PyObject *images_loaded(const cv_cuda_device_info *d) {
+    PyObject *images = PyDict_New();
+    for (int i = 0; images && i < d->nimages; i++) {
+        char name[48];
+        if (d->image[i] > 0)
+            snprintf(name, sizeof name, "sm_%d", d->image[i]);
+        else
+            snprintf(name, sizeof name, "compute_%d (PTX, JIT-compiled)", -d->image[i]);
+        PyObject *count = PyLong_FromLong(d->modules[i]);
+        if (!count || PyDict_SetItemString(images, name, count) < 0)
+            Py_CLEAR(images);
+        Py_XDECREF(count);
+    }
+    return images;
+}
+
+/* The devices the runtime has opened: index, compute capability, SMs, images loaded. */
+static PyObject *cuda_devices(void) {
+    PyObject *list = PyList_New(0);
+    cv_cuda_device_info d;
+    for (int dev = 0; list && dev < CV_GPU_MAX_DEVICES; dev++) {
+        if (!cv_cuda_device_seen(dev, &d))
+            continue;
+        char cc[16];
+        snprintf(cc, sizeof cc, "%d.%d", d.cc / 10, d.cc % 10);
+        PyObject *entry = Py_BuildValue("{s:i,s:s,s:i,s:N}", "device", dev, "compute_capability",
+                                        cc, "sm_count", d.sm_count, "images", images_loaded(&d));
+        if (!entry || PyList_Append(list, entry) < 0)
+            Py_CLEAR(list);
+        Py_XDECREF(entry);
+    }
+    return list;
+}
+
 static PyObject *info(PyObject *self, PyObject *unused) {
     int count;
     const char *const *names = cv_cpu_features(&count);
@@ -133,7 +168,13 @@ static PyObject *info(PyObject *self, PyObject *unused) {
     }
     unsigned long long g[CV_GRAPH_NSTATS];
     cv_gpu_graph_stats(g);
-    return Py_BuildValue("{s:i,s:i,s:i,s:N,s:N,s:N,s:s,s:i,s:N,s:N,s:N,s:{s:K,s:K,s:K,s:K,s:K}}",
+    PyObject *devices = cuda_devices();
+    if (!devices) {
+        Py_DECREF(feats);
+        return NULL;
+    }
+    return Py_BuildValue("{s:i,s:i,s:i,s:N,s:N,s:N,s:s,s:i,s:N,s:N,s:N,s:{s:K,s:K,s:K,s:K,s:K},"
+                         "s:N}",
                          "detected_cpu_level", cv_cpu_detected_level(), "cpu_level",
                          cv_cpu_level(), "num_threads", cv_num_threads(), "features", feats,
                          "cuda_one", PyBool_FromLong(cv_cuda_config.one_kernel), "cuda_pool",
@@ -144,7 +185,7 @@ static PyObject *info(PyObject *self, PyObject *unused) {
                          PyBool_FromLong(cv_cuda_config.attention), "cuda_graph_stats",
                          "replays", g[CV_GRAPH_REPLAYS], "builds", g[CV_GRAPH_BUILDS],
                          "node_updates", g[CV_GRAPH_UPDATES], "plain", g[CV_GRAPH_PLAIN],
-                         "capturing", g[CV_GRAPH_CAPTURING]);
+                         "capturing", g[CV_GRAPH_CAPTURING], "cuda_devices", devices);
 }
 
 static PyObject *output_cache(PyObject *self, PyObject *unused) {
@@ -181,7 +222,9 @@ static PyMethodDef methods[] = {
      "configured GPU settings (cuda_one, cuda_pool, mode, cuda_graph, cuda_wgmma,\n"
      "cuda_wgmma_transpose, cuda_attention), and the graph\n"
      "path's counters (cuda_graph_stats: calls that replayed a graph, graphs built, kernel\n"
-     "nodes updated, calls launched one by one, calls on a stream being captured)."},
+     "nodes updated, calls launched one by one, calls on a stream being captured), and\n"
+     "cuda_devices: each device the runtime has used, its compute capability, SM count\n"
+     "and the fatbin images its modules loaded (SASS, or PTX the driver JIT-compiled)."},
     {"_parallel_check", cv_py_parallel_check, METH_VARARGS,
      "_parallel_check(n, grain)\n--\n\n"
      "Test hook: runs parallel_for over [0, n) and returns (number of indices\n"
