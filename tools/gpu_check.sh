@@ -48,7 +48,7 @@ if [ "${GPU_CHECK_TESTS:-}" != none ]; then
     # Warnings stay warnings here: the frameworks emit their own (pytest.warns still works).
     # Every test marked gpu, wherever it lives (-m gpu deselects the rest).
     python3 -m pytest -c "$ROOT/pyproject.toml" --rootdir "$ROOT" -m gpu -n 4 --dist loadgroup \
-        -p no:cacheprovider -p no:warnings --timeout 300 -q -rfE ${GPU_CHECK_TESTS:-} \
+        -p no:cacheprovider -p no:warnings --timeout 300 -q -rfE --durations=20 ${GPU_CHECK_TESTS:-} \
         "$ROOT/tests" \
         > "$OUT/pytest.log" 2>&1
     echo "pytest exit $?" | tee -a "$OUT/summary.txt"
