@@ -131,7 +131,7 @@ static struct device {
     int pool_state;       /* 0: not tried, 1: usable, -1: not supported */
     struct spare { void *p; size_t bytes; } spare[CV_SPARES]; /* on the legacy stream */
     int nspare;
-    cv_cuda_device_info seen; /* for cuvil_aot.info(): the images its modules loaded */
+    cv_cuda_device_info seen; /* the images its modules loaded (cuvil_aot.info()) */
 } devices[CV_GPU_MAX_DEVICES];
 
 typedef struct {
@@ -247,8 +247,6 @@ static int open_device(int device, struct device *d) {
               NULL) < 0)
         return -1;
     d->cc = major * 10 + minor;
-    d->seen.cc = d->cc;
-    d->seen.sm_count = d->sm_count;
     /* The primary context is the one CuPy and PyTorch use: pointers and
      * streams of theirs are valid in it. Retained for the process lifetime. */
     return check(cu.DevicePrimaryCtxRetain(&d->ctx, dev), "cuDevicePrimaryCtxRetain", NULL);
@@ -324,6 +322,15 @@ static void archs_text(const cv_cuda_module *m, char *buf, size_t size) {
                                             m->ptx);
 }
 
+/* The image of m the driver loads on a device of compute capability cc: the newest SASS of
+ * the same major version not above it, else (-) the PTX it JIT-compiles. */
+static int image_for(const cv_cuda_module *m, int cc) {
+    int best = 0;
+    for (int i = 0; i < m->nsass; i++)
+        if (m->sass[i] / 10 == cc / 10 && m->sass[i] <= cc && m->sass[i] > best) best = m->sass[i];
+    return best ? best : -m->ptx;
+}
+
 /* SASS for cc X.Y runs on X.Z with Z >= Y. Without it the driver would
  * JIT-compile the PTX at load: slow at start and not what was tested, so it
  * is reported (an error in strict mode). */
@@ -335,8 +342,7 @@ static int check_arch(const cv_cuda_module *m, int device) {
                              "it was built, CUVIL_AOT_CUDA_ARCHS=none, or no nvcc): rebuild it "
                              "for device %d with CUVIL_AOT_CUDA_ARCHS=sm_%d, or pass NumPy "
                              "arrays to run it on the CPU", device, cc);
-    for (int i = 0; i < m->nsass; i++)
-        if (m->sass[i] / 10 == cc / 10 && m->sass[i] <= cc) return 0;
+    if (image_for(m, cc) > 0) return 0;
     archs_text(m, archs, sizeof archs);
     if (!m->ptx || m->ptx > cc)
         return cv_cuda_raise("device %d has compute capability %d.%d but this module holds %s "
@@ -352,15 +358,6 @@ static int check_arch(const cv_cuda_module *m, int device) {
                             cc / 10, cc % 10, archs, cc);
 }
 
-/* The image of m the driver loads on a device of compute capability cc: the newest SASS of
- * the same major version not above it, else (-) the PTX it JIT-compiles. */
-static int image_for(const cv_cuda_module *m, int cc) {
-    int best = 0;
-    for (int i = 0; i < m->nsass; i++)
-        if (m->sass[i] / 10 == cc / 10 && m->sass[i] <= cc && m->sass[i] > best) best = m->sass[i];
-    return best ? best : -m->ptx;
-}
-
 static void note_image(cv_cuda_device_info *seen, int image) {
     int i = 0;
     while (i < seen->nimages && seen->image[i] != image) i++;
@@ -373,6 +370,8 @@ static void note_image(cv_cuda_device_info *seen, int image) {
 int cv_cuda_device_seen(int device, cv_cuda_device_info *out) {
     if (device < 0 || device >= CV_GPU_MAX_DEVICES || !devices[device].ctx) return 0;
     *out = devices[device].seen;
+    out->cc = devices[device].cc;
+    out->sm_count = devices[device].sm_count;
     return 1;
 }
 
