@@ -45,7 +45,7 @@ def run(launches, stream=0, site=0):
     native._launch_list(launches, stream, site)
     n = fake.fake_take(buf, 4096)
     got = [(r.kernel, r.grid_x, r.grid_y, r.block, r.stream, bytes(r.args)) for r in buf[:n]]
-    want = [(k, gx, gy, b, stream, a) for k, gx, gy, b, a in launches]
+    want = [(k, gx, gy, b, stream, a) for k, gx, gy, b, a, *_ in launches]
     assert got == want, (got, want)
     graphed = {r.via_graph for r in buf[:n]}
     assert len(graphed) == 1
@@ -55,11 +55,20 @@ rng = random.Random(0)
 def args():
     return bytes(rng.randrange(256) for _ in range(32))
 
+def waits():
+    """What each node of the graph built last waits for."""
+    out = (ctypes.c_int * 64)()
+    got = []
+    while (n := fake.fake_deps(len(got), out)) >= 0:
+        got.append(list(out[:n]))
+    return got
+
 native.configure(cuda_graph=4)
 A = [(k, 10 + k, 1, 256, args()) for k in range(5)]
 assert not run(A)                       # first sight: recorded, launched one by one
 s = stats(); assert (s["plain"], s["builds"]) == (1, 0)
 assert run(A)                           # second sight: built and replayed
+assert waits() == [[], [0], [1], [2], [3]]  # launches that say nothing: a chain
 assert run(A) and stats()["node_updates"] == 0
 B = [(k, gx, gy, b, args() if k in (1, 3) else a) for k, gx, gy, b, a in A]
 assert run(B) and stats()["builds"] == 2    # a twin for the other arrays
@@ -122,6 +131,16 @@ assert steady["replays"] > 950 and steady["builds"] <= 6, steady
 after = (churn, steady)
 assert flag("fake_mode").value == 0  # the thread's capture mode given back after each build
 assert flag("fake_relaxed_builds").value == flag("fake_instantiates").value
+# Launches that name their nodes (gpu_deps.py): Q (a copy, its GEMM, the GEMM's sum), K
+# and V share only inputs; attention waits for the three, the next kernel for all before.
+G = [(k, 7, 1, 128, args(), node, after) for k, node, after in
+     [(0, 1, 0), (1, 1, 0), (2, 1, 0), (1, 2, 0), (1, 3, 0), (3, 4, 0b111), (4, 5, 0b1111)]]
+assert not run(G, site=2) and run(G, site=2)
+assert waits() == [[], [0], [1], [], [], [2, 3, 4], [2, 3, 4, 5]], waits()
+H = [(k, 9, 1, 128, args(), node, after) for k, node, after in
+     [(0, 1, 0), (1, 2, 0), (2, 0, 0), (3, 3, 0), (4, 4, 0b100)]]
+assert not run(H, site=2) and run(H, site=2)  # node 0: after every launch not waited for
+assert waits() == [[], [], [0, 1], [2], [2, 3]], waits()
 print("ok", after)
 '''
 

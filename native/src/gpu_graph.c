@@ -6,8 +6,10 @@
  * cuGraphLaunch of an executable graph of those kernels replaces the launches: host time
  * per call of about one launch and a little per node, instead of one launch per kernel.
  *
- * The graph is built, not captured: a chain of kernel nodes, each after the one before,
- * as the stream would run them. Capture cannot take the legacy default stream (where
+ * The graph is built, not captured: kernel nodes, each after the launches it reads from
+ * (cv_gpu_launch.node and .after: gpu_deps.py), so kernels that share only inputs run at
+ * once; a list that says nothing is a chain, each after the one before, as the stream
+ * would run them. Capture cannot take the legacy default stream (where
  * PyTorch and CuPy launch by default), and would take in any work another thread queued
  * on the stream meanwhile. Nothing of the caller's stream is touched but to launch on it.
  *
@@ -82,7 +84,8 @@ typedef struct { /* a launch without its arguments */
     cv_cuda_module *m;
     void *func;
     int kernel;
-    uint32_t grid_x, grid_y, block, smem, size, offset;
+    uint32_t grid_x, grid_y, block, smem, size, offset, node;
+    uint64_t after;
 } step;
 
 typedef struct {
@@ -139,7 +142,7 @@ static int same(const entry *e, const cv_gpu_launch *q, int n, int device, uintp
         const step *s = &e->steps[i];
         if (s->m != q[i].m || s->kernel != q[i].kernel || s->grid_x != q[i].grid_x ||
             s->grid_y != q[i].grid_y || s->block != q[i].block || s->smem != q[i].smem ||
-            s->size != q[i].size)
+            s->size != q[i].size || s->node != q[i].node || s->after != q[i].after)
             return 0;
     }
     return 1;
@@ -180,8 +183,9 @@ static entry *record(site *s, const cv_gpu_launch *q, int n, int device, uintptr
     e->nodes = (CUgraphNode *)(block + n * sizeof(step));
     e->bytes = (unsigned char *)(e->nodes + n);
     for (uint32_t i = 0, offset = 0; i < (uint32_t)n; offset += (q[i].size + 15u) & ~15u, i++)
-        e->steps[i] = (step){q[i].m, NULL, q[i].kernel, q[i].grid_x, q[i].grid_y, q[i].block,
-                             q[i].smem, q[i].size, offset};
+        e->steps[i] = (step){q[i].m,     NULL,      q[i].kernel, q[i].grid_x, q[i].grid_y,
+                             q[i].block, q[i].smem, q[i].size,   offset,      q[i].node,
+                             q[i].after};
     e->n = n, e->device = device, e->stream = stream, e->used = s->clock;
     return e;
 }
@@ -211,17 +215,46 @@ static int build(entry *e, const cv_gpu_launch *q) {
     return r;
 }
 
+/* The earlier steps step i waits for, into waits (at most i); their count. Node 0: every
+ * step no later one waits for yet (ends[j]: step j is one); else the last step before it of
+ * its own node, of each node its `after` names, and of node 0. */
+static int waits_of(const step *steps, int i, const unsigned char *ends, int *waits) {
+    int n = 0;
+    const step *s = &steps[i];
+    for (int j = i - 1; j >= 0; j--) {
+        const uint32_t v = steps[j].node;
+        int wanted = s->node == 0 ? ends[j] : v == s->node || v == 0 ||
+                                                  (v <= 64 && (s->after >> (v - 1) & 1));
+        for (int k = 0; wanted && s->node && k < n; k++)
+            wanted = steps[waits[k]].node != v; /* a later step of that node is waited for */
+        if (wanted) waits[n++] = j;
+        if (s->node && v == 0) break; /* node 0 waited for everything before it */
+    }
+    return n;
+}
+
 static int build_graph(entry *e, const cv_gpu_launch *q) {
     int r = outcome(g.Create(&e->graph, 0), "cuGraphCreate");
+    unsigned char *ends = calloc(e->n + 1, 1);
+    int *waits = malloc((e->n + 1) * sizeof *waits);
+    CUgraphNode *deps = malloc((e->n + 1) * sizeof *deps);
+    if (!ends || !waits || !deps) r = (PyErr_NoMemory(), -1);
     for (int i = 0; r == 0 && i < e->n; i++) {
         step *s = &e->steps[i];
-        if (!(s->func = cv_cuda_function(s->m, e->device, s->kernel, s->smem))) return -1;
+        if (!(s->func = cv_cuda_function(s->m, e->device, s->kernel, s->smem))) {
+            r = -1;
+            break;
+        }
+        const int nw = waits_of(e->steps, i, ends, waits);
+        for (int k = 0; k < nw; k++) deps[k] = e->nodes[waits[k]], ends[waits[k]] = 0;
+        ends[i] = 1;
         void *args[1] = {(void *)q[i].args};
         node_params p = params_of(s, args);
-        r = outcome(g.AddKernelNode(&e->nodes[i], e->graph, i ? &e->nodes[i - 1] : NULL,
-                                    i ? 1 : 0, &p), "cuGraphAddKernelNode");
+        r = outcome(g.AddKernelNode(&e->nodes[i], e->graph, nw ? deps : NULL, (size_t)nw, &p),
+                    "cuGraphAddKernelNode");
         memcpy(e->bytes + s->offset, q[i].args, q[i].size);
     }
+    free(ends), free(waits), free(deps);
     if (r == 0) r = outcome(g.Instantiate(&e->exec, e->graph, 0), "cuGraphInstantiate");
     if (r == 0) stats[CV_GRAPH_BUILDS]++;
     return r;

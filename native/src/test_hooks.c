@@ -287,19 +287,20 @@ PyObject *cv_py_launch_list(PyObject *self, PyObject *args) {
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         int kernel;
-        unsigned grid_x, grid_y, block;
+        unsigned grid_x, grid_y, block, node = 0;
+        unsigned long long after = 0;
         const char *data;
         Py_ssize_t len;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "iIIIy#", &kernel, &grid_x, &grid_y,
-                              &block, &data, &len))
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "iIIIy#|IK", &kernel, &grid_x, &grid_y,
+                              &block, &data, &len, &node, &after))
             return NULL;
         if (kernel < 0 || kernel >= 8 || len != FAKE_ARGS) {
             PyErr_SetString(PyExc_ValueError, "kernel 0-7, 32 bytes of arguments");
             return NULL;
         }
         memcpy(bytes[i], data, FAKE_ARGS);
-        q[i] = (cv_gpu_launch){&fake_module, kernel, grid_x, grid_y, block, 0, FAKE_ARGS,
-                               bytes[i]};
+        q[i] = (cv_gpu_launch){&fake_module, kernel,    grid_x, grid_y, block, 0,
+                               FAKE_ARGS,    bytes[i], node,   after};
     }
     if (cv_gpu_launch_list(q, (int)n, 0, (uintptr_t)stream, &fake_sites[site]) < 0)
         return NULL;

@@ -24,6 +24,7 @@ typedef struct {
     int kernel;
     unsigned gx, gy, bx;
     unsigned char args[32];
+    int ndeps, deps[64]; /* the nodes it waits for, by index */
 } node;
 
 typedef struct graph {
@@ -100,6 +101,20 @@ int cuMemcpyDtoHAsync_v2(void *d, unsigned long long s, size_t n, void *st) {
 }
 int cuStreamSynchronize(void *s) { (void)s; return 0; }
 
+/* The nodes node i of the graph built last waits for, sorted into out; their count. */
+static const graph *last_graph;
+int fake_deps(int i, int *out) {
+    if (!last_graph || i < 0 || i >= last_graph->n) return -1;
+    const node *nd = &last_graph->nodes[i];
+    for (int k = 0; k < nd->ndeps; k++) out[k] = nd->deps[k];
+    for (int a = 0; a < nd->ndeps; a++) /* insertion sort: a handful */
+        for (int b = a; b > 0 && out[b - 1] > out[b]; b--) {
+            int t = out[b];
+            out[b] = out[b - 1], out[b - 1] = t;
+        }
+    return nd->ndeps;
+}
+
 int cuGraphCreate(graph **g, unsigned flags) {
     (void)flags;
     *g = calloc(1, sizeof **g);
@@ -107,10 +122,14 @@ int cuGraphCreate(graph **g, unsigned flags) {
 }
 int cuGraphAddKernelNode_v2(node **out, graph *g, node *const *deps, size_t ndeps,
                             const node_params *p) {
-    /* the runtime builds a chain: each node after the one before */
-    if (g->n == 64 || ndeps != (g->n ? 1u : 0u) || (g->n && deps[0] != &g->nodes[g->n - 1]))
-        return 1;
-    node *nd = &g->nodes[g->n++];
+    if (g->n == 64 || ndeps > (size_t)g->n) return 1;
+    node *nd = &g->nodes[g->n];
+    nd->ndeps = (int)ndeps;
+    for (size_t i = 0; i < ndeps; i++) {
+        nd->deps[i] = (int)(deps[i] - g->nodes);
+        if (nd->deps[i] < 0 || nd->deps[i] >= g->n) return 1; /* an earlier node of g */
+    }
+    last_graph = g, g->n++;
     nd->kernel = kernel_of(p->func), nd->gx = p->gx, nd->gy = p->gy, nd->bx = p->bx;
     memcpy(nd->args, p->params[0], 32);
     *out = nd;
@@ -143,7 +162,11 @@ int cuGraphExecKernelNodeSetParams_v2(exec_t *e, const node *nd, const node_para
     return 0;
 }
 int cuGraphExecDestroy(exec_t *e) { free(e); fake_execs--; return 0; }
-int cuGraphDestroy(graph *g) { free(g); return 0; }
+int cuGraphDestroy(graph *g) {
+    if (g == last_graph) last_graph = NULL;
+    free(g);
+    return 0;
+}
 int cuStreamIsCapturing(void *stream, int *status) {
     (void)stream;
     *status = fake_capturing;

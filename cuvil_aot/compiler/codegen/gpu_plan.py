@@ -14,6 +14,7 @@ from cuvil_aot.compiler.codegen import (
     cuda_gemm,
     cuda_one,
     cuda_wgmma,
+    gpu_deps,
 )
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
@@ -46,6 +47,8 @@ class GpuPlan:
     first: dict[str, int] = field(default_factory=dict)  # kernel name -> its first entry
     one: dict[str, int] = field(default_factory=dict)  # comp.prefix -> its one-kernel entry
     loops: dict[str, list[LoopSpan]] = field(default_factory=dict)  # comp.prefix -> its loops
+    # comp.prefix -> per kernel, the kernels its launches wait for (gpu_deps.py); None: a chain
+    after: dict[str, list[int] | None] = field(default_factory=dict)
     # unit -> accumulator C type -> its GEMM kernels, which share one set of main loops
     # (cuda_gemm.shared_gemms), each launched with its index here as the tag
     gemms: dict[str, dict[str, list[CudaKernel]]] = field(default_factory=dict)
@@ -142,6 +145,7 @@ def lower(comps: list[Compiled], targets: GpuTargets | None = None) -> GpuPlan:
         kernels = [cuda.emit_kernel(f"{comp.prefix}_g{g}", group, buffers, comp.hoisted)
                    for g, group in enumerate(comp.groups)]
         gp.kernels[comp.prefix] = kernels
+        gp.after[comp.prefix] = gpu_deps.masks(comp, kernels)
         unit = unit_of(comp.prefix)
         names = gp.names.setdefault(unit, [])
         for k in kernels:

@@ -20,20 +20,25 @@ def queue(w: Writer, prefix: str, gp: GpuPlan) -> None:
     kernels = gp.kernels[prefix]
     nq = len(kernels) + sum(k.group.kind is Kind.GEMM for k in kernels)  # a GEMM's _ksum
     nq += sum(gpu_wg_copies.copies(k) for k in kernels if gp.wg_kid(k) is not None)
-    w.line(f"cv_gpu_launch Q[{nq}]; int nq = 0;")
+    w.line(f"cv_gpu_launch Q[{nq}]; int nq = 0, q0 = 0; (void)q0;")
     w.line("static void *graphs;  /* the runtime's graphs of this call site */")
     for g, k in enumerate(kernels):  # Q points at these until launch_list returns
         if k.group.kind is Kind.GEMM:
             w.line(f"{gp.tag(k)[0]}_args sh{g};")
     gpu_attention.declare_queued(w, gp, prefix)
+    after = gp.after.get(prefix)
     for g, k in enumerate(kernels):
+        if after is not None:
+            w.line("q0 = nq;")
         fused = gpu_attention.role(gp, prefix, g)
         if fused is not None and fused[1] == "out":  # the attention kernel, or the GEMM
             gpu_attention.queue(w, gp, prefix, fused[0], g)
             with w.block(f"if (!attn{fused[0]})"):
                 queue_one(w, k, gp, g)
-            continue
-        queue_one(w, k, gp, g)
+        else:
+            queue_one(w, k, gp, g)
+        if after is not None:  # what its launches wait for in a graph (gpu_deps.py)
+            w.line(f"cv_gpu_mark(Q, q0, nq, {g + 1}, {after[g]:#x}ull);")
     w.line("if (nq && api->gpu->launch_list(Q, nq, dev, stream, &graphs) < 0) goto done;")
 
 

@@ -63,6 +63,9 @@ class Function:
     outputs: tuple[Node, ...]
     returns_tuple: bool
     groups: tuple[Any, ...] = ()
+    # for each group, the earlier groups it must follow (it reads what they write, or
+    # writes what they read or write): what a GPU call's graph of launches waits on
+    after: tuple[frozenset[int], ...] = ()
     refused: tuple[str, ...] = ()  # fusions refused, with reasons
     requirements: tuple[tuple[Any, Any], ...] = ()  # construct.Requirement: checked at the call
     derived: tuple[tuple[str, Any, int], ...] = ()  # (symbol, length, step): ceil(length/step)
@@ -78,7 +81,7 @@ class Function:
 
     def replace(self, **changes: Any) -> Function:
         fields = {f: getattr(self, f) for f in ("name", "params", "param_nodes", "outputs",
-                                                "returns_tuple", "groups", "refused",
+                                                "returns_tuple", "groups", "after", "refused",
                                                 "requirements", "derived", "assumptions",
                                                 "run_time", "inplace", "hidden", "indices",
                                                 "precision")}

@@ -99,7 +99,8 @@ def run(fn: Function) -> Function:
     walks = _settle_loop_spaces(plan)
     groups = _merge(plan, walks)
     after = inplace.order_after(plan, groups)
-    return fn.replace(groups=tuple(_order(groups, after)), refused=tuple(plan.refused))
+    ordered, needs = _order(groups, after)
+    return fn.replace(groups=tuple(ordered), after=tuple(needs), refused=tuple(plan.refused))
 
 
 def _distinct_outputs(fn: Function) -> Function:
@@ -463,9 +464,10 @@ def _concat_groups(plan: Plan, node: Node) -> list[Group]:
     return groups
 
 
-def _order(groups: list[Group], after: dict[int, set[int]]) -> list[Group]:
+def _order(groups: list[Group], after: dict[int, set[int]]
+           ) -> tuple[list[Group], list[frozenset[int]]]:
     """Groups sorted so that every buffer is written before it is read (and each after the
-    groups ``after`` names)."""
+    groups ``after`` names), and for each the sorted groups it must follow."""
     writer: dict[int, list[int]] = {}
     for i, g in enumerate(groups):
         for d in g.dests:
@@ -486,4 +488,5 @@ def _order(groups: list[Group], after: dict[int, set[int]]) -> list[Group]:
             raise RuntimeError("fusion produced a cycle between groups")
         done.append(ready[0])
         placed.add(ready[0])
-    return [groups[i] for i in done]
+    position = {i: p for p, i in enumerate(done)}
+    return [groups[i] for i in done], [frozenset(position[j] for j in deps[i]) for i in done]

@@ -91,13 +91,24 @@ typedef struct cv_cuda_module {
 
 /* One kernel launch of a call, queued for launch_list: kernel `kernel` of m, a grid of
  * grid_x x grid_y blocks of `block` threads, `smem` bytes of dynamic shared memory, and
- * its one by-value parameter, the `size` bytes at args (read during launch_list only). */
+ * its one by-value parameter, the `size` bytes at args (read during launch_list only).
+ * What it waits for where the list runs as a graph (gpu_graph.c): `node` 0, every launch
+ * before it; else the launch before it of the same node (a GEMM's copies, main loop and
+ * sum are one node), and the last launch of each node n with bit n - 1 of `after`. */
 typedef struct cv_gpu_launch {
     cv_cuda_module *m;
     int kernel;
     uint32_t grid_x, grid_y, block, smem, size;
     const void *args;
+    uint32_t node;
+    uint64_t after;
 } cv_gpu_launch;
+
+/* Launches q[from..to) are node `node` of the call's graph, after the nodes in `after`. */
+static inline void cv_gpu_mark(cv_gpu_launch *q, int from, int to, uint32_t node,
+                               uint64_t after) {
+    for (int i = from; i < to; i++) q[i].node = node, q[i].after = after;
+}
 
 typedef struct cv_gpu_api {
     /* 1 and *out filled when obj is an array on a CUDA device (through the

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CV_RUNTIME_ABI_VERSION 9
+#define CV_RUNTIME_ABI_VERSION 10
 #define CV_RUNTIME_CAPSULE "cuvil_aot.runtime.native._C_API"
 
 /* x86-64 micro-architecture levels (psABI): 1 = baseline, 2 = v2 (SSE4.2,
