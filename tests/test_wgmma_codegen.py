@@ -137,8 +137,8 @@ int wg_split(int64_t tiles, int64_t depth, int64_t total, int sm, int bn, int x3
 
 
 def test_few_tiles_split_k_of_the_wgmma_loop(tmp_path):
-    """A persistent grid of a block per SM: split where whole rounds of chunks beat one
-    tile's whole k, the partial sums' traffic counted; never for enough tiles."""
+    """A persistent grid of a block per SM: split where whole rounds of chunks beat the
+    whole rounds of tiles, the partial sums' traffic counted."""
     import sysconfig
 
     import numpy as np
@@ -151,9 +151,10 @@ def test_few_tiles_split_k_of_the_wgmma_loop(tmp_path):
     split = ctypes.CDLL(str(lib)).wg_split
     split.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int] * 3
     assert split(48, 768, 1024 * 768, 132, 128, 1) == 2  # BERT-base 1024 x 768 x 768
-    assert split(48, 3072, 1024 * 768, 132, 128, 1) == 5  # 1024 x 768 x 3072
+    assert split(48, 3072, 1024 * 768, 132, 128, 1) == 8  # 1024 x 768 x 3072
     assert split(24, 768, 1024 * 768, 132, 256, 0) == 3  # one TF32 product, 256 wide
-    assert split(144, 768, 1024 * 2304, 132, 128, 1) == 1  # a tile per SM already
+    assert split(192, 768, 1024 * 3072, 132, 128, 1) == 2  # a second round of 60 tiles
+    assert split(768, 768, 4096 * 3072, 132, 128, 1) == 1  # 5.8 rounds: nearly full
     assert split(48, 255, 1024 * 768, 132, 128, 1) == 1  # too shallow for two chunks
     assert split(4, 1 << 16, 1 << 22, 132, 128, 1) <= 4  # partial sums capped at 2^24
     assert split(0, 4096, 0, 132, 128, 1) == 1
