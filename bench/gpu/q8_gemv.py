@@ -61,10 +61,6 @@ SHAPES = [(768, 2304), (768, 768), (768, 3072), (3072, 768), (4096, 4096), (4096
 L2_ROTATION_BYTES = 256 << 20  # weight copies rotated through: several times the 50 MB L2
 
 
-
-
-
-
 def kernel_us(fn, arg_sets: list, calls: int) -> float:
     """Device time of the kernels per call, calls rotating over arg_sets."""
     for args in arg_sets[:4]:
