@@ -48,7 +48,7 @@ from cuvil_aot.compiler.codegen.launch import (
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Kind
 from cuvil_aot.compiler.ir.node import Node
-from cuvil_aot.compiler.ir.types import Dim, Shape
+from cuvil_aot.compiler.ir.types import Dim
 
 # A call on little work (every GEMM a GEMV, every other kernel at most ONE_WORK
 # elements) runs as the call's one cooperative kernel.
@@ -58,22 +58,14 @@ ONE_WORK = 1 << 20
 class GpuStorage(Storage):
     """Device arrays: parameters in ga[], buffers (outputs, intermediates) in gb[]."""
 
-    def data(self, base: Node) -> str:
-        base, named, _ = self.local(base, None)
-        if named is not None:
-            return named
-        if id(base) in self.params:
-            return f"ga[{self.params[id(base)]}].data"
-        return f"gb[{self.buffers[id(base)]}].data"
+    def param_data(self, i: int) -> str:
+        return f"ga[{i}].data"
 
-    def strides(self, base: Node, view: Shape | None) -> list[str]:
-        base, named, strides = self.local(base, view)
-        if named is not None:
-            return strides
-        if view is None and id(base) in self.params:
-            i = self.params[id(base)]
-            return [f"ga[{i}].strides[{a}]" for a in range(len(base.shape))]
-        return super().strides(base, view)
+    def buffer_data(self, b: int) -> str:
+        return f"gb[{b}].data"
+
+    def param_strides(self, i: int, base: Node) -> list[str]:
+        return [f"ga[{i}].strides[{a}]" for a in range(len(base.shape))]
 
 
 def launches(w: Writer, prefix: str, gp: GpuPlan, st: GpuStorage) -> None:

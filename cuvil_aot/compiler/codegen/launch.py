@@ -48,8 +48,8 @@ class Storage:
         if named is not None:
             return named
         if id(base) in self.params:
-            return f"PyArray_BYTES(in[{self.params[id(base)]}])"
-        return f"buf[{self.buffers[id(base)]}]"
+            return self.param_data(self.params[id(base)])
+        return self.buffer_data(self.buffers[id(base)])
 
     def strides(self, base: Node, view: Shape | None) -> list[str]:
         """Element strides of each axis of base (or of its reinterpretation ``view``)."""
@@ -57,10 +57,20 @@ class Storage:
         if named is not None:
             return strides
         if view is None and id(base) in self.params:
-            i = self.params[id(base)]
-            size = f"(npy_intp)sizeof({ops_c.STORAGE[base.dtype]})"
-            return [f"(PyArray_STRIDE(in[{i}], {a}) / {size})" for a in range(len(base.shape))]
+            return self.param_strides(self.params[id(base)], base)
         return [dim(s) for s in contiguous_strides(view if view is not None else base.shape)]
+
+    # Where the call's arrays are: NumPy arguments in[], buffers buf[] (GpuStorage: device
+    # arrays)
+    def param_data(self, i: int) -> str:
+        return f"PyArray_BYTES(in[{i}])"
+
+    def buffer_data(self, b: int) -> str:
+        return f"buf[{b}]"
+
+    def param_strides(self, i: int, base: Node) -> list[str]:
+        size = f"(npy_intp)sizeof({ops_c.STORAGE[base.dtype]})"
+        return [f"(PyArray_STRIDE(in[{i}], {a}) / {size})" for a in range(len(base.shape))]
 
 
 def _linear(coeffs: list[tuple[Dim, str]]) -> str:
