@@ -261,12 +261,12 @@ def test_gemm_crosses_blocks(dtype, level, m, k, n):
        b_rows=st.sampled_from(["own", "wide", "per_batch"]), threads=st.sampled_from([1, 2, 3]),
        dtype=st.sampled_from([np.float32, np.float64]), level=st.sampled_from(LEVELS),
        seed=st.integers(0, 2**32 - 1))
-def test_gemm_reads_b_where_it_is_below_256_rows(m, k, n, batch, b_rows, threads, dtype, level,
-                                                   seed):
-    """Up to 256 rows (batches included), one term and B's columns contiguous, whole panels:
-    the packed path reads B's panels in place (rows b_rs apart: a row slice of a wider
-    array too), B shared by the batches or one per batch, k across blocks, a short last
-    row panel; the same result as NumPy within a dot product's error."""
+def test_gemm_of_33_to_256_rows_and_b_by_rows(m, k, n, batch, b_rows, threads, dtype, level,
+                                              seed):
+    """33 to 256 rows (batches included, a prefill's x @ w), B's columns contiguous (a row
+    slice of a wider array too), B shared by the batches or one per batch, k across
+    blocks, a short last row panel: the same result as NumPy within a dot product's
+    error."""
     rng = np.random.default_rng(seed)
     rt.configure(cpu_level=level, num_threads=threads)
     try:

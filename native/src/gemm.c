@@ -17,12 +17,10 @@
 /* A batch whose packed A, B and accumulator fit in this is computed by one
  * thread at a time when batches do not share B (parallel over batches). */
 #define CV_GEMM_SOLO_BYTES ((size_t)2 << 20)
-/* At most this many rows (batches included) read B's panels unpacked (b_reads_direct):
- * 64 x 768 x 3072 0.81x the packed path's time, 128 x 768 x 2304 0.88x, 256 rows 0.95x,
- * 512 and 1024 rows 1.04-1.05x (Zen 5, in-process ABBA, bench/gemm_ab.py). */
-#ifndef CV_GEMM_DIRECT_B_ROWS
-#define CV_GEMM_DIRECT_B_ROWS 256
-#endif
+/* B is packed whatever the rows. Reading it where it is (the micro-kernel stepping B's
+ * row stride) ran 64-256 rows of x @ w 0.81-0.95x the packed time on a Zen 5 VM but
+ * 1.3-1.6x on an Intel Xeon VM (each k-step a new page and one of 4 L1 sets; GPT-2's
+ * 1 x 128 prefill 13.3 -> 8.6 ms packed, bench/ab_native.py), so it was taken out. */
 /* Rows of B packed at a time across a column unit's panels. */
 #define CV_GEMM_PACK_ROWS 32
 /* Packed A and packed B of one step each stay below this (L3-sized). */

@@ -48,7 +48,6 @@ typedef struct {
     int64_t upanels, npu;       /* row / column panels per unit */
     int64_t m_units, n_units;   /* row units per batch, column units */
     int b_shared;               /* every batch multiplies the same B */
-    int b_direct;               /* B's panels read where B is, not packed (b_reads_direct) */
     /* the current step: row units [ru0, ru1) over all batches, column
      * units [cu0, cu1), B of b_batch packed when pack_b */
     int64_t ru0, ru1, cu0, cu1, b_batch;
@@ -65,8 +64,7 @@ typedef struct {
  * even out (4096x1024x4096: 11 of the 16 1 MB B units had landed in the
  * last chunk; pack phase 2.3-3.3 -> 2.1-2.6 ms). */
 static int64_t FN(pack_tasks)(const FN(plan) *pl) {
-    return (pl->ru1 - pl->ru0) * pl->upanels +
-           (pl->pack_b && !pl->b_direct ? pl->cu1 - pl->cu0 : 0);
+    return (pl->ru1 - pl->ru0) * pl->upanels + (pl->pack_b ? pl->cu1 - pl->cu0 : 0);
 }
 
 /* Pack A panel x of the step (x < its row panels), all terms. */
@@ -119,7 +117,7 @@ static void FN(pack_b_task)(const FN(plan) *pl, int64_t y) {
 
 static void FN(pack_range)(void *ctx, int64_t begin, int64_t end) {
     const FN(plan) *pl = ctx;
-    int64_t nb = pl->pack_b && !pl->b_direct ? pl->cu1 - pl->cu0 : 0;
+    int64_t nb = pl->pack_b ? pl->cu1 - pl->cu0 : 0;
     for (int64_t x = begin; x < end; x++) {
         if (x < nb)
             FN(pack_b_task)(pl, x);
@@ -135,16 +133,13 @@ static int FN(unit_term)(const FN(plan) *pl, int t, const T *a, const T *b, int6
     int64_t k = FN(term_k)(&pl->g->terms[t]), nblk = (k + kt->kc - 1) / kt->kc;
     int64_t kcb = nblk ? (k + nblk - 1) / nblk : 0; /* even blocks */
     int64_t a_step = pl->ksum * kt->mr, b_step = pl->ksum * kt->nr;
-    /* direct: b is B at the unit's first column, rows b_rs apart (one term) */
-    int64_t b_rs = pl->b_direct ? pl->g->terms[t].b_rs : kt->nr;
     for (int64_t pc = 0; pc < k; pc += kcb, first = 0) {
         int64_t kc = k - pc < kcb ? k - pc : kcb, off = pl->koff[t] + pc;
         int64_t a_lines = (kc * kt->mr * (int64_t)sizeof(T) + 63) / 64;
         int64_t b_lines = (kc * kt->nr * (int64_t)sizeof(T) + 63) / 64;
         int64_t slice = (b_lines + npr - 1) / npr;
         for (int64_t jr = 0; jr < npc; jr++) {
-            const T *bpan = pl->b_direct ? b + jr * kt->nr + pc * b_rs
-                                         : b + jr * b_step + off * kt->nr;
+            const T *bpan = b + jr * b_step + off * kt->nr;
             for (int64_t ir = 0; ir < npr; ir++) {
                 /* Prefetch a slice of the next B micro-panel and, in the
                  * first column, the next A micro-panel: both come from L3 or
@@ -153,14 +148,13 @@ static int FN(unit_term)(const FN(plan) *pl, int t, const T *a, const T *b, int6
                  * the 1.5 us of the others (4096x1024x4096, Zen 5). */
                 int64_t q0 = ir * slice < b_lines ? ir * slice : b_lines;
                 int64_t q1 = q0 + slice < b_lines ? q0 + slice : b_lines;
-                cv_gemm_pf pf[2] = { /* direct: the next panel's rows are strided, no slice */
-                    {(const char *)(bpan + b_step) + 64 * q0,
-                     jr + 1 < npc && !pl->b_direct ? q1 - q0 : 0},
+                cv_gemm_pf pf[2] = {
+                    {(const char *)(bpan + b_step) + 64 * q0, jr + 1 < npc ? q1 - q0 : 0},
                     {(const char *)(a + (ir + 1) * a_step + off * kt->mr),
                      jr == 0 && ir + 1 < npr ? a_lines : 0},
                 };
                 (ir == npr - 1 && last_rows <= kt->mr_short ? kt->kern_short : kt->kern)(
-                    kc, a + ir * a_step + off * kt->mr, bpan, b_rs,
+                    kc, a + ir * a_step + off * kt->mr, bpan,
                     acc + ir * kt->mr * ldc + jr * kt->nr, ldc, !first, pf);
             }
         }
@@ -181,9 +175,7 @@ static void FN(unit)(const FN(plan) *pl, int64_t u, T *acc) {
     int64_t npr = (i1 - i0 + kt->mr - 1) / kt->mr, npc = (j1 - j0 + kt->nr - 1) / kt->nr;
     int64_t ldc = pl->npu * kt->nr;
     const T *a = pl->ap + (ru - pl->ru0) * pl->upanels * pl->ksum * kt->mr;
-    const FN(cv_gemm_term) *t0 = &g->terms[0];
-    const T *b = pl->b_direct ? t0->b + (pl->b_shared ? 0 : bt) * t0->b_bs + j0
-                              : pl->bp + (cu - pl->cu0) * pl->npu * pl->ksum * kt->nr;
+    const T *b = pl->bp + (cu - pl->cu0) * pl->npu * pl->ksum * kt->nr;
     int64_t last_rows = i1 - i0 - (npr - 1) * kt->mr; /* real rows of the last panel */
     int first = 1;
     for (int t = 0; t < g->nterms; t++)
@@ -207,7 +199,7 @@ static size_t FN(a_unit_bytes)(const FN(plan) *pl) {
     return (size_t)(pl->upanels * pl->kt->mr * pl->ksum) * sizeof(T);
 }
 static size_t FN(b_unit_bytes)(const FN(plan) *pl) {
-    return pl->b_direct ? 0 : (size_t)(pl->npu * pl->kt->nr * pl->ksum) * sizeof(T);
+    return (size_t)(pl->npu * pl->kt->nr * pl->ksum) * sizeof(T);
 }
 static size_t FN(acc_bytes)(const FN(plan) *pl) {
     return cv_ws_round((size_t)(pl->upanels * pl->kt->mr * pl->npu * pl->kt->nr) * sizeof(T));
@@ -284,15 +276,6 @@ static void FN(balance_units)(FN(plan) *pl, int64_t nbatch, int nthreads) {
     }
 }
 
-/* Few rows (a prefill of 128 tokens: x @ w on an (in, out) weight) read B's panels where B
- * is: packing B reads and writes every weight once more per call for a product that uses
- * each only m times. One term with unit column stride and whole panels only. */
-static int FN(b_reads_direct)(const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
-    const FN(cv_gemm_term) *t = &g->terms[0];
-    return g->nterms == 1 && t->b_cs == 1 && t->k > 0 && g->n % kt->nr == 0 &&
-           g->m * g->nbatch <= CV_GEMM_DIRECT_B_ROWS;
-}
-
 static void FN(plan_init)(FN(plan) *pl, const FN(cv_gemm) *g, const FN(cv_kernels) *kt,
                           int nthreads) {
     const FN(cv_gemm_term) *terms = g->terms;
@@ -304,7 +287,6 @@ static void FN(plan_init)(FN(plan) *pl, const FN(cv_gemm) *g, const FN(cv_kernel
     FN(split_units)(pl->m_panels, kt->mc / kt->mr, &pl->m_units, &pl->upanels);
     FN(split_units)(pl->n_panels, kt->nc / kt->nr, &pl->n_units, &pl->npu);
     FN(balance_units)(pl, g->nbatch, nthreads);
-    pl->b_direct = FN(b_reads_direct)(g, kt);
 }
 
 /* Carve the workspace: term offsets and slot flags, then the rest. */

@@ -90,8 +90,8 @@
 
 /* The first `rows` rows of the MR x NR tile (rows a constant after inlining). */
 CV_TARGET static inline __attribute__((always_inline)) void
-packed_rows(int64_t kc, const T *restrict a, const T *restrict b, int64_t b_rs, T *restrict c,
-            int64_t ldc, int accumulate, const cv_gemm_pf *pf, const int rows) {
+packed_rows(int64_t kc, const T *restrict a, const T *restrict b, T *restrict c, int64_t ldc,
+            int accumulate, const cv_gemm_pf *pf, const int rows) {
     const char *pf0 = pf[0].p, *pf1 = pf[1].p;
     int64_t n0 = pf[0].lines, n1 = pf[1].lines;
     V acc[MR][NV];
@@ -108,7 +108,7 @@ packed_rows(int64_t kc, const T *restrict a, const T *restrict b, int64_t b_rs, 
         V bv[NV];
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++)
-            bv[v] = V_LOADU(b + v * VL);
+            bv[v] = V_LOAD(b + v * VL);
 #pragma GCC unroll 16
         for (int i = 0; i < rows; i++) {
             V ai = V_SET1(a[i]);
@@ -117,7 +117,7 @@ packed_rows(int64_t kc, const T *restrict a, const T *restrict b, int64_t b_rs, 
                 acc[i][v] = V_FMA(ai, bv[v], acc[i][v]);
         }
         a += MR;
-        b += b_rs;
+        b += NR;
     }
 #pragma GCC unroll 16
     for (int i = 0; i < rows; i++)
@@ -129,17 +129,17 @@ packed_rows(int64_t kc, const T *restrict a, const T *restrict b, int64_t b_rs, 
 }
 
 CV_TARGET static void packed_kernel(int64_t kc, const T *restrict a, const T *restrict b,
-                                    int64_t b_rs, T *restrict c, int64_t ldc, int accumulate,
+                                    T *restrict c, int64_t ldc, int accumulate,
                                     const cv_gemm_pf *pf) {
-    packed_rows(kc, a, b, b_rs, c, ldc, accumulate, pf, MR);
+    packed_rows(kc, a, b, c, ldc, accumulate, pf, MR);
 }
 
 /* A last panel of at most MR_SHORT real rows (m = 256 with MR = 12 leaves 4): the
  * full kernel would spend two thirds of its FMAs on padding. */
 CV_TARGET static void packed_short(int64_t kc, const T *restrict a, const T *restrict b,
-                                   int64_t b_rs, T *restrict c, int64_t ldc, int accumulate,
+                                   T *restrict c, int64_t ldc, int accumulate,
                                    const cv_gemm_pf *pf) {
-    packed_rows(kc, a, b, b_rs, c, ldc, accumulate, pf, MR_SHORT);
+    packed_rows(kc, a, b, c, ldc, accumulate, pf, MR_SHORT);
 }
 
 /* A full B panel from unit-column-stride B: k rows of NR elements, row

@@ -2,11 +2,9 @@
  * driver (gemm.c) uses with them.
  *
  * kern: the register-blocked micro-kernel of the packed path,
- *   c[i * ldc + j] (+)= sum_p a[p * mr + i] * b[p * b_rs + j]   i < mr, j < nr
- *   over a packed A panel (p-major, mr wide, zero padded) and a B panel of nr
- *   columns: packed (b_rs = nr, zero padded) or read where B is (b_rs its
- *   row stride, every column real); c is a 64-byte aligned accumulator tile,
- *   ldc a multiple of nr.
+ *   c[i * ldc + j] (+)= sum_p a[p * mr + i] * b[p * nr + j]   i < mr, j < nr
+ *   over packed panels (A p-major mr wide, B p-major nr wide, both zero
+ *   padded); c is a 64-byte aligned accumulator tile, ldc a multiple of nr.
  *   pf[0] and pf[1] name memory that later calls read: kern prefetches one
  *   64-byte line of each per k step (lines <= kc), so panels arrive from L3
  *   while this call computes.
@@ -42,10 +40,10 @@ typedef struct {
         int mc, nc, kc; /* unit rows, unit columns (the epilogue tile), k block */        \
         int rw;         /* column granularity of rows() */                                \
         int mr_short;   /* rows of kern_short */                                          \
-        void (*kern)(int64_t kc, const T *a, const T *b, int64_t b_rs, T *c, int64_t ldc, \
-                     int accumulate, const cv_gemm_pf *pf);                               \
-        void (*kern_short)(int64_t kc, const T *a, const T *b, int64_t b_rs, T *c,        \
-                           int64_t ldc, int accumulate, const cv_gemm_pf *pf);            \
+        void (*kern)(int64_t kc, const T *a, const T *b, T *c, int64_t ldc, int accumulate, \
+                     const cv_gemm_pf *pf);                                               \
+        void (*kern_short)(int64_t kc, const T *a, const T *b, T *c, int64_t ldc,         \
+                           int accumulate, const cv_gemm_pf *pf);                         \
         void (*pack_b)(int64_t k, const T *b, int64_t rs, T *dst);                        \
         void (*rows)(int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs,       \
                      const T *b, int64_t b_rs, int64_t ncols, T *c, int64_t ldc,         \
