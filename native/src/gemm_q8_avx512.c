@@ -12,8 +12,10 @@
 
 #define CV_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
 /* Prefetch distance in calls (blocks of rows): a decode step's weights come from memory,
- * which the hardware prefetchers alone streamed at 17 GB/s here (the float32 GEMV,
- * prefetching, at 45). A prefetch past the matrix is harmless. */
+ * which the hardware prefetchers alone streamed at 17 GB/s on Zen 5 (the float32 GEMV,
+ * prefetching, at 45). A prefetch past the matrix is harmless. Into L2 (prefetcht1), not
+ * non-temporal: on the Intel Xeon VM prefetchnta halved the decode step (7.6 ms against
+ * 3.8, bench/precision_int8.txt), the lines it fetches going to L1 alone. */
 #define CV_Q8_PF 2
 
 static inline CV_TARGET __m512 widen(__m128i bytes) {
@@ -37,7 +39,7 @@ dots_rv(int64_t k, int64_t group, const int8_t *q, int64_t q_os, const int R, co
         for (; p + 32 <= len; p += 32) {
             if (((p0 + p) & 63) == 0) /* the rows CV_Q8_PF calls ahead: from memory */
                 for (int r = 0; r < R; r++)
-                    __builtin_prefetch(q + (r + CV_Q8_PF * R) * q_os + p0 + p, 0, 0);
+                    __builtin_prefetch(q + (r + CV_Q8_PF * R) * q_os + p0 + p, 0, 2);
             for (int u = 0; u < 2; u++) {
                 __m512 xv[CV_Q8_VECS];
                 for (int v = 0; v < NV; v++)
