@@ -9,6 +9,7 @@ operands is exact per product and accumulates in float32.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import textwrap
@@ -187,37 +188,57 @@ def _gemm_references(a, b, c, d, e, bias):
     return want, spread
 
 
-@pytest.mark.parametrize("level", ["detected", 3])
-@settings(max_examples=20, deadline=None)
-@given(data=st.data(), nb=st.integers(1, 3), m=st.integers(1, 40), k=st.integers(1, 70),
-       n=st.integers(1, 70), j=st.integers(0, 9))
-def test_bfloat16_gemm_layouts(compiled, level, data, nb, m, k, n, j):
-    """Both kernels (AVX-512 BF16 where this CPU has it; at level 3 the plain loop) on
-    fresh shapes, odd k included: float32 accumulation of exact products."""
+@contextlib.contextmanager
+def bf16_kernel(name: str):
+    """The bfloat16 GEMM runs kernel ``name`` inside (the plain loop: at level 3, as a
+    smaller machine would); skipped where this machine cannot run it."""
     import cuvil_aot.runtime.native as native
 
+    try:
+        if name == "plain":
+            native.configure(cpu_level=3)
+        if native._bf16_kernel(name) != name:
+            pytest.skip(f"this CPU (or OS) cannot run the {name} bfloat16 GEMM kernel")
+        assert native.info()["gemm_bf16_kernel"] == name
+        yield
+    finally:
+        native._bf16_kernel("amx")
+        native.configure(cpu_level=0)
+
+
+KERNELS = ["amx", "avx512", "plain"]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@settings(max_examples=20, deadline=None)
+@given(data=st.data(), nb=st.integers(1, 3), m=st.integers(1, 80), k=st.integers(1, 100),
+       n=st.integers(1, 80), j=st.integers(0, 9))
+def test_bfloat16_gemm_layouts(compiled, kernel, data, nb, m, k, n, j):
+    """Each kernel on fresh shapes: odd k, k below a 32-deep AMX tile and across a few,
+    rows and columns past whole 12-, 16- and 32-wide panels, a second term whose pairs
+    start inside a k group: float32 accumulation of exact products, into outputs full of
+    NaN before the call."""
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))  # values: too many
     a, b, c, d, e = (rng.standard_normal(s).astype(BF16) for s in  # for hypothesis to draw
                      ((nb, m, k), (k, n), (n, k), (m, j), (j, n)))
     bias = rng.standard_normal(n).astype(np.float32)
-    native.configure(cpu_level=0 if level == "detected" else level)
-    try:
+    with bf16_kernel(kernel):
         got, _ = call_poisoned(compiled.gemms, a, b, c, d, e, bias)
-    finally:
-        native.configure(cpu_level=0)
     want, spread = _gemm_references(a, b, c, d, e, bias)
     for g, w, s in zip(got, want, spread):
         assert_close(g, w, np.dtype(np.float32), 2 ** -23, 2 ** -22 * (k + j + 1) * s + 1e-30)
 
 
-def test_bfloat16_gemm_of_large_shapes(compiled):
-    """Past one tile and one k block (the kernels' 192 x 256 tiles, 512-deep blocks)."""
+@pytest.mark.parametrize("kernel", KERNELS[:2])
+def test_bfloat16_gemm_of_large_shapes(compiled, kernel):
+    """Past one tile and one k block (the driver's 192 x 256 tiles, 512-deep blocks)."""
     rng = np.random.default_rng(7)
     a = rng.standard_normal((2, 400, 1100)).astype(BF16)
     b, c = rng.standard_normal((1100, 300)).astype(BF16), rng.standard_normal((300, 1100))
     d, e = rng.standard_normal((400, 3)).astype(BF16), rng.standard_normal((3, 300))
     bias = rng.standard_normal(300).astype(np.float32)
-    got, _ = call_poisoned(compiled.gemms, a, b, c.astype(BF16), d, e.astype(BF16), bias)
+    with bf16_kernel(kernel):
+        got, _ = call_poisoned(compiled.gemms, a, b, c.astype(BF16), d, e.astype(BF16), bias)
     want, spread = _gemm_references(a, b, c.astype(BF16), d, e.astype(BF16), bias)
     for g, w, s in zip(got, want, spread):
         assert_close(g, w, np.dtype(np.float32), 2 ** -23, 2 ** -22 * 1104 * s)

@@ -17,6 +17,10 @@ void cv_parallel_for(int64_t n, int64_t grain, cv_range_fn fn, void *ctx);
 int cv_run_gemm_f32(const cv_gemm_f32 *g);
 int cv_run_gemm_f64(const cv_gemm_f64 *g);
 int cv_run_gemm_bf16(const cv_gemm_bf16 *g); /* gemm_bf16.c */
+/* The bfloat16 GEMM's kernel a call now runs ("amx", "avx512", "plain"), for info(); the
+ * test hook's limit: none of those before `name` (-1: no such kernel). */
+const char *cv_bf16_kernel_name(void);
+int cv_bf16_limit_kernel(const char *name);
 int cv_run_gemm_q8(const cv_gemm_q8 *g);     /* gemm_q8.c */
 /* outbuf.c: the API's out_* allocator, its cache limit (bytes, 0 = off) and
  * state, and the fork handler registration. */

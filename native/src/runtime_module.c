@@ -173,10 +173,11 @@ static PyObject *info(PyObject *self, PyObject *unused) {
         Py_DECREF(feats);
         return NULL;
     }
-    return Py_BuildValue("{s:i,s:i,s:i,s:N,s:N,s:N,s:s,s:i,s:N,s:N,s:N,s:{s:K,s:K,s:K,s:K,s:K},"
-                         "s:N}",
+    return Py_BuildValue("{s:i,s:i,s:i,s:N,s:s,s:N,s:N,s:s,s:i,s:N,s:N,s:N,"
+                         "s:{s:K,s:K,s:K,s:K,s:K},s:N}",
                          "detected_cpu_level", cv_cpu_detected_level(), "cpu_level",
                          cv_cpu_level(), "num_threads", cv_num_threads(), "features", feats,
+                         "gemm_bf16_kernel", cv_bf16_kernel_name(),
                          "cuda_one", PyBool_FromLong(cv_cuda_config.one_kernel), "cuda_pool",
                          PyBool_FromLong(cv_cuda_config.pool), "mode", modes[mode],
                          "cuda_graph", cv_cuda_config.graph_min, "cuda_wgmma",
@@ -218,13 +219,19 @@ static PyMethodDef methods[] = {
     {"output_cache", output_cache, METH_NOARGS,
      "output_cache()\n--\n\nThe output block cache: its limit, bytes held and blocks held."},
     {"info", info, METH_NOARGS,
-     "info()\n--\n\nDetected and usable CPU level, thread count, CPU features and the\n"
+     "info()\n--\n\nDetected and usable CPU level, thread count, CPU features, the\n"
+     "bfloat16 GEMM's kernel at that level (gemm_bf16_kernel: amx, avx512 or plain), the\n"
      "configured GPU settings (cuda_one, cuda_pool, mode, cuda_graph, cuda_wgmma,\n"
      "cuda_wgmma_transpose, cuda_attention), and the graph\n"
      "path's counters (cuda_graph_stats: calls that replayed a graph, graphs built, kernel\n"
      "nodes updated, calls launched one by one, calls on a stream being captured), and\n"
      "cuda_devices: each device the runtime has used, its compute capability, SM count\n"
      "and the fatbin images its modules loaded (SASS, or PTX the driver JIT-compiled)."},
+    {"_bf16_kernel", cv_py_bf16_kernel, METH_VARARGS,
+     "_bf16_kernel(best)\n--\n\n"
+     "Test hook: the bfloat16 GEMM runs no kernel better than best ('amx', 'avx512',\n"
+     "'plain'; 'amx' lifts the limit) that the CPU, the OS and the usable level allow.\n"
+     "Returns the kernel a call now runs, as info()['gemm_bf16_kernel']."},
     {"_parallel_check", cv_py_parallel_check, METH_VARARGS,
      "_parallel_check(n, grain)\n--\n\n"
      "Test hook: runs parallel_for over [0, n) and returns (number of indices\n"

@@ -63,6 +63,21 @@ PyObject *cv_py_parallel_check(PyObject *self, PyObject *args) {
     return Py_BuildValue("Li", once, c.nseen);
 }
 
+/* ---- the bfloat16 GEMM's kernel ------------------------------------------- */
+
+PyObject *cv_py_bf16_kernel(PyObject *self, PyObject *args) {
+    const char *best;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "s:_bf16_kernel", &best))
+        return NULL;
+    if (cv_bf16_limit_kernel(best) < 0) {
+        PyErr_Format(PyExc_ValueError, "no bfloat16 GEMM kernel %R: amx, avx512 or plain",
+                     PyTuple_GET_ITEM(args, 0));
+        return NULL;
+    }
+    return PyUnicode_FromString(cv_bf16_kernel_name());
+}
+
 /* ---- GEMM through a store epilogue ---------------------------------------- */
 
 #define MAX_TERMS 8
