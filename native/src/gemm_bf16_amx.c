@@ -1,9 +1,11 @@
 /* The bfloat16 GEMM's micro-kernel on AMX-BF16 (gemm_bf16.h): tdpbf16ps multiplies a
  * 16 x 32 bfloat16 tile of A by a 32 x 16 one of B (in pairs: B's row q holds k = 2q,
  * 2q + 1 of 16 columns, the B panel's layout) into a 16 x 16 float32 tile, 8192
- * multiply-adds per instruction. On the 2-core Intel Xeon VM (Sapphire Rapids class) it
- * ran at 3.2 TFLOP/s on one core from tiles in registers and 2.4 from L2, where
- * vdpbf16ps ran at 108 GFLOP/s and the float32 vfmadd231ps at 215.
+ * multiply-adds per instruction. On the 2-core Intel Xeon VM (AMX, AVX-512 BF16) it
+ * ran at 3.2 TFLOP/s on one core from tiles in registers, 2.4 from L2 and 0.47 streaming
+ * from L3, where vdpbf16ps ran at 108 GFLOP/s and the float32 vfmadd231ps at 215. In the
+ * driver it does about 1 TFLOP/s a core (perf: 65-70% of the GEMM's time at 2048^3 and
+ * 4096x768x768, the epilogue and the packing the rest), each panel's first read from L3.
  *
  * Two A tiles (32 rows) by two B tiles (32 columns) into four C tiles: 8 tiles, all the
  * registers there are, each loaded tile used twice. Each of A's rows holds 32 bfloat16 of
@@ -16,8 +18,9 @@
  * Linux hands out the tile data state (8 KB a thread) only to a process that asked for it
  * (arch_prctl ARCH_REQ_XCOMP_PERM, once, for every thread); a tile instruction before that
  * is SIGILL. The tile configuration is per thread: loaded once per run of kernel calls on
- * a thread (begin; ldtilecfg took ~50 ns, a quarter of a 512-deep kernel call), released
- * after (end) so the thread's context switches stop saving the tiles. */
+ * a thread (begin: ldtilecfg takes ~50 ns; in every kernel call it cost 8-16% of the whole
+ * GEMM at 512x1024x1024, 2048^3 and 4096x768x768), released after (end) so the thread's
+ * context switches stop saving the tiles. */
 #include <stddef.h>
 #include <stdint.h>
 
