@@ -140,8 +140,9 @@ typedef struct cv_runtime_api {
     void *(*out_calloc)(void *ctx, size_t nelem, size_t elsize);
     void *(*out_realloc)(void *ctx, void *ptr, size_t size);
     void (*out_free)(void *ctx, void *ptr, size_t size);
-    /* As gemm_f32, on bfloat16 operands: AVX-512 BF16 (vdpbf16ps) where the CPU has it
-     * and the usable level is 4, else a plain loop (gemm_bf16.c). */
+    /* As gemm_f32, on bfloat16 operands: AMX-BF16 (tdpbf16ps), else AVX-512 BF16
+     * (vdpbf16ps), where the CPU and the OS have it and the usable level is 4, else a
+     * plain loop (gemm_bf16.c). */
     int (*gemm_bf16)(const cv_gemm_bf16 *g);
     /* cv_gemm_q8: int8 weights with float32 scales, dequantized in registers
      * (gemm_q8.c, AVX-512 where the usable level is 4, else plain C). */
