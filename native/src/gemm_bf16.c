@@ -33,7 +33,7 @@
  * about what 2 MFLOP take on one core, as in gemm.c). */
 #define CV_BF16_TINY_FLOPS (2.0 * (1 << 20))
 
-#define PLAIN_MR 12
+#define PLAIN_MR 12 /* the AVX-512 kernel's rows too: pack_a's constant case serves both */
 
 /* The plain kernel: both products of a pair, in float32; the A panel q-major (ku = 1). */
 static void kern_plain(int64_t kq, const uint32_t *a, const uint32_t *b, float *c,
