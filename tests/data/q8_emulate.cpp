@@ -1,6 +1,6 @@
 // cuda_q8.h's cv_gemv_q8 run on the host (tests/test_int8_weights.py, for machines without a
-// GPU): CUDA's names mocked, a warp as 32 std::threads (one per lane) whose shuffles meet at
-// a barrier, each block's 8 warps one after another. Random shapes (m 1..16, batches, k
+// GPU): CUDA's names mocked, a block as std::threads (one per thread) whose shuffles meet at
+// their warp's barrier and __syncthreads at the block's, blocks one after another. Random shapes (m 1..16, batches, k
 // odd or a multiple of the group, groups 0 (per channel), 8, 16, 24, 32, 64, q's rows
 // misaligned or padded, x misaligned) against a float64 sum of the dequantized weight,
 // within 4 x (k + 4) x 2^-24 x sum |x w|. Prints "0/N failed" and exits 0 when all pass.
@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 #include <random>
@@ -18,6 +19,7 @@
 #define __global__
 #define __launch_bounds__(...)
 #define __grid_constant__
+#define __shared__ static /* blocks run one after another */
 struct dim3_ { unsigned x, y, z; };
 thread_local dim3_ threadIdx, blockIdx;
 dim3_ gridDim{1, 1, 1}, blockDim{256, 1, 1};
@@ -25,14 +27,22 @@ struct int4 { int x, y, z, w; };
 struct float4 { float x, y, z, w; };
 inline int4 make_int4(int a, int b, int c, int d) { return {a, b, c, d}; }
 template <class T> T __ldg(const T *p) { return *p; }
-typedef struct { const char *a; int64_t a_rs, a_cs, a_bs; const char *b; int64_t b_rs, b_cs, b_bs; int64_t k; } cv_gpu_term;
-static std::barrier<> *bar;
-static float xch[32];
-float __shfl_xor_sync(unsigned, float v, int off) {
-    int lane = threadIdx.x & 31;
-    bar->arrive_and_wait(); xch[lane] = v; bar->arrive_and_wait();
-    float r = xch[lane ^ off]; bar->arrive_and_wait(); return r;
+unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+    uint64_t v = (uint64_t)y << 32 | x;
+    unsigned r = 0;
+    for (int i = 0; i < 4; i++) r |= (unsigned)(v >> (8 * ((s >> (4 * i)) & 7)) & 0xff) << (8 * i);
+    return r;
 }
+float __int_as_float(int i) { float f; memcpy(&f, &i, sizeof f); return f; }
+typedef struct { const char *a; int64_t a_rs, a_cs, a_bs; const char *b; int64_t b_rs, b_cs, b_bs; int64_t k; } cv_gpu_term;
+static std::barrier<> *warp_bar[32], *block_bar;
+static float xch[32][32];
+float __shfl_xor_sync(unsigned, float v, int off) {
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    warp_bar[w]->arrive_and_wait(); xch[w][lane] = v; warp_bar[w]->arrive_and_wait();
+    float r = xch[w][lane ^ off]; warp_bar[w]->arrive_and_wait(); return r;
+}
+void __syncthreads() { block_bar->arrive_and_wait(); }
 #include "cuvil_aot/cuda_q8.h"
 struct Epi { float *out; int64_t n, m; void operator()(int64_t b, int64_t i, int64_t j, float acc) const { out[(b * m + i) * n + j] = acc; } };
 
@@ -51,17 +61,21 @@ int run(int mr, int64_t nb, int64_t m, int64_t n, int64_t k, int64_t group, int 
     int64_t vec = group == 0 || (group % 16 == 0 && ((uintptr_t)q % 16) == 0 && q_os % 16 == 0);
     cv_q8_weight w{q, s.data(), q_os, group, group ? ng : 1, group ? 1 : 0, vec};
     Epi epi{out.data(), n, m};
-    gridDim = {(unsigned)((n + 7) / 8 > 3 ? 3 : (n + 7) / 8), (unsigned)nb, 1};
-    std::barrier<> b(32); bar = &b;
-    for (unsigned bx = 0; bx < gridDim.x; bx++) for (unsigned by = 0; by < gridDim.y; by++)
-        for (int warp = 0; warp < 8; warp++) {
-            std::vector<std::thread> th;
-            for (int lane = 0; lane < 32; lane++) th.emplace_back([&, lane] {
-                threadIdx = {(unsigned)(warp * 32 + lane), 0, 0}; blockIdx = {bx, by, 0};
-                if (mr == 1) cv_gemv_q8<1>(t, w, m, n, nb, epi); else cv_gemv_q8<4>(t, w, m, n, nb, epi);
-            });
-            for (auto &h : th) h.join();
-        }
+    const int bt = CV_GEMV_Q8_BLOCK, per = CV_GEMV_Q8_PER_BLOCK;
+    gridDim = {(unsigned)((n + per - 1) / per > 3 ? 3 : (n + per - 1) / per), (unsigned)nb, 1};
+    blockDim = {(unsigned)bt, 1, 1};
+    std::vector<std::barrier<> *> bars;
+    for (int wi = 0; wi < bt / 32; wi++) bars.push_back(warp_bar[wi] = new std::barrier<>(32));
+    std::barrier<> blk(bt); block_bar = &blk;
+    for (unsigned bx = 0; bx < gridDim.x; bx++) for (unsigned by = 0; by < gridDim.y; by++) {
+        std::vector<std::thread> th; /* the block's threads at once: its barriers need them all */
+        for (int tid = 0; tid < bt; tid++) th.emplace_back([&, tid] {
+            threadIdx = {(unsigned)tid, 0, 0}; blockIdx = {bx, by, 0};
+            if (mr == 1) cv_gemv_q8<1>(t, w, m, n, nb, epi); else cv_gemv_q8<4>(t, w, m, n, nb, epi);
+        });
+        for (auto &h : th) h.join();
+    }
+    for (auto *b : bars) delete b;
     for (int64_t bb = 0; bb < nb; bb++) for (int64_t i = 0; i < m; i++) for (int64_t o = 0; o < n; o++) {
         double e = 0, mag = 0;
         for (int64_t p = 0; p < k; p++) {

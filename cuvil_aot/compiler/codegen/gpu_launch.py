@@ -272,11 +272,11 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
                 w.line(f"const int transposed = {_transposed_weights(k)};")
                 w.line("const int gemv = m <= 32 && !transposed, dot = m <= 32 && transposed;")
             if k.name in gp.int8:
-                with w.block("if (q8)"):  # the fused int8 GEMV (cuda_q8.h): a warp per output
-                    w.line(f"kid = {gp.fused[unit_of(k.name)]} + (m > 1); "
+                with w.block("if (q8)"):  # the fused int8 GEMV (cuda_q8.h): a block per
+                    w.line(f"kid = {gp.fused[unit_of(k.name)]} + (m > 1); "  # few outputs
                            "block = CV_GEMV_Q8_BLOCK;")
-                    w.line("grid = (uint32_t)((n + CV_GEMV_Q8_BLOCK / 32 - 1) / "
-                           "(CV_GEMV_Q8_BLOCK / 32));")
+                    w.line("const int64_t per = CV_GEMV_Q8_PER_BLOCK;")
+                    w.line("grid = (uint32_t)((n + per - 1) / per);")
                     w.line("a.cols = 0; a.vec = 0; a.split = 1;")
                 w.line("else if (gemv)")
             else:

@@ -1,0 +1,296 @@
+// The int8-weight GEMV at batch 1 (issue 24: >= 80% of the weight bytes over copy
+// bandwidth): y[o] = s[o] * sum_p q[o, p] x[p], q (n, k) int8 row-major, per channel. The
+// runtime's cv_gemv_q8 (a warp an output, x read from L1 for every output, I2F per byte)
+// against variants: O outputs a warp (each x chunk read once for O weight chunks), U
+// chunks an output in flight, the bytes converted by I2F or by a byte permute into
+// 2^23 + (q + 128) and one FADD (I2F runs at 16 a clock an SM on sm_90: 4.2 TB/s of
+// weight at 1.98 GHz by itself), weights loaded through L1 or around it. Weights rotated
+// over copies > 2x the L2, so each launch reads them from HBM. Prints us a launch, GB/s
+// of q and s, that over the device-to-device copy rate, and the error against float64.
+//   nvcc -O3 -std=c++17 -arch=sm_90 -I../../native/include q8_probe.cu -o q && ./q
+// (-I a directory holding an older cuda_q8.h first: the runtime's kernel as it was.)
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "cuvil_aot/cuda_driver.h"
+#include "cuvil_aot/cuda_q8.h"
+#include "probe_util.cuh"
+
+#ifndef CV_GEMV_Q8_PER_BLOCK /* cuda_q8.h before it took several outputs a warp */
+#define CV_GEMV_Q8_PER_BLOCK (CV_GEMV_Q8_BLOCK / 32)
+#endif
+
+struct Store {
+    float *y;
+    __device__ void operator()(int64_t, int64_t, int64_t o, float v) const { y[o] = v; }
+};
+
+__global__ void __launch_bounds__(CV_GEMV_Q8_BLOCK, CV_GEMV_Q8_X1_BLOCKS)
+    current(cv_gpu_term t, cv_q8_weight w, int64_t n, Store e) {
+    cv_gemv_q8<1>(t, w, 1, n, 1, e);
+}
+
+// Four signed bytes of a word as floats.
+template <bool PRMT>
+__device__ __forceinline__ void bytes4(int word, float q[4]) {
+    if constexpr (PRMT) {
+        const unsigned u = (unsigned)word ^ 0x80808080u; /* q + 128, unsigned */
+#pragma unroll
+        for (int e = 0; e < 4; e++) /* 0x4B0000XX = 2^23 + XX, exact */
+            q[e] = __int_as_float((int)__byte_perm(u, 0x4B000000u, 0x7540u | e)) - 8388736.f;
+    } else {
+#pragma unroll
+        for (int e = 0; e < 4; e++) q[e] = (float)(signed char)(word >> (8 * e));
+    }
+}
+
+template <bool NA>
+__device__ __forceinline__ int4 load16(const int4 *p) {
+    if constexpr (NA) {
+        int4 v;
+        asm volatile("ld.global.nc.L1::no_allocate.v4.s32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+        return v;
+    } else {
+        return __ldg(p);
+    }
+}
+
+constexpr int WARPS = 4; /* a block of 128 */
+
+// O outputs a warp, U chunks of each in flight a lane; k % 16 == 0, rows 16-byte aligned.
+template <int O, int U, bool PRMT, bool NA>
+__global__ void __launch_bounds__(32 * WARPS) multi(const float *x, const int8_t *q,
+                                                    const float *s, float *y, int n, int k) {
+    const int lane = threadIdx.x & 31, warps = gridDim.x * WARPS;
+    const int chunks = k >> 4;
+    for (int o0 = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * O; o0 < n; o0 += warps * O) {
+        const int4 *rows[O];
+        float acc[O];
+#pragma unroll
+        for (int o = 0; o < O; o++) {
+            rows[o] = reinterpret_cast<const int4 *>(q + (size_t)min(o0 + o, n - 1) * k);
+            acc[o] = 0.f;
+        }
+        for (int c = lane; c < chunks; c += 32 * U) {
+            int4 raw[U][O];
+#pragma unroll
+            for (int u = 0; u < U; u++)
+#pragma unroll
+                for (int o = 0; o < O; o++)
+                    raw[u][o] = c + 32 * u < chunks ? load16<NA>(rows[o] + c + 32 * u)
+                                                    : make_int4(0, 0, 0, 0);
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                if (c + 32 * u >= chunks) break;
+                const float4 *xp = reinterpret_cast<const float4 *>(x + 16 * (c + 32 * u));
+                float4 xv[4];
+#pragma unroll
+                for (int e4 = 0; e4 < 4; e4++) xv[e4] = __ldg(xp + e4);
+#pragma unroll
+                for (int o = 0; o < O; o++) {
+                    const int words[4] = {raw[u][o].x, raw[u][o].y, raw[u][o].z, raw[u][o].w};
+                    float part = 0.f;
+#pragma unroll
+                    for (int e4 = 0; e4 < 4; e4++) {
+                        float qv[4];
+                        bytes4<PRMT>(words[e4], qv);
+                        part = fmaf(xv[e4].x, qv[0], part);
+                        part = fmaf(xv[e4].y, qv[1], part);
+                        part = fmaf(xv[e4].z, qv[2], part);
+                        part = fmaf(xv[e4].w, qv[3], part);
+                    }
+                    acc[o] += part;
+                }
+            }
+        }
+#pragma unroll
+        for (int o = 0; o < O; o++) {
+            float v = acc[o];
+#pragma unroll
+            for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+            if (lane == o && o0 + o < n) y[o0 + o] = v * __ldg(s + o0 + o);
+        }
+    }
+}
+
+// A block of BT threads takes O outputs: its threads split the rows' chunks (thread i
+// takes chunks i, i + BT, ...; U in flight), then shuffles and shared memory add them up.
+// Many more warps than a warp-per-outputs grid has (4096 -> 4096 at four outputs a warp:
+// 1,024 warps, 7.8 an SM), to hide the loads' latency.
+template <int BT, int O, int U, bool NA>
+__global__ void __launch_bounds__(BT) blockk(const float *x, const int8_t *q, const float *s,
+                                             float *y, int n, int k) {
+    __shared__ float red[BT / 32][O];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int chunks = k >> 4;
+    for (int o0 = blockIdx.x * O; o0 < n; o0 += gridDim.x * O) {
+        const int4 *rows[O];
+        float acc[O];
+#pragma unroll
+        for (int o = 0; o < O; o++) {
+            rows[o] = reinterpret_cast<const int4 *>(q + (size_t)min(o0 + o, n - 1) * k);
+            acc[o] = 0.f;
+        }
+        for (int c = tid; c < chunks; c += BT * U) {
+            int4 raw[U][O];
+#pragma unroll
+            for (int u = 0; u < U; u++)
+#pragma unroll
+                for (int o = 0; o < O; o++)
+                    raw[u][o] = c + BT * u < chunks ? load16<NA>(rows[o] + c + BT * u)
+                                                    : make_int4(0, 0, 0, 0);
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                if (c + BT * u >= chunks) break;
+                const float4 *xp = reinterpret_cast<const float4 *>(x + 16 * (c + BT * u));
+                float4 xv[4];
+#pragma unroll
+                for (int e4 = 0; e4 < 4; e4++) xv[e4] = __ldg(xp + e4);
+#pragma unroll
+                for (int o = 0; o < O; o++) {
+                    const int words[4] = {raw[u][o].x, raw[u][o].y, raw[u][o].z, raw[u][o].w};
+                    float part = 0.f;
+#pragma unroll
+                    for (int e4 = 0; e4 < 4; e4++) {
+                        float qv[4];
+                        bytes4<true>(words[e4], qv);
+                        part = fmaf(xv[e4].x, qv[0], part);
+                        part = fmaf(xv[e4].y, qv[1], part);
+                        part = fmaf(xv[e4].z, qv[2], part);
+                        part = fmaf(xv[e4].w, qv[3], part);
+                    }
+                    acc[o] += part;
+                }
+            }
+        }
+#pragma unroll
+        for (int o = 0; o < O; o++) {
+            float v = acc[o];
+#pragma unroll
+            for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+            if (lane == 0) red[warp][o] = v;
+        }
+        __syncthreads();
+        if (tid < O && o0 + tid < n) {
+            float v = 0.f;
+#pragma unroll
+            for (int w = 0; w < BT / 32; w++) v += red[w][tid];
+            y[o0 + tid] = v * __ldg(s + o0 + tid);
+        }
+        __syncthreads();
+    }
+}
+
+struct Case {
+    int k, n;
+};
+
+int main() {
+    int sms;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    // device-to-device copy rate: bytes read + written over a 1 GiB copy's time
+    const size_t big = (size_t)1 << 30;
+    char *c0, *c1;
+    CK(cudaMalloc(&c0, big));
+    CK(cudaMalloc(&c1, big));
+    const float copy_us = back_to_back_us([&] { CK(cudaMemcpyAsync(c1, c0, big, cudaMemcpyDeviceToDevice)); }, 10);
+    const double copy_gbps = 2.0 * big / copy_us / 1e3;
+    CK(cudaFree(c0));
+    CK(cudaFree(c1));
+    printf("%s, %d SMs, copy %.0f GB/s (2 x 1 GiB over one copy)\n", prop.name, sms, copy_gbps);
+    printf("%14s %-24s %9s %8s %7s %9s\n", "k -> n", "kernel", "us", "GB/s", "of copy", "max err");
+    srand(7);
+    for (Case cs : {Case{4096, 11008}, Case{4096, 4096}, Case{11008, 4096}, Case{768, 3072},
+                    Case{3072, 768}}) {
+        const int k = cs.k, n = cs.n;
+        const size_t wbytes = (size_t)n * k + 4 * (size_t)n;
+        const int copies = (int)std::max<size_t>(2, (size_t)(120u << 20) / wbytes + 1);
+        std::vector<int8_t> hq((size_t)n * k);
+        for (auto &v : hq) v = (int8_t)(rand() % 255 - 127);
+        std::vector<float> hs = random_floats(n, 0.02f), hx = random_floats(k, 1.f);
+        std::vector<double> want(n);
+        double wmax = 0;
+        for (int o = 0; o < n; o++) {
+            double a = 0;
+            for (int p = 0; p < k; p++) a += (double)hq[(size_t)o * k + p] * hx[p];
+            want[o] = a * hs[o];
+            wmax = std::max(wmax, std::fabs(want[o]));
+        }
+        int8_t *dq;
+        CK(cudaMalloc(&dq, (size_t)n * k * copies));
+        for (int c = 0; c < copies; c++)
+            CK(cudaMemcpy(dq + (size_t)c * n * k, hq.data(), (size_t)n * k, cudaMemcpyHostToDevice));
+        float *ds = upload(hs), *dx = upload(hx), *dy;
+        CK(cudaMalloc(&dy, 4 * (size_t)n));
+        auto report = [&](const char *name, auto launch) {
+            CK(cudaMemset(dy, 0xff, 4 * (size_t)n)); /* poisoned: NaN where unwritten */
+            launch(0);
+            CK(cudaDeviceSynchronize());
+            std::vector<float> got(n);
+            CK(cudaMemcpy(got.data(), dy, 4 * (size_t)n, cudaMemcpyDeviceToHost));
+            double err = 0;
+            for (int o = 0; o < n; o++) err = std::max(err, std::fabs(got[o] - want[o]) / wmax);
+            if (!(err < 1e-5)) err = INFINITY;
+            int i = 0;
+            std::vector<float> t;
+            for (int r = 0; r < 5; r++) t.push_back(back_to_back_us([&] { launch(i++ % copies); }, 200));
+            const float us = med(t);
+            printf("%6d->%-6d %-24s %9.2f %8.0f %6.0f%% %9.1e\n", k, n, name, us, wbytes / us / 1e3,
+                   100.0 * wbytes / us / 1e3 / copy_gbps, err);
+        };
+        report("runtime", [&](int c) {
+            cv_gpu_term t{};
+            t.a = (const char *)dx;
+            t.a_rs = k;
+            t.a_cs = 1;
+            t.k = k;
+            cv_q8_weight w{dq + (size_t)c * n * k, ds, k, 0, 1, 0, 1};
+            const int per = CV_GEMV_Q8_PER_BLOCK;
+            current<<<(n + per - 1) / per, CV_GEMV_Q8_BLOCK>>>(
+                t, w, n, Store{dy});
+        });
+#define MULTI(O, U, P, NA)                                                                     \
+    {                                                                                          \
+        auto kern = multi<O, U, P, NA>;                                                        \
+        int per;                                                                               \
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kern, 32 * WARPS, 0));          \
+        const int tasks = (n + O - 1) / O, blocks = std::min((tasks + WARPS - 1) / WARPS, per * sms); \
+        char name[64];                                                                         \
+        snprintf(name, sizeof name, "O%d U%d %s%s (%d/SM)", O, U, P ? "prmt" : "i2f", NA ? " na" : "", per); \
+        report(name, [&](int c) { kern<<<blocks, 32 * WARPS>>>(dx, dq + (size_t)c * n * k, ds, dy, n, k); }); \
+    }
+        MULTI(1, 4, false, false)
+        MULTI(2, 4, true, true)
+        MULTI(4, 2, true, true)
+        MULTI(4, 4, true, true)
+#define BLOCKK(BT, O, U)                                                                       \
+    {                                                                                          \
+        auto kern = blockk<BT, O, U, true>;                                                    \
+        int per;                                                                               \
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kern, BT, 0));                  \
+        const int blocks = std::min((n + O - 1) / O, 65535);                                   \
+        char name[64];                                                                         \
+        snprintf(name, sizeof name, "block%d O%d U%d (%d/SM)", BT, O, U, per);                 \
+        report(name, [&](int c) { kern<<<blocks, BT>>>(dx, dq + (size_t)c * n * k, ds, dy, n, k); }); \
+    }
+        BLOCKK(128, 4, 2)
+        BLOCKK(128, 4, 1)
+        BLOCKK(128, 2, 2)
+        BLOCKK(128, 8, 1)
+        BLOCKK(256, 4, 1)
+        BLOCKK(256, 4, 2)
+        BLOCKK(256, 8, 1)
+        BLOCKK(64, 4, 2)
+        BLOCKK(64, 4, 4)
+        CK(cudaFree(dq));
+        CK(cudaFree(ds));
+        CK(cudaFree(dx));
+        CK(cudaFree(dy));
+    }
+    return 0;
+}
