@@ -60,57 +60,75 @@ __device__ __forceinline__ int4 load16(const int4 *p) {
 
 constexpr int WARPS = 4; /* a block of 128 */
 
-// O outputs a warp, U chunks of each in flight a lane; k % 16 == 0, rows 16-byte aligned.
+// The O rows' sums over chunks first, first + stride, ... (< chunks; U of each row in
+// flight) into acc: each x chunk read once for the O rows; k % 16 == 0, rows aligned.
+template <int O, int U, bool PRMT, bool NA>
+__device__ __forceinline__ void chunk_sums(const float *x, const int4 *const rows[O], int chunks,
+                                           int first, int stride, float acc[O]) {
+    for (int c = first; c < chunks; c += stride * U) {
+        int4 raw[U][O];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int o = 0; o < O; o++)
+                raw[u][o] = c + stride * u < chunks ? load16<NA>(rows[o] + c + stride * u)
+                                                    : make_int4(0, 0, 0, 0);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            if (c + stride * u >= chunks) break;
+            const float4 *xp = reinterpret_cast<const float4 *>(x + 16 * (c + stride * u));
+            float4 xv[4];
+#pragma unroll
+            for (int e4 = 0; e4 < 4; e4++) xv[e4] = __ldg(xp + e4);
+#pragma unroll
+            for (int o = 0; o < O; o++) {
+                const int words[4] = {raw[u][o].x, raw[u][o].y, raw[u][o].z, raw[u][o].w};
+                float part = 0.f;
+#pragma unroll
+                for (int e4 = 0; e4 < 4; e4++) {
+                    float qv[4];
+                    bytes4<PRMT>(words[e4], qv);
+                    part = fmaf(xv[e4].x, qv[0], part);
+                    part = fmaf(xv[e4].y, qv[1], part);
+                    part = fmaf(xv[e4].z, qv[2], part);
+                    part = fmaf(xv[e4].w, qv[3], part);
+                }
+                acc[o] += part;
+            }
+        }
+    }
+}
+
+// Rows o0 .. o0 + O - 1 of q (those past n: row n - 1), the sums zeroed.
+template <int O>
+__device__ __forceinline__ void start(const int8_t *q, int o0, int n, int k, const int4 *rows[O],
+                                      float acc[O]) {
+#pragma unroll
+    for (int o = 0; o < O; o++) {
+        rows[o] = reinterpret_cast<const int4 *>(q + (size_t)min(o0 + o, n - 1) * k);
+        acc[o] = 0.f;
+    }
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+// O outputs a warp, U chunks of each in flight a lane.
 template <int O, int U, bool PRMT, bool NA>
 __global__ void __launch_bounds__(32 * WARPS) multi(const float *x, const int8_t *q,
                                                     const float *s, float *y, int n, int k) {
     const int lane = threadIdx.x & 31, warps = gridDim.x * WARPS;
-    const int chunks = k >> 4;
     for (int o0 = (blockIdx.x * WARPS + (threadIdx.x >> 5)) * O; o0 < n; o0 += warps * O) {
         const int4 *rows[O];
         float acc[O];
+        start<O>(q, o0, n, k, rows, acc);
+        chunk_sums<O, U, PRMT, NA>(x, rows, k >> 4, lane, 32, acc);
 #pragma unroll
         for (int o = 0; o < O; o++) {
-            rows[o] = reinterpret_cast<const int4 *>(q + (size_t)min(o0 + o, n - 1) * k);
-            acc[o] = 0.f;
-        }
-        for (int c = lane; c < chunks; c += 32 * U) {
-            int4 raw[U][O];
-#pragma unroll
-            for (int u = 0; u < U; u++)
-#pragma unroll
-                for (int o = 0; o < O; o++)
-                    raw[u][o] = c + 32 * u < chunks ? load16<NA>(rows[o] + c + 32 * u)
-                                                    : make_int4(0, 0, 0, 0);
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                if (c + 32 * u >= chunks) break;
-                const float4 *xp = reinterpret_cast<const float4 *>(x + 16 * (c + 32 * u));
-                float4 xv[4];
-#pragma unroll
-                for (int e4 = 0; e4 < 4; e4++) xv[e4] = __ldg(xp + e4);
-#pragma unroll
-                for (int o = 0; o < O; o++) {
-                    const int words[4] = {raw[u][o].x, raw[u][o].y, raw[u][o].z, raw[u][o].w};
-                    float part = 0.f;
-#pragma unroll
-                    for (int e4 = 0; e4 < 4; e4++) {
-                        float qv[4];
-                        bytes4<PRMT>(words[e4], qv);
-                        part = fmaf(xv[e4].x, qv[0], part);
-                        part = fmaf(xv[e4].y, qv[1], part);
-                        part = fmaf(xv[e4].z, qv[2], part);
-                        part = fmaf(xv[e4].w, qv[3], part);
-                    }
-                    acc[o] += part;
-                }
-            }
-        }
-#pragma unroll
-        for (int o = 0; o < O; o++) {
-            float v = acc[o];
-#pragma unroll
-            for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+            const float v = warp_sum(acc[o]);
             if (lane == o && o0 + o < n) y[o0 + o] = v * __ldg(s + o0 + o);
         }
     }
@@ -125,52 +143,14 @@ __global__ void __launch_bounds__(BT) blockk(const float *x, const int8_t *q, co
                                              float *y, int n, int k) {
     __shared__ float red[BT / 32][O];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int chunks = k >> 4;
     for (int o0 = blockIdx.x * O; o0 < n; o0 += gridDim.x * O) {
         const int4 *rows[O];
         float acc[O];
+        start<O>(q, o0, n, k, rows, acc);
+        chunk_sums<O, U, true, NA>(x, rows, k >> 4, tid, BT, acc);
 #pragma unroll
         for (int o = 0; o < O; o++) {
-            rows[o] = reinterpret_cast<const int4 *>(q + (size_t)min(o0 + o, n - 1) * k);
-            acc[o] = 0.f;
-        }
-        for (int c = tid; c < chunks; c += BT * U) {
-            int4 raw[U][O];
-#pragma unroll
-            for (int u = 0; u < U; u++)
-#pragma unroll
-                for (int o = 0; o < O; o++)
-                    raw[u][o] = c + BT * u < chunks ? load16<NA>(rows[o] + c + BT * u)
-                                                    : make_int4(0, 0, 0, 0);
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                if (c + BT * u >= chunks) break;
-                const float4 *xp = reinterpret_cast<const float4 *>(x + 16 * (c + BT * u));
-                float4 xv[4];
-#pragma unroll
-                for (int e4 = 0; e4 < 4; e4++) xv[e4] = __ldg(xp + e4);
-#pragma unroll
-                for (int o = 0; o < O; o++) {
-                    const int words[4] = {raw[u][o].x, raw[u][o].y, raw[u][o].z, raw[u][o].w};
-                    float part = 0.f;
-#pragma unroll
-                    for (int e4 = 0; e4 < 4; e4++) {
-                        float qv[4];
-                        bytes4<true>(words[e4], qv);
-                        part = fmaf(xv[e4].x, qv[0], part);
-                        part = fmaf(xv[e4].y, qv[1], part);
-                        part = fmaf(xv[e4].z, qv[2], part);
-                        part = fmaf(xv[e4].w, qv[3], part);
-                    }
-                    acc[o] += part;
-                }
-            }
-        }
-#pragma unroll
-        for (int o = 0; o < O; o++) {
-            float v = acc[o];
-#pragma unroll
-            for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+            const float v = warp_sum(acc[o]);
             if (lane == 0) red[warp][o] = v;
         }
         __syncthreads();
