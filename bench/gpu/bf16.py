@@ -16,7 +16,10 @@ torch.compile with autocast bf16.
   a synchronize per call, median).
 
     PYTHONPATH=. python bench/gpu/bf16.py OUTDIR [--size 4096] [--cases bert_32x128]
-        [--modes default,max-autotune-no-cudagraphs] [--rounds 5]
+        [--modes default,max-autotune-no-cudagraphs] [--rounds 5] [--profile]
+
+``--profile`` also writes ``bf16_kernels.txt``: each implementation's kernels (torch.profiler)
+with their device µs per call, and one call's kernels in launch order.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from gpu_harness import device_arch  # noqa: E402
 from bench import gpu_transformers as G  # noqa: E402
 from bench import transformer_models as T  # noqa: E402
 from bench.gpu.device_timing import device_us  # noqa: E402
+from bench.gpu.kernel_profile import kernel_sequence, kernel_times  # noqa: E402
 
 torch.set_grad_enabled(False)
 
@@ -82,7 +86,7 @@ def rel_err(got: torch.Tensor, ref: torch.Tensor) -> float:
     return float((got.double() - ref).abs().max() / ref.abs().max())
 
 
-def gemm_rows(mod, size: int, rounds: int) -> list[dict]:
+def gemm_rows(mod, size: int, rounds: int, profiles: list[str] | None = None) -> list[dict]:
     m = n = k = size
     gen = torch.Generator(device="cuda").manual_seed(0)
     x32 = torch.randn(m, k, device="cuda", generator=gen)
@@ -111,6 +115,8 @@ def gemm_rows(mod, size: int, rounds: int) -> list[dict]:
             rows.append({"case": f"GEMM {m}x{n}x{k}", "name": name,
                          "error": f"{type(exc).__name__}: {exc}"[:300]})
         print(rows[-1], flush=True)
+        if profiles is not None and "error" not in rows[-1]:
+            profiles.append(profile_text(f"GEMM {m}x{n}x{k}, {name}", fn))
     return rows
 
 
@@ -121,7 +127,8 @@ def torch_autocast(fn: Callable) -> Callable:
     return run
 
 
-def bert_rows(mod, case: str, modes: list[str]) -> list[dict]:
+def bert_rows(mod, case: str, modes: list[str],
+              profiles: list[str] | None = None) -> list[dict]:
     args, _ = G.inputs(case, np.random.default_rng(0))
     ref = T.bert_layer.py_func(*(a.astype(np.float64) for a in args))
     dev = [torch.from_numpy(a).cuda() for a in args]
@@ -146,7 +153,20 @@ def bert_rows(mod, case: str, modes: list[str]) -> list[dict]:
             rows.append({"case": case, "name": name,
                          "error": f"{type(exc).__name__}: {exc}"[:300]})
         print(rows[-1], flush=True)
+        if profiles is not None and "error" not in rows[-1] and "reduce-overhead" not in name:
+            profiles.append(profile_text(f"{case}, {name}", fn))
     return rows
+
+
+def profile_text(label: str, fn: Callable[[], object], calls: int = 10) -> str:
+    times = kernel_times(fn, calls)
+    lines = [f"## {label}: kernels {sum(us for _, us in times.values()):,.1f} us a call"]
+    for kernel, (count, us) in sorted(times.items(), key=lambda kv: -kv[1][1])[:30]:
+        lines.append(f"  {us:9.1f} us  x{count:<3d} {kernel[:110]}")
+    lines.append("  one call, in order:")
+    lines += [f"    {us:9.1f} us  {kernel[:100]}" for kernel, us in kernel_sequence(fn)]
+    print("\n".join(lines), flush=True)
+    return "\n".join(lines)
 
 
 def report(rows: list[dict]) -> str:
@@ -184,15 +204,20 @@ def main() -> None:
     ap.add_argument("--modes", default="default,max-autotune-no-cudagraphs",
                     help="torch.compile modes, comma-separated; 'none' for none")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--profile", action="store_true",
+                    help="also write each implementation's kernels to bf16_kernels.txt")
     opts = ap.parse_args()
     opts.outdir.mkdir(parents=True, exist_ok=True)
     modes = [] if opts.modes == "none" else opts.modes.split(",")
     t0 = time.perf_counter()
     mod = compile_source(Path(tempfile.mkdtemp()), SOURCE, cuda_archs=(device_arch(),))
     build = time.perf_counter() - t0
-    rows = gemm_rows(mod, opts.size, opts.rounds)
+    profiles: list[str] | None = [] if opts.profile else None
+    rows = gemm_rows(mod, opts.size, opts.rounds, profiles)
     for case in opts.cases.split(","):
-        rows += bert_rows(mod, case, modes)
+        rows += bert_rows(mod, case, modes, profiles)
+    if profiles:
+        (opts.outdir / "bf16_kernels.txt").write_text("\n\n".join(profiles) + "\n")
     text = (f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
             f"{torch.cuda.get_device_name()} ({device_arch()}); torch {torch.__version__}; "
             f"module import {build:.1f} s\n\n{report(rows)}\n")

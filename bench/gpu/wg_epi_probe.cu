@@ -2,10 +2,14 @@
 // codegen/cuda_wgmma.py writes it for `x @ w.T` (its epilogue functor reading the output's
 // pointer and strides through a pointer to the kernel's argument struct, for every
 // element), against the same main loop with those values read once into the functor, and
-// with no store at all (the main loop alone). Persistent grid, bf16 and 3xTF32 kinds as
-// generated code runs them; device time per launch (median of 5 rounds of 20).
+// with no store at all (the main loop alone), and with the functor holding a copy of the
+// argument struct (what codegen writes since the thirteenth session); beside them cuBLAS
+// on the same operands in the same run (bf16: float32 out, as the entry stores; 3xTF32:
+// cublasSgemm). Persistent grid, bf16 and 3xTF32 kinds as generated code runs them;
+// device time per launch (median of 5 rounds of 20).
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I../../native/include \
-//       wg_epi_probe.cu -lcuda -o /tmp/we && /tmp/we
+//       wg_epi_probe.cu -lcuda -lcublas -o /tmp/we && /tmp/we
+#include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -50,6 +54,14 @@ struct gen_epi {
         }
     }
 };
+struct copy_epi { // as generated, but the functor holds a copy of the argument struct
+    const u_args a;
+    __device__ __forceinline__ void operator()(int64_t b, int64_t i, int64_t j, float acc) const {
+        switch (a.tag) {
+        case 0: gen_epi0{&a.u.m0}(b, i, j, acc); break;
+        }
+    }
+};
 struct val_epi { // the same store, its pointer and strides read once
     float *p0;
     int64_t s0, s1;
@@ -77,6 +89,9 @@ __global__ void __launch_bounds__(384, 1) entry(const __grid_constant__ wg_args 
     if constexpr (V == 0)
         cv_gemm_wgmma_job<KIND, BN, ST>(w_.map, j.t, j.nterms, j.m, j.n, j.nb, j.split, part,
                                         gen_epi{&w_.a});
+    else if constexpr (V == 3)
+        cv_gemm_wgmma_job<KIND, BN, ST>(w_.map, j.t, j.nterms, j.m, j.n, j.nb, j.split, part,
+                                        copy_epi{w_.a});
     else if constexpr (V == 1)
         cv_gemm_wgmma_job<KIND, BN, ST>(w_.map, j.t, j.nterms, j.m, j.n, j.nb, j.split, part,
                                         val_epi{(float *)g.p[0], g.s[0][0], g.s[0][1]});
@@ -84,6 +99,8 @@ __global__ void __launch_bounds__(384, 1) entry(const __grid_constant__ wg_args 
         cv_gemm_wgmma_job<KIND, BN, ST>(w_.map, j.t, j.nterms, j.m, j.n, j.nb, j.split, part,
                                         no_epi{(float *)g.p[0]});
 }
+
+static cublasHandle_t g_blas;
 
 template <int KIND, int BN, int ST>
 static void run(int m, int n, int k, int sms) {
@@ -101,7 +118,7 @@ static void run(int m, int n, int k, int sms) {
         else reinterpret_cast<float *>(bw.data())[i] = hw[i];
     }
     char *da, *dw;
-    float *dc[3];
+    float *dc[4];
     CK(cudaMalloc(&da, ba.size()));
     CK(cudaMalloc(&dw, bw.size()));
     CK(cudaMemcpy(da, ba.data(), ba.size(), cudaMemcpyHostToDevice));
@@ -117,8 +134,9 @@ static void run(int m, int n, int k, int sms) {
     g.t[0] = cv_gpu_term{da, k, 1, 0, dw, 1, k, 0, k};
     const int tiles = (m + C::BM - 1) / C::BM * ((n + BN - 1) / BN);
     const int grid = tiles < sms ? tiles : sms;
-    float us[3];
-    auto kernels = {entry<KIND, BN, ST, 0>, entry<KIND, BN, ST, 1>, entry<KIND, BN, ST, 2>};
+    float us[4];
+    auto kernels = {entry<KIND, BN, ST, 0>, entry<KIND, BN, ST, 1>, entry<KIND, BN, ST, 2>,
+                    entry<KIND, BN, ST, 3>};
     int v = 0;
     for (auto kern : kernels) {
         CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
@@ -132,10 +150,30 @@ static void run(int m, int n, int k, int sms) {
         for (int r = 0; r < 5; r++) t.push_back(back_to_back_us(launch, 20));
         us[v++] = med(t);
     }
-    std::vector<float> c0((size_t)m * n), c1((size_t)m * n);
+    // Row-major C[M,N] = A[M,K] W[N,K]^T is column-major C^T[N,M] = W^T(op T) . A^T.
+    const float one = 1, zero = 0;
+    float *dcb;
+    CK(cudaMalloc(&dcb, 4 * (size_t)m * n));
+    auto blas = [&] {
+        if (bf)
+            cublasGemmEx(g_blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, dw, CUDA_R_16BF, k, da,
+                         CUDA_R_16BF, k, &zero, dcb, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                         CUBLAS_GEMM_DEFAULT);
+        else
+            cublasSgemm(g_blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, (float *)dw, k,
+                        (float *)da, k, &zero, dcb, n);
+    };
+    std::vector<float> tb;
+    blas();
+    CK(cudaDeviceSynchronize());
+    for (int r = 0; r < 5; r++) tb.push_back(back_to_back_us(blas, 20));
+    const float blas_us = med(tb);
+    std::vector<float> c0((size_t)m * n), c1((size_t)m * n), c3((size_t)m * n);
     CK(cudaMemcpy(c0.data(), dc[0], 4 * c0.size(), cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(c1.data(), dc[1], 4 * c1.size(), cudaMemcpyDeviceToHost));
-    const bool same = memcmp(c0.data(), c1.data(), 4 * c0.size()) == 0;
+    CK(cudaMemcpy(c3.data(), dc[3], 4 * c3.size(), cudaMemcpyDeviceToHost));
+    const bool same = memcmp(c0.data(), c1.data(), 4 * c0.size()) == 0 &&
+                      memcmp(c0.data(), c3.data(), 4 * c0.size()) == 0;
     double err = 0, top = 0; // sampled against float64 of the operands as stored
     for (int i = 0; i < m; i += 97)
         for (int j = 0; j < n; j += 89) {
@@ -149,11 +187,15 @@ static void run(int m, int n, int k, int sms) {
             top = std::max(top, std::fabs(ref));
         }
     const double flop = 2.0 * m * n * k;
-    printf("%-7s %5d %5d %5d | generated %7.1f us %6.1f TF | read once %7.1f us %6.1f TF | "
-           "no store %7.1f us %6.1f TF | equal %s, err %.1e\n",
+    printf("%-7s %5d %5d %5d | pointer %7.1f us %6.1f TF | read once %7.1f us %6.1f TF | "
+           "copy %7.1f us %6.1f TF | no store %7.1f us %6.1f TF | %s %7.1f us %6.1f TF | "
+           "equal %s, err %.1e\n",
            bf ? "bf16" : "3xtf32", m, n, k, us[0], flop / us[0] / 1e6, us[1], flop / us[1] / 1e6,
-           us[2], flop / us[2] / 1e6, same ? "yes" : "NO", err / top);
+           us[3], flop / us[3] / 1e6, us[2], flop / us[2] / 1e6,
+           bf ? "cublas bf16" : "cublas sgemm", blas_us, flop / blas_us / 1e6, same ? "yes" : "NO",
+           err / top);
     for (float *p : dc) CK(cudaFree(p));
+    CK(cudaFree(dcb));
     CK(cudaFree(da));
     CK(cudaFree(dw));
 }
@@ -163,6 +205,10 @@ int main() {
     CK(cudaFree(0));
     int sms;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    if (cublasCreate(&g_blas) != CUBLAS_STATUS_SUCCESS) {
+        printf("cublasCreate failed\n");
+        return 1;
+    }
     run<CV_WG_BF16, 256, 4>(4096, 4096, 4096, sms);
     run<CV_WG_BF16, 256, 4>(4096, 3072, 768, sms);
     run<CV_WG_TF32X3, 128, 3>(4096, 4096, 4096, sms);
