@@ -19,6 +19,16 @@ if [[ $STAGES == *" probe "* ]]; then
 fi
 wait $NATIVE || { tail -30 "$OUT/native.log"; exit 1; }
 cd "$(mktemp -d)"
+if [[ $STAGES == *" gemms "* ]]; then
+    PYTHONPATH="$R" python3 "$R/bench/gpu/layer_gemms.py" 2>&1 | tee "$OUT/layer_gemms.txt"
+fi
+if [[ $STAGES == *" ncu "* ]]; then
+    PYTHONPATH="$R" timeout 150 ncu --launch-count 1 -k regex:gemm_b16_wg --section SpeedOfLight \
+        --section WarpStateStats --section InstructionStats --section SchedulerStats \
+        --section ComputeWorkloadAnalysis --section SourceCounters \
+        python3 "$R/bench/gpu/layer_gemms.py" --only gelu16 --shape "ffn up" > "$OUT/ncu_gelu16.txt" 2>&1
+    tail -5 "$OUT/ncu_gelu16.txt"
+fi
 if [[ $STAGES == *" bench "* ]]; then
     PYTHONPATH="$R" python3 "$R/bench/gpu/bf16.py" "$OUT" --profile --modes "$MODES" 2>&1 | tail -40
 fi
