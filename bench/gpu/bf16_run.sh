@@ -2,7 +2,8 @@
 # On the device machine, from a checkout (issues 23 and 24, the GEMM's epilogue and bf16):
 # wg_epi_probe (the generated entry's epilogue variants beside cuBLAS), the GPU tests of the
 # GEMM paths, after bench/gpu/bf16.py with each implementation's kernels listed (on the
-# runtime built here).        BF16_STAGES="probe tests bench" bench/gpu/bf16_run.sh OUTDIR
+# runtime built here); `gemms`: bench/gpu/layer_gemms.py; `ncu`: ncu of its erf-GELU bf16
+# GEMM at the FFN's up shape.   BF16_STAGES="probe gemms ncu bench tests" bench/gpu/bf16_run.sh OUTDIR
 set -uo pipefail
 OUT=$(realpath -m "${1:?usage: bench/gpu/bf16_run.sh OUTDIR}")
 R=$(cd "$(dirname "$0")/../.." && pwd)
