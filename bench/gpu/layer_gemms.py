@@ -6,7 +6,8 @@ bench/gpu/bf16.py --profile) shows here without the layer's other kernels around
 
     PYTHONPATH=. python bench/gpu/layer_gemms.py [--rows 4096] [--only gelu16] [--shape "ffn up"]
 
-(--only and --shape pick cases, e.g. for ncu.)
+(--only and --shape pick cases, e.g. for ncu; --define NAME=VALUE passes -D to nvcc, for an
+A/B of a header's knob such as CV_WG_OUT_UNROLL.)
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from conftest import compile_source  # noqa: E402
 from gpu_harness import device_arch  # noqa: E402
 
 from bench.gpu.kernel_profile import kernel_times  # noqa: E402
+from cuvil_aot.compiler.toolchain import nvcc  # noqa: E402
 
 torch.set_grad_enabled(False)
 
@@ -96,10 +98,13 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=4096)
     ap.add_argument("--only", help="one case (plain32, gelu16, ...)")
     ap.add_argument("--shape", help="shapes whose label starts with this")
+    ap.add_argument("--define", action="append", default=[], help="NAME=VALUE for nvcc -D")
     opts = ap.parse_args()
+    nvcc.NVCC_FLAGS += tuple(f"-D{d}" for d in opts.define)  # part of the images' key
     mod = compile_source(Path(tempfile.mkdtemp()), SOURCE, cuda_archs=(device_arch(),))
     gen = torch.Generator(device="cuda").manual_seed(0)
-    print(f"# {torch.cuda.get_device_name()}, rows {opts.rows}; device us per call (kernels)")
+    print(f"# {torch.cuda.get_device_name()}, rows {opts.rows}, -D {opts.define}; device us per "
+          "call (kernels)")
     for label, (n, k) in SHAPES.items():
         if not opts.shape or label.startswith(opts.shape):
             shape_lines(mod, label, opts.rows, n, k, gen, opts.only)

@@ -5,7 +5,9 @@
 // with no store at all (the main loop alone), and with the functor holding a copy of the
 // argument struct (what codegen writes since the thirteenth session); beside them cuBLAS
 // on the same operands in the same run (bf16: float32 out, as the entry stores; 3xTF32:
-// cublasSgemm). Persistent grid, bf16 and 3xTF32 kinds as generated code runs them;
+// cublasSgemm), and the erf-GELU epilogue of bench/gpu/layer_gemms.py (bias, GELU, bf16
+// out) through a pointer and from a copy (build with -DCV_WG_OUT_UNROLL=4 / 8: rows of the
+// epilogue in flight). Persistent grid, bf16 and 3xTF32 kinds as generated code runs them;
 // device time per launch (median of 5 rounds of 20).
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I../../native/include \
 //       wg_epi_probe.cu -lcuda -lcublas -o /tmp/we && /tmp/we
@@ -14,6 +16,7 @@
 #include <cuda_bf16.h>
 
 #include "cuvil_aot/cuda_gemm.h"
+#include "cuvil_aot/cuda_kernel.h"
 #include "cuvil_aot/cuda_gemm_wgmma.h"
 #include "probe_util.cuh"
 
@@ -62,6 +65,40 @@ struct copy_epi { // as generated, but the functor holds a copy of the argument 
         }
     }
 };
+struct gelu_args { /* bias, then the bf16 output (bench/gpu/layer_gemms.py's gelu16) */
+    char *p[2];
+    int64_t s[2][2];
+};
+struct gelu_epi { // the generated erf-GELU epilogue (bias + GELU, stored as bfloat16)
+    const gelu_args *a;
+    __device__ __forceinline__ void operator()(int64_t, int64_t i1, int64_t i2, float acc) const {
+        const float *__restrict__ p0 = (const float *)a->p[0];
+        const int64_t s0_2 = (int64_t)a->s[0][1];
+        cv_bf16 *__restrict__ p1 = (cv_bf16 *)a->p[1];
+        const int64_t s1_1 = (int64_t)a->s[1][0];
+        const int64_t s1_2 = (int64_t)a->s[1][1];
+        const float v1 = (acc + p0[i2 * s0_2]);
+        const float v2 = (((float)0.5) * v1);
+        const float v3 = (v1 / ((float)1.4142135381698608));
+        const float v4 = cv_signf(v3);
+        const float v5 = fabsf(v3);
+        const float v8 = (((float)1.0) / (((float)1.0) + ((float)0.32759109139442444) * v5));
+        const float v10 = (((float)1.0614054203033447) * v8) - ((float)1.453152060508728);
+        const float v12 = (v10 * v8) + ((float)1.421413779258728);
+        const float v14 = (v12 * v8) - ((float)0.2844967246055603);
+        const float v16 = (v14 * v8) + ((float)0.2548295855522156);
+        const float v17 = (v16 * v8);
+        const float v20 = expf((-v5) * v5);
+        const float v25 = (v2 * (((float)1.0) + (v4 * (((float)1.0) - (v17 * v20)))));
+        p1[i1 * s1_1 + i2 * s1_2] = cv_bf16_store(cv_bf16_round(v25));
+    }
+};
+struct gelu_copy { // the same, the functor holding a copy of its arguments
+    const gelu_args a;
+    __device__ __forceinline__ void operator()(int64_t b, int64_t i, int64_t j, float acc) const {
+        gelu_epi{&a}(b, i, j, acc);
+    }
+};
 struct val_epi { // the same store, its pointer and strides read once
     float *p0;
     int64_t s0, s1;
@@ -82,7 +119,8 @@ static __device__ __forceinline__ cv_gemm_job job(const u_args *a) {
 }
 
 template <int KIND, int BN, int ST, int V>
-__global__ void __launch_bounds__(384, 1) entry(const __grid_constant__ wg_args w_) {
+__global__ void __launch_bounds__(384, 1) entry(const __grid_constant__ wg_args w_,
+                                                const __grid_constant__ gelu_args ga) {
     const cv_gemm_job j = job(&w_.a);
     const g_args &g = w_.a.u.m0;
     float *part = reinterpret_cast<float *>(j.part);
@@ -92,6 +130,12 @@ __global__ void __launch_bounds__(384, 1) entry(const __grid_constant__ wg_args 
     else if constexpr (V == 3)
         cv_gemm_wgmma_job<KIND, BN, ST>(w_.map, j.t, j.nterms, j.m, j.n, j.nb, j.split, part,
                                         copy_epi{w_.a});
+    else if constexpr (V == 4)
+        cv_gemm_wgmma_job<KIND, BN, ST>(w_.map, j.t, j.nterms, j.m, j.n, j.nb, j.split, part,
+                                        gelu_epi{&ga});
+    else if constexpr (V == 5)
+        cv_gemm_wgmma_job<KIND, BN, ST>(w_.map, j.t, j.nterms, j.m, j.n, j.nb, j.split, part,
+                                        gelu_copy{ga});
     else if constexpr (V == 1)
         cv_gemm_wgmma_job<KIND, BN, ST>(w_.map, j.t, j.nterms, j.m, j.n, j.nb, j.split, part,
                                         val_epi{(float *)g.p[0], g.s[0][0], g.s[0][1]});
@@ -118,7 +162,7 @@ static void run(int m, int n, int k, int sms) {
         else reinterpret_cast<float *>(bw.data())[i] = hw[i];
     }
     char *da, *dw;
-    float *dc[4];
+    float *dc[6];
     CK(cudaMalloc(&da, ba.size()));
     CK(cudaMalloc(&dw, bw.size()));
     CK(cudaMemcpy(da, ba.data(), ba.size(), cudaMemcpyHostToDevice));
@@ -129,21 +173,25 @@ static void run(int m, int n, int k, int sms) {
         printf("maps refused\n");
         exit(1);
     }
+    float *bias;
+    CK(cudaMalloc(&bias, 4 * (size_t)n));
+    CK(cudaMemset(bias, 0, 4 * (size_t)n));
     g_args &g = w.a.u.m0;
     g.n[0] = m, g.n[1] = n, g.s[0][0] = n, g.s[0][1] = 1, g.split = 1;
     g.t[0] = cv_gpu_term{da, k, 1, 0, dw, 1, k, 0, k};
     const int tiles = (m + C::BM - 1) / C::BM * ((n + BN - 1) / BN);
     const int grid = tiles < sms ? tiles : sms;
-    float us[4];
+    float us[6];
     auto kernels = {entry<KIND, BN, ST, 0>, entry<KIND, BN, ST, 1>, entry<KIND, BN, ST, 2>,
-                    entry<KIND, BN, ST, 3>};
+                    entry<KIND, BN, ST, 3>, entry<KIND, BN, ST, 4>, entry<KIND, BN, ST, 5>};
     int v = 0;
     for (auto kern : kernels) {
         CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
         CK(cudaMalloc(&dc[v], 4 * (size_t)m * n));
         CK(cudaMemset(dc[v], 0xff, 4 * (size_t)m * n));
         g.p[0] = (char *)dc[v];
-        auto launch = [&] { kern<<<grid, 384, C::SMEM>>>(w); };
+        gelu_args ga{{(char *)bias, (char *)dc[v]}, {{0, 1}, {n, 1}}};
+        auto launch = [&] { kern<<<grid, 384, C::SMEM>>>(w, ga); };
         launch();
         CK(cudaDeviceSynchronize());
         std::vector<float> t;
@@ -189,13 +237,15 @@ static void run(int m, int n, int k, int sms) {
     const double flop = 2.0 * m * n * k;
     printf("%-7s %5d %5d %5d | pointer %7.1f us %6.1f TF | read once %7.1f us %6.1f TF | "
            "copy %7.1f us %6.1f TF | no store %7.1f us %6.1f TF | %s %7.1f us %6.1f TF | "
-           "equal %s, err %.1e\n",
+           "gelu %7.1f us | gelu copy %7.1f us | equal %s, err %.1e\n",
            bf ? "bf16" : "3xtf32", m, n, k, us[0], flop / us[0] / 1e6, us[1], flop / us[1] / 1e6,
            us[3], flop / us[3] / 1e6, us[2], flop / us[2] / 1e6,
-           bf ? "cublas bf16" : "cublas sgemm", blas_us, flop / blas_us / 1e6, same ? "yes" : "NO",
+           bf ? "cublas bf16" : "cublas sgemm", blas_us, flop / blas_us / 1e6, us[4], us[5],
+           same ? "yes" : "NO",
            err / top);
     for (float *p : dc) CK(cudaFree(p));
     CK(cudaFree(dcb));
+    CK(cudaFree(bias));
     CK(cudaFree(da));
     CK(cudaFree(dw));
 }

@@ -36,7 +36,7 @@ from cuvil_aot.compiler.toolchain import cc as cc_mod
 from cuvil_aot.errors import BuildError, warn_user
 from cuvil_aot.options import DEFAULT_ARCHS
 
-NVCC_FLAGS = ("-std=c++17", "-O3", "-Wno-deprecated-gpu-targets")
+NVCC_FLAGS: tuple[str, ...] = ("-std=c++17", "-O3", "-Wno-deprecated-gpu-targets")
 _warned: set[str] = set()
 
 
