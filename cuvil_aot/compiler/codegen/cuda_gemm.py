@@ -11,10 +11,10 @@ Before, each GEMM had its nine entry points, its epilogue inlined into each main
 
     typedef struct { int64_t tag; union { f0_s0_g0_args m0; f0_s0_g2_args m1; } u; }
         f0_gemm_f32_args;
-    struct f0_gemm_f32_epi { ... switch (a.tag) { case 0: f0_s0_g0_epi{&a.u.m0}(...); ...
+    struct f0_gemm_f32_epi { ... switch (a->tag) { case 0: f0_s0_g0_epi{&a->u.m0}(...); ...
     extern "C" __global__ void f0_gemm_f32_tc(const __grid_constant__ f0_gemm_f32_args a_) {
         const cv_gemm_job j = f0_gemm_f32_job(&a_);   /* m, n, terms... of the tagged GEMM */
-        cv_gemm_tc<false, 128>(j.t, j.nterms, j.m, j.n, j.nb, ..., f0_gemm_f32_epi{a_});
+        cv_gemm_tc<false, 128>(j.t, j.nterms, j.m, j.n, j.nb, ..., f0_gemm_f32_epi{&a_});
     }
 """
 
@@ -144,16 +144,16 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
     name = shared_name(unit, loops)
     stored = ", cv_bf16" if loops == "bf16" else ""  # the SIMT tiles' operand type
     w = Writer()
-    # The functor holds a copy of the arguments, not their address: through a pointer each
-    # element's store re-read the tag, pointers and strides (a store may alias them), 3-10%
-    # of the wgmma GEMM at 4096 x 3072 x 768 (bench/gpu/wg_epi_probe.cu); from the copy
-    # nvcc reads the fields it uses once, from the parameter bank.
+    # The functor reads the arguments through their address. Holding a copy instead (each
+    # field read once) measured no better: bench/gpu/wg_epi_probe.cu, H200, 2026-12-03:
+    # bf16 4096^3 570-579 TFLOP/s from a copy against 648 through the pointer; the explicit
+    # fields read once (the probe's val_epi) 2-8% faster, not yet what codegen writes.
     with w.block(f"struct {name}_epi", "};"):
-        w.line(f"const {name}_args a;")
+        w.line(f"const {name}_args *a;")
         with w.block(f"__device__ __forceinline__ void operator()(int64_t b, int64_t i, int64_t j, "
-                     f"{acc} acc) const"), w.block("switch (a.tag)"):
+                     f"{acc} acc) const"), w.block("switch (a->tag)"):
             for tag, k in enumerate(kernels):
-                w.line(f"case {tag}: {k.name}_epi{{&a.u.m{tag}}}(b, i, j, acc); break;")
+                w.line(f"case {tag}: {k.name}_epi{{&a->u.m{tag}}}(b, i, j, acc); break;")
     with w.block(f"static __device__ __forceinline__ cv_gemm_job {name}_job(const {name}_args *a)"):
         with w.block("switch (a->tag)"):
             for tag, k in enumerate(kernels):
@@ -163,7 +163,7 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
                        f"(int){x}split, {x}part, (int){x}cols, (int){x}vec}};")
         w.line("return cv_gemm_job{};")
     part = f"j.split, reinterpret_cast<{acc} *>(j.part)"
-    epi = f"{name}_epi{{a_}}"
+    epi = f"{name}_epi{{&a_}}"
     block, gemv_block = f"{BLOCK}", f"{GEMV_BLOCK}"
     tiles = f"(j.t, j.nterms, j.m, j.n, j.nb, {part}, {epi});"
     calls = {"tiled": (block, f"cv_gemm_tiled<{acc}, 128{stored}>{tiles}"),
@@ -212,5 +212,5 @@ def q8_entry(unit: str, kernels: list[CudaKernel], int8: set[str]) -> str:
                 for tag, k in enumerate(kernels):
                     if k.name in int8:
                         w.line(f"case {tag}: q = &a_.u.m{tag}.q8; break;")
-            w.line(f"if (q) cv_gemv_q8<{mr}>(j.t[0], *q, j.m, j.n, j.nb, {name}_epi{{a_}});")
+            w.line(f"if (q) cv_gemv_q8<{mr}>(j.t[0], *q, j.m, j.n, j.nb, {name}_epi{{&a_}});")
     return w.text()

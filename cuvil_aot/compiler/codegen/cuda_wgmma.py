@@ -16,7 +16,7 @@ tensor maps, then the shared main loops' tagged argument::
     extern "C" __global__ void __launch_bounds__(384, 1)
     f0_gemm_f32_wg(const __grid_constant__ f0_gemm_f32_wg_args w_) {
         const cv_gemm_job j = f0_gemm_f32_job(&w_.a);
-        cv_gemm_wgmma_job<CV_WG_TF32X3, 128, 3>(w_.map, j.t, j.nterms, ..., f0_gemm_f32_epi{w_.a});
+        cv_gemm_wgmma_job<CV_WG_TF32X3, 128, 3>(w_.map, j.t, j.nterms, ..., f0_gemm_f32_epi{&w_.a});
     }
 
 3xTF32 (float32 accuracy) in general; one TF32 product where cuda_gemm.one_tf32_product says
@@ -123,7 +123,7 @@ def entry(name: str, kernels: list[CudaKernel]) -> str:
                '"cuda_wgmma.WgConfig.smem");')
         w.line(f"const cv_gemm_job j = {name}_job(&w_.a);")
         w.line(f"cv_gemm_wgmma_job<{c.kind}, {c.bn}, {c.stages}>(w_.map, j.t, j.nterms, j.m, "
-               f"j.n, j.nb, j.split, reinterpret_cast<float *>(j.part), {name}_epi{{w_.a}});")
+               f"j.n, j.nb, j.split, reinterpret_cast<float *>(j.part), {name}_epi{{&w_.a}});")
     return w.text()
 
 

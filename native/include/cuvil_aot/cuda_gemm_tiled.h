@@ -141,17 +141,25 @@ struct cv_split_epi {
 };
 
 /* grid-strided over nbatch * m * n: the chunks' partial sums, added in chunk order
- * (the same total every run), through the epilogue. */
+ * (the same total every run), through the epilogue. (bat, i, j) of the first element and
+ * of the grid's step are divided out once and then carried: an int64 division is a call
+ * of ~70 instructions, and three an element held this kernel at ~39 us for 4096 x 768
+ * float32 sums of two chunks (BERT's projections, H200), 4x its bytes' time. */
 template <class T, class Epi>
 CV_DEV void cv_gemm_ksum(const T *part, int split, int64_t m, int64_t n, int64_t nbatch,
                          const Epi &epi) {
-    const int64_t total = nbatch * m * n;
-    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
-         e += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t total = nbatch * m * n, step = (int64_t)gridDim.x * blockDim.x;
+    int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (e >= total) return;
+    int64_t j = e % n, i = e / n % m, bat = e / n / m;
+    const int64_t dj = step % n, di = step / n % m, db = step / n / m;
+    for (; e < total; e += step) {
         T sum = 0;
         for (int s = 0; s < split; s++) sum += part[s * total + e];
-        const int64_t bat = e / (m * n), ij = e - bat * (m * n);
-        epi(bat, ij / n, ij % n, sum);
+        epi(bat, i, j, sum);
+        j += dj, i += di, bat += db;
+        if (j >= n) j -= n, i++; /* j, dj < n: one carry at most; likewise i */
+        if (i >= m) i -= m, bat++;
     }
 }
 
