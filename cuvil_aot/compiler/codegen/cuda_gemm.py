@@ -154,6 +154,12 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
                      f"{acc} acc) const"), w.block("switch (a->tag)"):
             for tag, k in enumerate(kernels):
                 w.line(f"case {tag}: {k.name}_epi{{&a->u.m{tag}}}(b, i, j, acc); break;")
+    # The same pick once for a run of elements (cuda_gemm_tiled.h's cv_epi_with): the
+    # wgmma epilogue's rows then form one block without a branch between them.
+    with w.block(f"template <class F> static __device__ __forceinline__ void "
+                 f"cv_epi_with(const {name}_epi &e, F &&f)"), w.block("switch (e.a->tag)"):
+        for tag, k in enumerate(kernels):
+            w.line(f"case {tag}: f({k.name}_epi{{&e.a->u.m{tag}}}); break;")
     with w.block(f"static __device__ __forceinline__ cv_gemm_job {name}_job(const {name}_args *a)"):
         with w.block("switch (a->tag)"):
             for tag, k in enumerate(kernels):

@@ -148,16 +148,6 @@ CV_DEV void cv_wg_split(unsigned char *raw, unsigned char *small, int first, int
     }
 }
 
-/* Rows of a band in flight in the epilogue: each row's `out` is a dependent chain (an
- * erf GELU's ~40 floating-point steps), 8 warps an SM run it while the tensor cores idle,
- * and the issue rate there is bound by those chains' latency (ncu: 0.37 instructions a
- * cycle per scheduler at 4 rows, bench/gpu/h200_2026-12-03f). */
-#ifndef CV_WG_OUT_UNROLL
-#define CV_WG_OUT_UNROLL 8
-#endif
-#define CV_WG_STR(x) #x
-#define CV_WG_PRAGMA(x) _Pragma(CV_WG_STR(x))
-
 /* Consumer c's finished 64 x BN rows to the epilogue (see the top). */
 template <int BN, class Out>
 CV_DEV void cv_wg_out(const float (&acc)[BN / 2], unsigned char *smem, int c, int64_t bat,
@@ -178,9 +168,11 @@ CV_DEV void cv_wg_out(const float (&acc)[BN / 2], unsigned char *smem, int c, in
                             acc[(jj * 4 + q) * 4 + e];
         __syncwarp();
         const int64_t col = col0 + jb * 32 + lane;
-        CV_WG_PRAGMA(unroll CV_WG_OUT_UNROLL) /* `out` inlined that many times, not 64 */
-        for (int r = 0; r < 16; r++)
-            if (r0 + r < m && col < n) out(bat, r0 + r, col, band[r * 33 + lane]);
+        if (r0 + 16 <= m && col0 + BN <= n) /* the warp's whole band: no bounds */
+            out.template rows<16, false>(bat, r0, col, band + lane, 33, 16);
+        else if (col < n && r0 < m)
+            out.template rows<16, true>(bat, r0, col, band + lane, 33,
+                                        m - r0 < 16 ? (int)(m - r0) : 16);
         __syncwarp(); /* the next band overwrites it */
     }
 }
