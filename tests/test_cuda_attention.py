@@ -207,27 +207,65 @@ def test_fused_attention_has_no_spills(tmp_path, arch):
     assert {"f0_s0_a0", "f0_s0_a0_n", "f1_s0_a0"} <= entries
 
 
-EMULATED = [  # B H T S dk dv mode (0 plain, 1 padding, 2 causal, 3 strided heads, 4 -inf rows)
+EMULATED = [  # B H T S dk dv mode (0 plain, 1 padding, 2 causal, 3 strided heads, 4 -inf rows,
+    # 5 rows padded to 16 bytes)
     (2, 3, 7, 7, 64, 64, 1), (1, 2, 129, 129, 64, 64, 1), (1, 2, 70, 129, 64, 64, 2),
     (2, 2, 1, 100, 64, 64, 1), (2, 3, 33, 33, 32, 32, 1), (2, 2, 65, 47, 80, 80, 1),
     (1, 2, 97, 63, 128, 128, 2), (1, 2, 64, 17, 96, 64, 0), (3, 2, 31, 200, 8, 8, 2),
     (2, 3, 45, 77, 64, 64, 3), (2, 3, 45, 77, 80, 128, 3), (3, 2, 9, 70, 64, 64, 4),
-    (2, 3, 9, 45, 128, 32, 1), (2, 3, 9, 45, 16, 128, 1), (2, 2, 50, 61, 33, 40, 3)]
+    (2, 3, 9, 45, 128, 32, 1), (2, 3, 9, 45, 16, 128, 1), (2, 2, 50, 61, 33, 40, 3),
+    (2, 2, 50, 61, 33, 40, 5), (1, 2, 40, 70, 30, 62, 5)]
 
 
-@pytest.mark.skipif(shutil.which("g++") is None or sys.platform != "linux",
-                    reason="g++ and ucontext needed")
-def test_tensor_core_kernel_emulated_on_the_cpu(tmp_path):
+def _random_cases(seed: int, n: int) -> list[tuple[int, ...]]:
+    """n random problems: any head dims up to 128, odd lengths, T = 1, every mode."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for _ in range(n):
+        t = 1 if rng.random() < 0.2 else int(rng.integers(2, 90))
+        cases.append((int(rng.integers(1, 3)), int(rng.integers(1, 3)), t,
+                      int(rng.integers(1, 100)), int(rng.integers(1, 129)),
+                      int(rng.integers(1, 129)), int(rng.integers(0, 6))))
+    return cases
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    exe = tmp_path_factory.mktemp("emu") / "emu"
+    subprocess.run(["g++", "-std=c++17", "-O1", f"-I{ROOT / 'native' / 'include'}",
+                    str(ROOT / "tests" / "attention_emulator.cpp"), "-o", str(exe)], check=True)
+    return exe
+
+
+def _emulate(exe: Path, case: tuple[int, ...], element: int) -> tuple[float, bool, float]:
+    out = subprocess.run([str(exe), *map(str, case), "23", str(element)], capture_output=True,
+                         text=True, check=True).stdout.split()
+    return float(out[0]), out[1] == "1", float(out[2])
+
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or sys.platform != "linux",
+                               reason="g++ and ucontext needed")
+
+
+@needs_gxx
+def test_tensor_core_kernel_emulated_on_the_cpu(emulator):
     """cuda_attention_tc.h's logic (fragment layouts, tiles, masks, online softmax, strides,
     the 4-byte copies) against float64, its 128 threads fibers on the CPU and mma.sync
     emulated (tests/attention_emulator.cpp): what a device run checks, without a device."""
-    exe = tmp_path / "emu"
-    subprocess.run(["g++", "-std=c++17", "-O1", f"-I{ROOT / 'native' / 'include'}",
-                    str(ROOT / "tests" / "attention_emulator.cpp"), "-o", str(exe)], check=True)
-    for case in EMULATED:
-        out = subprocess.run([str(exe), *map(str, case), "23"], capture_output=True, text=True,
-                             check=True).stdout.split()
-        assert float(out[0]) < 2e-6 and out[1] == "1", (case, out)
+    for case in EMULATED + _random_cases(5, 4):
+        err, nan_ok, _ = _emulate(emulator, case, 0)
+        assert err < 2e-6 and nan_ok, case
+
+
+@needs_gxx
+@pytest.mark.parametrize("element", [1, 2], ids=["bfloat16", "float16"])
+def test_two_byte_operands_emulated_on_the_cpu(emulator, element):
+    """Q, K and V of bfloat16 or float16 (the bf16 policy's heads), converted as they are
+    loaded, one TF32 product each: against float64 of the same rounded values, each output
+    within P's rounding to TF32 (2^-11 of sum(p |v|) / sum(p)) and float32 sums."""
+    for case in EMULATED + _random_cases(element, 6):
+        _, nan_ok, scaled = _emulate(emulator, case, element)
+        assert scaled < 1.05 * 2.0 ** -11 and nan_ok, case
 
 
 def test_cpu_path_unchanged(tmp_path):
