@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_close, compile_source, cuda_text, load_source
+from conftest import assert_close, compile_source, cuda_text, generated_units, load_source
 
 from cuvil_aot import host
 from cuvil_aot.compiler import pipeline
@@ -290,3 +290,60 @@ def test_bench_models_fuse_their_attention(tmp_path):
     files = pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1,)), targets)[3]
     fused = cuda_text(files).count("cv_attention<")
     assert fused == 5  # bert_layer(_tanh), gpt2_block, gpt2_decode, gpt2_decode_inplace
+
+
+BF16_MODELS = '''
+import cuvil_aot as cv
+from bench import transformer_models as T
+
+@cv.optimize(signatures=[T.BERT], precision="bf16")
+def bert_bf16(x, mask, wq, bq, wk, bk, wv, bv, wo, bo, g1, b1, wi, bi, wf, bf, g2, b2):
+    return T._bert(x, mask, wq, bq, wk, bk, wv, bv, wo, bo, g1, b1, wi, bi, wf, bf, g2, b2,
+                   T.gelu_erf)
+
+@cv.optimize(signatures=["f32[B,T,768], " + T.GPT2], precision="bf16")
+def gpt2_bf16(x, ln1_g, ln1_b, w_attn, b_attn, w_proj, b_proj, ln2_g, ln2_b, w_fc, b_fc,
+              w_out, b_out):
+    return T.gpt2_block.py_func(x, ln1_g, ln1_b, w_attn, b_attn, w_proj, b_proj, ln2_g, ln2_b,
+                                w_fc, b_fc, w_out, b_out)
+'''
+
+
+def test_bf16_policy_fuses_the_bench_models_attention(tmp_path, monkeypatch):
+    """precision="bf16": Q, K and V are bfloat16 heads of the projections' GEMMs (V's held
+    transposed for the bf16 wgmma), the probabilities rounded to bfloat16, the output
+    rounded too: one fused kernel reading the bfloat16 heads in place (one TF32 product for
+    both matmuls), storing the merged heads as bfloat16; no heads copies."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    units = generated_units(tmp_path, BF16_MODELS, ("sm_90a",))
+    for unit in ("kernels_f0.cu", "kernels_f1.cu"):
+        text = units[unit]
+        assert text.count("cv_attention<64, 64, false, false, cv_bf16, cv_bf16, cv_bf16>(") == 1
+        assert "cv_att_store_as<cv_bf16>{&a_.ops[3]}" in text
+    wrapper = units["module.c"]
+    split = wrapper.index("f1_s0_grun")
+    for f, fn in (("f0", wrapper[wrapper.index("f0_s0_grun"):split]), ("f1", wrapper[split:])):
+        # each operand read through its copy kernel's source strides, V's rows along the
+        # copy's last axis; the merged output through the merge kernel's
+        copies = re.findall(r"ai0\[(\d)\] = \(cv_att_in\)\{one\.a\d+\.p\[0\], one\.a\d+\.n\[1\], "
+                            r"one\.a\d+\.s\[0\]\[0\], one\.a\d+\.s\[0\]\[1\], "
+                            r"one\.a\d+\.s\[0\]\[(\d)\], one\.a\d+\.s\[0\]\[(\d)\]\}", fn)
+        assert copies == [("0", "2", "3"), ("1", "2", "3"), ("2", "3", "2")], f
+        assert "ax0.ops[3] = (cv_att_in){one.a" in fn
+
+
+def test_bf16_policy_attention_compiles_without_spills(tmp_path, monkeypatch):
+    """The bfloat16 build of the kernel fits in registers on sm_90a."""
+    nv = nvcc.find_nvcc()
+    if nv is None:
+        pytest.skip("nvcc not found")
+    monkeypatch.syspath_prepend(str(ROOT))
+    src = tmp_path / "bert.cu"
+    src.write_text(generated_units(tmp_path, BF16_MODELS, ("sm_90a",))["kernels_f0.cu"])
+    run = subprocess.run([nv.path, "-cubin", "-arch=sm_90a", *nvcc.NVCC_FLAGS,
+                          "--resource-usage", f"-I{host.header_dir()}", str(src), "-o",
+                          str(src.with_suffix(".cubin"))], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    fused = [r for r in (run.stdout + run.stderr).split("Compiling entry function")
+             if r.startswith(" 'f0_s0_a0'")]
+    assert fused and " 0 bytes spill stores, 0 bytes spill loads" in fused[0]
