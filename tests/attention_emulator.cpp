@@ -7,8 +7,12 @@
  * hardware's, emulated here by products of the already-rounded parts, summed in float.
  *
  *   g++ -std=c++17 -O1 -I native/include tests/attention_emulator.cpp -o emu
- *   ./emu B H T S DK DV mode seed   (mode: 0 plain, 1 padding mask, 2 causal, 3 strided
- *                                    views, 4 rows of only -inf; prints "max_rel_err nan_ok")
+ *   ./emu B H T S DK DV mode seed type   (mode: 0 plain, 1 padding mask, 2 causal,
+ *       3 strided views, 4 rows of only -inf, 5 rows padded to a whole 16 bytes (the
+ *       chunked loads' partial chunks, with a padding mask); type: Q, K and V's elements, 0 float (3xTF32),
+ *       1 bfloat16, 2 float16 (one TF32 product each, as generated code takes for them);
+ *       prints "max_rel_err nan_ok scaled_err": the largest error over the largest output,
+ *       and the largest over that output's sum(p |v|) / sum(p), the scale of P's rounding)
  */
 #include <ucontext.h>
 
@@ -75,9 +79,26 @@ typedef struct cv_att_in {
     const char *p;
     int64_t nh, sb, sh, rs, cs;
 } cv_att_in;
-static const float *cv_att_batch(const cv_att_in &x, int64_t z) {
-    return reinterpret_cast<const float *>(x.p) + (z / x.nh) * x.sb + (z % x.nh) * x.sh;
+template <class T = float>
+static const T *cv_att_batch(const cv_att_in &x, int64_t z) {
+    return reinterpret_cast<const T *>(x.p) + (z / x.nh) * x.sb + (z % x.nh) * x.sh;
 }
+/* the 2-byte elements: bfloat16 and float16 rounded to nearest even (finite values) */
+struct cv_bf16 {
+    uint16_t bits;
+    cv_bf16() = default;
+    explicit cv_bf16(float f) {
+        const uint32_t u = __float_as_uint(f);
+        bits = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+    operator float() const { return __uint_as_float((uint32_t)bits << 16); }
+};
+struct cv_f16 {
+    _Float16 h;
+    cv_f16() = default;
+    explicit cv_f16(float f) : h((_Float16)f) {}
+    operator float() const { return (float)h; }
+};
 static void cv_cp_async16(void *smem, const void *gmem, int bytes) {
     float *d = static_cast<float *>(smem);
     const float *s = static_cast<const float *>(gmem);
@@ -127,20 +148,21 @@ struct epi_fn {
     void operator()(int64_t z, int64_t i, int64_t c, float v) const { o[z * bs + i * rs + c] = v; }
 };
 
-template <int DK, int DV>
+template <int DK, int DV, class T>
 static void run(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v, int64_t nz, int64_t t,
                 int64_t s, int dk, int dv, const score_fn &sc, const epi_fn &ep) {
     static std::vector<char> stacks(NT * 256 * 1024);
     static const cv_att_in *Q, *K, *V;
-    static int64_t NZ, T, S;
+    static int64_t NZ, T_, S;
     static int Dk, Dv;
     static const score_fn *SC;
     static const epi_fn *EP;
-    Q = &q, K = &k, V = &v, NZ = nz, T = t, S = s, Dk = dk, Dv = dv, SC = &sc, EP = &ep;
+    Q = &q, K = &k, V = &v, NZ = nz, T_ = t, S = s, Dk = dk, Dv = dv, SC = &sc, EP = &ep;
     static int done;
     static bool fin[NT];
     auto body = []() {
-        cv_attention_tc<DK, DV, true, true>(*Q, *K, *V, NZ, T, S, Dk, Dv, *SC, *EP);
+        constexpr bool x3 = sizeof(T) == 4; /* 2-byte elements: one TF32 product */
+        cv_attention_tc<DK, DV, x3, x3, T, T, T>(*Q, *K, *V, NZ, T_, S, Dk, Dv, *SC, *EP);
         fin[cur] = true;
         done++;
     };
@@ -164,31 +186,32 @@ static void run(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v, int6
         }
 }
 
-int main(int argc, char **argv) {
-    if (argc != 9) return 2;
+template <class E>
+static int solve(char **argv) {
     const int64_t B = atoll(argv[1]), H = atoll(argv[2]), T = atoll(argv[3]), S = atoll(argv[4]);
     const int dk = atoi(argv[5]), dv = atoi(argv[6]), mode = atoi(argv[7]);
     std::mt19937 rng(atoi(argv[8]));
     std::normal_distribution<float> nd;
     const int64_t Z = B * H;
-    /* storage: mode 3 keeps (B, T, H, D) layouts (heads split by strides), padded rows */
-    const int64_t pad = mode == 3 ? 3 : 0;
+    /* storage: mode 3 keeps (B, T, H, D) layouts (heads split by strides), padded rows;
+     * mode 5 pads each row by 4 to 7 elements, to a multiple of 4 */
+    auto padded = [&](int64_t d) { return d + (mode == 3 ? 3 : mode == 5 ? 4 + (-d & 3) : 0); };
     auto alloc = [&](int64_t n, int64_t d) {
-        std::vector<float> x((size_t)(B * n * H * (d + pad)) + 1);
-        for (auto &e : x) e = nd(rng);
+        std::vector<E> x((size_t)(B * n * H * padded(d)) + 1);
+        for (auto &e : x) e = E(nd(rng));
         return x;
     };
-    std::vector<float> qs = alloc(T, dk), ks = alloc(S, dk), vs = alloc(S, dv);
-    auto view = [&](const std::vector<float> &x, int64_t n, int64_t d) {
-        if (mode == 3) /* element (b, h, i, c) at ((b n + i) H + h)(d + pad) + c, one float in */
-            return cv_att_in{(const char *)(x.data() + 1), H, n * H * (d + pad), d + pad,
-                             H * (d + pad), 1};
-        return cv_att_in{(const char *)x.data(), 1, n * d, 0, d, 1};
+    std::vector<E> qs = alloc(T, dk), ks = alloc(S, dk), vs = alloc(S, dv);
+    auto view = [&](const std::vector<E> &x, int64_t n, int64_t d) {
+        if (mode == 3) /* (b, h, i, c) at ((b n + i) H + h) padded(d) + c, one element in */
+            return cv_att_in{(const char *)(x.data() + 1), H, n * H * padded(d), padded(d),
+                             H * padded(d), 1};
+        return cv_att_in{(const char *)x.data(), 1, n * padded(d), 0, padded(d), 1};
     };
     const cv_att_in q = view(qs, T, dk), k = view(ks, S, dk), v = view(vs, S, dv);
     std::vector<float> mask;
     score_fn sc{1.0f / std::sqrt((float)dk), nullptr, 0, 0, 0, H};
-    if (mode == 1 || mode == 3 || mode == 4) { /* (B, 1, 1, S) */
+    if (mode == 1 || mode == 3 || mode == 4 || mode == 5) { /* (B, 1, 1, S) */
         mask.resize((size_t)(B * S));
         std::uniform_real_distribution<float> u;
         for (auto &e : mask) e = u(rng) < 0.3f ? (mode == 4 ? -INFINITY : -10000.0f) : 0.0f;
@@ -210,14 +233,14 @@ int main(int argc, char **argv) {
     const int bk = dk <= 32 ? 32 : dk <= 64 ? 64 : dk <= 96 ? 96 : 128;
     const int bv = dv <= 32 ? 32 : dv <= 64 ? 64 : dv <= 96 ? 96 : 128;
 #define CASE(a, b) \
-    if (bk == a && bv == b) run<a, b>(q, k, v, Z, T, S, dk, dv, sc, ep);
+    if (bk == a && bv == b) run<a, b, E>(q, k, v, Z, T, S, dk, dv, sc, ep);
 #define CASES(a) CASE(a, 32) CASE(a, 64) CASE(a, 96) CASE(a, 128)
     CASES(32) CASES(64) CASES(96) CASES(128)
     /* the reference in double */
-    double err = 0, big = 0;
+    double err = 0, big = 0, scaled = 0;
     int nan_ok = 1;
     for (int64_t z = 0; z < Z; z++) {
-        const float *qp = cv_att_batch(q, z), *kp = cv_att_batch(k, z), *vp = cv_att_batch(v, z);
+        const E *qp = cv_att_batch<E>(q, z), *kp = cv_att_batch<E>(k, z), *vp = cv_att_batch<E>(v, z);
         for (int64_t i = 0; i < T; i++) {
             std::vector<double> x(S);
             double m = -INFINITY;
@@ -231,15 +254,24 @@ int main(int argc, char **argv) {
             double l = 0;
             for (int64_t j = 0; j < S; j++) l += x[j] = std::exp(x[j] - m);
             for (int c = 0; c < dv; c++) {
-                double o = 0;
-                for (int64_t j = 0; j < S; j++) o += x[j] * vp[j * v.rs + c];
-                o /= l;
+                double o = 0, mag = 0;
+                for (int64_t j = 0; j < S; j++)
+                    o += x[j] * vp[j * v.rs + c], mag += x[j] * std::fabs((double)vp[j * v.rs + c]);
+                o /= l, mag /= l;
                 const float got = out[(size_t)(z * T * dv + i * dv + c)];
                 if (std::isnan(o) != std::isnan(got)) nan_ok = 0;
-                if (!std::isnan(o)) err = std::fmax(err, std::fabs(got - o)), big = std::fmax(big, std::fabs(o));
+                if (std::isnan(o)) continue;
+                err = std::fmax(err, std::fabs(got - o)), big = std::fmax(big, std::fabs(o));
+                if (mag > 0) scaled = std::fmax(scaled, std::fabs(got - o) / mag);
             }
         }
     }
-    printf("%.3g %d\n", big > 0 ? err / big : err, nan_ok);
+    printf("%.3g %d %.3g\n", big > 0 ? err / big : err, nan_ok, scaled);
     return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 10) return 2;
+    const int type = atoi(argv[9]);
+    return type == 0 ? solve<float>(argv) : type == 1 ? solve<cv_bf16>(argv) : solve<cv_f16>(argv);
 }

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_close, compile_source, cuda_text, load_source
+from conftest import assert_close, compile_source, cuda_text, generated_units, load_source
 
 from cuvil_aot import host
 from cuvil_aot.compiler import pipeline
@@ -207,27 +207,65 @@ def test_fused_attention_has_no_spills(tmp_path, arch):
     assert {"f0_s0_a0", "f0_s0_a0_n", "f1_s0_a0"} <= entries
 
 
-EMULATED = [  # B H T S dk dv mode (0 plain, 1 padding, 2 causal, 3 strided heads, 4 -inf rows)
+EMULATED = [  # B H T S dk dv mode (0 plain, 1 padding, 2 causal, 3 strided heads, 4 -inf rows,
+    # 5 rows padded to 16 bytes)
     (2, 3, 7, 7, 64, 64, 1), (1, 2, 129, 129, 64, 64, 1), (1, 2, 70, 129, 64, 64, 2),
     (2, 2, 1, 100, 64, 64, 1), (2, 3, 33, 33, 32, 32, 1), (2, 2, 65, 47, 80, 80, 1),
     (1, 2, 97, 63, 128, 128, 2), (1, 2, 64, 17, 96, 64, 0), (3, 2, 31, 200, 8, 8, 2),
     (2, 3, 45, 77, 64, 64, 3), (2, 3, 45, 77, 80, 128, 3), (3, 2, 9, 70, 64, 64, 4),
-    (2, 3, 9, 45, 128, 32, 1), (2, 3, 9, 45, 16, 128, 1), (2, 2, 50, 61, 33, 40, 3)]
+    (2, 3, 9, 45, 128, 32, 1), (2, 3, 9, 45, 16, 128, 1), (2, 2, 50, 61, 33, 40, 3),
+    (2, 2, 50, 61, 33, 40, 5), (1, 2, 40, 70, 30, 62, 5)]
 
 
-@pytest.mark.skipif(shutil.which("g++") is None or sys.platform != "linux",
-                    reason="g++ and ucontext needed")
-def test_tensor_core_kernel_emulated_on_the_cpu(tmp_path):
+def _random_cases(seed: int, n: int) -> list[tuple[int, ...]]:
+    """n random problems: any head dims up to 128, odd lengths, T = 1, every mode."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for _ in range(n):
+        t = 1 if rng.random() < 0.2 else int(rng.integers(2, 90))
+        cases.append((int(rng.integers(1, 3)), int(rng.integers(1, 3)), t,
+                      int(rng.integers(1, 100)), int(rng.integers(1, 129)),
+                      int(rng.integers(1, 129)), int(rng.integers(0, 6))))
+    return cases
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    exe = tmp_path_factory.mktemp("emu") / "emu"
+    subprocess.run(["g++", "-std=c++17", "-O1", f"-I{ROOT / 'native' / 'include'}",
+                    str(ROOT / "tests" / "attention_emulator.cpp"), "-o", str(exe)], check=True)
+    return exe
+
+
+def _emulate(exe: Path, case: tuple[int, ...], element: int) -> tuple[float, bool, float]:
+    out = subprocess.run([str(exe), *map(str, case), "23", str(element)], capture_output=True,
+                         text=True, check=True).stdout.split()
+    return float(out[0]), out[1] == "1", float(out[2])
+
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or sys.platform != "linux",
+                               reason="g++ and ucontext needed")
+
+
+@needs_gxx
+def test_tensor_core_kernel_emulated_on_the_cpu(emulator):
     """cuda_attention_tc.h's logic (fragment layouts, tiles, masks, online softmax, strides,
     the 4-byte copies) against float64, its 128 threads fibers on the CPU and mma.sync
     emulated (tests/attention_emulator.cpp): what a device run checks, without a device."""
-    exe = tmp_path / "emu"
-    subprocess.run(["g++", "-std=c++17", "-O1", f"-I{ROOT / 'native' / 'include'}",
-                    str(ROOT / "tests" / "attention_emulator.cpp"), "-o", str(exe)], check=True)
-    for case in EMULATED:
-        out = subprocess.run([str(exe), *map(str, case), "23"], capture_output=True, text=True,
-                             check=True).stdout.split()
-        assert float(out[0]) < 2e-6 and out[1] == "1", (case, out)
+    for case in EMULATED + _random_cases(5, 4):
+        err, nan_ok, _ = _emulate(emulator, case, 0)
+        assert err < 2e-6 and nan_ok, case
+
+
+@needs_gxx
+@pytest.mark.parametrize("element", [1, 2], ids=["bfloat16", "float16"])
+def test_two_byte_operands_emulated_on_the_cpu(emulator, element):
+    """Q, K and V of bfloat16 or float16 (the bf16 policy's heads), converted as they are
+    loaded, one TF32 product each: against float64 of the same rounded values, each output
+    within P's rounding to TF32 (2^-11 of sum(p |v|) / sum(p)) and float32 sums."""
+    for case in EMULATED + _random_cases(element, 6):
+        _, nan_ok, scaled = _emulate(emulator, case, element)
+        assert scaled < 1.05 * 2.0 ** -11 and nan_ok, case
 
 
 def test_cpu_path_unchanged(tmp_path):
@@ -252,3 +290,60 @@ def test_bench_models_fuse_their_attention(tmp_path):
     files = pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1,)), targets)[3]
     fused = cuda_text(files).count("cv_attention<")
     assert fused == 5  # bert_layer(_tanh), gpt2_block, gpt2_decode, gpt2_decode_inplace
+
+
+BF16_MODELS = '''
+import cuvil_aot as cv
+from bench import transformer_models as T
+
+@cv.optimize(signatures=[T.BERT], precision="bf16")
+def bert_bf16(x, mask, wq, bq, wk, bk, wv, bv, wo, bo, g1, b1, wi, bi, wf, bf, g2, b2):
+    return T._bert(x, mask, wq, bq, wk, bk, wv, bv, wo, bo, g1, b1, wi, bi, wf, bf, g2, b2,
+                   T.gelu_erf)
+
+@cv.optimize(signatures=["f32[B,T,768], " + T.GPT2], precision="bf16")
+def gpt2_bf16(x, ln1_g, ln1_b, w_attn, b_attn, w_proj, b_proj, ln2_g, ln2_b, w_fc, b_fc,
+              w_out, b_out):
+    return T.gpt2_block.py_func(x, ln1_g, ln1_b, w_attn, b_attn, w_proj, b_proj, ln2_g, ln2_b,
+                                w_fc, b_fc, w_out, b_out)
+'''
+
+
+def test_bf16_policy_fuses_the_bench_models_attention(tmp_path, monkeypatch):
+    """precision="bf16": Q, K and V are bfloat16 heads of the projections' GEMMs (V's held
+    transposed for the bf16 wgmma), the probabilities rounded to bfloat16, the output
+    rounded too: one fused kernel reading the bfloat16 heads in place (one TF32 product for
+    both matmuls), storing the merged heads as bfloat16; no heads copies."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    units = generated_units(tmp_path, BF16_MODELS, ("sm_90a",))
+    for unit in ("kernels_f0.cu", "kernels_f1.cu"):
+        text = units[unit]
+        assert text.count("cv_attention<64, 64, false, false, cv_bf16, cv_bf16, cv_bf16>(") == 1
+        assert "cv_att_store_as<cv_bf16>{&a_.ops[3]}" in text
+    wrapper = units["module.c"]
+    split = wrapper.index("f1_s0_grun")
+    for f, fn in (("f0", wrapper[wrapper.index("f0_s0_grun"):split]), ("f1", wrapper[split:])):
+        # each operand read through its copy kernel's source strides, V's rows along the
+        # copy's last axis; the merged output through the merge kernel's
+        copies = re.findall(r"ai0\[(\d)\] = \(cv_att_in\)\{one\.a\d+\.p\[0\], one\.a\d+\.n\[1\], "
+                            r"one\.a\d+\.s\[0\]\[0\], one\.a\d+\.s\[0\]\[1\], "
+                            r"one\.a\d+\.s\[0\]\[(\d)\], one\.a\d+\.s\[0\]\[(\d)\]\}", fn)
+        assert copies == [("0", "2", "3"), ("1", "2", "3"), ("2", "3", "2")], f
+        assert "ax0.ops[3] = (cv_att_in){one.a" in fn
+
+
+def test_bf16_policy_attention_compiles_without_spills(tmp_path, monkeypatch):
+    """The bfloat16 build of the kernel fits in registers on sm_90a."""
+    nv = nvcc.find_nvcc()
+    if nv is None:
+        pytest.skip("nvcc not found")
+    monkeypatch.syspath_prepend(str(ROOT))
+    src = tmp_path / "bert.cu"
+    src.write_text(generated_units(tmp_path, BF16_MODELS, ("sm_90a",))["kernels_f0.cu"])
+    run = subprocess.run([nv.path, "-cubin", "-arch=sm_90a", *nvcc.NVCC_FLAGS,
+                          "--resource-usage", f"-I{host.header_dir()}", str(src), "-o",
+                          str(src.with_suffix(".cubin"))], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    fused = [r for r in (run.stdout + run.stderr).split("Compiling entry function")
+             if r.startswith(" 'f0_s0_a0'")]
+    assert fused and " 0 bytes spill stores, 0 bytes spill loads" in fused[0]

@@ -6,7 +6,9 @@ and 160 (over the kernel's 128: the three kernels of before run), BERT's 12 head
 tokens, T = S = 4096 once, Q/K/V as strided views (heads split by transpose; a column
 stride, an unaligned base and odd row strides: the 4-byte copies), the heads split and
 merged inside the function,
-and the bench models (bert_layer, gpt2_block, gpt2_decode) at small sizes.
+and the bench models (bert_layer, gpt2_block, gpt2_decode) at small sizes. Under
+precision="bf16" (bfloat16 heads, one TF32 product each: cuda_attention_tc.h), BERT's
+padding mask and GPT-2's causal one, the latter's output rounded to bfloat16 for a matmul.
 
 Run on a machine with an NVIDIA GPU (tools/gpu_check.sh, or
 ``pytest -m gpu tests/test_gpu_attention.py``); skipped elsewhere."""
@@ -19,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import compile_source
-from gpu_harness import device_arch
+from gpu_harness import device_arch, kernels_launched
 
 pytestmark = pytest.mark.gpu
 
@@ -93,6 +95,26 @@ def two_in_a_row(q, k, v):
 @cv.optimize(signatures=["f32[T,D], f32[S,D], f32[S,D]"])
 def single_head(q, k, v):
     return softmax(q @ k.T) @ v
+
+def heads(x):
+    b, t, _ = x.shape
+    return x.reshape(b, t, 12, 64).transpose(0, 2, 1, 3)
+
+@cv.optimize(signatures=["f32[B,T,768], f32[B,T,768], f32[B,T,768], f32[B,T]"],
+             precision="bf16")
+def padded_bf16(x, y, z, mask):
+    b, t, _ = x.shape
+    bias = (1.0 - mask[:, None, None, :]) * -10000.0
+    s = heads(x) @ heads(y).transpose(0, 1, 3, 2) * 0.125 + bias
+    return (softmax(s) @ heads(z)).transpose(0, 2, 1, 3).reshape(b, t, 768)
+
+@cv.optimize(signatures=["f32[B,T,768], f32[B,T,768], f32[B,T,768], f32[768,768]"],
+             precision="bf16")
+def causal_bf16(x, y, z, w):
+    b, t, _ = x.shape
+    causal = np.triu(np.full((t, t), -1e9, dtype=np.float32), k=1)
+    s = heads(x) @ heads(y).transpose(0, 1, 3, 2) * 0.125 + causal
+    return (softmax(s) @ heads(z)).transpose(0, 2, 1, 3).reshape(b, t, 768) @ w
 '''
 
 
@@ -374,3 +396,91 @@ def test_gpt2_decode_inplace(models):
     _close(got.cpu().numpy(), ref, 1e-4)
     for d, r in zip(dev, ref_caches):
         _close(d.cpu().numpy(), r, 1e-4)
+
+
+# precision="bf16" ------------------------------------------------------------------------
+
+U = 2.0 ** -8  # bfloat16's unit roundoff: the policy's bound per rounded matmul input
+
+
+def _bf16(a: np.ndarray) -> np.ndarray:
+    """a rounded to bfloat16 (to nearest even; finite values), as float64."""
+    u = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+    u = ((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
+    return u.view(np.float32).astype(np.float64)
+
+
+def _heads(x: np.ndarray) -> np.ndarray:
+    b, t, _ = x.shape
+    return x.reshape(b, t, 12, 64).transpose(0, 2, 1, 3)
+
+
+def _merged(x: np.ndarray) -> np.ndarray:
+    b, _, t, _ = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(b, t, 768)
+
+
+def _attention64(q, k, v, bias) -> tuple[np.ndarray, np.ndarray]:
+    """softmax(q k^T / 8 + bias) v in float64, heads merged, and sum(p |v|) / sum(p) (the
+    scale of the error P's rounding makes)."""
+    s = q @ k.transpose(0, 1, 3, 2) * 0.125 + bias
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    return _merged(p @ v), _merged(p @ np.abs(v))
+
+
+def _attention_bound(q, k, mag) -> np.ndarray:
+    """The fused kernel's error against float64 of the policy's operands: P rounded (to
+    TF32 there; the policy allows bfloat16: U), each probability off by twice its score's
+    float32 error (exact products of bfloat16 values summed in float32) relative."""
+    scores = 4 * 64 * 2.0 ** -24 * 0.125 * (np.abs(q) @ np.abs(k).transpose(0, 1, 3, 2))
+    return (U + 4 * scores.max()) * mag + 1e-6
+
+
+def _run_bf16(fn, args: list[np.ndarray], t: int) -> np.ndarray:
+    """fn on the device into a poisoned out=, its result in float64; the fused kernel ran
+    where the profiler sees the launches and there is more than one query row."""
+    import torch
+
+    out = torch.full((args[0].shape[0], t, 768), float("nan"), dtype=torch.float32,
+                     device="cuda")
+    dev = [torch.from_numpy(a).cuda() for a in args]
+    kernels = kernels_launched(lambda: fn(*dev, out=out))
+    if kernels and t > 1:
+        assert any(name.endswith("_a0") for name in kernels), kernels
+    got = out.cpu().numpy().astype(np.float64)
+    assert np.isfinite(got).all()
+    return got
+
+
+@pytest.mark.parametrize("bt", [(2, 7), (4, 128), (1, 129), (3, 1)])
+def test_bf16_policy_padding_mask(attn, bt):
+    """BERT's attention under precision="bf16": against float64 of the bfloat16 heads."""
+    rng = np.random.default_rng(zlib.crc32(f"bf16 pad {bt}".encode()))
+    b, t = bt
+    x, y, z = (rng.standard_normal((b, t, 768)).astype(np.float32) for _ in range(3))
+    mask = np.ones((b, t), np.float32)
+    mask[0, t - t // 3:] = 0
+    got = _run_bf16(attn.padded_bf16, [x, y, z, mask], t)
+    q, k, v = (_heads(_bf16(a)) for a in (x, y, z))
+    want, mag = _attention64(q, k, v, (1.0 - mask[:, None, None, :]) * -10000.0)
+    np.testing.assert_array_less(np.abs(got - want), _attention_bound(q, k, mag))
+
+
+@pytest.mark.parametrize("bt", [(2, 7), (2, 128), (1, 200)])
+def test_bf16_policy_causal_then_a_matmul(attn, bt):
+    """GPT-2's causal attention under precision="bf16", its merged output rounded to
+    bfloat16 by the kernel's store (the next matmul's operand): against float64 of the
+    bfloat16 heads and weight, with the output's rounding and the projection's float32
+    sums on top of the attention's bound."""
+    rng = np.random.default_rng(zlib.crc32(f"bf16 causal {bt}".encode()))
+    b, t = bt
+    x, y, z = (rng.standard_normal((b, t, 768)).astype(np.float32) for _ in range(3))
+    w = (rng.standard_normal((768, 768)) * 0.05).astype(np.float32)
+    got = _run_bf16(attn.causal_bf16, [x, y, z, w], t)
+    q, k, v = (_heads(_bf16(a)) for a in (x, y, z))
+    o, mag = _attention64(q, k, v, np.triu(np.full((t, t), -1e9), k=1))
+    e = _attention_bound(q, k, mag)
+    rw = np.abs(_bf16(w))
+    bound = ((1 + U) * e + U * np.abs(o)) @ rw + 4 * 768 * 2.0 ** -24 * ((np.abs(o) + e) @ rw)
+    np.testing.assert_array_less(np.abs(got - o @ _bf16(w)), bound + 1e-6)

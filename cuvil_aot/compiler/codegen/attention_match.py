@@ -9,6 +9,12 @@ The groups, as fusion leaves ``softmax(q @ k.T * c + mask) @ v``::
         broadcast operands, e = exp(x - max)
     g3: gemm over (Z, T, D), terms [%o = matmul(reshape(e / sum), v)]
 
+Q, K and V are float32, or bfloat16/float16 as the bf16 policy leaves them (rounded below
+their heads views: precision.round_operand, the GEMMs reading the narrow values:
+canonicalize.py), the probabilities then rounded by g2's root ``cast(e / sum, bfloat16)``:
+the fused kernel rounds them to TF32 instead (cuda_attention_tc.h), finer than the policy
+asks. V's head copy may hold its matrices transposed (canonicalize._k_major_heads).
+
 Matched only where %s is read by g2 alone, the probabilities by g3 alone (as its A
 operand), neither is returned, and the call has no run-time loops; anything else stays as
 three kernels.
@@ -21,6 +27,10 @@ from dataclasses import dataclass, field
 from cuvil_aot.compiler.ir.group import Group, Kind
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import ELEMENTWISE, MOVEMENT, Op
+
+# Q, K and V's elements the kernel reads (converting the narrow ones to float as it loads)
+ELEMENTS = ("float32", "bfloat16", "float16")
+NARROW = ("bfloat16", "float16")
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,9 @@ class Match:
     # the ELEMENTWISE group that merges the heads of the output (``o.transpose(0, 2, 1, 3)``
     # of its (B, H, T, D) view), where the kernel stores into that group's buffer instead
     merge: int | None = None
+    # per operand, whether its copy holds the operand's matrices transposed (columns,
+    # rows): the kernel then reads the argument's rows along the copy's last axis
+    transposed: tuple[bool, ...] = (False, False, False)
 
 
 def find(groups: list[Group], buffers: list[Node], outputs: tuple[Node, ...]) -> list[Match]:
@@ -127,24 +140,43 @@ def _match_at(groups: list[Group], g3: int, readers: dict[int, list[int]],
         return None  # the same batches, query rows and keys as the second matmul's A
     if v.shape[-1] != out.terms[0].shape[-1] or len(s.shape) not in (2, 3):
         return None
-    if any(n.dtype != "float32" for n in (v, *first.terms[0].srcs)):
-        return None  # float32 operands only (the kernel reads them as floats)
+    if any(n.dtype not in ELEMENTS for n in (v, *first.terms[0].srcs)):
+        return None  # the elements the kernel reads
     q, kt = first.terms[0].srcs
-    k = kt.srcs[0] if kt.op is Op.PERMUTE and kt.attrs[0] == (0, 2, 1) else None
+    k = _transposed(kt)
+    vt = _transposed(v)  # V's copy holding its matrices transposed
     copies = (_head_copy(q, groups, g1, readers, returned),
               None if k is None else _head_copy(k, groups, g1, readers, returned),
               _head_copy(v, groups, g3, readers, returned))
-    return Match(g1, g2, g3, s, x, copies, _head_merge(groups, g3, readers, returned))
+    transposed = (False, False, False)
+    if copies[2] is None and vt is not None:
+        copies = (*copies[:2], _head_copy(vt, groups, g3, readers, returned))
+        transposed = (False, False, copies[2] is not None)
+    return Match(g1, g2, g3, s, x, copies, _head_merge(groups, g3, readers, returned),
+                 transposed)
+
+
+def _transposed(node: Node) -> Node | None:
+    """What ``node`` transposes the (Z, rows, columns) matrices of, if it does."""
+    return node.srcs[0] if node.op is Op.PERMUTE and node.attrs[0] == (0, 2, 1) else None
+
+
+def _unrounded(node: Node) -> Node:
+    """``node`` without the bf16/fp16 policy's rounding of a float32 value, if it is one."""
+    if node.op is Op.CAST and node.dtype in NARROW and node.srcs[0].dtype == "float32":
+        return node.srcs[0]
+    return node
 
 
 def _head_merge(groups: list[Group], g3: int, readers: dict[int, list[int]],
                 returned: set[int]) -> int | None:
-    """The group that stores the second matmul's plain (Z, T, D) result, Z = B·H, as a
-    permutation of its (B, H, T, D) view into its own buffer, the only reader of it."""
+    """The group that stores the second matmul's plain (Z, T, D) result, Z = B·H (or its
+    rounding to bfloat16/float16), as a permutation of its (B, H, T, D) view into its own
+    buffer, the only reader of it."""
     out = groups[g3]
-    o = out.terms[0]
-    if out.roots != (o,) or out.dests[0].buffer is not o or id(o) in returned \
-            or len(o.shape) != 3 or len(readers.get(id(o), [])) != 1:
+    o = out.roots[0]
+    if len(out.roots) != 1 or _unrounded(o) is not out.terms[0] or out.dests[0].buffer is not o \
+            or id(o) in returned or len(o.shape) != 3 or len(readers.get(id(o), [])) != 1:
         return None
     gm = readers[id(o)][0]
     group = groups[gm]
@@ -176,12 +208,12 @@ def _head_copy(operand: Node, groups: list[Group], user: int, readers: dict[int,
         return None
     node = _under_views(heads)  # an argument, or a buffer (a linear layer's output)
     stored = node.op is Op.PARAM or any(node is r for grp in groups for r in grp.roots)
-    return g if stored and node.dtype == "float32" else None
+    return g if stored and node.dtype in ELEMENTS else None
 
 
 def _softmax(row: Group) -> Node | None:
     """The expression x of a ROW group that is exactly ``exp(x - max(x)) / sum(exp(...))``
-    along its last axis, else None."""
+    along its last axis (or that rounded by the bf16/fp16 policy), else None."""
     last = len(row.space.shape) - 1
     if row.kind is not Kind.ROW or row.space.reduce_axes != (last,) or len(row.stages) != 2:
         return None
@@ -189,7 +221,7 @@ def _softmax(row: Group) -> Node | None:
     if mx.op is not Op.MAX or total.op is not Op.SUM or mx.attrs[0] != (last,) \
             or total.attrs[0] != (last,):
         return None
-    x, e, root = mx.srcs[0], total.srcs[0], row.roots[0]
+    x, e, root = mx.srcs[0], total.srcs[0], _unrounded(row.roots[0])
     if root.op is not Op.DIV or root.srcs[0] is not e or _under_views(root.srcs[1]) is not total:
         return None
     if e.op is not Op.EXP or e.srcs[0].op is not Op.SUB:

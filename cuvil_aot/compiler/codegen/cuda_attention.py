@@ -17,9 +17,12 @@ that GEMM stored (its buffer, an epilogue) is stored the same way. Launch::
 
 Q, K and V (``ops``) are the matmuls' terms, or where fusion copied one from an argument's
 heads view (attention_match.Match.copies) that argument read through the copy kernel's
-strides, batch z as (b, h). Where a kernel merged the output's heads
+strides, batch z as (b, h). Their elements are float, cv_bf16 or cv_f16 (the bf16
+policy's heads): the kernel's template arguments after the X3 flags where any is not
+float. Where a kernel merged the output's heads
 (``o.transpose(0, 2, 1, 3)``: Match.merge) the kernel stores into that kernel's buffer
-through ``ops[3]`` (cv_att_store) instead of the second matmul's epilogue.
+through ``ops[3]`` (cv_att_store, or cv_att_store_as<cv_bf16> where the policy rounded the
+output to bfloat16) instead of the second matmul's epilogue.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from cuvil_aot.compiler.codegen.cuda_emitter import CudaEmitter, CudaKernel, Gpu
 from cuvil_aot.compiler.codegen.cuda_gemm import one_tf32_product
 from cuvil_aot.compiler.codegen.cuda_pieces import prologue
 from cuvil_aot.compiler.codegen.kernel_emitter import Body, root_map
+from cuvil_aot.compiler.codegen.ops_c import STORAGE
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Group
 from cuvil_aot.compiler.ir.indexing import IndexMap, identity
@@ -98,9 +102,10 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
     w.extend(pre)
     on = out.nloops
     nz = "a_.o.n[0]" if on == 3 else "1"
-    epi = "cv_att_store{&a_.ops[3]}" if match.merge is not None else \
+    epi = _store(kernels[match.merge]) if match.merge is not None else \
         f"{out.name}_epi{{&a_.o}}"
     x3 = ", ".join("false" if one_tf32_product([k]) else "true" for k in (first, out))
+    x3 += _elements(first, out)
     builds = _builds(first, out)
     entries = (name, f"{name}_n")[:len(builds)]
     for entry, (dk, dv) in zip(entries, builds):
@@ -176,6 +181,21 @@ def _pre_functor(name: str, first: CudaKernel, buffers: set[int],
             w.extend(body.w)
             w.line(f"return (float)({value});")
     return w
+
+
+def _elements(first: CudaKernel, out: CudaKernel) -> str:
+    """cv_attention's template arguments TQ, TK, TV (after a comma) where an operand is
+    not float32, else none (their defaults: float)."""
+    q, kt = first.group.terms[0].srcs
+    dtypes = (q.dtype, kt.dtype, out.group.terms[0].srcs[1].dtype)
+    return "" if dtypes == ("float32",) * 3 else "".join(f", {STORAGE[d]}" for d in dtypes)
+
+
+def _store(merge: CudaKernel) -> str:
+    """The functor storing into the merge kernel's buffer, of its element."""
+    dtype = merge.group.roots[0].dtype
+    return "cv_att_store{&a_.ops[3]}" if dtype == "float32" else \
+        f"cv_att_store_as<{STORAGE[dtype]}>{{&a_.ops[3]}}"
 
 
 def _builds(first: CudaKernel, out: CudaKernel) -> list[tuple[int, int]]:

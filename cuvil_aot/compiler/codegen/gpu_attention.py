@@ -113,7 +113,9 @@ def queue(w: Writer, gp: GpuPlan, prefix: str, i: int, g: int) -> None:
 
 def _operands(w: Writer, ak: AttentionKernel, i: int) -> None:
     """Q, K and V into ai{i}: the matmuls' terms (in ``one.a{g1}`` and ``a``), or for a head
-    copy the argument the copy kernel reads, its (B, H, rows, columns) strides."""
+    copy the argument the copy kernel reads, its (B, H, rows, columns) strides ((B, H,
+    columns, rows) where the copy holds the matrices transposed: Match.transposed).
+    Pointers and strides as they are: strides count elements, of whatever type."""
     t1, t3 = f"one.a{ak.match.scores}.t[0]", "a.t[0]"
     terms = [(f"{t1}.a", f"{t1}.a_bs", f"{t1}.a_rs", f"{t1}.a_cs"),
              (f"{t1}.b", f"{t1}.b_bs", f"{t1}.b_cs", f"{t1}.b_rs"),
@@ -124,8 +126,9 @@ def _operands(w: Writer, ak: AttentionKernel, i: int) -> None:
             w.line(f"ai{i}[{which}] = (cv_att_in){{{ptr}, 1, {bs}, 0, {rs}, {cs}}};")
             continue
         c, j = f"one.a{ak.match.copies[which]}", copy_operand(copy)
+        rows, cols = (3, 2) if ak.match.transposed[which] else (2, 3)
         w.line(f"ai{i}[{which}] = (cv_att_in){{{c}.p[{j}], {c}.n[1], {c}.s[{j}][0], "
-               f"{c}.s[{j}][1], {c}.s[{j}][2], {c}.s[{j}][3]}};")
+               f"{c}.s[{j}][1], {c}.s[{j}][{rows}], {c}.s[{j}][{cols}]}};")
 
 
 def copy_operand(k: CudaKernel) -> int:

@@ -37,29 +37,37 @@
 #define CV_ATT_NEG_INF __int_as_float(0xff800000)
 #define CV_ATT_ROWS 64 /* query rows per block of cv_attention (the host's grid) */
 
-/* Batch z of operand x (cv_att_in: cuda_driver.h). */
-CV_DEV const float *cv_att_batch(const cv_att_in &x, int64_t z) {
-    return reinterpret_cast<const float *>(x.p) + (z / x.nh) * x.sb + (z % x.nh) * x.sh;
+/* Batch z of operand x (cv_att_in: cuda_driver.h), whose elements are T (float,
+ * cv_bf16 or cv_f16; strides in elements). */
+template <class T = float>
+CV_DEV const T *cv_att_batch(const cv_att_in &x, int64_t z) {
+    return reinterpret_cast<const T *>(x.p) + (z / x.nh) * x.sb + (z % x.nh) * x.sh;
 }
 
 /* The store of an output whose heads a permutation merges (cuda_attention.py): element
- * (z, i, c) of the (rows, columns) matrices of `o`, written through its strides. */
-struct cv_att_store {
+ * (z, i, c) of the (rows, columns) matrices of `o`, written through its strides; T: its
+ * element, to which the value is rounded as the second matmul's epilogue would (the bf16
+ * policy's cast: cv_bf16's rounding). */
+template <class T>
+struct cv_att_store_as {
     const cv_att_in *o;
     CV_MEMBER void operator()(int64_t z, int64_t i, int64_t c, float value) const {
-        const float *p = cv_att_batch(*o, z) + i * o->rs + c * o->cs;
-        *const_cast<float *>(p) = value;
+        const T *p = cv_att_batch<T>(*o, z) + i * o->rs + c * o->cs;
+        *const_cast<T *>(p) = T(value);
     }
 };
+typedef cv_att_store_as<float> cv_att_store;
 
-/* cv_att_store with its batch's base found once (cv_att_bind: cuda_attention_tc.h). */
+/* cv_att_store_as with its batch's base found once (cv_att_bind: cuda_attention_tc.h). */
+template <class T>
 struct cv_att_store_at {
-    float *p;
+    T *p;
     int64_t rs, cs;
-    CV_MEMBER void operator()(int64_t i, int64_t c, float value) const { p[i * rs + c * cs] = value; }
+    CV_MEMBER void operator()(int64_t i, int64_t c, float value) const { p[i * rs + c * cs] = T(value); }
 };
-CV_DEV cv_att_store_at cv_att_bind(const cv_att_store &st, int64_t z) {
-    return cv_att_store_at{const_cast<float *>(cv_att_batch(*st.o, z)), st.o->rs, st.o->cs};
+template <class T>
+CV_DEV cv_att_store_at<T> cv_att_bind(const cv_att_store_as<T> &st, int64_t z) {
+    return cv_att_store_at<T>{const_cast<T *>(cv_att_batch<T>(*st.o, z)), st.o->rs, st.o->cs};
 }
 
 /* The score: the first matmul's epilogue (Pre, on the dot product), then the softmax
@@ -88,9 +96,10 @@ CV_DEV float cv_att_warp_sum(float x) {
     return x;
 }
 
-/* q: (t, dk) per batch, k: (s, dk), v: (s, dv); nz batches; query rows row0 ..
- * row0 + CV_ATT_BM. score(z, i, j, dot) -> the score; epi(z, i, c, value) stores. */
-template <class Score, class Epi>
+/* q: (t, dk) per batch, k: (s, dk), v: (s, dv), of elements TQ, TK, TV (read as
+ * floats); nz batches; query rows row0 .. row0 + CV_ATT_BM. score(z, i, j, dot) -> the
+ * score; epi(z, i, c, value) stores. */
+template <class TQ, class TK, class TV, class Score, class Epi>
 CV_DEV void cv_attention_fma(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v,
                              int64_t nz, int64_t t, int64_t s, int64_t dk_, int64_t dv,
                              int64_t row0, const Score &score, const Epi &epi) {
@@ -103,12 +112,14 @@ CV_DEV void cv_attention_fma(const cv_att_in &q, const cv_att_in &k, const cv_at
     const int wshift = wide <= 32 ? 5 : wide <= 64 ? 6 : 7, wmask = (1 << wshift) - 1;
     const int ncol = (dd + 31) >> 5;
     for (int64_t z = blockIdx.y; z < nz; z += gridDim.y) {
-        const float *qp = cv_att_batch(q, z), *kp = cv_att_batch(k, z), *vp = cv_att_batch(v, z);
+        const TQ *qp = cv_att_batch<TQ>(q, z);
+        const TK *kp = cv_att_batch<TK>(k, z);
+        const TV *vp = cv_att_batch<TV>(v, z);
         __syncthreads(); /* the previous batch's tiles are read */
         for (int i = tid; i < (CV_ATT_BM << wshift); i += CV_ATT_THREADS) {
             const int r = i >> wshift, c = i & wmask;
             const int64_t row = row0 + r;
-            sm.q[r][c] = row < t && c < dk ? qp[row * q.rs + c * q.cs] : 0.0f;
+            sm.q[r][c] = row < t && c < dk ? (float)qp[row * q.rs + c * q.cs] : 0.0f;
         }
         float m[CV_ATT_RW], l[CV_ATT_RW], o[CV_ATT_RW][4];
 #pragma unroll
@@ -122,8 +133,8 @@ CV_DEV void cv_attention_fma(const cv_att_in &q, const cv_att_in &k, const cv_at
             for (int i = tid; i < (CV_ATT_BN << wshift); i += CV_ATT_THREADS) {
                 const int j = i >> wshift, c = i & wmask;
                 const int64_t key = key0 + j;
-                sm.k[j][c] = key < s && c < dk ? kp[key * k.rs + c * k.cs] : 0.0f;
-                sm.v[j][c] = key < s && c < dd ? vp[key * v.rs + c * v.cs] : 0.0f;
+                sm.k[j][c] = key < s && c < dk ? (float)kp[key * k.rs + c * k.cs] : 0.0f;
+                sm.v[j][c] = key < s && c < dd ? (float)vp[key * v.rs + c * v.cs] : 0.0f;
             }
             __syncthreads();
             const int64_t key = key0 + lane;
@@ -189,20 +200,22 @@ CV_DEV void cv_attention_fma(const cv_att_in &q, const cv_att_in &k, const cv_at
 #include "cuvil_aot/cuda_attention_tc.h"
 
 /* DK, DV: the head dims dk and dv rounded up to a multiple of 32 where the code generator
- * knows them, else 128; X3QK / X3PV: 3xTF32 for Q Kᵀ / P V (else one TF32 product). A
+ * knows them, else 128; X3QK / X3PV: 3xTF32 for Q Kᵀ / P V (else one TF32 product); TQ,
+ * TK, TV: the operands' elements (float, cv_bf16 or cv_f16; cuda_attention_tc.h). A
  * block of CV_ATT_THREADS threads per CV_ATT_ROWS query rows of a batch (grid.x), batches
  * grid-strided along grid.y. */
-template <int DK, int DV, bool X3QK, bool X3PV, class Score, class Epi>
+template <int DK, int DV, bool X3QK, bool X3PV, class TQ = float, class TK = float,
+          class TV = float, class Score, class Epi>
 CV_DEV void cv_attention(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v, int64_t nz,
                          int64_t t, int64_t s, int64_t dk, int64_t dv, const Score &score,
                          const Epi &epi) {
     static_assert(CV_ATT_TC_THREADS == CV_ATT_THREADS && CV_ATT_TC_BM == CV_ATT_ROWS, "grid");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     for (int b = 0; b < CV_ATT_ROWS / CV_ATT_BM; b++)
-        cv_attention_fma(q, k, v, nz, t, s, dk, dv,
+        cv_attention_fma<TQ, TK, TV>(q, k, v, nz, t, s, dk, dv,
                          (int64_t)blockIdx.x * CV_ATT_ROWS + b * CV_ATT_BM, score, epi);
 #else
-    cv_attention_tc<DK, DV, X3QK, X3PV>(q, k, v, nz, t, s, (int)dk, (int)dv, score, epi);
+    cv_attention_tc<DK, DV, X3QK, X3PV, TQ, TK, TV>(q, k, v, nz, t, s, (int)dk, (int)dv, score, epi);
 #endif
 }
 

@@ -6,11 +6,20 @@
  * added to the float32 accumulators with a rounded FADD), so float32 accuracy; X3QK / X3PV
  * false: one TF32 product, for operands that are TF32 numbers already (precision="tf32").
  *
+ * Q, K and V are float, cv_bf16 or cv_f16 (TQ, TK, TV), converted to float as they are
+ * loaded, into the same float tiles and fragments. bfloat16 and float16 values are TF32
+ * numbers, so their Q Kᵀ is exact in one TF32 product (X3QK false, the code generator's
+ * choice: cuda_gemm.one_tf32_product). With such V (the bf16 policy) X3PV is false too:
+ * P is then rounded to TF32 (to nearest, ties away) where the unfused kernels round the
+ * normalized probabilities to bfloat16, a policy that permits rounding a matmul's inputs
+ * to bfloat16; TF32 is the finer of the two.
+ *
  * A block: 4 warps, 16 query rows each (CV_ATT_TC_BM = 64 rows of one batch z). Q stays
  * in registers as A fragments (raw floats, split per k-step). Keys in tiles of BN (64 where
  * both head dims are at most 64, else 32) in shared memory, filled by cp.async (16-byte
  * chunks where the operand's rows are contiguous and 16-byte aligned, else 4-byte ones; zero
- * past s and past the head dims): V's tile is loaded while S = Q Kᵀ is computed, the next K
+ * past s and past the head dims; a 2-byte element by plain loads, 8 bytes where rows are
+ * contiguous and 8-byte aligned, converted and stored, as cp.async cannot convert): V's tile is loaded while S = Q Kᵀ is computed, the next K
  * tile while O += P V is. K rows are DK + 8 floats apart (the float2 fragment loads hit
  * every bank once per half-warp), V rows DV + 4 (the two 4-byte loads hit 32 banks).
  *
@@ -56,17 +65,45 @@ CV_DEV void cv_cp_async4(void *smem, const void *gmem, int bytes) {
 #endif
 }
 
-/* Whether operand x can be read in 16-byte chunks: contiguous rows, every row of every
- * batch 16-byte aligned. */
+/* Whether operand x of elements T can be read in chunks of 4 elements (16 bytes of
+ * float): contiguous rows, every row of every batch aligned to a chunk. */
+template <class T>
 CV_DEV bool cv_att_vec(const cv_att_in &x) {
-    return x.cs == 1 && (reinterpret_cast<uintptr_t>(x.p) & 15) == 0 && (x.rs & 3) == 0 &&
-           (x.sb & 3) == 0 && (x.nh == 1 || (x.sh & 3) == 0);
+    return x.cs == 1 && (reinterpret_cast<uintptr_t>(x.p) & (4 * sizeof(T) - 1)) == 0 &&
+           (x.rs & 3) == 0 && (x.sb & 3) == 0 && (x.nh == 1 || (x.sh & 3) == 0);
+}
+
+/* Four elements global -> shared, the first n of them (zero past; src is not read where n
+ * is 0): float by a 16-byte cp.async; a 2-byte T by one 8-byte load where n is 4 (src a
+ * chunk, cv_att_vec), converted. */
+CV_DEV void cv_att_chunk(float *dst, const float *src, int n) { cv_cp_async16(dst, src, 4 * n); }
+template <class T>
+struct alignas(4 * sizeof(T)) cv_att_quad {
+    T v[4];
+};
+template <class T>
+CV_DEV void cv_att_chunk(float *dst, const T *src, int n) {
+    if (n == 4) {
+        const cv_att_quad<T> x = *reinterpret_cast<const cv_att_quad<T> *>(src);
+#pragma unroll
+        for (int i = 0; i < 4; i++) dst[i] = (float)x.v[i];
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; i++) dst[i] = i < n ? (float)src[i] : 0.0f;
+    }
+}
+
+/* One element global -> shared where ok, else zero (src not read): float by cp.async. */
+CV_DEV void cv_att_elem(float *dst, const float *src, bool ok) { cv_cp_async4(dst, src, ok ? 4 : 0); }
+template <class T>
+CV_DEV void cv_att_elem(float *dst, const T *src, bool ok) {
+    *dst = ok ? (float)*src : 0.0f;
 }
 
 /* Rows key0 .. key0 + BN of a batch's operand (base: cv_att_batch), columns 0 .. D of
- * which d exist, into dst (rows STRIDE apart); zero past n keys and d columns. */
-template <int D, int STRIDE, int BN>
-CV_DEV void cv_att_tc_load(float *dst, const float *base, const cv_att_in &x, int64_t key0,
+ * which d exist, into dst (rows STRIDE apart) as floats; zero past n keys and d columns. */
+template <int D, int STRIDE, int BN, class T>
+CV_DEV void cv_att_tc_load(float *dst, const T *base, const cv_att_in &x, int64_t key0,
                            int64_t n, int d, bool vec) {
     const int tid = threadIdx.x;
     if (vec) {
@@ -77,8 +114,8 @@ CV_DEV void cv_att_tc_load(float *dst, const float *base, const cv_att_in &x, in
             const int i = tid + it * CV_ATT_TC_THREADS, j = i / CH, c = (i % CH) * 4;
             const int64_t key = key0 + j;
             const int left = d - c;
-            const int bytes = key < n && left > 0 ? (left >= 4 ? 16 : left * 4) : 0;
-            cv_cp_async16(dst + j * STRIDE + c, bytes ? base + key * x.rs + c : base, bytes);
+            const int got = key < n && left > 0 ? (left >= 4 ? 4 : left) : 0;
+            cv_att_chunk(dst + j * STRIDE + c, got ? base + key * x.rs + c : base, got);
         }
     } else {
 #pragma unroll 4
@@ -86,8 +123,7 @@ CV_DEV void cv_att_tc_load(float *dst, const float *base, const cv_att_in &x, in
             const int i = tid + it * CV_ATT_TC_THREADS, j = i / D, c = i % D;
             const int64_t key = key0 + j;
             const bool ok = key < n && c < d;
-            cv_cp_async4(dst + j * STRIDE + c, ok ? base + key * x.rs + c * x.cs : base,
-                         ok ? 4 : 0);
+            cv_att_elem(dst + j * STRIDE + c, ok ? base + key * x.rs + c * x.cs : base, ok);
         }
     }
 }
@@ -128,7 +164,8 @@ CV_DEV void cv_att_mma(float acc[4], const uint32_t ab[4], const uint32_t as[4],
     for (int e = 0; e < 4; e++) acc[e] += part[e];
 }
 
-template <int DK, int DV, bool X3QK, bool X3PV, class Score, class Epi>
+template <int DK, int DV, bool X3QK, bool X3PV, class TQ = float, class TK = float,
+          class TV = float, class Score, class Epi>
 CV_DEV void cv_attention_tc(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v,
                             int64_t nz, int64_t t, int64_t s, int dk, int dv, const Score &score,
                             const Epi &epi) {
@@ -138,10 +175,12 @@ CV_DEV void cv_attention_tc(const cv_att_in &q, const cv_att_in &k, const cv_att
     float *const sk = sm, *const sv = sm + BN * KS, *const sq = sm + C::TILES;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3;
     const int64_t row0 = (int64_t)blockIdx.x * CV_ATT_TC_BM, rg = row0 + warp * 16 + g;
-    const bool kvec = cv_att_vec(k), vvec = cv_att_vec(v);
+    const bool kvec = cv_att_vec<TK>(k), vvec = cv_att_vec<TV>(v);
     const int64_t ntiles = (s + BN - 1) / BN;
     for (int64_t z = blockIdx.y; z < nz; z += gridDim.y) {
-        const float *qp = cv_att_batch(q, z), *kp = cv_att_batch(k, z), *vp = cv_att_batch(v, z);
+        const TQ *qp = cv_att_batch<TQ>(q, z);
+        const TK *kp = cv_att_batch<TK>(k, z);
+        const TV *vp = cv_att_batch<TV>(v, z);
         /* Q's A fragments: (rg, 2t), (rg + 8, 2t), (rg, 2t + 1), (rg + 8, 2t + 1) of each 8 */
         float qf[QR / 8][4];
 #pragma unroll
@@ -150,7 +189,7 @@ CV_DEV void cv_attention_tc(const cv_att_in &q, const cv_att_in &k, const cv_att
             for (int e = 0; e < 4; e++) {
                 const int64_t row = rg + (e & 1) * 8;
                 const int c = ks * 8 + 2 * tq + (e >> 1);
-                qf[ks][e] = row < t && c < dk ? qp[row * q.rs + c * q.cs] : 0.0f;
+                qf[ks][e] = row < t && c < dk ? (float)qp[row * q.rs + c * q.cs] : 0.0f;
             }
         float m[2] = {CV_ATT_NEG_INF, CV_ATT_NEG_INF}, l[2] = {0.0f, 0.0f}, o[DV / 8][4];
 #pragma unroll
@@ -163,7 +202,7 @@ CV_DEV void cv_attention_tc(const cv_att_in &q, const cv_att_in &k, const cv_att
             for (int i = tid; i < CV_ATT_TC_BM * QX; i += CV_ATT_TC_THREADS) {
                 const int r = i / QX, c = QR + i % QX;
                 const int64_t row = row0 + r;
-                sq[r * QS + c - QR] = row < t && c < dk ? qp[row * q.rs + c * q.cs] : 0.0f;
+                sq[r * QS + c - QR] = row < t && c < dk ? (float)qp[row * q.rs + c * q.cs] : 0.0f;
             }
         cv_att_tc_load<DK, KS, BN>(sk, kp, k, 0, s, dk, kvec);
         cv_cp_async_commit();
