@@ -15,17 +15,13 @@ mkdir -p "$OUT"
 NATIVE=$!
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$OUT/gpu.txt"
 if [[ $STAGES == *" probe "* ]]; then
-    for u in 4 8; do  # the epilogue's rows in flight (CV_WG_OUT_UNROLL)
-        (cd "$R/bench/gpu" && nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -DCV_WG_OUT_UNROLL=$u \
-            -I"$R/native/include" wg_epi_probe.cu -lcuda -lcublas -o /tmp/we$u && echo "== unroll $u" && /tmp/we$u)
-    done 2>&1 | tee "$OUT/wg_epi_probe.txt"
+    (cd "$R/bench/gpu" && nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
+        -I"$R/native/include" wg_epi_probe.cu -lcuda -lcublas -o /tmp/we && /tmp/we) 2>&1 | tee "$OUT/wg_epi_probe.txt"
 fi
 wait $NATIVE || { tail -30 "$OUT/native.log"; exit 1; }
 cd "$(mktemp -d)"
 if [[ $STAGES == *" gemms "* ]]; then
-    for u in 4 8; do
-        PYTHONPATH="$R" python3 "$R/bench/gpu/layer_gemms.py" --define CV_WG_OUT_UNROLL=$u 2>&1 | grep -v Warn
-    done | tee "$OUT/layer_gemms.txt"
+    PYTHONPATH="$R" python3 "$R/bench/gpu/layer_gemms.py" 2>&1 | grep -v Warn | tee "$OUT/layer_gemms.txt"
 fi
 if [[ $STAGES == *" ncu "* ]]; then
     PYTHONPATH="$R" timeout 150 ncu --launch-count 1 -k regex:gemm_b16_wg --section SpeedOfLight \
@@ -39,7 +35,7 @@ if [[ $STAGES == *" bench "* ]]; then
 fi
 if [[ $STAGES == *" tests "* ]]; then
     PYTHONPATH="$R" timeout ${BF16_TEST_S:-280} python3 -m pytest -c "$R/pyproject.toml" --rootdir "$R" -m gpu -n 16 -q \
-        -p no:warnings -p no:cacheprovider -x "$R"/tests/test_gpu_{gemm,wgmma,bf16,precision}.py \
-        "$R/tests/test_int8_weights.py" > "$OUT/tests.log" 2>&1
+        -p no:warnings -p no:cacheprovider -x "$R"/tests/test_gpu_{gemm,wgmma,bf16,precision,attention}.py \
+        > "$OUT/tests.log" 2>&1
     tail -3 "$OUT/tests.log"
 fi

@@ -6,8 +6,7 @@
 // argument struct (what codegen writes since the thirteenth session); beside them cuBLAS
 // on the same operands in the same run (bf16: float32 out, as the entry stores; 3xTF32:
 // cublasSgemm), and the erf-GELU epilogue of bench/gpu/layer_gemms.py (bias, GELU, bf16
-// out) through a pointer and from a copy (build with -DCV_WG_OUT_UNROLL=4 / 8: rows of the
-// epilogue in flight). Persistent grid, bf16 and 3xTF32 kinds as generated code runs them;
+// out) through a pointer and from a copy. Persistent grid, bf16 and 3xTF32 kinds as generated code runs them;
 // device time per launch (median of 5 rounds of 20).
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I../../native/include \
 //       wg_epi_probe.cu -lcuda -lcublas -o /tmp/we && /tmp/we
