@@ -31,36 +31,19 @@ from cuvil_aot.compiler.toolchain import nvcc  # noqa: E402
 
 torch.set_grad_enabled(False)
 
-SOURCE = f'''
+# each epilogue over float32 operands (suffix 32) and bfloat16 ones (16)
+EPILOGUES = {"plain": "x @ w.T", "bias": "x @ w.T + b", "gelu": "T.gelu_erf(x @ w.T + b)"}
+BIAS = ', b: cv.f32["N"]'
+SOURCE = f"""
 import sys
 sys.path.insert(0, {str(ROOT)!r})
 import cuvil_aot as cv
 from bench import transformer_models as T
-
+""" + "".join(f"""
 @cv.optimize
-def plain32(x: cv.f32["M", "K"], w: cv.f32["N", "K"]):
-    return x @ w.T
-
-@cv.optimize
-def bias32(x: cv.f32["M", "K"], w: cv.f32["N", "K"], b: cv.f32["N"]):
-    return x @ w.T + b
-
-@cv.optimize
-def gelu32(x: cv.f32["M", "K"], w: cv.f32["N", "K"], b: cv.f32["N"]):
-    return T.gelu_erf(x @ w.T + b)
-
-@cv.optimize
-def plain16(x: cv.bf16["M", "K"], w: cv.bf16["N", "K"]):
-    return x @ w.T
-
-@cv.optimize
-def bias16(x: cv.bf16["M", "K"], w: cv.bf16["N", "K"], b: cv.f32["N"]):
-    return x @ w.T + b
-
-@cv.optimize
-def gelu16(x: cv.bf16["M", "K"], w: cv.bf16["N", "K"], b: cv.f32["N"]):
-    return T.gelu_erf(x @ w.T + b)
-'''
+def {name}{bits}(x: cv.{t}["M", "K"], w: cv.{t}["N", "K"]{"" if name == "plain" else BIAS}):
+    return {body}
+""" for bits, t in (("32", "f32"), ("16", "bf16")) for name, body in EPILOGUES.items())
 
 SHAPES = {"qkvo 768x768": (768, 768), "ffn up 3072x768": (3072, 768),
           "ffn down 768x3072": (768, 3072)}
