@@ -164,6 +164,79 @@ CV_DEV void cv_att_mma(float acc[4], const uint32_t ab[4], const uint32_t as[4],
     for (int e = 0; e < 4; e++) acc[e] += part[e];
 }
 
+/* O / l out (l summed over the quad first) through shared memory, 16 rows of DV + 4
+ * floats a warp over the tiles' memory, a row at a time from consecutive lanes (one call
+ * site of epi). */
+template <int DV, class Epi>
+CV_DEV void cv_att_tc_out(const float (&o)[DV / 8][4], float l[2], float *sm, const Epi &epi,
+                          int64_t z, int64_t row0, int64_t t, int dv) {
+    constexpr int SS = DV + 4;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+    }
+    __syncthreads(); /* the last V tile is read */
+    float *mine = sm + warp * 16 * SS;
+#pragma unroll
+    for (int nt = 0; nt < DV / 8; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            mine[(g + (e >> 1) * 8) * SS + nt * 8 + 2 * tq + (e & 1)] = o[nt][e] / l[e >> 1];
+    __syncwarp();
+    const auto out = cv_att_bind(epi, z);
+#pragma unroll 1
+    for (int r = 0; r < 16; r++) {
+        const int64_t row = row0 + warp * 16 + r;
+        if (row >= t) break;
+#pragma unroll 1
+        for (int c = lane; c < dv; c += 32) out(row, (int64_t)c, mine[r * SS + c]);
+    }
+}
+
+/* One tile's step of the online softmax on S's accumulators sc (rows rg and rg + 8; keys
+ * key0 + 8 nt + 2t and + 1): the scores (-inf past t rows and s keys), each row's max over
+ * its quad, m and l (this lane's part) updated; sc becomes P (float32, unnormalized) and
+ * alpha the factor O is rescaled by. Rows of only -inf: see cuda_attention.h. */
+template <int NT, class Score>
+CV_DEV void cv_att_online(float (&sc)[NT][4], float m[2], float l[2], float alpha[2],
+                          const Score &score, int64_t z, int64_t rg, int64_t key0, int tq,
+                          int64_t t, int64_t s) {
+    float mx[2] = {CV_ATT_NEG_INF, CV_ATT_NEG_INF};
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int64_t row = rg + (e >> 1) * 8, key = key0 + nt * 8 + 2 * tq + (e & 1);
+            /* called everywhere (at the nearest row and key that exist), so its
+             * index arithmetic on z is one computation, not one a branch */
+            const float x0 = score(z, row < t ? row : t - 1, key < s ? key : s - 1,
+                                   sc[nt][e]);
+            const float x = row < t && key < s ? x0 : CV_ATT_NEG_INF;
+            sc[nt][e] = x;
+            mx[e >> 1] = fmaxf(mx[e >> 1], x);
+        }
+    float mu[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+        const float mnew = fmaxf(m[h], mx[h]);
+        mu[h] = mnew == CV_ATT_NEG_INF ? 0.0f : mnew;
+        alpha[h] = m[h] == CV_ATT_NEG_INF ? 0.0f : expf(m[h] - mu[h]);
+        m[h] = mnew;
+        l[h] *= alpha[h];
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            sc[nt][e] = expf(sc[nt][e] - mu[e >> 1]); /* 0 past s: x is -inf */
+            l[e >> 1] += sc[nt][e];
+        }
+}
+
 template <int DK, int DV, bool X3QK, bool X3PV, class TQ = float, class TK = float,
           class TV = float, class Score, class Epi>
 CV_DEV void cv_attention_tc(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v,
@@ -244,39 +317,8 @@ CV_DEV void cv_attention_tc(const cv_att_in &q, const cv_att_in &k, const cv_att
                     cv_att_mma<X3QK>(sc[nt], ab, as, bb, bs);
                 }
             }
-            /* the scores and the online softmax; rows of only -inf: see cuda_attention.h */
-            float mx[2] = {CV_ATT_NEG_INF, CV_ATT_NEG_INF};
-#pragma unroll
-            for (int nt = 0; nt < BN / 8; nt++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int64_t row = rg + (e >> 1) * 8, key = key0 + nt * 8 + 2 * tq + (e & 1);
-                    /* called everywhere (at the nearest row and key that exist), so its
-                     * index arithmetic on z is one computation, not one a branch */
-                    const float x0 = score(z, row < t ? row : t - 1, key < s ? key : s - 1,
-                                           sc[nt][e]);
-                    const float x = row < t && key < s ? x0 : CV_ATT_NEG_INF;
-                    sc[nt][e] = x;
-                    mx[e >> 1] = fmaxf(mx[e >> 1], x);
-                }
-            float mu[2], alpha[2];
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-                mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-                const float mnew = fmaxf(m[h], mx[h]);
-                mu[h] = mnew == CV_ATT_NEG_INF ? 0.0f : mnew;
-                alpha[h] = m[h] == CV_ATT_NEG_INF ? 0.0f : expf(m[h] - mu[h]);
-                m[h] = mnew;
-                l[h] *= alpha[h];
-            }
-#pragma unroll
-            for (int nt = 0; nt < BN / 8; nt++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    sc[nt][e] = expf(sc[nt][e] - mu[e >> 1]); /* 0 past s: x is -inf */
-                    l[e >> 1] += sc[nt][e];
-                }
+            float alpha[2];
+            cv_att_online(sc, m, l, alpha, score, z, rg, key0, tq, t, s);
 #pragma unroll
             for (int nt = 0; nt < DV / 8; nt++)
 #pragma unroll
@@ -306,28 +348,9 @@ CV_DEV void cv_attention_tc(const cv_att_in &q, const cv_att_in &k, const cv_att
             }
         }
         cv_cp_async_wait<0>();
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
-        }
-        __syncthreads(); /* the last V tile is read: the staging reuses the tiles' memory */
-        float *mine = sm + warp * 16 * VS;
-#pragma unroll
-        for (int nt = 0; nt < DV / 8; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                mine[(g + (e >> 1) * 8) * VS + nt * 8 + 2 * tq + (e & 1)] = o[nt][e] / l[e >> 1];
-        __syncwarp();
-        const auto out = cv_att_bind(epi, z);
-#pragma unroll 1
-        for (int r = 0; r < 16; r++) {
-            const int64_t row = row0 + warp * 16 + r;
-            if (row >= t) break;
-#pragma unroll 1
-            for (int c = lane; c < dv; c += 32) out(row, (int64_t)c, mine[r * VS + c]);
-        }
+        cv_att_tc_out<DV>(o, l, sm, epi, z, row0, t, dv);
     }
 }
+
 
 #endif
