@@ -64,6 +64,39 @@ CV_DEV void cv_mma_tf32(float d[4], const uint32_t a[4], const uint32_t b[2]) {
 #endif
 }
 
+/* d += a b, 16 x 8 x 16 in bfloat16 with float32 accumulators (sm_80+). Each register
+ * holds two elements adjacent along k, the lower k in its low half (the PTX ISA's
+ * m16n8k16 fragments, lane = 4g + t): a = (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8)
+ * as (row, k) of each pair's first; b = (2t, g), (2t + 8, g) as (k, column). */
+CV_DEV void cv_mma_bf16(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+/* ldmatrix .x4: four 8 x 8 matrices of 16-bit elements from shared memory, lane l giving
+ * the address of row l % 8 of matrix l / 8 (16 bytes, 16-byte aligned). Register i gets
+ * matrix i's elements (g, 2t) and (g, 2t + 1), or with TRANS (2t, g) and (2t + 1, g): the
+ * pairs of an mma fragment along a row, or down a column. volatile: it reads what other
+ * threads stored before a barrier, and must not move above it. */
+template <bool TRANS>
+CV_DEV void cv_ldsm4(uint32_t r[4], const void *row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const uint32_t s = (uint32_t)__cvta_generic_to_shared(row);
+    if (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(s));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(s));
+#endif
+}
+
 /* Shared-memory stages. A: [row][k] (k contiguous). B: [k][col] when BT is
  * false (n contiguous in memory), [col][k] when BT is true (k contiguous).
  * BM: the tile's rows (128, or 64 where 128-row tiles would leave SMs idle). */
