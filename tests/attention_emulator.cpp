@@ -1,16 +1,18 @@
 /* The tensor-core attention kernel (native/include/cuvil_aot/cuda_attention_tc.h) run on the
  * CPU, for tests/test_cuda_attention.py: a block's 128 threads are fibers (ucontext) run
- * round-robin on one thread, so __syncthreads, the warp shuffles and mma.sync (each lane's
- * fragments gathered, the 16 x 8 x 8 product computed, each lane's part handed back) are
- * barriers; cp.async is a plain copy. What it checks is the kernel's own logic (fragment
- * layouts, tiles, masks, the online softmax, strides); the TF32 arithmetic is the
- * hardware's, emulated here by products of the already-rounded parts, summed in float.
+ * round-robin on one thread, so __syncthreads, the warp shuffles, mma.sync (each lane's
+ * fragments gathered, the 16 x 8 x 8 or, bfloat16, 16 x 8 x 16 product computed, each
+ * lane's part handed back) and ldmatrix (each lane's row address gathered) are barriers;
+ * cp.async is a plain copy. What it checks is the kernel's own logic (fragment layouts,
+ * tiles, masks, the online softmax, strides); the TF32 and bfloat16 arithmetic is the
+ * hardware's, emulated here by products of the already-rounded values, summed in float.
  *
  *   g++ -std=c++17 -O1 -I native/include tests/attention_emulator.cpp -o emu
  *   ./emu B H T S DK DV mode seed type   (mode: 0 plain, 1 padding mask, 2 causal,
  *       3 strided views, 4 rows of only -inf, 5 rows padded to a whole 16 bytes (the
  *       chunked loads' partial chunks, with a padding mask); type: Q, K and V's elements, 0 float (3xTF32),
- *       1 bfloat16, 2 float16 (one TF32 product each, as generated code takes for them);
+ *       1 bfloat16 (the bf16 kernel: mma.sync m16n8k16 and ldmatrix emulated as mma.sync's
+ *       m16n8k8), 2 float16 (one TF32 product each, as generated code takes for them);
  *       prints "max_rel_err nan_ok scaled_err": the largest error over the largest output,
  *       and the largest over that output's sum(p |v|) / sum(p), the scale of P's rounding)
  */
@@ -99,10 +101,10 @@ struct cv_f16 {
     explicit cv_f16(float f) : h((_Float16)f) {}
     operator float() const { return (float)h; }
 };
-static void cv_cp_async16(void *smem, const void *gmem, int bytes) {
-    float *d = static_cast<float *>(smem);
-    const float *s = static_cast<const float *>(gmem);
-    for (int i = 0; i < 4; i++) d[i] = 4 * i < bytes ? s[i] : 0.0f;
+static void cv_cp_async16(void *smem, const void *gmem, int bytes) { /* the rest zero */
+    if ((reinterpret_cast<uintptr_t>(smem) | reinterpret_cast<uintptr_t>(gmem)) & 15) abort();
+    memcpy(smem, gmem, (size_t)bytes);
+    memset(static_cast<char *>(smem) + bytes, 0, (size_t)(16 - bytes));
 }
 static void cv_cp_async_commit() {}
 template <int N>
@@ -128,6 +130,46 @@ static void cv_mma_tf32(float d[4], const uint32_t a[4], const uint32_t b[2]) {
         }
         d[e] = sum;
     }
+    __syncwarp();
+}
+
+/* element h (0: the low half) of a register of two bfloat16 values, as a float */
+static float bf_half(uint32_t r, int h) { return __uint_as_float(h ? r & 0xffff0000u : r << 16); }
+static void cv_mma_bf16(float d[4], const uint32_t a[4], const uint32_t b[2]) { /* m16n8k16 */
+    const int w = cur / 32, lane = cur % 32, g = lane / 4, t = lane % 4;
+    memcpy(mma_a[w][lane], a, 16);
+    memcpy(mma_b[w][lane], b, 8);
+    __syncwarp();
+    for (int e = 0; e < 4; e++) {
+        const int row = g + (e >> 1) * 8, col = 2 * t + (e & 1);
+        float sum = d[e];
+        for (int k = 0; k < 16; k++) { /* A(r, k): lane 4(r % 8) + (k % 8) / 2, reg r / 8 +
+                                        * 2(k / 8), half k % 2; B(k, n): lane 4n + (k % 8) / 2,
+                                        * reg k / 8, half k % 2 (PTX ISA, m16n8k16 .bf16) */
+            const int al = 4 * (row % 8) + (k % 8) / 2, ar = row / 8 + 2 * (k / 8);
+            const float x = bf_half(mma_a[w][al][ar], k % 2);
+            const float y = bf_half(mma_b[w][4 * col + (k % 8) / 2][k / 8], k % 2);
+            sum += x * y; /* exact: two 8-bit significands */
+        }
+        d[e] = sum;
+    }
+    __syncwarp();
+}
+static const char *ldsm_row[NT / 32][32];
+template <bool TRANS>
+static void cv_ldsm4(uint32_t r[4], const void *row) { /* ldmatrix .x4 (.trans), b16 */
+    const int w = cur / 32, lane = cur % 32, g = lane / 4, t = lane % 4;
+    if (reinterpret_cast<uintptr_t>(row) & 15) abort();
+    ldsm_row[w][lane] = static_cast<const char *>(row);
+    __syncwarp();
+    auto at = [&](int i, int rr, int c) { /* matrix i's (rr, c): row rr from lane 8i + rr */
+        uint16_t h;
+        memcpy(&h, ldsm_row[w][8 * i + rr] + 2 * c, 2);
+        return (uint32_t)h;
+    };
+    for (int i = 0; i < 4; i++)
+        r[i] = TRANS ? at(i, 2 * t, g) | at(i, 2 * t + 1, g) << 16
+                     : at(i, g, 2 * t) | at(i, g, 2 * t + 1) << 16;
     __syncwarp();
 }
 
@@ -195,7 +237,10 @@ static int solve(char **argv) {
     const int64_t Z = B * H;
     /* storage: mode 3 keeps (B, T, H, D) layouts (heads split by strides), padded rows;
      * mode 5 pads each row by 4 to 7 elements, to a multiple of 4 */
-    auto padded = [&](int64_t d) { return d + (mode == 3 ? 3 : mode == 5 ? 4 + (-d & 3) : 0); };
+    constexpr int64_t CH = 16 / sizeof(E); /* elements a 16-byte chunk */
+    auto padded = [&](int64_t d) {
+        return d + (mode == 3 ? 3 : mode == 5 ? CH + (-d & (CH - 1)) : 0);
+    };
     auto alloc = [&](int64_t n, int64_t d) {
         std::vector<E> x((size_t)(B * n * H * padded(d)) + 1);
         for (auto &e : x) e = E(nd(rng));

@@ -258,14 +258,34 @@ def test_tensor_core_kernel_emulated_on_the_cpu(emulator):
 
 
 @needs_gxx
-@pytest.mark.parametrize("element", [1, 2], ids=["bfloat16", "float16"])
-def test_two_byte_operands_emulated_on_the_cpu(emulator, element):
-    """Q, K and V of bfloat16 or float16 (the bf16 policy's heads), converted as they are
-    loaded, one TF32 product each: against float64 of the same rounded values, each output
-    within P's rounding to TF32 (2^-11 of sum(p |v|) / sum(p)) and float32 sums."""
-    for case in EMULATED + _random_cases(element, 6):
-        _, nan_ok, scaled = _emulate(emulator, case, element)
+def test_float16_operands_emulated_on_the_cpu(emulator):
+    """Q, K and V of float16, converted as they are loaded, one TF32 product each: against
+    float64 of the same rounded values, each output within P's rounding to TF32 (2^-11 of
+    sum(p |v|) / sum(p)) and float32 sums."""
+    for case in EMULATED + _random_cases(2, 6):
+        _, nan_ok, scaled = _emulate(emulator, case, 2)
         assert scaled < 1.05 * 2.0 ** -11 and nan_ok, case
+
+
+BF16_EMULATED = [  # the bf16 kernel's tiles of 64 keys (dims <= 64) and of 32 (wider), the
+    # chunked loads (rows of 64, mode 5's padded rows) and the element ones (40, 72, views)
+    (2, 3, 1, 130, 64, 64, 1), (1, 2, 127, 129, 64, 64, 2), (2, 2, 65, 64, 40, 40, 5),
+    (1, 2, 77, 100, 72, 72, 1), (2, 2, 33, 95, 72, 40, 2), (2, 3, 45, 77, 64, 64, 3),
+    (1, 1, 1, 1, 64, 64, 0)]
+
+
+@needs_gxx
+def test_bfloat16_kernel_emulated_on_the_cpu(emulator):
+    """Q, K and V of bfloat16 (the bf16 policy's heads): mma.sync m16n8k16 bf16 (emulated
+    with ldmatrix) on bfloat16 tiles, P rounded to bfloat16 for P V. Against float64 of the
+    same bfloat16 values: P's rounding moves output c by at most 2^-8 sum_j p_j |v_jc|
+    / sum_j p_j (each p_j within 2^-8 p_j of its rounding; the sum l is float32's of the
+    unrounded p); Q Kᵀ's products are exact and the rest is float32 arithmetic (scores,
+    exps, sums over at most 200 keys: under 1e-5 of that scale), hence c = 1.05. Outputs
+    the kernel does not store stay NaN (nan_ok)."""
+    for case in EMULATED + BF16_EMULATED + _random_cases(1, 6):
+        _, nan_ok, scaled = _emulate(emulator, case, 1)
+        assert scaled < 1.05 * 2.0 ** -8 and nan_ok, case
 
 
 def test_cpu_path_unchanged(tmp_path):
@@ -312,8 +332,9 @@ def gpt2_bf16(x, ln1_g, ln1_b, w_attn, b_attn, w_proj, b_proj, ln2_g, ln2_b, w_f
 def test_bf16_policy_fuses_the_bench_models_attention(tmp_path, monkeypatch):
     """precision="bf16": Q, K and V are bfloat16 heads of the projections' GEMMs (V's held
     transposed for the bf16 wgmma), the probabilities rounded to bfloat16, the output
-    rounded too: one fused kernel reading the bfloat16 heads in place (one TF32 product for
-    both matmuls), storing the merged heads as bfloat16; no heads copies."""
+    rounded too: one fused kernel reading the bfloat16 heads in place (bf16 mma.sync for
+    both matmuls: cv_attention_bf16, chosen by the three cv_bf16 arguments), storing the
+    merged heads as bfloat16; no heads copies."""
     monkeypatch.syspath_prepend(str(ROOT))
     units = generated_units(tmp_path, BF16_MODELS, ("sm_90a",))
     for unit in ("kernels_f0.cu", "kernels_f1.cu"):

@@ -430,9 +430,9 @@ def _attention64(q, k, v, bias) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _attention_bound(q, k, mag) -> np.ndarray:
-    """The fused kernel's error against float64 of the policy's operands: P rounded (to
-    TF32 there; the policy allows bfloat16: U), each probability off by twice its score's
-    float32 error (exact products of bfloat16 values summed in float32) relative."""
+    """The fused kernel's error against float64 of the policy's operands: P rounded to
+    bfloat16 (U: the bf16 kernel, cv_attention_bf16), each probability off by twice its
+    score's float32 error (exact products of bfloat16 values summed in float32) relative."""
     scores = 4 * 64 * 2.0 ** -24 * 0.125 * (np.abs(q) @ np.abs(k).transpose(0, 1, 3, 2))
     return (U + 4 * scores.max()) * mag + 1e-6
 
