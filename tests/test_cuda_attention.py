@@ -368,3 +368,36 @@ def test_bf16_policy_attention_compiles_without_spills(tmp_path, monkeypatch):
     fused = [r for r in (run.stdout + run.stderr).split("Compiling entry function")
              if r.startswith(" 'f0_s0_a0'")]
     assert fused and " 0 bytes spill stores, 0 bytes spill loads" in fused[0]
+
+
+BF16_BUCKETS = r"""#include "cuvil_aot/cuda_attention.h"
+struct scale {
+    __device__ float operator()(int64_t, int64_t, int64_t, float d) const { return d * 0.125f; }
+};
+#define ENTRY(name, DK, DV)                                                                  \
+    extern "C" __global__ void __launch_bounds__(128) name(                                  \
+        cv_att_in q, cv_att_in k, cv_att_in v, cv_att_in o, int64_t nz, int64_t t, int64_t s, \
+        int64_t dk, int64_t dv) {                                                            \
+        cv_attention<DK, DV, false, false, cv_bf16, cv_bf16, cv_bf16>(                       \
+            q, k, v, nz, t, s, dk, dv, scale{}, cv_att_store_as<cv_bf16>{&o});               \
+    }
+ENTRY(b128_128, 128, 128) ENTRY(b64_64, 64, 64) ENTRY(b32_96, 32, 96) ENTRY(b96_32, 96, 32)
+"""
+
+
+@needs_nvcc
+def test_bf16_kernel_has_no_spills_at_every_bucket(tmp_path):
+    """cv_attention_bf16 (tiles of 64 keys where both head dims are at most 64, else 32)
+    stays in registers on sm_90a at the widest bucket, BERT's and the two lopsided ones."""
+    nv = nvcc.find_nvcc()
+    assert nv is not None
+    src = tmp_path / "buckets.cu"
+    src.write_text(BF16_BUCKETS)
+    run = subprocess.run([nv.path, "-cubin", "-arch=sm_90a", *nvcc.NVCC_FLAGS,
+                          "--resource-usage", f"-I{host.header_dir()}", str(src), "-o",
+                          str(src.with_suffix(".cubin"))], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = (run.stdout + run.stderr).split("Compiling entry function")[1:]
+    assert len(report) == 4
+    for r in report:
+        assert " 0 bytes spill stores, 0 bytes spill loads" in r, r
