@@ -267,11 +267,12 @@ def test_float16_operands_emulated_on_the_cpu(emulator):
         assert scaled < 1.05 * 2.0 ** -11 and nan_ok, case
 
 
-BF16_EMULATED = [  # the bf16 kernel's tiles of 64 keys (dims <= 64) and of 32 (wider), the
-    # chunked loads (rows of 64, mode 5's padded rows) and the element ones (40, 72, views)
+BF16_EMULATED = [  # the bf16 kernel's tiles of 64 keys (dims <= 64) and of 32 (wider), its
+    # 16-byte chunks (rows of a multiple of 8 elements: 64, 40, 72; partial ones in mode 5's
+    # padded rows of 33 and 30 above) and its element loads (rows of 45, mode 3's views)
     (2, 3, 1, 130, 64, 64, 1), (1, 2, 127, 129, 64, 64, 2), (2, 2, 65, 64, 40, 40, 5),
     (1, 2, 77, 100, 72, 72, 1), (2, 2, 33, 95, 72, 40, 2), (2, 3, 45, 77, 64, 64, 3),
-    (1, 1, 1, 1, 64, 64, 0)]
+    (1, 2, 50, 90, 45, 72, 1), (1, 1, 1, 1, 64, 64, 0)]
 
 
 @needs_gxx
