@@ -18,6 +18,8 @@ torch.compile with autocast bf16.
     PYTHONPATH=. python bench/gpu/bf16.py OUTDIR [--size 4096] [--cases bert_32x128]
         [--modes default,max-autotune-no-cudagraphs] [--rounds 5] [--profile]
 
+``--size 0`` skips the GEMMs (the layer alone).
+
 ``--profile`` also writes ``bf16_kernels.txt``: each implementation's kernels (torch.profiler)
 with their device µs per call, and one call's kernels in launch order.
 """
@@ -204,7 +206,7 @@ def report(rows: list[dict]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir", type=Path)
-    ap.add_argument("--size", type=int, default=4096)
+    ap.add_argument("--size", type=int, default=4096, help="0: no GEMM rows")
     ap.add_argument("--cases", default="bert_32x128")
     ap.add_argument("--modes", default="default,max-autotune-no-cudagraphs",
                     help="torch.compile modes, comma-separated; 'none' for none")
@@ -218,7 +220,7 @@ def main() -> None:
     mod = compile_source(Path(tempfile.mkdtemp()), SOURCE, cuda_archs=(device_arch(),))
     build = time.perf_counter() - t0
     profiles: list[str] | None = [] if opts.profile else None
-    rows = gemm_rows(mod, opts.size, opts.rounds, profiles)
+    rows = gemm_rows(mod, opts.size, opts.rounds, profiles) if opts.size else []
     for case in opts.cases.split(","):
         rows += bert_rows(mod, case, modes, profiles)
     if profiles:

@@ -2,8 +2,8 @@
 # On the device machine, from a checkout (issues 23 and 24, the GEMM's epilogue and bf16):
 # wg_epi_probe (the generated entry's epilogue variants beside cuBLAS), the GPU tests of the
 # GEMM paths, after bench/gpu/bf16.py with each implementation's kernels listed (on the
-# runtime built here); `gemms`: bench/gpu/layer_gemms.py; `ncu`: ncu of its erf-GELU bf16
-# GEMM at the FFN's up shape.   BF16_STAGES="probe gemms ncu bench tests" bench/gpu/bf16_run.sh OUTDIR
+# runtime built here; BF16_TESTS names the test_gpu_*.py files); `gemms`:
+# bench/gpu/layer_gemms.py; `ncu`: ncu of its erf-GELU bf16 GEMM at the FFN's up shape.   BF16_STAGES="probe gemms ncu bench tests" bench/gpu/bf16_run.sh OUTDIR
 set -uo pipefail
 OUT=$(realpath -m "${1:?usage: bench/gpu/bf16_run.sh OUTDIR}")
 R=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,7 +35,7 @@ if [[ $STAGES == *" bench "* ]]; then
 fi
 if [[ $STAGES == *" tests "* ]]; then
     PYTHONPATH="$R" timeout ${BF16_TEST_S:-280} python3 -m pytest -c "$R/pyproject.toml" --rootdir "$R" -m gpu -n 16 -q \
-        -p no:warnings -p no:cacheprovider -x "$R"/tests/test_gpu_{gemm,wgmma,bf16,precision,attention}.py \
+        -p no:warnings -p no:cacheprovider -x $(for t in ${BF16_TESTS:-gemm wgmma bf16 precision attention}; do echo "$R/tests/test_gpu_$t.py"; done) \
         > "$OUT/tests.log" 2>&1
     tail -3 "$OUT/tests.log"
 fi
