@@ -79,21 +79,19 @@ def gemm_kernels(em: CudaEmitter, w: Writer) -> None:
 
 
 def _prefetch(em: CudaEmitter, w: Writer, loop_vars: str) -> None:
-    """``prefetch<LEVEL>(...)``: the prefetch of what the epilogue loads from rows it is
-    handed (a residual): into L2 by the wgmma producer's idle warps when a tile starts,
-    into L1 for a band's rows before their epilogues (cv_split_epi::rows). Each row's
-    store may alias the next row's load to the compiler, so without it the loads wait one
-    after the other: the bf16 BERT layer's O projection, whose epilogue adds x, took 68 us
-    where the same GEMM with a bias alone took 15 (H200)."""
+    """``prefetch(...)``: the L1 prefetch of what the epilogue loads from rows it is handed
+    (a residual), issued for a band's rows before their epilogues (cv_split_epi::rows).
+    Each row's store may alias the next row's load to the compiler, so without it the
+    loads wait one after the other: the bf16 BERT layer's O projection, whose epilogue adds
+    x, took 68 us where the same GEMM with a bias alone took 15 (H200)."""
     row = em.nloops - 2
     rows = [j for j in sorted(em.plain_loads) if row in em.k.operands[j].support()]
     if not rows:
         return
-    w.line("template <int LEVEL>")
     with w.block(f"__device__ __forceinline__ void prefetch({loop_vars}) const"):
         for j in rows:
             op = em.k.operands[j]
-            w.line(f"cv_prefetch<LEVEL>(({ops_c.STORAGE[op.dtype]} *)a->p[{j}] + "
+            w.line(f"cv_prefetch_l1(({ops_c.STORAGE[op.dtype]} *)a->p[{j}] + "
                    + " + ".join(f"i{v} * (int64_t)a->s[{j}][{v}]" for v in op.support()) + ");")
 
 

@@ -285,23 +285,6 @@ CV_DEV void cv_wg_chunk(int64_t k, int s, int split, int64_t &k0, int &blocks) {
     blocks = (int)((kn + BK - 1) / BK);
 }
 
-/* What the epilogue of work item w (no split) loads from its tile's rows, into L2 by
- * the producer's three idle warps (96 threads) while the tile's main loop runs: read in
- * the epilogue alone, a residual's lines came from memory 16 rows at a time. The first
- * item only: a persistent block's later tiles would evict it before its epilogue. */
-template <int BM, int BN, class Epi>
-CV_DEV void cv_wg_prefetch_tile(const Epi &epi, int64_t w, int64_t tiles, int64_t tiles_n,
-                                int64_t nb, int64_t m, int64_t n) {
-    const int64_t tile = w % tiles, bat = (w / tiles) % nb;
-    const int64_t row0 = tile / tiles_n * BM, col0 = tile % tiles_n * BN;
-    cv_epi_with(epi, [&](const auto &e) {
-        for (int q = threadIdx.x - 32; q < BM * (BN / 32); q += 96) {
-            const int64_t i = row0 + q / (BN / 32), j = col0 + q % (BN / 32) * 32;
-            if (i < m && j < n) cv_epi_prefetch<2>(e, bat, i, j, 0);
-        }
-    });
-}
-
 /* The main loop over work items blockIdx.x, + gridDim.x, ...: item w is tile w % tiles
  * (128 x BN, column tiles fastest) of batch (w / tiles) % nb and k-chunk w / (tiles * nb)
  * of `split`; a grid of one block per item, or fewer (persistent: the producer loads the
@@ -361,8 +344,6 @@ CV_DEV void cv_wg_run(const Maps &maps, const cv_gpu_term *terms, int nterms, in
                     }
                 }
             }
-        else if (threadIdx.x >= 32 && split <= 1 && blockIdx.x < work)
-            cv_wg_prefetch_tile<C::BM, BN>(epi, blockIdx.x, tiles, tiles_n, nb, m, n);
     } else {
         cv_setmaxnreg_inc<232>();
         for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
