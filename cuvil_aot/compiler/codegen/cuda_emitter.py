@@ -82,7 +82,6 @@ class CudaEmitter(KernelEmitter):
         super().__init__(name, group, buffers, hoisted)
         self.k: CudaKernel = CudaKernel(name, group)
         self.row_cache: RowCache | None = None  # set while a cached row kernel is emitted
-        self.plain_loads: set[int] = set()  # operands loaded at affine offsets (prefetchable)
 
     def accumulator(self) -> str:
         return "acc"
@@ -140,7 +139,6 @@ class CudaEmitter(KernelEmitter):
             body.w.line(f"if (V > 1 && r % V == 0) {vec} = in ? *reinterpret_cast<const {vtype} *>"
                         f"(&p{j}[{offset}]) : {vtype}{{}};")
             return body.local(ctype, f"V > 1 ? ({ctype}){vec}.v[r % V] : {scalar}")
-        self.plain_loads.add(self.operand(base, view, m))
         return super().load(base, view, m, body)
 
     def fetch(self, j: int, offset: str, ok: str, body: Body) -> str:

@@ -20,7 +20,6 @@ Before, each GEMM had its nine entry points, its epilogue inlined into each main
 
 from __future__ import annotations
 
-from cuvil_aot.compiler.codegen import ops_c
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaEmitter, CudaKernel, GpuBody
 from cuvil_aot.compiler.codegen.cuda_geometry import (
     BLOCK,
@@ -75,24 +74,6 @@ def gemm_kernels(em: CudaEmitter, w: Writer) -> None:
                      "const"):
             prologue(k, w, "int64_t")
             w.extend(body)
-        _prefetch(em, w, loop_vars)
-
-
-def _prefetch(em: CudaEmitter, w: Writer, loop_vars: str) -> None:
-    """``prefetch(...)``: the L1 prefetch of what the epilogue loads from rows it is handed
-    (a residual), issued for a band's rows before their epilogues (cv_split_epi::rows).
-    Each row's store may alias the next row's load to the compiler, so without it the
-    loads wait one after the other: the bf16 BERT layer's O projection, whose epilogue adds
-    x, took 68 us where the same GEMM with a bias alone took 15 (H200)."""
-    row = em.nloops - 2
-    rows = [j for j in sorted(em.plain_loads) if row in em.k.operands[j].support()]
-    if not rows:
-        return
-    with w.block(f"__device__ __forceinline__ void prefetch({loop_vars}) const"):
-        for j in rows:
-            op = em.k.operands[j]
-            w.line(f"cv_prefetch_l1(({ops_c.STORAGE[op.dtype]} *)a->p[{j}] + "
-                   + " + ".join(f"i{v} * (int64_t)a->s[{j}][{v}]" for v in op.support()) + ");")
 
 
 # CudaKernel.loops -> the shared main loops' suffix: float32 and float64 operands, and

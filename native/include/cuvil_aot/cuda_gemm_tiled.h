@@ -134,15 +134,6 @@ CV_DEV cv_gpu_term cv_term_chunk(const cv_gpu_term &t, int s, int split) {
     return c;
 }
 
-/* The epilogue's prefetch of row i's loads, where its functor has one (generated ones
- * that read rows: cuda_gemm.py's _prefetch); the int argument picks this overload first. */
-template <class E>
-CV_DEV auto cv_epi_prefetch(const E &e, int64_t bat, int64_t i, int64_t j, int)
-    -> decltype(e.prefetch(bat, i, j)) {
-    e.prefetch(bat, i, j);
-}
-template <class E> CV_DEV void cv_epi_prefetch(const E &, int64_t, int64_t, int64_t, long) {}
-
 /* The epilogue of a tile of chunk s: its partial sums into part, or, without a
  * split (part NULL), the totals to epi. */
 template <class T, class Epi>
@@ -169,9 +160,6 @@ struct cv_split_epi {
             return;
         }
         cv_epi_with(epi, [&](const auto &e) {
-#pragma unroll(CHECK ? 1 : R)
-            for (int r = 0; r < R; r++)
-                if (!CHECK || r < count) cv_epi_prefetch(e, bat, i0 + r, j, 0);
 #pragma unroll(CHECK ? 1 : R) /* the edges' bands: one copy of the epilogue */
             for (int r = 0; r < R; r++)
                 if (!CHECK || r < count) e(bat, i0 + r, j, v[r * stride]);

@@ -31,10 +31,6 @@ struct cv_bf16 {
     CV_MEMBER operator float() const { return __uint_as_float((unsigned)bits << 16); }
 };
 CV_DEV float cv_bf16_load(cv_bf16 x) { return (float)x; }
-/* A line into L1 ahead of its load; a prefetch never faults. */
-CV_DEV void cv_prefetch_l1(const void *p) {
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(p)));
-}
 CV_DEV cv_bf16 cv_bf16_store(float f) { return cv_bf16(f); }
 CV_DEV float cv_bf16_round(float f) { return (float)cv_bf16(f); }
 
