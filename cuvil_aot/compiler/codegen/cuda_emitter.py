@@ -82,6 +82,7 @@ class CudaEmitter(KernelEmitter):
         super().__init__(name, group, buffers, hoisted)
         self.k: CudaKernel = CudaKernel(name, group)
         self.row_cache: RowCache | None = None  # set while a cached row kernel is emitted
+        self.read_only = False  # loads of what the kernel does not write: cv_ld<RO>
 
     def accumulator(self) -> str:
         return "acc"
@@ -139,7 +140,18 @@ class CudaEmitter(KernelEmitter):
             body.w.line(f"if (V > 1 && r % V == 0) {vec} = in ? *reinterpret_cast<const {vtype} *>"
                         f"(&p{j}[{offset}]) : {vtype}{{}};")
             return body.local(ctype, f"V > 1 ? ({ctype}){vec}.v[r % V] : {scalar}")
+        if self.read_only and not self._writes(base):
+            j = self.operand(base, view, m)
+            value = ops_c.load(base.dtype, f"cv_ld<RO>(&p{j}[{self.offset(j, body)}])")
+            return body.local(ops_c.CTYPE[base.dtype], value)
         return super().load(base, view, m, body)
+
+    def _writes(self, base: Node) -> bool:
+        """Whether the kernel may write ``base``: one of its stores, or any array where it
+        assigns into one (an argument written in place)."""
+        dests = self.group.dests
+        return any(d.buffer is base or d.region is not None or d.scatter is not None
+                   for d in dests)
 
     def fetch(self, j: int, offset: str, ok: str, body: Body) -> str:
         """A gather's table load: in a cached row kernel's pass only for slots in the row."""

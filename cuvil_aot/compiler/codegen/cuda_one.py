@@ -105,7 +105,8 @@ def _epilogue_switch(w: Writer, prefix: str, kernels: list[CudaKernel], acc: str
         with w.block("__device__ __forceinline__ void operator()(int64_t b, int64_t i, "
                      f"int64_t j, {acc} acc) const"), w.block("switch (g)"):
             for g in phases:
-                w.line(f"case {g}: {kernels[g].name}_epi{{&o->a{g}}}(b, i, j, acc); break;")
+                w.line(f"case {g}: {kernels[g].name}_epi_t<false>{{&o->a{g}}}(b, i, j, acc); "
+                       "break;")  # what an earlier phase wrote: no read-only loads
 
 
 def _shared_gemv_call(w: Writer, prefix: str, kernels: list[CudaKernel], acc: str,

@@ -31,6 +31,31 @@ struct cv_bf16 {
     CV_MEMBER operator float() const { return __uint_as_float((unsigned)bits << 16); }
 };
 CV_DEV float cv_bf16_load(cv_bf16 x) { return (float)x; }
+/* *p through the read-only path (ld.global.nc), for data the kernel does not write: ptxas
+ * then issues such loads ahead of earlier stores, which it must otherwise assume alias
+ * them (a GEMM epilogue's band of rows: one load's latency, not one a row). */
+template <class T> CV_DEV T cv_ldg(const T *p) {
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
+                  "cv_ldg: 1, 2, 4 or 8 bytes");
+    if constexpr (sizeof(T) == 1) {
+        const unsigned char b = __ldg(reinterpret_cast<const unsigned char *>(p));
+        return *reinterpret_cast<const T *>(&b);
+    } else if constexpr (sizeof(T) == 2) {
+        const unsigned short b = __ldg(reinterpret_cast<const unsigned short *>(p));
+        return *reinterpret_cast<const T *>(&b);
+    } else if constexpr (sizeof(T) == 4) {
+        const unsigned int b = __ldg(reinterpret_cast<const unsigned int *>(p));
+        return *reinterpret_cast<const T *>(&b);
+    } else {
+        const unsigned long long b = __ldg(reinterpret_cast<const unsigned long long *>(p));
+        return *reinterpret_cast<const T *>(&b);
+    }
+}
+/* *p, through the read-only path where RO (cv_ldg). */
+template <bool RO, class T> CV_DEV T cv_ld(const T *p) {
+    if constexpr (RO) return cv_ldg(p);
+    else return *p;
+}
 CV_DEV cv_bf16 cv_bf16_store(float f) { return cv_bf16(f); }
 CV_DEV float cv_bf16_round(float f) { return (float)cv_bf16(f); }
 
