@@ -52,7 +52,7 @@ from cuvil_aot.compiler.ir.indexing import (
 from cuvil_aot.compiler.ir.node import Function, Node, toposort, users
 from cuvil_aot.compiler.ir.ops import ELEMENTWISE, MOVEMENT, REDUCE, SCANS, WRITES, Op
 from cuvil_aot.compiler.ir.types import Dim, shape_str
-from cuvil_aot.compiler.passes import inplace, loop_bodies
+from cuvil_aot.compiler.passes import inplace, loop_bodies, precision
 
 log = logging.getLogger("cuvil_aot.fusion")
 
@@ -156,7 +156,7 @@ def _required_buffers(plan: Plan) -> None:
                 if base.op is not Op.PARAM or regroups:  # a constant is stored as viewed
                     plan.add_buffer(operand if regroups or base.op is Op.CONST else base,
                                     "matmul operand")
-                source = rounded_source(base)
+                source = precision.rounded_source(base)
                 if source is not None and len(plan.uses[id(source)]) > 1:
                     plan.add_buffer(source, "read unrounded too, besides a matmul's rounding")
         elif node.op is Op.RESHAPE and through(node, identity(len(node.shape)),
@@ -166,20 +166,6 @@ def _required_buffers(plan: Plan) -> None:
                 continue  # a per-group int8 weight: the GEMM reads q and its scales
             if src.op is not Op.PARAM:
                 plan.add_buffer(src, "source of a reshape that regroups elements")
-
-
-def rounded_source(node: Node) -> Node | None:
-    """The computed float32 value a matmul operand rounds (a precision policy's cast to
-    bfloat16 or float16, or Op.TF32), if it is one. Where that value has other readers it is
-    a buffer, as under fp32, and its rounding joins its kernel (``_loop_space``): the others
-    read it rather than recompute it (a LayerNorm's output read by the next GEMM, rounded,
-    and by a residual in a later epilogue)."""
-    if not (node.op is Op.TF32 or node.op is Op.CAST and node.dtype in ("bfloat16", "float16")):
-        return None
-    source = node.srcs[0]
-    if source.dtype != "float32" or source.op in (Op.PARAM, Op.CONST):
-        return None
-    return source
 
 
 def _views_a_buffer(operand: Node) -> bool:
@@ -297,7 +283,7 @@ def _loop_space(plan: Plan, root: Node) -> LoopSpace:
         return LoopSpace(root.srcs[0].shape, root.attrs[0])
     if root.op in SCANS:  # rows along its axis, its source computed inline
         return LoopSpace(root.shape, (root.attrs[0],))
-    source = rounded_source(root)
+    source = precision.rounded_source(root)
     if source is not None and id(source) in plan.buffers and source.shape == root.shape:
         return _loop_space(plan, source)  # rounded in the kernel that computes it
     for red in _reductions_reached(plan, root):

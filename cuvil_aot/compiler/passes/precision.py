@@ -66,3 +66,17 @@ def round_operand(x: Node, precision: str) -> Node:
     if precision == "tf32":
         return Node(Op.TF32, x.type, (x,), span=x.span)
     return C.cast(C.cast(x, NARROW[precision], x.span), "float32", x.span)
+
+
+def rounded_source(node: Node) -> Node | None:
+    """The computed float32 value a matmul operand rounds (a precision policy's cast to
+    bfloat16 or float16, or Op.TF32), if it is one. Where that value has other readers,
+    fusion makes it a buffer, as under fp32, and runs its rounding in its kernel: the others
+    read it rather than recompute it (a LayerNorm's output read by the next GEMM, rounded,
+    and by a residual in a later epilogue)."""
+    if not (node.op is Op.TF32 or node.op is Op.CAST and node.dtype in ("bfloat16", "float16")):
+        return None
+    source = node.srcs[0]
+    if source.dtype != "float32" or source.op in (Op.PARAM, Op.CONST):
+        return None
+    return source
