@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import compile_source, cuda_text, load_source
+from conftest import compile_source, cuda_text, generated_units, load_source
 
 from cuvil_aot.compiler import pipeline
 from cuvil_aot.compiler.codegen import cuda, ops_c, ops_cuda
@@ -316,3 +316,34 @@ def test_cpu_only_module_rejects_device_arrays_clearly(tmp_path):
     assert not cuda_text(module.__artifact__.sources)
     with pytest.raises(CudaError, match="built without CUDA kernels|no usable CUDA driver"):
         module.axpy(FakeDeviceArray(), FakeDeviceArray())
+
+
+EPILOGUE_LOADS = '''
+import numpy as np
+import cuvil_aot as cv
+
+@cv.optimize
+def residual(x: cv.f32["M", 64], w: cv.f32[64, 64], r: cv.f32["M", 64]):
+    return x @ w.T + r
+
+@cv.optimize
+def small_chain(x: cv.f32[4, 64], w: cv.f32[64, 64], v: cv.f32[64, 64]):
+    return np.tanh(x @ w.T) @ v.T
+'''
+
+
+def _epilogue(text: str, name: str) -> str:
+    start = text.index(f"struct {name}_epi_t")
+    return text[start:text.index("};", start)]
+
+
+def test_gemm_epilogues_read_through_the_read_only_path_where_safe(tmp_path):
+    """A GEMM epilogue loads what its kernel does not write through cv_ld<RO> (ld.global.nc:
+    ptxas may then issue a band's loads before its stores); a one-kernel's phases run it
+    with RO false (an earlier phase of the launch may have written what they read)."""
+    units = generated_units(tmp_path, EPILOGUE_LOADS, ("sm_90a",))
+    text = cuda_text(units)
+    residual = _epilogue(text, "f0_s0_g0")
+    assert residual.count("cv_ld<RO>(&p") == 1 and "using f0_s0_g0_epi = f0_s0_g0_epi_t<true>;" \
+        in text
+    assert "_epi_t<false>{&o->a" in units["kernels_f1.cu"]  # the one-kernel's switch
