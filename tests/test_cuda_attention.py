@@ -331,11 +331,11 @@ def gpt2_bf16(x, ln1_g, ln1_b, w_attn, b_attn, w_proj, b_proj, ln2_g, ln2_b, w_f
 
 
 def test_bf16_policy_fuses_the_bench_models_attention(tmp_path, monkeypatch):
-    """precision="bf16": Q, K and V are bfloat16 heads of the projections' GEMMs (V's held
-    transposed for the bf16 wgmma), the probabilities rounded to bfloat16, the output
-    rounded too: one fused kernel reading the bfloat16 heads in place (bf16 mma.sync for
-    both matmuls: cv_attention_bf16, chosen by the three cv_bf16 arguments), storing the
-    merged heads as bfloat16; no heads copies."""
+    """precision="bf16": Q, K and V are bfloat16 heads of the projections' GEMMs (V's as
+    split, not transposed: P @ V is the fused kernel's, canonicalize._probabilities), the
+    probabilities rounded to bfloat16, the output rounded too: one fused kernel reading the
+    bfloat16 heads in place (bf16 mma.sync for both matmuls: cv_attention_bf16, chosen by
+    the three cv_bf16 arguments), storing the merged heads as bfloat16; no heads copies."""
     monkeypatch.syspath_prepend(str(ROOT))
     units = generated_units(tmp_path, BF16_MODELS, ("sm_90a",))
     for unit in ("kernels_f0.cu", "kernels_f1.cu"):
@@ -345,12 +345,12 @@ def test_bf16_policy_fuses_the_bench_models_attention(tmp_path, monkeypatch):
     wrapper = units["module.c"]
     split = wrapper.index("f1_s0_grun")
     for f, fn in (("f0", wrapper[wrapper.index("f0_s0_grun"):split]), ("f1", wrapper[split:])):
-        # each operand read through its copy kernel's source strides, V's rows along the
-        # copy's last axis; the merged output through the merge kernel's
+        # each operand read through its copy kernel's source strides, rows along the
+        # last axis (16-byte chunks by cp.async); the merged output through the merge kernel's
         copies = re.findall(r"ai0\[(\d)\] = \(cv_att_in\)\{one\.a\d+\.p\[0\], one\.a\d+\.n\[1\], "
                             r"one\.a\d+\.s\[0\]\[0\], one\.a\d+\.s\[0\]\[1\], "
                             r"one\.a\d+\.s\[0\]\[(\d)\], one\.a\d+\.s\[0\]\[(\d)\]\}", fn)
-        assert copies == [("0", "2", "3"), ("1", "2", "3"), ("2", "3", "2")], f
+        assert copies == [("0", "2", "3"), ("1", "2", "3"), ("2", "2", "3")], f
         assert "ax0.ops[3] = (cv_att_in){one.a" in fn
 
 

@@ -133,12 +133,11 @@ SPLIT = r"""
 int wg_split(int64_t tiles, int64_t depth, int64_t total, int sm, int bn, int x3) {
     return cv_gpu_wg_split(tiles, depth, total, sm, bn, x3);
 }
+int wg_bn(int64_t m, int64_t n, int64_t nb, int sm) { return cv_gpu_wg_bn(m, n, nb, sm, 192, 256); }
 """
 
 
-def test_few_tiles_split_k_of_the_wgmma_loop(tmp_path):
-    """A persistent grid of a block per SM: split where whole rounds of chunks beat the
-    whole rounds of tiles, the partial sums' traffic counted."""
+def _host_model(tmp_path):
     import sysconfig
 
     import numpy as np
@@ -148,7 +147,13 @@ def test_few_tiles_split_k_of_the_wgmma_loop(tmp_path):
     subprocess.run(["gcc", "-O1", "-shared", "-fPIC", f"-I{ROOT / 'native' / 'include'}",
                     f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}",
                     "-Wno-unused-function", str(src), "-o", str(lib)], check=True)
-    split = ctypes.CDLL(str(lib)).wg_split
+    return ctypes.CDLL(str(lib))
+
+
+def test_few_tiles_split_k_of_the_wgmma_loop(tmp_path):
+    """A persistent grid of a block per SM: split where whole rounds of chunks beat the
+    whole rounds of tiles, the partial sums' traffic counted."""
+    split = _host_model(tmp_path).wg_split
     split.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int] * 3
     assert split(48, 768, 1024 * 768, 132, 128, 1) == 2  # BERT-base 1024 x 768 x 768
     assert split(48, 3072, 1024 * 768, 132, 128, 1) == 8  # 1024 x 768 x 3072
@@ -158,6 +163,42 @@ def test_few_tiles_split_k_of_the_wgmma_loop(tmp_path):
     assert split(48, 255, 1024 * 768, 132, 128, 1) == 1  # too shallow for two chunks
     assert split(4, 1 << 16, 1 << 22, 132, 128, 1) <= 4  # partial sums capped at 2^24
     assert split(0, 4096, 0, 132, 128, 1) == 1
+
+
+BF16_SOURCE = '''
+import ml_dtypes
+import cuvil_aot as cv
+
+@cv.optimize
+def mm(x: cv.bf16["M", "K"], w: cv.bf16["N", "K"]):
+    return (x @ w.T).astype(ml_dtypes.bfloat16)
+'''
+
+
+def test_bf16_tile_width_fills_the_sms_soonest(tmp_path):
+    """192-wide tiles where rounds x width is less than with 256-wide ones."""
+    bn = _host_model(tmp_path).wg_bn
+    bn.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int]
+    assert bn(4096, 768, 1, 132) == 192  # BERT-base's projections: 128 tiles against 96
+    assert bn(128, 768, 32, 132) == 192  # the same, 32 batches of 128 rows
+    assert bn(4096, 2304, 1, 132) == 192  # GPT-2's QKV: 3 rounds of 192 against 3 of 256
+    assert bn(4096, 3072, 1, 132) == 256  # 4 rounds of 192, 3 of 256: a tie keeps 256
+    assert bn(4096, 4096, 1, 132) == 256  # 6 rounds of 192 against 4 of 256
+    assert bn(128, 768, 1, 132) == 192  # one round either way: the narrower
+    assert bn(0, 768, 1, 132) == 256  # nothing to tile
+
+
+def test_bf16_units_get_both_tile_widths(tmp_path):
+    """A unit with a bfloat16 GEMM built for sm_90a has _wg and _wg192, the launch picking
+    the second where cv_gpu_wg_bn says 192 (its kernel id the next)."""
+    units = generated_units(tmp_path, BF16_SOURCE, ("sm_90a",))
+    kernels = units["kernels_f0.cu"]
+    assert "cv_gemm_wgmma_job<CV_WG_BF16, 256, 4>(" in kernels
+    assert "cv_gemm_wgmma_job<CV_WG_BF16, 192, 4>(" in kernels
+    host = units["module.c"]
+    assert '"f0_gemm_b16_wg", "f0_gemm_b16_wg192"' in host
+    assert "const int bn = cv_gpu_wg_bn(m, n, nb, sm, 192, 256);" in host
+    assert f"wsmem = bn == 192 ? {cuda_wgmma.BF16_192.smem} : {cuda_wgmma.BF16.smem};" in host
 
 
 def test_wg_config_matches_the_header():

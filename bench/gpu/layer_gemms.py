@@ -7,7 +7,8 @@ bench/gpu/bf16.py --profile) shows here without the layer's other kernels around
     PYTHONPATH=. python bench/gpu/layer_gemms.py [--rows 4096] [--only gelu16] [--shape "ffn up"]
 
 (--only and --shape pick cases, e.g. for ncu; --define NAME=VALUE passes -D to nvcc, for an
-A/B of a header's knob such as CV_WG_OUT_UNROLL.)
+A/B of a header's knob such as CV_WG_OUT_UNROLL; --flag passes any nvcc flag, e.g.
+--flag=-prec-div=false to see what IEEE division costs an epilogue.)
 """
 
 from __future__ import annotations
@@ -82,11 +83,13 @@ def main() -> None:
     ap.add_argument("--only", help="one case (plain32, gelu16, ...)")
     ap.add_argument("--shape", help="shapes whose label starts with this")
     ap.add_argument("--define", action="append", default=[], help="NAME=VALUE for nvcc -D")
+    ap.add_argument("--flag", action="append", default=[], help="an nvcc flag")
     opts = ap.parse_args()
-    nvcc.NVCC_FLAGS += tuple(f"-D{d}" for d in opts.define)  # part of the images' key
+    nvcc.NVCC_FLAGS += (*(f"-D{d}" for d in opts.define), *opts.flag)  # part of the images' key
     mod = compile_source(Path(tempfile.mkdtemp()), SOURCE, cuda_archs=(device_arch(),))
     gen = torch.Generator(device="cuda").manual_seed(0)
-    print(f"# {torch.cuda.get_device_name()}, rows {opts.rows}, -D {opts.define}; device us per "
+    print(f"# {torch.cuda.get_device_name()}, rows {opts.rows}, -D {opts.define}, flags "
+          f"{opts.flag}; device us per "
           "call (kernels)")
     for label, (n, k) in SHAPES.items():
         if not opts.shape or label.startswith(opts.shape):

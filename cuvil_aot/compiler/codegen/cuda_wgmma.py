@@ -65,6 +65,9 @@ class WgConfig:
 X3 = WgConfig("CV_WG_TF32X3", 128, 3, True)
 ONE = WgConfig("CV_WG_TF32", 256, 4, False)
 BF16 = WgConfig("CV_WG_BF16", 256, 4, False)
+# bfloat16's second entry, ``_wg192``: 192-wide tiles where they fill the SMs in fewer
+# tile-widths of time (cv_gpu_wg_bn): N = 768 in 128 tiles where 256-wide ones make 96
+BF16_192 = WgConfig("CV_WG_BF16", 192, 4, False)
 # cv_gpu_wg_split's model of each kind's rate (gpu_wrap.h), and the operands' bytes
 SPLIT_MODEL = {X3.kind: 1, ONE.kind: 0, BF16.kind: 2}
 
@@ -113,17 +116,25 @@ def struct(name: str, eligible_kernels: list[CudaKernel]) -> str:
     return f"typedef struct {{ cv_tmap map[{nmaps}]; {name}_args a; }} {name}_wg_args;\n"
 
 
+def entry_suffixes(loops: str) -> tuple[str, ...]:
+    """The wgmma entries of shared main loops of key ``loops``, in kernel-table order."""
+    return ("_wg", "_wg192") if loops == "bf16" else ("_wg",)
+
+
 def entry(name: str, kernels: list[CudaKernel]) -> str:
-    """The ``_wg`` entry point of the shared main loops ``name``."""
-    c = config(kernels)
+    """The ``_wg`` entry point of the shared main loops ``name`` (and bfloat16's
+    ``_wg192``)."""
+    configs = [config(kernels)] + ([BF16_192] if config(kernels) is BF16 else [])
     w = Writer()
-    with w.block(f'extern "C" __global__ void __launch_bounds__({WG_THREADS}, 1) '
-                 f"{name}_wg(const __grid_constant__ {name}_wg_args w_)"):
-        w.line(f"static_assert(cv_wg_cfg<{c.kind}, {c.bn}, {c.stages}>::SMEM == {c.smem}, "
-               '"cuda_wgmma.WgConfig.smem");')
-        w.line(f"const cv_gemm_job j = {name}_job(&w_.a);")
-        w.line(f"cv_gemm_wgmma_job<{c.kind}, {c.bn}, {c.stages}>(w_.map, j.t, j.nterms, j.m, "
-               f"j.n, j.nb, j.split, reinterpret_cast<float *>(j.part), {name}_epi{{&w_.a}});")
+    for c, suffix in zip(configs, entry_suffixes(kernels[0].loops)):
+        with w.block(f'extern "C" __global__ void __launch_bounds__({WG_THREADS}, 1) '
+                     f"{name}{suffix}(const __grid_constant__ {name}_wg_args w_)"):
+            w.line(f"static_assert(cv_wg_cfg<{c.kind}, {c.bn}, {c.stages}>::SMEM == {c.smem}, "
+                   '"cuda_wgmma.WgConfig.smem");')
+            w.line(f"const cv_gemm_job j = {name}_job(&w_.a);")
+            w.line(f"cv_gemm_wgmma_job<{c.kind}, {c.bn}, {c.stages}>(w_.map, j.t, j.nterms, "
+                   f"j.m, j.n, j.nb, j.split, reinterpret_cast<float *>(j.part), "
+                   f"{name}_epi{{&w_.a}});")
     return w.text()
 
 
@@ -138,11 +149,14 @@ def choose(w: Writer, k: CudaKernel, kernels: list[CudaKernel], kid: int, table:
     c = config(kernels)
     nterms = len(k.group.terms)
     w.line(f"const int wgl = api->gpu->wgmma(&{table}, dev);")
+    # bfloat16: the tile width that fills the SMs soonest, its entry the next for 192
+    bn = "bn" if c is BF16 else str(c.bn)
+    if c is BF16:
+        w.line(f"const int bn = cv_gpu_wg_bn(m, n, nb, sm, {BF16_192.bn}, {BF16.bn});")
     # float32: where cv_gemm_tc could run (tc 2); bfloat16: the maps check the layout
     ready = "" if c is BF16 else "tc == 2 && "
     maps = "cv_gpu_wg_maps_bf16" if c is BF16 else "cv_gpu_wg_maps"
-    w.line(f"wg = {ready}wgl && {maps}(api->gpu, wg{g}.map, a.t, {nterms}, m, n, nb, "
-           f"{c.bn});")
+    w.line(f"wg = {ready}wgl && {maps}(api->gpu, wg{g}.map, a.t, {nterms}, m, n, nb, {bn});")
     if c is not BF16:  # the copies are float32 (cv_transpose_f32)
         with w.block("if (!wg && (wgl & 2))"):  # over K-major copies (gpu_wg_copies.py)
             w.line(f"const int r = cv_gpu_wg_transposed(api->gpu, dev, stream, wg{g}.map, a.t, "
@@ -150,8 +164,12 @@ def choose(w: Writer, k: CudaKernel, kernels: list[CudaKernel], kid: int, table:
             w.line("if (r < 0) goto done;")
             w.line("wg = r > 0; wtr = r > 0 ? (uint32_t)r : 0;")
     with w.block("if (wg)"):
-        w.line(f"kid = {kid}; block = {WG_THREADS}; wsmem = {c.smem};")
-        w.line(f"ftiles = ((m + {WG_BM - 1}) / {WG_BM}) * ((n + {c.bn - 1}) / {c.bn});")
+        if c is BF16:
+            w.line(f"kid = {kid} + (bn == {BF16_192.bn}); block = {WG_THREADS}; "
+                   f"wsmem = bn == {BF16_192.bn} ? {BF16_192.smem} : {c.smem};")
+        else:
+            w.line(f"kid = {kid}; block = {WG_THREADS}; wsmem = {c.smem};")
+        w.line(f"ftiles = ((m + {WG_BM - 1}) / {WG_BM}) * ((n + {bn} - 1) / {bn});")
         depth = " + ".join(f"a.t[{t}].k" for t in range(nterms))
-        w.line(f"wg_split = cv_gpu_wg_split(ftiles * nb, {depth}, nb * m * n, sm, {c.bn}, "
+        w.line(f"wg_split = cv_gpu_wg_split(ftiles * nb, {depth}, nb * m * n, sm, {bn}, "
                f"{SPLIT_MODEL[c.kind]});")

@@ -186,9 +186,9 @@ def lower(comps: list[Compiled], targets: GpuTargets | None = None) -> GpuPlan:
         for loops, gemm_kernels in by_loops.items():
             if any(k.name in gp.wg_kernels for k in gemm_kernels):
                 gp.wg.add((unit, loops))
-                entry = f"{cuda_gemm.shared_name(unit, loops)}_wg"
-                gp.first[entry] = len(gp.names[unit])
-                gp.names[unit].append(entry)
+                name = cuda_gemm.shared_name(unit, loops)
+                gp.first[f"{name}_wg"] = len(gp.names[unit])
+                gp.names[unit].extend(name + s for s in cuda_wgmma.entry_suffixes(loops))
                 if unit not in gp.transpose:  # the unit's one copy kernel (cuda_transpose.h)
                     gp.transpose[unit] = len(gp.names[unit])
                     gp.names[unit].append(TRANSPOSE_ENTRY)

@@ -67,7 +67,8 @@ enum { CV_WG_TF32 = 0, CV_WG_TF32X3 = 1, CV_WG_BF16 = 2, CV_WG_TF32X3F = 3 };
 
 template <int KIND, int BN, int STAGES>
 struct cv_wg_cfg {
-    static_assert(BN == 128 || BN == 256, "wgmma N of 128 or 256");
+    static_assert(BN == 128 || BN == 256 || (BN == 192 && KIND == CV_WG_BF16),
+                  "wgmma N of 128 or 256, or 192 for bfloat16");
     static_assert(STAGES >= 2, "the k-loops overlap one stage with the next");
     static constexpr int ELEM = KIND == CV_WG_BF16 ? 2 : 4;
     static constexpr int BM = 128, BK = 128 / ELEM;
@@ -121,6 +122,8 @@ CV_DEV void cv_wg_mma(float (&d)[BN / 2], int bf16, uint64_t da, uint64_t db, in
     if constexpr (BN == 128) {
         if (bf16) cv_wg_mma_bf16_n128(d, da, db, scale_d);
         else cv_wg_mma_tf32_n128(d, da, db, scale_d);
+    } else if constexpr (BN == 192) {
+        cv_wg_mma_bf16_n192(d, da, db, scale_d); /* bfloat16 only (cv_wg_cfg) */
     } else {
         if (bf16) cv_wg_mma_bf16_n256(d, da, db, scale_d);
         else cv_wg_mma_tf32_n256(d, da, db, scale_d);

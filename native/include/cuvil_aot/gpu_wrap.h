@@ -309,6 +309,16 @@ static int cv_gpu_wg_split(int64_t tiles, int64_t depth, int64_t total, int sm_c
     return best;
 }
 
+/* The bfloat16 wgmma's tile width: `narrow` (192) where its tiles of 128 rows fill the SMs
+ * in fewer columns' time, rounds x width, than `wide` (256) ones; BERT-base's N = 768 at
+ * 4096 rows: 128 narrow tiles in one round (132 SMs) against 96 wide. */
+static int cv_gpu_wg_bn(int64_t m, int64_t n, int64_t nb, int sm_count, int narrow, int wide) {
+    const int64_t rows = (m + 127) / 128 * nb;
+    const int64_t rn = (rows * ((n + narrow - 1) / narrow) + sm_count - 1) / sm_count;
+    const int64_t rw = (rows * ((n + wide - 1) / wide) + sm_count - 1) / sm_count;
+    return rn * narrow < rw * wide ? narrow : wide;
+}
+
 /* Blocks for `work` items of `block` threads, at most enough to fill the
  * device `waves` times over (the kernels loop grid-stride). */
 static uint32_t cv_gpu_grid(int64_t work, int block, int sm_count, int per_sm) {
