@@ -5,7 +5,8 @@ transcendentals call CUDA's accurate libdevice functions (``expf``, not the
 CPU's vectorized polynomials of vmath.h and not the ``__expf`` intrinsics);
 the NumPy-semantics helpers (maximum with NaN, floor division, remainder,
 sign, integer power) are the device functions of cuvil_aot/cuda_kernel.h,
-named here so that the CPU's helper names can change on their own; float16 is
+named here so that the CPU's helper names can change on their own; float32
+division is cuda_divide.h's ``cv_divf`` (within one ulp of IEEE's, no branch); float16 is
 stored as ``__half`` (``cv_f16`` in that header) and computed in float.
 """
 
@@ -44,6 +45,7 @@ class CudaLanguage(CLanguage):
             table[op] = on_families(FLOATS, self.helper(helper), table[op])
         for op, helper in _INT_HELPERS.items():
             table[op] = on_families(INTEGERS, self.helper(helper), table[op])
+        table[Op.DIV] = on_families(("f",), self.helper("div"), table[Op.DIV])
         return table
 
     @staticmethod

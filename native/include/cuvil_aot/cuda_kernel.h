@@ -12,6 +12,8 @@
 #define CV_DEV static __device__ __forceinline__
 #define CV_MEMBER __device__ __forceinline__
 
+#include "cuvil_aot/cuda_divide.h"
+
 typedef uint8_t cv_bool; /* NumPy's bool: one byte holding 0 or 1 */
 typedef __half cv_f16;   /* storage only; kernels compute float16 in float */
 
