@@ -7,7 +7,7 @@
 set -uo pipefail
 OUT=$(realpath -m "${1:?usage: bench/gpu/bf16_run.sh OUTDIR}")
 R=$(cd "$(dirname "$0")/../.." && pwd)
-STAGES=" ${BF16_STAGES:-probe tests bench} "
+STAGES=" ${BF16_STAGES-probe tests bench} "  # set and empty: build only
 MODES=${BF16_MODES:-reduce-overhead}
 mkdir -p "$OUT"
 (cmake -S "$R" -B /tmp/rtb -G Ninja -DPython_EXECUTABLE="$(command -v python3)" > "$OUT/native.log" 2>&1 \
