@@ -13,7 +13,8 @@ torch.compile with autocast bf16.
   ``policy``: float32 tensors, rounded to bfloat16 into scratch each call, then the GEMM;
   ``x @ w (N-major w)``: B n-contiguous, the SIMT tiles on bfloat16 (no wgmma).
 - BERT: bench/gpu_transformers.py's wall_us (the Python call until the result is ready,
-  a synchronize per call, median).
+  a synchronize per call, median); also with the six weight matrices held in bfloat16 on
+  both sides (cast once, as servers keep them: no rounding of weights per call).
 
     PYTHONPATH=. python bench/gpu/bf16.py OUTDIR [--size 4096] [--cases bert_32x128]
         [--modes default,max-autotune-no-cudagraphs] [--rounds 5] [--profile]
@@ -51,6 +52,8 @@ from bench.gpu.kernel_profile import kernel_sequence, kernel_times  # noqa: E402
 
 torch.set_grad_enabled(False)
 
+W16_ARGS = (2, 4, 6, 8, 12, 14)  # wq, wk, wv, wo, wi, wf of the BERT signature
+
 SOURCE = f'''
 import sys
 sys.path.insert(0, {str(ROOT)!r})
@@ -58,6 +61,10 @@ import numpy as np
 import ml_dtypes
 import cuvil_aot as cv
 from bench import transformer_models as T
+
+# the layer's six weight matrices stored in bfloat16, as servers keep them (cast once)
+BERT_W16 = ", ".join(f"bf16{{s[3:]}}" if i in {W16_ARGS} else s
+                     for i, s in enumerate(T.BERT.split(", ")))
 
 @cv.optimize
 def mm(x: cv.bf16["M", "K"], w: cv.bf16["N", "K"]):
@@ -77,6 +84,11 @@ def mm_kn(x: cv.bf16["M", "K"], w: cv.bf16["K", "N"]):
 
 @cv.optimize(signatures=[T.BERT], precision="bf16")
 def bert_bf16(x, mask, wq, bq, wk, bk, wv, bv, wo, bo, g1, b1, wi, bi, wf, bf, g2, b2):
+    return T._bert(x, mask, wq, bq, wk, bk, wv, bv, wo, bo, g1, b1, wi, bi, wf, bf, g2, b2,
+                   T.gelu_erf)
+
+@cv.optimize(signatures=[BERT_W16], precision="bf16")
+def bert_bf16_weights(x, mask, wq, bq, wk, bk, wv, bv, wo, bo, g1, b1, wi, bi, wf, bf, g2, b2):
     return T._bert(x, mask, wq, bq, wk, bk, wv, bv, wo, bo, g1, b1, wi, bi, wf, bf, g2, b2,
                    T.gelu_erf)
 
@@ -139,19 +151,25 @@ def bert_rows(mod, case: str, modes: list[str],
     args, _ = G.inputs(case, np.random.default_rng(0))
     ref = T.bert_layer.py_func(*(a.astype(np.float64) for a in args))
     dev = [torch.from_numpy(a).cuda() for a in args]
+    dev16 = [a.bfloat16() if i in W16_ARGS else a for i, a in enumerate(dev)]
+    ref16 = T.bert_layer.py_func(*(a.double().cpu().numpy() for a in dev16))
     cases: dict[str, Callable[[], object]] = {
         "cuvil_aot precision='bf16'": lambda: mod.bert_bf16(*dev),
+        "cuvil_aot precision='bf16', bf16 weights": lambda: mod.bert_bf16_weights(*dev16),
         "cuvil_aot fp32": lambda: mod.bert_f32(*dev),
         "PyTorch eager autocast bf16": lambda: torch_autocast(G.torch_bert)(*dev),
     }
     for mode in modes:
         compiled = torch.compile(torch_autocast(G.torch_bert), mode=mode, dynamic=False)
         cases[f"torch.compile {mode} autocast bf16"] = (lambda c: lambda: c(*dev))(compiled)
+        if mode == "reduce-overhead":  # the same graph with the weights held in bfloat16
+            cases[f"torch.compile {mode} autocast bf16, bf16 weights"] = (
+                lambda c: lambda: c(*dev16))(compiled)
     rows = []
     for name, fn in cases.items():
         try:
             t0 = time.perf_counter()
-            err = G.max_err(fn(), ref)
+            err = G.max_err(fn(), ref16 if "bf16 weights" in name else ref)
             first = time.perf_counter() - t0
             rows.append({"case": case, "name": name, "us": G.wall_us(fn), "max_err": err,
                          "first_call_s": first})
