@@ -38,13 +38,22 @@ BIAS = ', b: cv.f32["N"]'
 SOURCE = f"""
 import sys
 sys.path.insert(0, {str(ROOT)!r})
+import ml_dtypes
 import cuvil_aot as cv
 from bench import transformer_models as T
 """ + "".join(f"""
 @cv.optimize
 def {name}{bits}(x: cv.{t}["M", "K"], w: cv.{t}["N", "K"]{"" if name == "plain" else BIAS}):
     return {body}
-""" for bits, t in (("32", "f32"), ("16", "bf16")) for name, body in EPILOGUES.items())
+""" for bits, t in (("32", "f32"), ("16", "bf16")) for name, body in EPILOGUES.items()) + """
+@cv.optimize
+def bias16b(x: cv.bf16["M", "K"], w: cv.bf16["N", "K"], b: cv.f32["N"]):
+    return (x @ w.T + b).astype(ml_dtypes.bfloat16)
+
+@cv.optimize
+def gelu16b(x: cv.bf16["M", "K"], w: cv.bf16["N", "K"], b: cv.f32["N"]):
+    return T.gelu_erf(x @ w.T + b).astype(ml_dtypes.bfloat16)
+"""
 
 SHAPES = {"qkvo 768x768": (768, 768), "ffn up 3072x768": (3072, 768),
           "ffn down 768x3072": (768, 3072)}
@@ -62,6 +71,8 @@ def shape_lines(mod, label: str, m: int, n: int, k: int, gen: torch.Generator,
         "gelu32": lambda: mod.gelu32(x, w, b),
         "plain16": lambda: mod.plain16(xb, wb), "bias16": lambda: mod.bias16(xb, wb, b),
         "gelu16": lambda: mod.gelu16(xb, wb, b),
+        "bias16 -> bf16": lambda: mod.bias16b(xb, wb, b),  # the result stored as the layer's
+        "gelu16 -> bf16": lambda: mod.gelu16b(xb, wb, b),  # FFN up stores it: bfloat16
         "torch f32 linear": lambda: F.linear(x, w, b),
         "torch bf16 linear": lambda: F.linear(xb, wb, bb),
         "torch bf16 linear+gelu": lambda: F.gelu(F.linear(xb, wb, bb)),
