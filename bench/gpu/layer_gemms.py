@@ -71,8 +71,9 @@ def shape_lines(mod, label: str, m: int, n: int, k: int, gen: torch.Generator,
         "gelu32": lambda: mod.gelu32(x, w, b),
         "plain16": lambda: mod.plain16(xb, wb), "bias16": lambda: mod.bias16(xb, wb, b),
         "gelu16": lambda: mod.gelu16(xb, wb, b),
-        "bias16 -> bf16": lambda: mod.bias16b(xb, wb, b),  # the result stored as the layer's
-        "gelu16 -> bf16": lambda: mod.gelu16b(xb, wb, b),  # FFN up stores it: bfloat16
+        # the result stored in bfloat16, as the layer's FFN up stores it
+        "bias16 -> bf16": lambda: mod.bias16b(xb, wb, b),
+        "gelu16 -> bf16": lambda: mod.gelu16b(xb, wb, b),
         "torch f32 linear": lambda: F.linear(x, w, b),
         "torch bf16 linear": lambda: F.linear(xb, wb, bb),
         "torch bf16 linear+gelu": lambda: F.gelu(F.linear(xb, wb, bb)),
