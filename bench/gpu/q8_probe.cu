@@ -17,6 +17,7 @@
 #include "cuvil_aot/cuda_driver.h"
 #include "cuvil_aot/cuda_q8.h"
 #include "probe_util.cuh"
+#include "q8_bulk.cuh"
 
 #ifndef CV_GEMV_Q8_PER_BLOCK /* cuda_q8.h before it took several outputs a warp */
 #define CV_GEMV_Q8_PER_BLOCK (CV_GEMV_Q8_BLOCK / 32)
@@ -267,6 +268,43 @@ int main() {
         BLOCKK(256, 8, 1)
         BLOCKK(64, 4, 2)
         BLOCKK(64, 4, 4)
+// the same, a persistent grid: every slot of the SMs once, the groups dealt round-robin
+#define BLOCKP(BT, O, U)                                                                       \
+    {                                                                                          \
+        auto kern = blockk<BT, O, U, true>;                                                    \
+        int occ;                                                                               \
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, BT, 0));                  \
+        const int groups = (n + O - 1) / O, per = (groups + occ * sms - 1) / (occ * sms);      \
+        const int blocks = (groups + per - 1) / per;                                           \
+        char name[64];                                                                         \
+        snprintf(name, sizeof name, "persist%d O%d U%d (%d/SM)", BT, O, U, occ);               \
+        report(name, [&](int c) { kern<<<blocks, BT>>>(dx, dq + (size_t)c * n * k, ds, dy, n, k); }); \
+    }
+        BLOCKP(64, 4, 2)
+        BLOCKP(128, 8, 1)
+// the copy engine's stream (q8_bulk.cuh): BT threads, R rows a group, S stages of R x KC
+#define BULK(BT, R, S, KC)                                                                     \
+    {                                                                                          \
+        auto kern = bulk::gemv<BT, R, S, KC>;                                                  \
+        const int shm = S * R * KC;                                                            \
+        CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, shm));      \
+        int occ;                                                                               \
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, BT, shm));                \
+        const int groups = (n + R - 1) / R, per = (groups + occ * sms - 1) / (occ * sms);      \
+        const int blocks = (groups + per - 1) / per;                                           \
+        char name[64];                                                                         \
+        snprintf(name, sizeof name, "bulk%d R%d S%d KC%d (%d/SM)", BT, R, S, KC, occ);         \
+        report(name, [&](int c) {                                                              \
+            kern<<<blocks, BT, shm>>>(dx, dq + (size_t)c * n * k, ds, dy, n, k, per);          \
+        });                                                                                    \
+    }
+        BULK(256, 4, 4, 4096)
+        BULK(256, 4, 3, 4096)
+        BULK(128, 4, 4, 2048)
+        BULK(256, 8, 4, 2048)
+        BULK(256, 8, 6, 1024)
+        BULK(512, 4, 4, 4096)
+        BULK(256, 4, 8, 2048)
         CK(cudaFree(dq));
         CK(cudaFree(ds));
         CK(cudaFree(dx));
