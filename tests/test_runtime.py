@@ -345,7 +345,7 @@ def test_gemm_b_at_every_misalignment(dtype, level, m, n):
        level=st.sampled_from(LEVELS), seed=st.integers(0, 2**32 - 1))
 def test_gemm_dots_kernel_matches_numpy(m, k, n, a_rows, b_cols, level, seed):
     """x @ W.T with few rows, the small-m dots kernel (A with unit column stride, B with
-    unit row stride): row blocks of 4 and a rest, k blocks past DOTS_KB, the prefetch of
+    unit row stride): row blocks of 4 and a rest, k blocks past CV_DOTS_WS, the prefetch of
     later columns from more than 4 rows, every column-block remainder; A every a_rows-th
     row of a larger array, W every b_cols-th row."""
     rng = np.random.default_rng(seed)

@@ -18,7 +18,7 @@
  *   CV_TARGET           the target attribute of every function here
  *   MR, NV              packed kernel: MR rows x NV vectors of accumulators
  *   RMAX, RV            rows kernel: up to RMAX (= 4) rows x RV (<= 4) vectors
- *   DJ                  dots kernel: up to 4 rows x DJ (<= 4) columns
+ *   DJ                  dots kernel: up to 4 rows x DJ (<= 8) columns
  *   MC, NC, KC          block sizes for the driver
  *   TSFX, ISA           type and ISA suffixes: defines cv_kernels_TSFX_ISA
  *
@@ -45,6 +45,7 @@
 #define dots_step CV_GLUE3(dots_step, TSFX, ISA)
 #define dots_block CV_GLUE3(dots_block, TSFX, ISA)
 #define dots_kernel CV_GLUE3(dots_kernel, TSFX, ISA)
+#define dots_pack_a CV_GLUE3(dots_pack_a, TSFX, ISA)
 
 #ifndef V_KEEP
 #define V_KEEP(v) ((void)0)
@@ -80,14 +81,6 @@
 #define RG_SHORT ((int64_t)3 << 10)
 /* Rows of B per step of rows_stream, and how far ahead it prefetches. */
 #define SR 8
-/* The dots kernel's longest k block, the bytes of A a k block keeps in L1,
- * the most k blocks (each a pass over B in pieces of its rows), and the
- * prefetch distance in blocks of DJ columns. */
-#define DOTS_KB 1024
-#define DOTS_A_BYTES ((int64_t)16 << 10)
-#define DOTS_PF 2
-#define DOTS_KBLOCKS 3
-
 /* The first `rows` rows of the MR x NR tile (rows a constant after inlining). */
 CV_TARGET static inline __attribute__((always_inline)) void
 packed_rows(int64_t kc, const T *restrict a, const T *restrict b, T *restrict c, int64_t ldc,
@@ -342,128 +335,7 @@ CV_TARGET static void rows_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs
         rows_blocks(RG, m, k, a, a_rs, a_cs, b, b_rs, lead, ncols, c, ldc);
 }
 
-/* One step of VL (or, when part, n < VL) k indices of the dots kernel: r
- * rows of A against DJ columns of B. */
-CV_TARGET static inline __attribute__((always_inline)) void
-dots_step(int r, int part, int n, V acc[4][DJ], const T *const *arow, const T *const *bcol,
-          int64_t p) {
-    V bv[DJ];
-#pragma GCC unroll 4
-    for (int j = 0; j < DJ; j++) {
-        bv[j] = part ? V_LOADU_PART(bcol[j] + p, n) : V_LOADU(bcol[j] + p);
-        V_KEEP(bv[j]);
-    }
-#pragma GCC unroll 4
-    for (int i = 0; i < r; i++) {
-        V av = part ? V_LOADU_PART(arow[i] + p, n) : V_LOADU(arow[i] + p);
-#pragma GCC unroll 4
-        for (int j = 0; j < DJ; j++)
-            acc[i][j] = V_FMA(av, bv[j], acc[i][j]);
-    }
-}
-
-/* c[i][j] (+)= arow[i] . bcol[j] over k for i < r (a constant after
- * inlining) and j < jn; B columns past jn repeat the last one, unused. The
- * lines of the npf (a constant, at most 2) columns pf[] at the same k are
- * prefetched on the way. */
-CV_TARGET static inline __attribute__((always_inline)) void
-dots_block(int r, int jn, int64_t k, const T *const *arow, const T *const *bcol,
-           const T *const *pf, int npf, T *c, int64_t ldc, int accumulate) {
-    V acc[4][DJ];
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++)
-#pragma GCC unroll 4
-        for (int j = 0; j < DJ; j++)
-            acc[i][j] = V_ZERO();
-    int64_t p = 0;
-    for (; p + VL <= k; p += VL) {
-#pragma GCC unroll 2
-        for (int j = 0; j < npf; j++)
-            __builtin_prefetch(pf[j] + p);
-        dots_step(r, 0, VL, acc, arow, bcol, p);
-    }
-    if (p < k)
-        dots_step(r, 1, (int)(k - p), acc, arow, bcol, p);
-#ifdef V_DOTS_SUMS
-    V_DOTS_SUMS(r, jn, acc, c, ldc, accumulate);
-#else
-    for (int i = 0; i < r; i++)
-        for (int j = 0; j < jn; j++) {
-            T sum = V_HSUM(acc[i][j]);
-            c[i * ldc + j] = accumulate ? c[i * ldc + j] + sum : sum;
-        }
-#endif
-}
-
-#define DOTS_CASE(R)                                                                     \
-    case R:                                                                              \
-        if (npf == 0)                                                                    \
-            dots_block(R, jn, kb, arow, bcol, pf, 0, ci, ldc, acc);                      \
-        else if (npf == 1)                                                               \
-            dots_block(R, jn, kb, arow, bcol, pf, 1, ci, ldc, acc);                      \
-        else                                                                             \
-            dots_block(R, jn, kb, arow, bcol, pf, 2, ci, ldc, acc);                      \
-        break;
-
-/* The dots kernel, for B with unit row stride (B = W.T with W row-major)
- * and A with unit column stride: each output is a dot product of two
- * contiguous rows, and B is read as DJ sequential streams, once per 4 rows
- * of A (the DJ columns stay in L1 across the row blocks). k goes in blocks
- * whose rows of A fit DOTS_A_BYTES (at most DOTS_KB long), so A stays in L1
- * across the column blocks (one thread, 16 x 3072 x 768: 140 -> 180
- * GFLOP/s at blocks of 1024; two threads, 16 x 768 x 3072 and 8 x 768 x
- * 3072: 0.87x and 0.72x the time again at 16 KB of A). With two or more
- * row blocks, the columns DOTS_PF blocks ahead are prefetched, a
- * share in each row block so the loads go out evenly: the hardware
- * prefetchers lose each 3 KB run of B that a 768-long row is, while the row
- * blocks compute (8 x 768 x 16384, B from memory, two threads: 3.2 -> 1.6
- * ms); with one row block it costs more than it brings (3 and 5 x 768 x 512
- * from L3, one thread: 0.85x the speed). Into L2 (prefetcht1) instead was
- * slower from memory and from L3 (8 x 768 x 16384: 1.6x the time). At most
- * DOTS_KBLOCKS k blocks: B's rows read in more pieces cost more than A
- * kept in L1 brings (one thread, 16 x 3072 x 768 from L3, blocks of 256:
- * 175, of 1024: 205 GFLOP/s; two threads, 8 x 3072 x 4096 from memory,
- * best of 8: 6 blocks 2.74-2.80 ms, 3 blocks 2.35-2.43, aa686fd's one
- * 2.52-2.56). */
-CV_TARGET static void dots_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs, const T *b,
-                                  int64_t b_cs, int64_t ncols, T *c, int64_t ldc,
-                                  int accumulate) {
-    int64_t kmax = DOTS_A_BYTES / ((int64_t)sizeof(T) * m);
-    kmax = kmax < DOTS_KB ? kmax : DOTS_KB;
-    kmax = kmax > 4 * VL ? kmax : 4 * VL;
-    int64_t nkb = (k + kmax - 1) / kmax;
-    nkb = nkb < DOTS_KBLOCKS ? nkb : DOTS_KBLOCKS;
-    int64_t kb0 = nkb ? (k + nkb - 1) / nkb : 0;
-    int64_t groups = (m + 3) / 4;
-    for (int64_t p0 = 0; p0 < k; p0 += kb0, a += kb0, b += kb0) {
-        int64_t kb = k - p0 < kb0 ? k - p0 : kb0;
-        int acc = accumulate || p0 > 0;
-        for (int64_t j0 = 0; j0 < ncols; j0 += DJ) {
-            int jn = ncols - j0 < DJ ? (int)(ncols - j0) : DJ;
-            const T *bcol[DJ];
-            for (int j = 0; j < DJ; j++)
-                bcol[j] = b + (j0 + (j < jn ? j : jn - 1)) * b_cs;
-            for (int64_t i0 = 0; i0 < m; i0 += 4) {
-                const T *arow[4], *pf[DJ];
-                for (int i = 0; i < 4; i++)
-                    arow[i] = a + (i0 + i < m ? i0 + i : m - 1) * a_rs;
-                int npf = 0; /* row block g prefetches the columns j = g mod groups */
-                for (int64_t j = i0 / 4; groups > 1 && j < DJ && npf < 2; j += groups) {
-                    int64_t jp = j0 + DOTS_PF * DJ + j;
-                    if (jp < ncols)
-                        pf[npf++] = b + jp * b_cs;
-                }
-                T *ci = c + i0 * ldc + j0;
-                switch (m - i0 < 4 ? (int)(m - i0) : 4) {
-                    DOTS_CASE(1)
-                    DOTS_CASE(2)
-                    DOTS_CASE(3)
-                    DOTS_CASE(4)
-                }
-            }
-        }
-    }
-}
+#include "gemm_dots_body.h"
 
 const CV_GLUE2(cv_kernels, TSFX) CV_GLUE3(cv_kernels, TSFX, ISA) = {
     MR, NR, MC, NC, KC, RW, MR_SHORT, packed_kernel, packed_short, pack_b_full, rows_kernel, dots_kernel,
@@ -486,11 +358,7 @@ const CV_GLUE2(cv_kernels, TSFX) CV_GLUE3(cv_kernels, TSFX, ISA) = {
 #undef dots_step
 #undef dots_block
 #undef dots_kernel
-#undef DOTS_CASE
-#undef DOTS_KB
-#undef DOTS_A_BYTES
-#undef DOTS_PF
-#undef DOTS_KBLOCKS
+#undef dots_pack_a
 #undef V_DOTS_SUMS
 #undef V_KEEP
 #undef NR

@@ -28,6 +28,10 @@
 
 #include <stdint.h>
 
+/* The dots kernel's per-thread scratch (its packed rows of A), 64-byte aligned. */
+#define CV_DOTS_WS ((int64_t)256 << 10)
+void *cv_dots_ws(void);
+
 /* A run of memory to prefetch: `lines` 64-byte lines from p. */
 typedef struct {
     const char *p;

@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "gemm_kernels.h"
 #include "gemm_ws.h"
 
 /* The block's capacity sits in its first 64 bytes, before the data. */
@@ -53,4 +54,9 @@ int cv_ws_claim_slot(atomic_int *busy, int nslots) {
         }
         sched_yield();
     }
+}
+
+void *cv_dots_ws(void) {
+    static _Thread_local char ws[CV_DOTS_WS] __attribute__((aligned(64)));
+    return ws;
 }
