@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "cuvil_aot/cuda_driver.h"
@@ -165,6 +166,26 @@ __global__ void __launch_bounds__(BT) blockk(const float *x, const int8_t *q, co
     }
 }
 
+// Every byte of p read once around L1 (U loads in flight a thread), folded by xor.
+template <int U>
+__global__ void __launch_bounds__(256) read_only(const int4 *p, size_t n16, int *sink) {
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    int acc = 0;
+    for (; i + (U - 1) * stride < n16; i += U * stride) {
+        int4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) v[u] = load16<true>(p + i + u * stride);
+#pragma unroll
+        for (int u = 0; u < U; u++) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+    for (; i < n16; i += stride) {
+        const int4 v = load16<true>(p + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x7fffffff) *sink = acc; /* keeps the loads */
+}
+
 struct Case {
     int k, n;
 };
@@ -186,8 +207,9 @@ int main() {
     printf("%s, %d SMs, copy %.0f GB/s (2 x 1 GiB over one copy)\n", prop.name, sms, copy_gbps);
     printf("%14s %-24s %9s %8s %7s %9s\n", "k -> n", "kernel", "us", "GB/s", "of copy", "max err");
     srand(7);
-    for (Case cs : {Case{4096, 11008}, Case{4096, 4096}, Case{11008, 4096}, Case{768, 3072},
-                    Case{3072, 768}}) {
+    std::vector<Case> cases{{4096, 11008}, {4096, 4096}, {11008, 4096}, {768, 3072}, {3072, 768}};
+    if (getenv("Q8_FIRST")) cases.resize(1);
+    for (Case cs : cases) {
         const int k = cs.k, n = cs.n;
         const size_t wbytes = (size_t)n * k + 4 * (size_t)n;
         const int copies = (int)std::max<size_t>(2, (size_t)(120u << 20) / wbytes + 1);
@@ -209,6 +231,8 @@ int main() {
         float *ds = upload(hs), *dx = upload(hx), *dy;
         CK(cudaMalloc(&dy, 4 * (size_t)n));
         auto report = [&](const char *name, auto launch) {
+            const char *only = getenv("Q8_ONLY"); /* one kernel, e.g. for ncu */
+            if (only && !strstr(name, only)) return;
             CK(cudaMemset(dy, 0xff, 4 * (size_t)n)); /* poisoned: NaN where unwritten */
             launch(0);
             CK(cudaDeviceSynchronize());
@@ -224,6 +248,34 @@ int main() {
             printf("%6d->%-6d %-24s %9.2f %8.0f %6.0f%% %9.1e\n", k, n, name, us, wbytes / us / 1e3,
                    100.0 * wbytes / us / 1e3 / copy_gbps, err);
         };
+        // what any kernel can do: the weight read and nothing else (xor-folded), and the
+        // copy engine moving the weight's bytes (read + written over its time)
+        if (!getenv("Q8_ONLY")) {
+            int *sink;
+            CK(cudaMalloc(&sink, 4));
+            const size_t n16 = (size_t)n * k / 16;
+            int i = 0;
+            std::vector<float> t;
+            for (int r = 0; r < 5; r++)
+                t.push_back(back_to_back_us([&] {
+                    read_only<4><<<sms * 8, 256>>>(reinterpret_cast<const int4 *>(dq + (size_t)(i++ % copies) * n * k), n16, sink);
+                }, 200));
+            float us = med(t);
+            printf("%6d->%-6d %-24s %9.2f %8.0f %6.0f%%\n", k, n, "read only (ceiling)", us,
+                   (double)n * k / us / 1e3, 100.0 * n * k / us / 1e3 / copy_gbps);
+            t.clear();
+            char *scratch;
+            CK(cudaMalloc(&scratch, (size_t)n * k));
+            for (int r = 0; r < 5; r++)
+                t.push_back(back_to_back_us([&] {
+                    CK(cudaMemcpyAsync(scratch, dq + (size_t)(i++ % copies) * n * k, (size_t)n * k, cudaMemcpyDeviceToDevice));
+                }, 200));
+            us = med(t);
+            printf("%6d->%-6d %-24s %9.2f %8.0f %6.0f%%\n", k, n, "copy of q (r + w)", us,
+                   2.0 * n * k / us / 1e3, 200.0 * n * k / us / 1e3 / copy_gbps);
+            CK(cudaFree(scratch));
+            CK(cudaFree(sink));
+        }
         report("runtime", [&](int c) {
             cv_gpu_term t{};
             t.a = (const char *)dx;

@@ -101,6 +101,12 @@ int main(int argc, char **argv) {
         int mr = m == 1 ? 1 : 4;
         fails += run(mr, nb, m, n, k, g, qoff, xoff, pad, rng()); cases++;
     }
+    /* a decode step's usual case: one row, per channel, aligned rows and x, k % 16 == 0 */
+    for (int64_t k : {16, 48, 272, 1040})
+        for (int64_t pad : {0, 16, 32}) {
+            fails += run(1, 1 + (int64_t)(rng() % 2), 1, 1 + rng() % 40, k, 0, 0, 0, pad, rng());
+            cases++;
+        }
     printf("%d/%d failed\n", fails, cases);
     return fails != 0;
 }
