@@ -171,22 +171,35 @@ struct cv_split_epi {
  * (the same total every run), through the epilogue. (bat, i, j) of the first element and
  * of the grid's step are divided out once and then carried: an int64 division is a call
  * of ~70 instructions, and with three an element BERT's 4096 x 768 projection sums took
- * 21.0 us, 15.7 without (H200, bench/gpu/layer_gemms.py). */
+ * 21.0 us, 15.7 without (H200, bench/gpu/layer_gemms.py). U elements a step, their
+ * partial sums loaded before any is stored, through the read-only path: the epilogue's
+ * stores may alias `part` as far as the compiler knows, so one element a step waited a
+ * memory round trip each (BERT's 4096 x 768 sums took 26-45 us in the layer, where the
+ * bytes need ~11). */
 template <class T, class Epi>
 CV_DEV void cv_gemm_ksum(const T *part, int split, int64_t m, int64_t n, int64_t nbatch,
                          const Epi &epi) {
+    constexpr int U = 4;
     const int64_t total = nbatch * m * n, step = (int64_t)gridDim.x * blockDim.x;
     int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (e >= total) return;
     int64_t j = e % n, i = e / n % m, bat = e / n / m;
     const int64_t dj = step % n, di = step / n % m, db = step / n / m;
-    for (; e < total; e += step) {
-        T sum = 0;
-        for (int s = 0; s < split; s++) sum += part[s * total + e];
-        epi(bat, i, j, sum);
-        j += dj, i += di, bat += db;
-        if (j >= n) j -= n, i++; /* j, dj < n: one carry at most; likewise i */
-        if (i >= m) i -= m, bat++;
+    for (; e < total; e += U * step) {
+        T sum[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) sum[u] = 0;
+        for (int s = 0; s < split; s++)
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (e + u * step < total) sum[u] += cv_ldg(part + s * total + e + u * step);
+#pragma unroll
+        for (int u = 0; u < U && e + u * step < total; u++) {
+            epi(bat, i, j, sum[u]);
+            j += dj, i += di, bat += db;
+            if (j >= n) j -= n, i++; /* j, dj < n: one carry at most; likewise i */
+            if (i >= m) i -= m, bat++;
+        }
     }
 }
 
