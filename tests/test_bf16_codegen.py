@@ -76,7 +76,7 @@ def test_bf16_gemms_get_the_bf16_wgmma_kind_where_b_may_be_k_major(tmp_path):
     for text in (linear, arrays, small):  # x @ w.T: w rounded as stored, K-major
         assert bf16 in text and "cv_gemm_tiled<float, 128, cv_bf16>(" in text
         assert "CV_WG_TF32" not in text  # no float32 GEMM in these units
-    assert "cv_bf16_store(" in linear  # the policy's rounding pass
+    assert "cv_bf16_round(" in linear  # the policy's rounding pass
     # x @ w of an (in, out) weight: B n-contiguous, the SIMT tiles on bfloat16 only
     assert "cv_gemm_tiled<float, 64, cv_bf16>(" in kn and "_wg(" not in kn
     assert "_gemm_" not in rows and "cv_bf16" in rows

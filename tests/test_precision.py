@@ -181,7 +181,7 @@ def test_on_the_gpu_every_policy_rounds_its_operands(tmp_path):
     assert "(cv_f16)" in files["kernels_f2.cu"]
     for unit, x3 in (("f0", "false"), ("f2", "false"), ("f3", "true")):
         assert f"cv_gemm_tc<true, 64, {x3}>(" in files[f"kernels_{unit}.cu"]
-    assert "cv_bf16_store(" in files["kernels_f1.cu"]
+    assert "cv_bf16_round(" in files["kernels_f1.cu"]
     assert "cv_gemm_tiled<float, 128, cv_bf16>(" in files["kernels_f1.cu"]
     assert "cv_gpu_refused(" not in files["module.c"]
 

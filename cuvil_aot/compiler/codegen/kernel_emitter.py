@@ -230,7 +230,8 @@ class KernelEmitter:
             scatter_store.store(self, dest, m, value, body)
             return
         j = self.operand(dest.buffer, None, dest_map(root, dest, m), dest)
-        stored = ops_c.store(dest.buffer.dtype, value)
+        stored = ops_c.store(dest.buffer.dtype, value,
+                             dest.buffer.dtype == root.dtype and ops_c.rounded_to(root))
         if j in body.tiles:
             body.w.line(f"{body.tiles[j]}[i{body.inner} - c0] = {stored};")
             return

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
 
 CTYPE = {"bool": "cv_bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
@@ -219,11 +220,20 @@ def load(dtype: str, element: str) -> str:
     return f"{CONVERTED[dtype][0]}({element})" if dtype in CONVERTED else element
 
 
-def store(dtype: str, value: str) -> str:
-    """What assigning the computed ``value`` to an element of ``dtype`` stores."""
+def store(dtype: str, value: str, rounded: bool = False) -> str:
+    """What assigning the computed ``value`` to an element of ``dtype`` stores; ``rounded``:
+    the value is already of that type (a cast to it), so a bfloat16 keeps its bits."""
+    if dtype == "bfloat16" and rounded:
+        return f"cv_bf16_exact({value})"
     if dtype in CONVERTED:
         return f"{CONVERTED[dtype][1]}({value})"
     return f"({STORAGE[dtype]})({value})"
+
+
+def rounded_to(node: Node) -> bool:
+    """Whether ``node``'s computed value is already rounded to its own dtype: a cast from
+    another type into one that ROUNDED rounds (cast() above)."""
+    return node.op is Op.CAST and node.dtype in ROUNDED and node.srcs[0].dtype != node.dtype
 
 
 def cast(value: str, src: str, dst: str) -> str:

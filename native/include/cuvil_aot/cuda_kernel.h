@@ -60,6 +60,13 @@ template <bool RO, class T> CV_DEV T cv_ld(const T *p) {
 }
 CV_DEV cv_bf16 cv_bf16_store(float f) { return cv_bf16(f); }
 CV_DEV float cv_bf16_round(float f) { return (float)cv_bf16(f); }
+/* kernel.h's: the upper half of a float cv_bf16_round made (no second rounding: in a GEMM
+ * epilogue storing `.astype(bfloat16)` the two took ~15 instructions a warp's element). */
+CV_DEV cv_bf16 cv_bf16_exact(float f) {
+    cv_bf16 r;
+    r.bits = (uint16_t)(__float_as_uint(f) >> 16);
+    return r;
+}
 
 /* kernel.h's cv_tf32_round: to TF32 to nearest, ties away (cvt.rna.tf32.f32's rounding) */
 CV_DEV float cv_tf32_round(float f) {

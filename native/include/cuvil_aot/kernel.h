@@ -38,6 +38,15 @@ static inline cv_bf16 cv_bf16_store(float f) {
 /* A float rounded to the nearest bfloat16 (a cast to bfloat16 computed in float). */
 static inline float cv_bf16_round(float f) { return cv_bf16_load(cv_bf16_store(f)); }
 
+/* The bfloat16 of a float that cv_bf16_round made: its upper half, which is what
+ * cv_bf16_store would return for it (NaN included), without rounding it again. */
+static inline cv_bf16 cv_bf16_exact(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    cv_bf16 r = {(uint16_t)(u >> 16)};
+    return r;
+}
+
 /* A float rounded to TF32 (10 mantissa bits) to nearest, ties away from zero, as the
  * GPU's cvt.rna.tf32.f32; inf and NaN unchanged (a precision="tf32" matmul's operands). */
 static inline float cv_tf32_round(float f) {
