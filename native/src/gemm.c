@@ -43,6 +43,11 @@
                                  follows (2 threads, 1x768x3072: 82 -> 61 us) */
 #define CV_GEMM_SMALL_RUN ((int64_t)1 << 10)
 #define CV_GEMM_SMALL_GRAIN ((int64_t)128 << 10)
+/* One row of A: k split over the threads (gemm_ksplit.h) from this many bytes of B,
+ * up to this many columns and threads. */
+#define CV_GEMM_KSPLIT_BYTES ((double)(1 << 20))
+#define CV_GEMM_KSPLIT_COLS 8192
+#define CV_GEMM_KSPLIT_THREADS 4
 
 
 #define CV_GLUE_(a, b) a##_##b

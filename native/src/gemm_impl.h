@@ -20,6 +20,7 @@
  * stride, kt->dots for unit row stride, see gemm_kernels.h) into an m x
  * chunk sum tile that goes to the epilogue. Tiny products with up to
  * CV_GEMM_SMALL_M_TINY rows take it too, in groups of CV_GEMM_SMALL_M rows.
+ * One row against a large B splits k over the threads instead (gemm_ksplit.h).
  */
 #include "gemm_pack.h"
 
@@ -455,6 +456,8 @@ static int FN(small)(const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
     return 0;
 }
 
+#include "gemm_ksplit.h"
+
 static const FN(cv_kernels) *FN(pick_kernels)(void) {
 #if defined(__x86_64__)
     int level = cv_cpu_level();
@@ -470,5 +473,8 @@ int FN(cv_run_gemm)(const FN(cv_gemm) *g) {
     if (g->nbatch <= 0 || g->m <= 0 || g->n <= 0)
         return 0;
     const FN(cv_kernels) *kt = FN(pick_kernels)();
+    int nthreads = cv_num_threads();
+    if (FN(ksplit_fits)(g, nthreads))
+        return FN(ksplit)(g, kt, nthreads);
     return FN(small_fits)(g, kt) ? FN(small)(g, kt) : FN(packed)(g, kt);
 }
