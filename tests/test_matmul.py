@@ -132,3 +132,19 @@ def test_packed_gemm_last_panel_rows(compiled, m):
     x, h = rng.standard_normal((m, 600), np.float32), rng.standard_normal((m, 3), np.float32)
     wx, wh = rng.standard_normal((600, 40), np.float32), rng.standard_normal((3, 40), np.float32)
     check(compiled.two_terms, x, h, wx, wh, c[:40].astype(np.float32), scale=400)
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(16, 3100), n0=st.integers(1, 9000),
+       step=st.sampled_from([1, 1, 2]), dtype=st.sampled_from([np.float32, np.float64]))
+def test_one_row_against_a_large_b_splits_k(compiled, seed, k, n0, step, dtype):
+    """One row of A against a B of 1 MB or more (gemm_ksplit.h: the threads split k, the
+    last part adds the sums in order): odd k and n, B a row slice (a row stride past n),
+    n past the split's 8192 columns too, with and without the bias epilogue."""
+    rng = np.random.default_rng(seed)
+    n = max(n0, -(-(1 << 20) // (k * np.dtype(dtype).itemsize)))
+    a = rng.standard_normal((1, k)).astype(dtype)
+    b = rng.standard_normal((k * step, n)).astype(dtype)[::step]
+    c = rng.standard_normal(n).astype(dtype)
+    check(compiled.mm, a, b, scale=10 * (k + 1))
+    check(compiled.mm_bias_relu, a, b, c, scale=10 * (k + 1))
