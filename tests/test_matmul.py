@@ -148,3 +148,24 @@ def test_one_row_against_a_large_b_splits_k(compiled, seed, k, n0, step, dtype):
     c = rng.standard_normal(n).astype(dtype)
     check(compiled.mm, a, b, scale=10 * (k + 1))
     check(compiled.mm_bias_relu, a, b, c, scale=10 * (k + 1))
+
+
+@settings(max_examples=16, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), z=st.integers(1, 3), m=st.integers(12, 400),
+       k=st.integers(1, 700), n=st.integers(1, 1300), layout=st.sampled_from("bwz"),
+       dtype=st.sampled_from([np.float32, np.float64]))
+def test_rows_against_one_b_stream_its_column_units(compiled, seed, z, m, k, n, layout, dtype):
+    """Up to 1024 rows over all batches against one B: gemm_impl.h's streamed path (A packed
+    once, B a column unit at a time into each thread's slot, the units as many as the
+    threads share evenly, else the stepwise path): odd sizes so every unit and panel edge
+    shows; B row-major (b), as W.T (w), or batched A against a shared B (z)."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((z * m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    c = rng.standard_normal(n).astype(dtype)
+    if layout == "b":
+        check(compiled.mm_bias_relu, a, b, c, scale=10 * (k + 1))
+    elif layout == "w" and dtype == np.float32:
+        check(compiled.transposed, a, np.ascontiguousarray(b.T), scale=10 * (k + 1))
+    elif dtype == np.float32:
+        check(compiled.batched, a.reshape(z, m, k), b, scale=10 * (k + 1))

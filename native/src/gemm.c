@@ -21,6 +21,11 @@
  * row stride) ran 64-256 rows of x @ w 0.81-0.95x the packed time on a Zen 5 VM but
  * 1.3-1.6x on an Intel Xeon VM (each k-step a new page and one of 4 L1 sets; GPT-2's
  * 1 x 128 prefill 13.3 -> 8.6 ms packed, bench/ab_native.py), so it was taken out. */
+/* Up to this many rows (all batches) against one B take the streamed path: B packed a
+ * column unit at a time per thread, into L2, not whole into a shared buffer first (GPT-2's
+ * four projections, B row-major, 2 threads, Zen 4, bench/gemm_ab.py: 64 rows 0.79x the
+ * time, 128 rows 0.89x (W.T: 0.90x), 256 rows 0.87x, 512 and 1024 rows 0.97-0.99x). */
+#define CV_GEMM_STREAM_ROWS 1024
 /* Rows of B packed at a time across a column unit's panels. */
 #define CV_GEMM_PACK_ROWS 32
 /* Packed A and packed B of one step each stay below this (L3-sized). */

@@ -13,7 +13,10 @@
  * prefetches what a later call first touches (see unit_term). The
  * accumulator tile lives in a per-thread slot and goes to the epilogue right
  * after the last k block. Small problems, and batches that each fit in cache when B is not
- * shared, run "solo": one thread packs and computes a whole batch.
+ * shared, run "solo": one thread packs and computes a whole batch. Up to
+ * CV_GEMM_STREAM_ROWS rows against one B run "streamed": A packed once, then each task
+ * packs one column unit of B into its thread's slot and computes every row unit against
+ * it while it sits in L2.
  *
  * Small-m path: for a few rows, B is not packed; column chunks are split
  * over threads, each streams its part of B once (kt->rows for unit column
@@ -230,6 +233,33 @@ static void FN(solo_range)(void *ctx, int64_t begin, int64_t end) {
     atomic_store(&shared->busy[s], 0);
 }
 
+/* A task of the streamed path: column units [begin, end), each packed into this thread's
+ * slot and, while it is in L2, multiplied by every row unit's packed A. */
+static void FN(stream_range)(void *ctx, int64_t begin, int64_t end) {
+    const FN(plan) *shared = ctx;
+    int s = cv_ws_claim_slot(shared->busy, shared->nslots);
+    FN(plan) pl = *shared;
+    pl.bp = (T *)(pl.slots + (size_t)s * pl.slot_bytes);
+    T *acc = (T *)((char *)pl.bp + cv_ws_round(FN(b_unit_bytes)(&pl)));
+    for (int64_t y = begin; y < end; y++) {
+        pl.cu0 = y, pl.cu1 = y + 1;
+        FN(pack_b_task)(&pl, 0);
+        for (int64_t r = 0; r < pl.ru1 - pl.ru0; r++)
+            FN(unit)(&pl, r, acc);
+    }
+    atomic_store(&shared->busy[s], 0);
+}
+
+/* Few rows against one B (a prefill's 128 tokens times a weight): A packed once, then B a
+ * column unit at a time per thread (stream_range). The stepwise path packs B whole into one
+ * buffer before computing, and reads it back: for GPT-2's 28 MB of weights at 128 rows
+ * that round trip went through memory. */
+static void FN(streamed)(FN(plan) *pl, int64_t total_ru) {
+    pl->ru0 = 0, pl->ru1 = total_ru, pl->cu0 = pl->cu1 = 0, pl->b_batch = 0, pl->pack_b = 0;
+    cv_parallel_for(FN(pack_tasks)(pl), 1, FN(pack_range), pl); /* A's panels only */
+    cv_parallel_for(pl->n_units, 1, FN(stream_range), pl);
+}
+
 /* Steps over groups of row units x groups of column units; each step packs
  * in parallel, then computes in parallel. B is repacked only when the
  * column group or (for per-batch B) the batch changes. */
@@ -262,8 +292,7 @@ static void FN(split_units)(int64_t panels, int64_t max_per_unit, int64_t *units
  * unit while the others wait (n = 768 in units of 256 columns on 2 threads: 2 units
  * against 1; n = 2304: 5 against 4, and 128 x 768 x 2304 ran 1,267 -> 1,151 us as 12
  * units of 192, Zen 5, ABBA). */
-static void FN(balance_units)(FN(plan) *pl, int64_t nbatch, int nthreads) {
-    int64_t rows = nbatch * pl->m_units;
+static void FN(balance_units)(FN(plan) *pl, int64_t rows, int nthreads) {
     if (rows * pl->n_units % nthreads == 0 || rows * pl->n_units >= 16 * nthreads)
         return;
     for (int64_t units = pl->n_units; units <= pl->n_panels; units++) {
@@ -287,7 +316,7 @@ static void FN(plan_init)(FN(plan) *pl, const FN(cv_gemm) *g, const FN(cv_kernel
     pl->n_panels = (g->n + kt->nr - 1) / kt->nr;
     FN(split_units)(pl->m_panels, kt->mc / kt->mr, &pl->m_units, &pl->upanels);
     FN(split_units)(pl->n_panels, kt->nc / kt->nr, &pl->n_units, &pl->npu);
-    FN(balance_units)(pl, g->nbatch, nthreads);
+    FN(balance_units)(pl, g->nbatch * pl->m_units, nthreads);
 }
 
 /* Carve the workspace: term offsets and slot flags, then the rest. */
@@ -325,9 +354,20 @@ static int FN(packed)(const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
     int64_t rg = CV_GEMM_GROUP_BYTES / (au ? au : 1), cg = CV_GEMM_GROUP_BYTES / (bu ? bu : 1);
     rg = rg < 1 ? 1 : rg > total_ru ? total_ru : rg;
     cg = cg < 1 ? 1 : cg > pl.n_units ? pl.n_units : cg;
-    pl.slot_bytes = solo ? batch_bytes : acc;
+    FN(plan) streamed = pl; /* a task a column unit: as many as the threads share evenly */
+    FN(balance_units)(&streamed, 1, nthreads);
+    int stream = !solo && pl.b_shared && rg >= total_ru &&
+                 g->nbatch * g->m <= CV_GEMM_STREAM_ROWS &&
+                 (streamed.n_units % nthreads == 0 || streamed.n_units >= 4 * nthreads);
+    if (stream) {
+        pl = streamed;
+        bu = FN(b_unit_bytes)(&pl), acc = FN(acc_bytes)(&pl);
+    }
+    pl.slot_bytes = solo ? batch_bytes : stream ? cv_ws_round(bu) + acc : acc;
     double bytes = (double)FN(header_bytes)(&pl) + (double)pl.nslots * pl.slot_bytes +
-                   (solo ? 0 : (double)cv_ws_round(rg * au) + (double)cv_ws_round(cg * bu));
+                   (solo     ? 0
+                    : stream ? (double)cv_ws_round(total_ru * au)
+                             : (double)cv_ws_round(rg * au) + (double)cv_ws_round(cg * bu));
     char *ws = bytes < (double)SIZE_MAX / 2 ? cv_ws_get((size_t)bytes) : NULL;
     if (!ws)
         return -1;
@@ -338,6 +378,10 @@ static int FN(packed)(const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
             FN(solo_range)(&pl, 0, g->nbatch);
         else
             cv_parallel_for(g->nbatch, 1, FN(solo_range), &pl);
+    } else if (stream) {
+        pl.ap = (T *)rest;
+        pl.slots = rest + cv_ws_round(total_ru * au);
+        FN(streamed)(&pl, total_ru);
     } else {
         pl.ap = (T *)rest;
         pl.bp = (T *)(rest + cv_ws_round(rg * au));
