@@ -156,9 +156,12 @@ def test_few_tiles_split_k_of_the_wgmma_loop(tmp_path):
     split = _host_model(tmp_path).wg_split
     split.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int] * 3
     assert split(48, 768, 1024 * 768, 132, 128, 1) == 2  # BERT-base 1024 x 768 x 768
-    assert split(48, 3072, 1024 * 768, 132, 128, 1) == 8  # 1024 x 768 x 3072
-    assert split(24, 768, 1024 * 768, 132, 256, 0) == 3  # one TF32 product, 256 wide
-    assert split(192, 768, 1024 * 3072, 132, 128, 1) == 2  # a second round of 60 tiles
+    assert split(48, 3072, 1024 * 768, 132, 128, 1) == 5  # 1024 x 768 x 3072
+    assert split(24, 768, 1024 * 768, 132, 256, 0) == 1  # one TF32 product: sums cost more
+    assert split(48, 768 * 4, 1024 * 768, 132, 256, 0) > 1  # ... than 24 tiles of k = 768
+    assert split(192, 768, 1024 * 3072, 132, 128, 1) == 1  # a second round of 60 tiles
+    assert split(192, 768, 4096 * 768, 132, 128, 1) == 1  # ... the sums cost it again
+    assert split(192, 3072, 4096 * 768, 132, 128, 1) == 2  # ... not at k = 3072
     assert split(768, 768, 4096 * 3072, 132, 128, 1) == 1  # 5.8 rounds: nearly full
     assert split(48, 255, 1024 * 768, 132, 128, 1) == 1  # too shallow for two chunks
     assert split(4, 1 << 16, 1 << 22, 132, 128, 1) <= 4  # partial sums capped at 2^24

@@ -282,28 +282,30 @@ static int cv_gpu_wg_transposed(const cv_gpu_api *gpu, int dev, uintptr_t stream
  * `tiles` 128 x bn tiles, batches included, times the split), from a model of its time in
  * a tile's whole-k time T: rounds(s) / s * T for s chunks (rounds: ceil(tiles * s / sms)),
  * plus the partial sums each chunk writes and _ksum reads (8 bytes an element of the
- * `total` ones, at 3.3 TB/s) and _ksum's launch (2 us); unsplit, rounds(1) * T. T from
- * the rate of an SM: 3xTF32 (x3 1) 57 TFLOP/s over 132 SMs, as the BERT layer's GEMMs run
- * at k = 768 (the 4096^3 probe's 95 is not reached there: bench/gpu/h200_2026-12-03d), one
- * TF32 product (0) 369, bfloat16 (2) 678 (bench/gpu/h200_2026-12-03, wgmma_probe.cu).
- * More tiles than SMs split too where a last round runs part full: 1024 x 3072 x 768
- * (192 tiles, 70% of the SMs' cycles active unsplit, ncu) gets 2, 3 rounds of half-tiles.
- * Chunks at least CV_WG_SPLIT_MIN_K deep (`depth`: the terms' k summed), at most 16, the
- * sums at most CV_SPLIT_MAX_SUMS. 1: no split. 1024 x 768 x 768 (3xTF32: 48 tiles) gets 2,
- * 1024 x 768 x 3072 gets 8. */
+ * `total` ones, at 2.2 TB/s) and _ksum's launch (4 us); unsplit, rounds(1) * T. T from
+ * the rate of an SM: 3xTF32 (x3 1) 75 TFLOP/s over 132 SMs, one TF32 product (0) 369,
+ * bfloat16 (2) 678 (bench/gpu/h200_2026-12-03, wgmma_probe.cu). The 3xTF32 rate and the
+ * sums' cost are fitted to one call's kernels, each GEMM split as modelled before and never
+ * (bench/gpu/h200_2026-12-04, kernel_seq_split_*.txt): unsplit 1024 x 768 x 768 took 43.7
+ * us, 4096 x 768 x 768 87.7 (two rounds); the sums of 1024 x 768 in two chunks 9.3, of
+ * 4096 x 768 26.8. So 1024 x 768 x 768 (48 tiles) gets 2 (34.1 against 43.7 us), 1024 x
+ * 768 x 3072 gets 5, and 192 tiles at k = 768 (4096 x 768 x 768, 1024 x 3072 x 768) are
+ * not split (87.7 against 94.7 us; 84.0-93.3 against 86.8-91.3), while 4096 x 768 x 3072
+ * is (253 against 298). Chunks at least CV_WG_SPLIT_MIN_K deep (`depth`: the terms' k
+ * summed), at most 16, the sums at most CV_SPLIT_MAX_SUMS. 1: no split. */
 #define CV_WG_SPLIT_MIN_K 256
 static int cv_gpu_wg_split(int64_t tiles, int64_t depth, int64_t total, int sm_count, int bn,
                            int x3) {
     if (tiles <= 0) return 1;
-    const double rate = (x3 == 1 ? 57e12 : x3 == 2 ? 678e12 : 369e12) / 132,
+    const double rate = (x3 == 1 ? 75e12 : x3 == 2 ? 678e12 : 369e12) / 132,
                  tile = 2.0 * 128 * bn * depth / rate;
-    const double sums = (double)total * 8 / 3.3e12;
+    const double sums = (double)total * 8 / 2.2e12;
     int best = 1;
     double best_t = (double)((tiles + sm_count - 1) / sm_count) * tile;
     for (int s = 2; s <= 16 && s <= depth / CV_WG_SPLIT_MIN_K; s++) {
         if (s * total > CV_SPLIT_MAX_SUMS) break;
         const int64_t rounds = (tiles * s + sm_count - 1) / sm_count;
-        const double t = (double)rounds * tile / s + s * sums + 2e-6;
+        const double t = (double)rounds * tile / s + s * sums + 4e-6;
         if (t < best_t) best = s, best_t = t;
     }
     return best;
