@@ -160,12 +160,13 @@ def test_rows_against_one_b_stream_its_column_units(compiled, seed, z, m, k, n, 
     threads share evenly, else the stepwise path): odd sizes so every unit and panel edge
     shows; B row-major (b), as W.T (w), or batched A against a shared B (z)."""
     rng = np.random.default_rng(seed)
+    dtype = dtype if layout == "b" else np.float32  # transposed, batched: float32 only
     a = rng.standard_normal((z * m, k)).astype(dtype)
     b = rng.standard_normal((k, n)).astype(dtype)
     c = rng.standard_normal(n).astype(dtype)
     if layout == "b":
         check(compiled.mm_bias_relu, a, b, c, scale=10 * (k + 1))
-    elif layout == "w" and dtype == np.float32:
+    elif layout == "w":
         check(compiled.transposed, a, np.ascontiguousarray(b.T), scale=10 * (k + 1))
-    elif dtype == np.float32:
+    else:
         check(compiled.batched, a.reshape(z, m, k), b, scale=10 * (k + 1))

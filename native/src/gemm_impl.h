@@ -319,6 +319,17 @@ static void FN(plan_init)(FN(plan) *pl, const FN(cv_gemm) *g, const FN(cv_kernel
     FN(balance_units)(pl, g->nbatch * pl->m_units, nthreads);
 }
 
+/* The streamed path's column units, a task each: as many as the threads share evenly
+ * (pl's units re-cut and 1 returned), else 0 and pl as it was. */
+static int FN(stream_units)(FN(plan) *pl, int nthreads) {
+    FN(plan) cut = *pl;
+    FN(balance_units)(&cut, 1, nthreads);
+    if (cut.n_units % nthreads != 0 && cut.n_units < 4 * nthreads)
+        return 0;
+    *pl = cut;
+    return 1;
+}
+
 /* Carve the workspace: term offsets and slot flags, then the rest. */
 static char *FN(carve_header)(FN(plan) *pl, char *ws) {
     int64_t *koff = (int64_t *)ws, off = 0;
@@ -354,15 +365,10 @@ static int FN(packed)(const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
     int64_t rg = CV_GEMM_GROUP_BYTES / (au ? au : 1), cg = CV_GEMM_GROUP_BYTES / (bu ? bu : 1);
     rg = rg < 1 ? 1 : rg > total_ru ? total_ru : rg;
     cg = cg < 1 ? 1 : cg > pl.n_units ? pl.n_units : cg;
-    FN(plan) streamed = pl; /* a task a column unit: as many as the threads share evenly */
-    FN(balance_units)(&streamed, 1, nthreads);
     int stream = !solo && pl.b_shared && rg >= total_ru &&
-                 g->nbatch * g->m <= CV_GEMM_STREAM_ROWS &&
-                 (streamed.n_units % nthreads == 0 || streamed.n_units >= 4 * nthreads);
-    if (stream) {
-        pl = streamed;
+                 g->nbatch * g->m <= CV_GEMM_STREAM_ROWS && FN(stream_units)(&pl, nthreads);
+    if (stream)
         bu = FN(b_unit_bytes)(&pl), acc = FN(acc_bytes)(&pl);
-    }
     pl.slot_bytes = solo ? batch_bytes : stream ? cv_ws_round(bu) + acc : acc;
     double bytes = (double)FN(header_bytes)(&pl) + (double)pl.nslots * pl.slot_bytes +
                    (solo     ? 0
