@@ -329,8 +329,8 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
                 w.line("if (wg) gy = 1;")
             w.line(launch)
             w.line(f"L[{g}].wg = wg; L[{g}].smem = wsmem; L[{g}].tr = wtr; (void)wg_split;")
-            w.line(f"if (a.split > 1) L[{g}].sum_grid = cv_gpu_grid(nb * m * n, {BLOCK}, "
-                   "sm, 8);")
+            w.line(f"if (a.split > 1) L[{g}].sum_grid = cv_gpu_grid(nb * ((m + CV_KSUM_ROWS - 1) "
+                   f"/ CV_KSUM_ROWS) * n, {BLOCK}, sm, 8);")
             # the one-kernel's GEMV would read the dequantized weight, not stored where q8
             q8 = " && !q8" if k.name in gp.int8 else ""
             w.line(f"small = small && (gemv || dot){q8};")

@@ -50,6 +50,10 @@ typedef struct cv_gpu_term {
     int64_t k;
 } cv_gpu_term;
 
+/* Rows of one column a thread of a split GEMM's _ksum adds (cuda_gemm_tiled.h's
+ * cv_gemm_ksum); the host sizes that launch's grid by them. */
+#define CV_KSUM_ROWS 8
+
 /* A fused attention's operand (cuda_attention.h): its (rows, columns) matrices, batch z at
  * element (z / nh) * sb + (z % nh) * sh, strides in elements. */
 typedef struct cv_att_in {

@@ -167,39 +167,52 @@ struct cv_split_epi {
     }
 };
 
-/* grid-strided over nbatch * m * n: the chunks' partial sums, added in chunk order
- * (the same total every run), through the epilogue. (bat, i, j) of the first element and
- * of the grid's step are divided out once and then carried: an int64 division is a call
- * of ~70 instructions, and with three an element BERT's 4096 x 768 projection sums took
- * 21.0 us, 15.7 without (H200, bench/gpu/layer_gemms.py). U elements a step, their
- * partial sums loaded before any is stored, through the read-only path: the epilogue's
- * stores may alias `part` as far as the compiler knows, so one element a step waited a
- * memory round trip each (BERT's 4096 x 768 sums took 26-45 us in the layer, where the
- * bytes need ~11). */
+/* The chunks' partial sums, added in chunk order (the same total every run), through the
+ * epilogue. A thread's item is CV_KSUM_ROWS rows of one column, the lanes along the columns
+ * (coalesced); items grid-strided over nbatch x bands x n. The rows go to the epilogue as
+ * the wgmma loop's do (cv_split_epi::rows: the functor picked once, the rows one straight
+ * block whose index products the compiler strength-reduces): per element, the generated
+ * epilogue's 64-bit index math took ~130 instructions per warp's element, and BERT's
+ * 4096 x 768 sums of 2 chunks 29 us where the bytes need ~11 (ncu, H200). (band, bat, j) of
+ * the first item and of the grid's step are divided out once and then carried: an int64
+ * division is a call of ~70 instructions. Every partial sum of an item is loaded before
+ * its first store, through the read-only path: the epilogue's stores may alias `part` as
+ * far as the compiler knows. */
 template <class T, class Epi>
 CV_DEV void cv_gemm_ksum(const T *part, int split, int64_t m, int64_t n, int64_t nbatch,
                          const Epi &epi) {
-    constexpr int U = 4;
-    const int64_t total = nbatch * m * n, step = (int64_t)gridDim.x * blockDim.x;
+    constexpr int R = CV_KSUM_ROWS;
+    const int64_t bands = (m + R - 1) / R, total = nbatch * bands * n, plane = nbatch * m * n;
+    const int64_t step = (int64_t)gridDim.x * blockDim.x;
     int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (e >= total) return;
-    int64_t j = e % n, i = e / n % m, bat = e / n / m;
-    const int64_t dj = step % n, di = step / n % m, db = step / n / m;
-    for (; e < total; e += U * step) {
-        T sum[U];
+    int64_t j = e % n, band = e / n % bands, bat = e / n / bands;
+    const int64_t dj = step % n, dband = step / n % bands, db = step / n / bands;
+    const cv_split_epi<T, Epi> out{epi, nullptr, m, n, nbatch, 0};
+    for (; e < total; e += step) {
+        const int64_t i0 = band * R;
+        const int rows = m - i0 < R ? (int)(m - i0) : R;
+        const T *p = part + (bat * m + i0) * n + j;
+        T v[R];
 #pragma unroll
-        for (int u = 0; u < U; u++) sum[u] = 0;
-        for (int s = 0; s < split; s++)
+        for (int r = 0; r < R; r++) v[r] = 0;
+        for (int s = 0; s < split; s++, p += plane)
 #pragma unroll
-            for (int u = 0; u < U; u++)
-                if (e + u * step < total) sum[u] += cv_ldg(part + s * total + e + u * step);
+            for (int r = 0; r < R; r++)
+                if (r < rows) v[r] += cv_ldg(p + r * n);
+        if (rows == R) {
+            out.template rows<R, false>(bat, i0, j, v, 1, R);
+        } else { /* the last band: one copy of the epilogue, v shifted (an index that
+                  * varies would put v in local memory) */
+            for (int r = 0; r < rows; r++) {
+                epi(bat, i0 + r, j, v[0]);
 #pragma unroll
-        for (int u = 0; u < U && e + u * step < total; u++) {
-            epi(bat, i, j, sum[u]);
-            j += dj, i += di, bat += db;
-            if (j >= n) j -= n, i++; /* j, dj < n: one carry at most; likewise i */
-            if (i >= m) i -= m, bat++;
+                for (int q = 0; q + 1 < R; q++) v[q] = v[q + 1];
+            }
         }
+        j += dj, band += dband, bat += db;
+        if (j >= n) j -= n, band++; /* j, dj < n: one carry at most; likewise band */
+        if (band >= bands) band -= bands, bat++;
     }
 }
 
