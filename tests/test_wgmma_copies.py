@@ -63,13 +63,21 @@ def test_gpt2_style_gemms_run_wgmma_over_copies(tmp_path):
     gemms = host.count("cv_gpu_wg_transposed(")  # every GEMM may take copies of its B
     assert gemms == 4
     assert host.count("const int wgl = api->gpu->wgmma(&cv_gpu_f0, dev);") == 4
-    # in the call's list: each GEMM's copies (one per operand) just before its main loop
+    # in the call's list: each GEMM's copies (one per operand) just before its main loop;
+    # copies of the function's arguments (every B here, the first GEMM's A) are the graph's
+    # roots (they wait for nothing), copies of intermediates are not
     queued = host[host.index("cv_gpu_launch Q["):]
+    rooted = []
     for g in re.findall(r"Q\[nq\+\+\] = L\[(\d+)\]\.wg \?", queued):
         main = queued.index(f"Q[nq++] = L[{g}].wg ?")
-        copies = [queued.index(f"if (L[{g}].wg && (L[{g}].tr >> {c} & 1)) Q[nq++] = "
-                               f"(cv_gpu_launch){{&cv_gpu_f0, {entry}, ") for c in (0, 1)]
-        assert all(main - 700 < c < main for c in copies)
+        copies = [re.search(rf"if \(L\[{g}\]\.wg && \(L\[{g}\]\.tr >> {c} & 1\)\) "
+                            rf"(roots\[nroots\+\+\] = nq, )?Q\[nq\+\+\] = "
+                            rf"\(cv_gpu_launch\)\{{&cv_gpu_f0, {entry}, ", queued)
+                  for c in (0, 1)]
+        assert all(m is not None and main - 700 < m.start() < main for m in copies)
+        rooted.append([m.group(1) is not None for m in copies])
+        assert "while (nroots) Q[roots[--nroots]].after = 0;" in queued[main:main + 700]
+    assert rooted == [[True, True], [False, True], [False, True], [False, True]]
     assert "api->gpu->scratch_free(&wtm[g][cp], stream)" in host  # given back at the end
 
 

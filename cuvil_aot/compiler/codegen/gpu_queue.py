@@ -21,6 +21,8 @@ def queue(w: Writer, prefix: str, gp: GpuPlan) -> None:
     nq = len(kernels) + sum(k.group.kind is Kind.GEMM for k in kernels)  # a GEMM's _ksum
     nq += sum(gpu_wg_copies.copies(k) for k in kernels if gp.wg_kid(k) is not None)
     w.line(f"cv_gpu_launch Q[{nq}]; int nq = 0, q0 = 0; (void)q0;")
+    # launches that wait for nothing in a graph (gpu_wg_copies.queue: weights' copies)
+    w.line(f"int roots[{nq}], nroots = 0; (void)roots; (void)nroots;")
     w.line("static void *graphs;  /* the runtime's graphs of this call site */")
     for g, k in enumerate(kernels):  # Q points at these until launch_list returns
         if k.group.kind is Kind.GEMM:
@@ -39,6 +41,8 @@ def queue(w: Writer, prefix: str, gp: GpuPlan) -> None:
             queue_one(w, k, gp, g)
         if after is not None:  # what its launches wait for in a graph (gpu_deps.py)
             w.line(f"cv_gpu_mark(Q, q0, nq, {g + 1}, {after[g]:#x}ull);")
+            if gp.wg_kid(k) is not None:  # its copies of arguments wait for nothing
+                w.line("while (nroots) Q[roots[--nroots]].after = 0;")
     w.line("if (nq && api->gpu->launch_list(Q, nq, dev, stream, &graphs) < 0) goto done;")
 
 

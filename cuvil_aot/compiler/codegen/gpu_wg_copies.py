@@ -28,6 +28,7 @@ from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
 from cuvil_aot.compiler.codegen.cuda_wgmma import WG_TERMS
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, module_symbol, unit_of
 from cuvil_aot.compiler.codegen.writer import Writer
+from cuvil_aot.compiler.ir.ops import MOVEMENT, Op
 
 COPIES = 2 * WG_TERMS  # two operands a term: wtm[g]'s width
 
@@ -72,13 +73,25 @@ def _copy_launches(k: CudaKernel, gp: GpuPlan, g: int) -> list[tuple[str, str, s
             for c in range(copies(k))]
 
 
+def _copies_an_argument(k: CudaKernel, c: int) -> bool:
+    """Copy c (term c // 2's A or B) reads a view of one of the call's arguments, which no
+    kernel of a call with a graph's dependencies writes (gpu_deps.py: no scatters)."""
+    node = k.group.terms[c // 2].srcs[c % 2]
+    while node.op in MOVEMENT:
+        node = node.srcs[0]
+    return node.op is Op.PARAM
+
+
 def queue(w: Writer, k: CudaKernel, gp: GpuPlan, g: int) -> None:
-    """Kernel g's copies into the call's list Q, before its main loop (gpu_queue.queue_one)."""
+    """Kernel g's copies into the call's list Q, before its main loop (gpu_queue.queue_one).
+    A copy of an argument goes on ``roots``: in a graph it waits for nothing, so the
+    weights' copies run beside the kernels before their GEMM's instead of between them."""
     if gp.wg_kid(k) is None:
         return
     table, entry = module_symbol(k.name), gp.transpose[unit_of(k.name)]
-    for cond, grid, arg in _copy_launches(k, gp, g):
-        w.line(f"if ({cond}) Q[nq++] = (cv_gpu_launch){{&{table}, {entry}, {grid}, 1, "
+    for c, (cond, grid, arg) in enumerate(_copy_launches(k, gp, g)):
+        root = "roots[nroots++] = nq, " if _copies_an_argument(k, c) else ""
+        w.line(f"if ({cond}) {root}Q[nq++] = (cv_gpu_launch){{&{table}, {entry}, {grid}, 1, "
                f"CV_TRANSPOSE_BLOCK, 0, sizeof {arg}, &{arg}}};")
 
 
