@@ -1,82 +1,80 @@
-"""One cuvil_aot call on the GPU as a timeline: when the host calls into the driver, when
-each kernel runs, and where the device waits (issue 23: wall time minus kernel time is
-40-75 µs a call on the transformer cases). torch.profiler records the driver API calls
-(cuGraphLaunch, cuLaunchKernel, ...) made by any library of the process, and CUPTI the
-kernels; a record_function span marks the call.
+"""Where a GPU call's time goes beyond its kernels, for cases of bench/gpu_transformers.py:
+the CUDA graph counters over 200 calls (replays, node updates), the host time of a call
+without a synchronize (everything before the graph launches), the wall time with one, and
+one call's kernels on a timeline (start, duration, gap after the previous one).
 
-    python bench/gpu/call_timeline.py [--cases bert_8x128,gpt2_1x128] [--calls 5]
-
-Prints, per case, the last profiled call: every driver call and kernel with its start
-(µs from the call's start) and duration, then the totals: host time until the first
-kernel starts, device idle time between kernels, kernel time, and the call's wall time.
+    python bench/gpu/call_timeline.py gpt2_8x128,bert_8x128
 """
 
 from __future__ import annotations
 
-import argparse
+import statistics
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import torch
-from torch.profiler import ProfilerActivity, profile, record_function
+from torch.profiler import ProfilerActivity, profile
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+import cuvil_aot  # noqa: E402
 from bench import gpu_transformers as G  # noqa: E402
 
 
-def timeline(fn, calls: int) -> list[tuple[float, float, str, str]]:
-    """(start µs, duration µs, 'host'|'kernel', name) of the last call, from its start."""
-    for _ in range(5):
+def graph_stats() -> dict[str, int]:
+    return dict(cuvil_aot.info()["cuda_graph_stats"])  # type: ignore[call-overload]
+
+
+def host_us(fn: Callable[[], object], calls: int = 200) -> float:
+    """Median µs a call takes to return, the device synchronized between calls."""
+    samples = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
         fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for i in range(calls):
-            with record_function(f"call{i}"):
-                fn()
-                torch.cuda.synchronize()
-    events = prof.events()
-    span = next(e for e in events if e.name == f"call{calls - 1}")
-    t0, t1 = span.time_range.start, span.time_range.end
-    rows = []
-    for e in events:
-        start = e.time_range.start
-        if not t0 <= start <= t1 or e is span:
-            continue
-        kind = "kernel" if e.device_type == torch.autograd.DeviceType.CUDA else "host"
-        rows.append((start - t0, e.time_range.end - start, kind, e.name))
-    rows.append((0.0, t1 - t0, "call", "whole call"))
-    return sorted(rows)
+        samples.append(time.perf_counter() - t0)
+        torch.cuda.synchronize()
+    return statistics.median(samples) * 1e6
 
 
-def summary(rows: list[tuple[float, float, str, str]]) -> str:
-    kernels = [(s, d) for s, d, kind, _ in rows if kind == "kernel"]
-    wall = next(d for _, d, kind, _ in rows if kind == "call")
-    if not kernels:
-        return f"wall {wall:.1f} us, no kernels seen"
-    busy = sum(d for _, d in kernels)
-    first = kernels[0][0]
-    last_end = max(s + d for s, d in kernels)
-    return (f"wall {wall:.1f} us: host until the first kernel {first:.1f}, kernels "
-            f"{busy:.1f}, device idle between kernels {last_end - first - busy:.1f}, after "
-            f"the last kernel {wall - last_end:.1f}")
+def timeline(fn: Callable[[], object]) -> list[str]:
+    """One call's kernels: start (µs after the first), duration, gap after the last end."""
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    kernels = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
+                     key=lambda e: e.time_range.start)
+    lines, first, end = [], kernels[0].time_range.start, kernels[0].time_range.start
+    for e in kernels:
+        start, stop = e.time_range.start, e.time_range.end
+        lines.append(f"  {start - first:8.1f} +{stop - start:6.1f}  gap {start - end:6.1f}  "
+                     f"{e.name[:60]}")
+        end = stop
+    return lines
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cases", default="bert_8x128,gpt2_1x128,bert_1x16")
-    parser.add_argument("--calls", type=int, default=5)
-    opts = parser.parse_args()
-    for case in opts.cases.split(","):
+    for case in sys.argv[1].split(","):
         model, _, _ = G.CASES[case]
         args, _ = G.inputs(case, np.random.default_rng(0))
         dev = [torch.from_numpy(a).cuda() for a in args]
-        fn = G.cuvil_model(model)
-        rows = timeline(lambda fn=fn, dev=dev: fn(*dev), opts.calls)
-        print(f"## {case}: {summary(rows)}")
-        for start, dur, kind, name in rows:
-            print(f"  {start:8.1f} {dur:8.1f}  {kind:6s} {name[:90]}")
+        compiled = G.cuvil_model(model)
+
+        def fn(compiled=compiled, dev=dev):
+            return compiled(*dev)
+
+        for _ in range(10):
+            fn()
+        torch.cuda.synchronize()
+        before = graph_stats()
+        host = host_us(fn)
+        after = graph_stats()
+        counts = {k: after[k] - before[k] for k in after}
+        print(f"## {case}: wall {G.wall_us(fn):.1f} us, host {host:.1f} us, "
+              f"graph counters over 200 calls {counts}")
+        print("\n".join(timeline(fn)))
         sys.stdout.flush()
 
 
