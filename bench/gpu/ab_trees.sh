@@ -16,8 +16,8 @@ OLD=$(realpath "${OLD:?OLD: the other tree}")
 CASES=${CASES:-gpt2_8x128,bert_8x128,bert_32x128}
 PCASES=${PCASES:-gpt2_8x128}
 mkdir -p "$OUT"
-# the timeline script puts its own tree first on sys.path: each tree runs its own copy
-[ -e "$OLD/bench/gpu/call_timeline.py" ] || cp "$NEW/bench/gpu/call_timeline.py" "$OLD/bench/gpu/"
+# one measuring script for both (it puts its own tree first on sys.path: a copy in each)
+cp "$NEW/bench/gpu/call_timeline.py" "$OLD/bench/gpu/"
 build() { # the runtime of tree $1, into its cuvil_aot/runtime/
     cmake -S "$1" -B "/tmp/ab_rt_$2" -G Ninja -DPython_EXECUTABLE="$(command -v python3)" \
         > "$OUT/build_$2.log" 2>&1 && cmake --build "/tmp/ab_rt_$2" >> "$OUT/build_$2.log" 2>&1 \
@@ -36,7 +36,7 @@ for round in 1 2; do
         tree=$NEW; [ $v = old ] && tree=$OLD
         run $v "$tree" "$tree/bench/gpu_transformers.py" "/tmp/ab_gt_$v" --cases "$CASES" \
             --modes none 2>&1 | grep -E "^\| (gpt2|bert)" | sed "s/^/$v$round /"
-        run $v "$tree" "$tree/bench/gpu/call_timeline.py" "$CASES" 2>&1 | grep "^##" \
+        run $v "$tree" "$tree/bench/gpu/call_timeline.py" --cases "$CASES" 2>&1 | grep "^##" \
             | sed "s/^/$v$round /"
     done
 done | tee "$OUT/ab.txt"
