@@ -525,8 +525,8 @@ static void *take_spare(struct device *d, size_t bytes, uintptr_t stream) {
     int best = -1;
     for (int i = 0; i < d->nspare; i++) {
         const struct spare *s = &d->spare[i], *b = best < 0 ? NULL : &d->spare[best];
-        if (s->bytes >= bytes &&
-            (!b || s->bytes < b->bytes || (s->bytes == b->bytes && (uintptr_t)s->p < (uintptr_t)b->p)))
+        const int lower = b && (uintptr_t)s->p < (uintptr_t)b->p;
+        if (s->bytes >= bytes && (!b || s->bytes < b->bytes || (s->bytes == b->bytes && lower)))
             best = i;
     }
     if (best < 0) {
