@@ -39,7 +39,7 @@ dots_block(int r, int jn, int64_t k, const T *ap, const T *const *bcol,
             acc[i][j] = V_ZERO();
     int64_t p = 0;
     for (; p + VL <= k; p += VL) {
-#pragma GCC unroll 2
+#pragma GCC unroll 3
         for (int j = 0; j < npf; j++)
             __builtin_prefetch(pf[j] + p);
         dots_step(r, 0, VL, acc, ap + 4 * p, bcol, p);
@@ -63,8 +63,10 @@ dots_block(int r, int jn, int64_t k, const T *ap, const T *const *bcol,
             dots_block(R, jn, kb, ai, bcol, pf, 0, ci, ldc, acc);                       \
         else if (npf == 1)                                                               \
             dots_block(R, jn, kb, ai, bcol, pf, 1, ci, ldc, acc);                       \
-        else                                                                             \
+        else if (npf == 2)                                                               \
             dots_block(R, jn, kb, ai, bcol, pf, 2, ci, ldc, acc);                       \
+        else                                                                             \
+            dots_block(R, jn, kb, ai, bcol, pf, 3, ci, ldc, acc);                       \
         break;
 
 /* A's rows [0, m) at k indices [0, kb) into ap: per block of 4 rows, per VL
@@ -99,7 +101,10 @@ CV_TARGET static void dots_pack_a(int64_t m, int64_t kb, const T *a, int64_t a_r
  * blocks, the columns DOTS_PF blocks ahead are prefetched, a share in each
  * row block so the loads go out evenly: the hardware prefetchers lose each
  * 3 KB run of B that a 768-long row is, while the row blocks compute (8 x
- * 768 x 16384, B from memory, two threads: 3.2 -> 1.6 ms); with one row
+ * 768 x 16384, B from memory, two threads: 3.2 -> 1.6 ms). Up to 3 a row
+ * block, so two row blocks (5 to 8 rows) cover all 6 columns, not 4 of
+ * them (8 and 6 rows x BERT's three shapes, B in L3: 0.96x, 0.86x the time;
+ * 8 x 768 x 16384 0.93x; bert_stack_1x8 0.985x, memory-bound); with one row
  * block it costs more than it brings (3 and 5 x 768 x 512 from L3, one
  * thread: 0.85x the speed). Into L2 (prefetcht1) instead was slower from
  * memory and from L3 (8 x 768 x 16384: 1.6x the time). */
@@ -123,7 +128,7 @@ CV_TARGET static void dots_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs
             for (int64_t i0 = 0; i0 < m; i0 += 4) {
                 const T *ai = ap + i0 * ((kb + VL - 1) / VL * VL), *pf[DJ];
                 int npf = 0; /* row block g prefetches the columns j = g mod groups */
-                for (int64_t j = i0 / 4; groups > 1 && j < DJ && npf < 2; j += groups) {
+                for (int64_t j = i0 / 4; groups > 1 && j < DJ && npf < 3; j += groups) {
                     int64_t jp = j0 + DOTS_PF * DJ + j;
                     if (jp < ncols)
                         pf[npf++] = b + jp * b_cs;
