@@ -61,7 +61,8 @@ static void kern_plain(int64_t kq, const uint32_t *a, const uint32_t *b, float *
 }
 
 /* Never asked if usable: the fallback. */
-static const cv_bf16_kernel plain = {"plain", kern_plain, PLAIN_MR, 1, NULL, NULL, NULL};
+static const cv_bf16_kernel plain = {"plain", kern_plain, PLAIN_MR, 1, NULL, NULL, NULL, NULL,
+                                     NULL};
 
 /* Best first; the test hook's limit skips the first few (cv_bf16_limit_kernel). */
 static const cv_bf16_kernel *const kernels[] = {&cv_bf16_amx, &cv_bf16_avx512, &plain};
@@ -107,11 +108,12 @@ static inline void pack_row(const uint16_t *x, int64_t cs, int64_t p, int64_t ru
 }
 
 /* Term t's rows [0, rows) of A (at a) into pairs [q0, q0 + kq) of a panel of mr rows in
- * groups of ku pairs: a run of pairs at a time that a row of the panel holds in one piece. */
+ * groups of ku pairs, from pair `from` of the term on: a run of pairs at a time that a
+ * row of the panel holds in one piece. */
 static inline void pack_a_groups(const cv_gemm_term_bf16 *t, const uint16_t *a, int64_t rows,
-                                 int64_t q0, int64_t kq, int64_t mr, int64_t ku,
+                                 int64_t q0, int64_t from, int64_t kq, int64_t mr, int64_t ku,
                                  uint32_t *panel) {
-    for (int64_t q = 0; q < kq;) {
+    for (int64_t q = from; q < kq;) {
         int64_t off = (q0 + q) % ku, run = ku - off < kq - q ? ku - off : kq - q;
         uint32_t *row0 = panel + ((q0 + q) / ku * mr) * ku + off;
         for (int64_t i = 0; i < rows; i++)
@@ -127,16 +129,24 @@ static inline void pack_a_groups(const cv_gemm_term_bf16 *t, const uint16_t *a, 
  * as long, 7% of the AVX-512 path at 4096 x 768 x 768). */
 static void pack_a(const cv_bf16_kernel *kn, const cv_gemm_term_bf16 *t, const uint16_t *a,
                    int64_t rows, int64_t q0, int64_t kq, uint32_t *panel) {
+    int64_t from = 0, whole = t->k / 2 < kq ? t->k / 2 : kq; /* pairs with both halves */
+    if (kn->pack_a && rows == kn->mr && t->a_cs == 1 && q0 % kn->ku == 0)
+        from = kn->pack_a(a, t->a_rs, whole, panel + q0 * kn->mr);
     if (kn->ku == 1 && kn->mr == PLAIN_MR)
-        pack_a_groups(t, a, rows, q0, kq, PLAIN_MR, 1, panel);
+        pack_a_groups(t, a, rows, q0, from, kq, PLAIN_MR, 1, panel);
     else
-        pack_a_groups(t, a, rows, q0, kq, kn->mr, kn->ku, panel);
+        pack_a_groups(t, a, rows, q0, from, kq, kn->mr, kn->ku, panel);
 }
 
 /* Columns [j0, j0 + cols) of term t's B into one panel: two rows interleaved. */
-static void pack_b(const cv_gemm_term_bf16 *t, const uint16_t *b, int64_t cols, int64_t kq,
-                   uint32_t *dst) {
-    for (int64_t q = 0; q < kq; q++) {
+static void pack_b(const cv_bf16_kernel *kn, const cv_gemm_term_bf16 *t, const uint16_t *b,
+                   int64_t cols, int64_t kq, uint32_t *dst) {
+    int64_t q = 0;
+    if (kn->pack_b && cols == CV_BF16_NR && t->b_cs == 1) {
+        q = t->k / 2 < kq ? t->k / 2 : kq; /* pairs with both halves */
+        kn->pack_b(b, t->b_rs, q, dst);
+    }
+    for (; q < kq; q++) {
         int odd = 2 * q + 1 < t->k;
         const uint16_t *row = b + 2 * q * t->b_rs;
         if (cols == CV_BF16_NR && t->b_cs == 1 && odd) { /* row-major: vectorizes */
@@ -183,7 +193,7 @@ static void pack_panel(const plan *pl, int64_t x) {
             pack_a(pl->kn, tm, tm->a + bt * tm->a_bs + at * tm->a_rs, size < w ? size : w, q0,
                    kq, dst);
         else
-            pack_b(tm, tm->b + bt * tm->b_bs + at * tm->b_cs, size < w ? size : w, kq,
+            pack_b(pl->kn, tm, tm->b + bt * tm->b_bs + at * tm->b_cs, size < w ? size : w, kq,
                    dst + q0 * CV_BF16_NR);
         q0 += kq;
     }

@@ -22,6 +22,14 @@
 typedef void (*cv_bf16_kern)(int64_t kq, const uint32_t *a, const uint32_t *b, float *c,
                              int64_t ldc, int accumulate);
 
+/* Packers in the kernel's ISA for the common case, where it has them (else NULL).
+ * pack_a: pairs [0, kq) of mr rows of A, each a contiguous run of 2 * kq bfloat16 at
+ * a + i * rs, into the first words of a panel; returns how many pairs it packed (a
+ * prefix; the caller packs the rest). pack_b: pairs [0, kq) of a B panel from CV_BF16_NR
+ * contiguous columns, rows 2q and 2q + 1 at b + 2q * rs and b + (2q + 1) * rs. */
+typedef int64_t (*cv_bf16_pack_a)(const uint16_t *a, int64_t rs, int64_t kq, uint32_t *panel);
+typedef void (*cv_bf16_pack_b)(const uint16_t *b, int64_t rs, int64_t kq, uint32_t *panel);
+
 /* A micro-kernel and what the driver must know of it. */
 typedef struct {
     const char *name;
@@ -30,9 +38,15 @@ typedef struct {
     int (*usable)(void); /* the CPU and the OS let it run (checked once); level 4 aside */
     void (*begin)(void); /* per thread, around a run of kernel calls; NULL: nothing */
     void (*end)(void);
+    cv_bf16_pack_a pack_a;
+    cv_bf16_pack_b pack_b;
 } cv_bf16_kernel;
 
 /* AMX-BF16 (gemm_bf16_amx.c) and AVX-512 BF16 (gemm_bf16_avx512.c). */
 extern const cv_bf16_kernel cv_bf16_amx, cv_bf16_avx512;
+
+/* The AVX-512 B packer (gemm_bf16_avx512.c), which the AMX kernel shares; defined on
+ * x86-64 with GCC or Clang only, where both kernels are. */
+void cv_bf16_pack_b_avx512(const uint16_t *b, int64_t rs, int64_t kq, uint32_t *panel);
 
 #endif

@@ -107,9 +107,10 @@ CV_TARGET static void kern(int64_t kq, const uint32_t *a, const uint32_t *b, flo
     _tile_stored(3, c1 + 16, ld);
 }
 
-const cv_bf16_kernel cv_bf16_amx = {"amx", kern, MR, KU, usable, begin, end};
+const cv_bf16_kernel cv_bf16_amx = {"amx", kern, MR, KU, usable, begin, end, NULL,
+                                     cv_bf16_pack_b_avx512};
 #else
 static int usable(void) { return 0; }
 
-const cv_bf16_kernel cv_bf16_amx = {"amx", NULL, MR, KU, usable, NULL, NULL};
+const cv_bf16_kernel cv_bf16_amx = {"amx", NULL, MR, KU, usable, NULL, NULL, NULL, NULL};
 #endif

@@ -63,7 +63,7 @@ dots_block(int r, int jn, int64_t k, const T *ap, const T *const *bcol,
             dots_block(R, jn, kb, ai, bcol, pf, 0, ci, ldc, acc);                       \
         else if (npf == 1)                                                               \
             dots_block(R, jn, kb, ai, bcol, pf, 1, ci, ldc, acc);                       \
-        else if (npf == 2)                                                               \
+        else if (npf == 2 || DJ < 3) /* pf[] has DJ entries */                          \
             dots_block(R, jn, kb, ai, bcol, pf, 2, ci, ldc, acc);                       \
         else                                                                             \
             dots_block(R, jn, kb, ai, bcol, pf, 3, ci, ldc, acc);                       \
