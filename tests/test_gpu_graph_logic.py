@@ -29,7 +29,8 @@ from cuvil_aot.runtime import native
 class Record(ctypes.Structure):
     _fields_ = [("kernel", ctypes.c_int), ("via_graph", ctypes.c_int),
                 ("grid_x", ctypes.c_uint), ("grid_y", ctypes.c_uint), ("block", ctypes.c_uint),
-                ("stream", ctypes.c_ulonglong), ("args", ctypes.c_ubyte * 32)]
+                ("stream", ctypes.c_ulonglong), ("args", ctypes.c_ubyte * 32),
+                ("device", ctypes.c_int), ("context_device", ctypes.c_int)]
 
 fake = ctypes.CDLL("libcuda.so.1")  # the runtime's own handle: the same file
 buf = (Record * 4096)()
@@ -141,6 +142,7 @@ H = [(k, 9, 1, 128, args(), node, after) for k, node, after in
      [(0, 1, 0), (1, 2, 0), (2, 0, 0), (3, 3, 0), (4, 4, 0b100)]]
 assert not run(H, site=2) and run(H, site=2)  # node 0: after every launch not waited for
 assert waits() == [[], [], [0, 1], [2], [2, 3]], waits()
+assert flag("fake_wrong_context").value == 0  # one device: its context current throughout
 print("ok", after)
 '''
 

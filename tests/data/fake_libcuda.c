@@ -1,7 +1,17 @@
-/* A fake libcuda.so.1 for tests/test_gpu_graph_logic.py: just enough of the driver API for
- * the runtime's launches and CUDA graphs (native/src/gpu_graph.c), no device. Every kernel
- * that runs, launched or as a graph's node, is logged with its grid, stream and the 32
- * bytes of its argument struct; the test compares the log with the launches asked for. */
+/* A fake libcuda.so.1 for tests/test_gpu_graph_logic.py and test_gpu_devices_logic.py:
+ * just enough of the driver API for the runtime's launches, CUDA graphs
+ * (native/src/gpu_graph.c) and several devices, on a machine with no GPU. Every kernel
+ * that runs, launched or as a graph's node, is logged with its grid, stream, the 32 bytes of its
+ * argument struct, the device whose module it came from and the device whose context was
+ * current; the tests compare the log with the launches asked for.
+ *
+ * Devices: context 0x100 + d is device d's primary context, current per thread as in the
+ * driver; device d's memory lies at (d + 1) << 40 (cuPointerGetAttribute's ordinal).
+ * Modules, functions, pools and events remember the device they were made on; any use
+ * of them, or of a device pointer, while another device's context is current counts in
+ * fake_wrong_context (where the driver would fail or fault). fake_pools = 1 lets the
+ * devices offer memory pools (the runtime's scratch). */
+#include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +21,7 @@ typedef struct {
     unsigned grid_x, grid_y, block;
     unsigned long long stream;
     unsigned char args[32];
+    int device, context_device; /* the function's module's, the current context's */
 } record;
 
 typedef struct {
@@ -21,7 +32,7 @@ typedef struct {
 } node_params;
 
 typedef struct {
-    int kernel;
+    int func; /* its function handle - 0x1000 */
     unsigned gx, gy, bx;
     unsigned char args[32];
     int ndeps, deps[64]; /* the nodes it waits for, by index */
@@ -40,9 +51,20 @@ typedef struct {
 
 static record log_[4096];
 static int nlog;
-static void *current;
+static __thread void *current;
 int fake_capturing, fake_fail_instantiate, fake_instantiates, fake_set_params, fake_execs;
 int fake_mode, fake_relaxed_builds; /* the thread's capture mode; graphs built relaxed */
+int fake_pools, fake_wrong_context, fake_loads[4], fake_pool_allocs[4];
+
+/* The device whose context is current (-1: none); the device of a handle or pointer. */
+static int current_device(void) {
+    uintptr_t c = (uintptr_t)current;
+    return c >= 0x100 && c < 0x104 ? (int)(c - 0x100) : -1;
+}
+static int memory_device(unsigned long long p) { return p >> 40 ? (int)(p >> 40) - 1 : -1; }
+static void expect_device(int device) {
+    if (device != current_device()) __atomic_fetch_add(&fake_wrong_context, 1, __ATOMIC_RELAXED);
+}
 
 int fake_take(record *out, int max) {
     int n = nlog < max ? nlog : max;
@@ -51,52 +73,132 @@ int fake_take(record *out, int max) {
     return n;
 }
 
-static void note(int kernel, int via_graph, unsigned gx, unsigned gy, unsigned bx,
+/* A function handle: 0x1000 + kernel + (device << 16). */
+static int kernel_of(void *f) { return (int)(((uintptr_t)f - 0x1000) & 0xffff); }
+static int device_of(void *f) { return (int)(((uintptr_t)f - 0x1000) >> 16); }
+
+static void note(void *f, int via_graph, unsigned gx, unsigned gy, unsigned bx,
                  unsigned long long stream, const void *args) {
-    if (nlog == 4096) return;
-    record *r = &log_[nlog++];
-    r->kernel = kernel, r->via_graph = via_graph, r->grid_x = gx, r->grid_y = gy;
+    expect_device(device_of(f));
+    int i = __atomic_fetch_add(&nlog, 1, __ATOMIC_RELAXED); /* threads may launch at once */
+    if (i >= 4096) {
+        nlog = 4096;
+        return;
+    }
+    record *r = &log_[i];
+    r->kernel = kernel_of(f), r->via_graph = via_graph, r->grid_x = gx, r->grid_y = gy;
     r->block = bx, r->stream = stream;
     memcpy(r->args, args, 32);
+    r->device = device_of(f), r->context_device = current_device();
 }
 
-static int kernel_of(void *f) { return (int)((uintptr_t)f - 0x1000); }
+/* "k<n>" (the graph test's launches) is kernel n; other names get 100, 101, ... */
+static int kernel_id(const char *name) {
+    static char seen[64][128];
+    static int nseen;
+    if (name[0] == 'k' && isdigit((unsigned char)name[1])) return atoi(name + 1);
+    for (int i = 0; i < nseen; i++)
+        if (!strcmp(seen[i], name)) return 100 + i;
+    if (nseen == 64) return 99;
+    strncpy(seen[nseen], name, sizeof seen[0] - 1);
+    return 100 + nseen++;
+}
 
 int cuGetErrorName(int r, const char **s) { (void)r; *s = "FAKE_ERROR"; return 0; }
 int cuGetErrorString(int r, const char **s) { (void)r; *s = "fake error"; return 0; }
 int cuInit(unsigned f) { (void)f; return 0; }
 int cuDeviceGet(int *d, int o) { *d = o; return 0; }
 int cuDeviceGetAttribute(int *v, int attr, int dev) {
-    (void)dev;
-    *v = attr == 16 ? 132 : attr == 75 ? 9 : 0; /* SMs, cc 9.0, no memory pools */
+    (void)dev; /* SMs, cc 9.0, memory pools where fake_pools says */
+    *v = attr == 16 ? 132 : attr == 75 ? 9 : attr == 115 ? fake_pools : 0;
     return 0;
 }
 int cuDevicePrimaryCtxRetain(void **c, int dev) { *c = (void *)(uintptr_t)(0x100 + dev); return 0; }
 int cuCtxGetCurrent(void **c) { *c = current; return 0; }
 int cuCtxSetCurrent(void *c) { current = c; return 0; }
-int cuCtxGetDevice(int *d) { *d = 0; return 0; }
-int cuModuleLoadData(void **m, const void *image) { (void)image; *m = (void *)0x200; return 0; }
+int cuCtxGetDevice(int *d) {
+    *d = current_device();
+    return *d < 0; /* CUDA_ERROR_INVALID_VALUE without a context */
+}
+/* A module: 0x200 + its device. */
+int cuModuleLoadData(void **m, const void *image) {
+    (void)image;
+    int d = current_device();
+    if (d < 0) return 1;
+    fake_loads[d]++;
+    *m = (void *)(uintptr_t)(0x200 + d);
+    return 0;
+}
 int cuModuleGetFunction(void **f, void *m, const char *name) {
-    (void)m;
-    *f = (void *)(uintptr_t)(0x1000 + atoi(name + 1));
+    int d = (int)((uintptr_t)m - 0x200);
+    expect_device(d);
+    *f = (void *)(uintptr_t)(0x1000 + kernel_id(name) + (d << 16));
     return 0;
 }
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                    unsigned bz, unsigned smem, void *stream, void **params, void **extra) {
     (void)gz, (void)by, (void)bz, (void)smem, (void)extra;
-    note(kernel_of(f), 0, gx, gy, bx, (uintptr_t)stream, params[0]);
+    note(f, 0, gx, gy, bx, (uintptr_t)stream, params[0]);
     return 0;
 }
-int cuPointerGetAttribute(void *v, int a, unsigned long long p) { (void)v, (void)a, (void)p; return 0; }
-int cuEventCreate(void **e, unsigned f) { (void)f; *e = (void *)0x300; return 0; }
-int cuEventRecord(void *e, void *s) { (void)e, (void)s; return 0; }
-int cuStreamWaitEvent(void *s, void *e, unsigned f) { (void)s, (void)e, (void)f; return 0; }
+int cuPointerGetAttribute(void *v, int a, unsigned long long p) {
+    if (a == 9) *(int *)v = memory_device(p) < 0 ? 0 : memory_device(p); /* DEVICE_ORDINAL */
+    return 0;
+}
+/* An event: 0x300 + its device. */
+int cuEventCreate(void **e, unsigned f) {
+    (void)f;
+    *e = (void *)(uintptr_t)(0x300 + current_device());
+    return 0;
+}
+int cuEventRecord(void *e, void *s) {
+    (void)s;
+    expect_device((int)((uintptr_t)e - 0x300));
+    return 0;
+}
+int cuStreamWaitEvent(void *s, void *e, unsigned f) {
+    (void)s, (void)f;
+    expect_device((int)((uintptr_t)e - 0x300));
+    return 0;
+}
 int cuMemsetD8Async(unsigned long long p, unsigned char v, size_t n, void *s) {
-    (void)p, (void)v, (void)n, (void)s;
+    (void)v, (void)n, (void)s;
+    expect_device(memory_device(p));
     return 0;
 }
 int cuMemcpyDtoHAsync_v2(void *d, unsigned long long s, size_t n, void *st) {
-    (void)d, (void)s, (void)n, (void)st;
+    (void)d, (void)n, (void)st;
+    expect_device(memory_device(s));
+    return 0;
+}
+
+/* Pools: CUmemPoolProps' location_id names the device; blocks come from its memory. */
+typedef struct {
+    int alloc_type, handle_types, location_type, location_id;
+} pool_props_head;
+typedef struct {
+    int device;
+    unsigned long long next;
+} pool;
+int cuMemPoolCreate(pool **p, const pool_props_head *props) {
+    expect_device(props->location_id);
+    *p = calloc(1, sizeof **p);
+    (*p)->device = props->location_id;
+    (*p)->next = ((unsigned long long)props->location_id + 1) << 40 | 1ULL << 36;
+    return 0;
+}
+int cuMemPoolSetAttribute(pool *p, int attr, void *v) { (void)p, (void)attr, (void)v; return 0; }
+int cuMemAllocFromPoolAsync(unsigned long long *out, size_t n, pool *p, void *s) {
+    (void)s;
+    expect_device(p->device);
+    fake_pool_allocs[p->device]++;
+    *out = p->next;
+    p->next += (n + 255) / 256 * 256;
+    return 0;
+}
+int cuMemFreeAsync(unsigned long long ptr, void *s) {
+    (void)s;
+    expect_device(memory_device(ptr));
     return 0;
 }
 int cuStreamSynchronize(void *s) { (void)s; return 0; }
@@ -130,7 +232,8 @@ int cuGraphAddKernelNode_v2(node **out, graph *g, node *const *deps, size_t ndep
         if (nd->deps[i] < 0 || nd->deps[i] >= g->n) return 1; /* an earlier node of g */
     }
     last_graph = g, g->n++;
-    nd->kernel = kernel_of(p->func), nd->gx = p->gx, nd->gy = p->gy, nd->bx = p->bx;
+    nd->func = (int)((uintptr_t)p->func - 0x1000), nd->gx = p->gx, nd->gy = p->gy;
+    nd->bx = p->bx;
     memcpy(nd->args, p->params[0], 32);
     *out = nd;
     return 0;
@@ -149,13 +252,15 @@ int cuGraphInstantiateWithFlags(exec_t **e, const graph *g, unsigned long long f
 int cuGraphLaunch(const exec_t *e, void *stream) {
     for (int i = 0; i < e->n; i++) {
         const node *nd = &e->nodes[i];
-        note(nd->kernel, 1, nd->gx, nd->gy, nd->bx, (uintptr_t)stream, nd->args);
+        note((void *)(uintptr_t)(0x1000 + nd->func), 1, nd->gx, nd->gy, nd->bx,
+             (uintptr_t)stream, nd->args);
     }
     return 0;
 }
 int cuGraphExecKernelNodeSetParams_v2(exec_t *e, const node *nd, const node_params *p) {
     int i = (int)(nd - e->g->nodes);
-    if (i < 0 || i >= e->n || kernel_of(p->func) != e->nodes[i].kernel) return 1;
+    if (i < 0 || i >= e->n || (int)((uintptr_t)p->func - 0x1000) != e->nodes[i].func)
+        return 1;
     e->nodes[i].gx = p->gx, e->nodes[i].gy = p->gy, e->nodes[i].bx = p->bx;
     memcpy(e->nodes[i].args, p->params[0], 32);
     fake_set_params++;
