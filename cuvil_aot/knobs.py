@@ -56,6 +56,10 @@ class Knobs:
     K-major as they are (``x @ w.T``); 1 (default) also runs it over K-major copies, made at
     each call, of operands that are not (``x @ w`` of an (in, out) weight), where a model
     of their cost says they pay (gpu_wrap.h). CUVIL_AOT_CUDA_WGMMA=0 turns both off."""
+    cuda_wg_tail: bool = False
+    """CUVIL_AOT_CUDA_WG_TAIL: 1 lets the wgmma main loop split k of its last, partial round
+    of tiles only, the rows before it in whole tiles (cv_gpu_wg_split, gpu_wrap.h); 0
+    (default) until it has run on a GPU: split all tiles where they are too few, or none."""
     cuda_attention: bool = True
     """CUVIL_AOT_CUDA_ATTENTION: 0 runs a recognized attention as its three kernels (two
     GEMMs and the softmax) instead of the fused flash-style kernel (to compare); 1
@@ -156,6 +160,7 @@ def read(env: Mapping[str, str] | None = None) -> Knobs:
         cuda_pool=_flag(env, "CUVIL_AOT_CUDA_POOL", True),
         cuda_wgmma=_flag(env, "CUVIL_AOT_CUDA_WGMMA", True),
         cuda_wgmma_transpose=_flag(env, "CUVIL_AOT_CUDA_WGMMA_TRANSPOSE", True),
+        cuda_wg_tail=_flag(env, "CUVIL_AOT_CUDA_WG_TAIL", False),
         cuda_attention=_flag(env, "CUVIL_AOT_CUDA_ATTENTION", True),
         cuda_graph=_int(env, "CUVIL_AOT_CUDA_GRAPH", 4, 0, 1024),
         cuda_home=(env.get("CUDA_HOME", "") or env.get("CUDA_PATH", "")).strip(),

@@ -1,7 +1,8 @@
 """The Hopper GEMM main loop (cuda_gemm_wgmma.h, a unit's ``_wg`` entry: wgmma fed by TMA)
 on a real device, as the compiled models reach it: K-major operands (``x @ w.T``, batched
 ``q @ k^T``), ragged m/n/k, a batch-broadcast weight, two terms, bias + GELU epilogue,
-split-K where the tiles are too few (1024 x 768 x 768, 1024 x 768 x 3072), a few rows, and
+split-K where the tiles are too few (1024 x 768 x 768, 1024 x 768 x 3072) and of the last
+round's tiles alone (CUVIL_AOT_CUDA_WG_TAIL), a few rows, and
 layouts that must fall back to cv_gemm_tc or the SIMT loop (k % 4 != 0, misaligned views).
 Float32 accuracy against NumPy in float64 (3xTF32), or float64 arithmetic on the rounded
 operands for precision="tf32" (one TF32 product). On a device of compute capability 9.0,
@@ -86,18 +87,21 @@ FALLBACK = {
     "two_terms_j101": [(1000, 260), (1000, 101), (700, 260), (700, 101), (700,)],
 }
 FEW_ROWS = {f"mm_t_rows{m}": [(m, 768), (768, 768)] for m in (1, 2, 3, 5, 8, 13, 16)}
+# The last round's tiles alone split (CUVIL_AOT_CUDA_WG_TAIL, off by default until it has
+# run here; test_wgmma_codegen has the model's choices): GPT-2's 144 tiles (126 whole, 18 in
+# 3 chunks), a ragged last row of tiles, 192 tiles (120 + 72 in 2), and batches (none split)
+TAIL = {
+    "linear_gelu_tail": [(1024, 768), (2304, 768), (2304,)],
+    "linear_gelu_tail_ragged": [(1000, 768), (2304, 768), (2304,)],
+    "linear_gelu_tail_192": [(1024, 768), (3072, 768), (3072,)],
+    "shared_weight_tail": [(8, 128, 768), (2304, 768)],
+}
 TF32 = {"mm_t_tf32": [(1024, 768), (768, 768)], "mm_t_tf32_big": [(2048, 1000), (1536, 1000)]}
 
 
 @pytest.fixture(scope="module")
 def gemms(tmp_path_factory):
     return compile_source(tmp_path_factory.mktemp("wgmma"), SOURCE, cuda_archs=(device_arch(),))
-
-
-
-
-
-
 
 
 def check(gemms, case: str, shapes, layout: str, *, tf32: bool = False) -> list[str]:
@@ -173,6 +177,24 @@ def test_tf32_policy_takes_one_product(gemms, case, layout):
     kernels = check(gemms, case, TF32[case], layout, tf32=True)
     if _hopper() and kernels:
         assert _ran_wg(kernels), kernels
+
+
+@pytest.fixture
+def tail_split():
+    from cuvil_aot.runtime import native
+
+    native.configure(cuda_wg_tail=True)
+    yield
+    native.configure(cuda_wg_tail=False)
+
+
+@pytest.mark.parametrize("case", sorted(TAIL))
+def test_the_tail_alone_split(gemms, tail_split, case):
+    kernels = check(gemms, case, TAIL[case], "contiguous")
+    if _hopper() and kernels:
+        assert _ran_wg(kernels), kernels
+        if "linear" in case:  # the model splits these (the sums: the unit's _ksum)
+            assert any(k.endswith("_ksum") for k in kernels), kernels
 
 
 def test_a_run_time_loop_launches_it_kernel_by_kernel(gemms):

@@ -130,8 +130,9 @@ def test_a_wgmma_module_builds_and_runs_on_the_cpu(tmp_path):
 
 SPLIT = r"""
 #include "cuvil_aot/gpu_wrap.h"
-int wg_split(int64_t tiles, int64_t depth, int64_t total, int sm, int bn, int x3) {
-    return cv_gpu_wg_split(tiles, depth, total, sm, bn, x3);
+int wg_split(int64_t m, int64_t n, int64_t nb, int64_t depth, int sm, int bn, int x3, int tail,
+             int64_t *row0) {
+    return cv_gpu_wg_split(m, n, nb, depth, sm, bn, x3, tail, row0);
 }
 int wg_bn(int64_t m, int64_t n, int64_t nb, int sm) { return cv_gpu_wg_bn(m, n, nb, sm, 192, 256); }
 """
@@ -150,22 +151,46 @@ def _host_model(tmp_path):
     return ctypes.CDLL(str(lib))
 
 
+def _wg_split(tmp_path):
+    """cv_gpu_wg_split as (split, row0) of (m, n, nb, depth, sm, bn, x3, tail)."""
+    split = _host_model(tmp_path).wg_split
+    split.argtypes = [ctypes.c_int64] * 4 + [ctypes.c_int] * 4 + [ctypes.c_void_p]
+    row0 = ctypes.c_int64(-1)
+
+    def choose(*args):
+        s = split(*args, ctypes.byref(row0))
+        return s, row0.value
+    return choose
+
+
 def test_few_tiles_split_k_of_the_wgmma_loop(tmp_path):
     """A persistent grid of a block per SM: split where whole rounds of chunks beat the
     whole rounds of tiles, the partial sums' traffic counted."""
-    split = _host_model(tmp_path).wg_split
-    split.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int] * 3
-    assert split(48, 768, 1024 * 768, 132, 128, 1) == 2  # BERT-base 1024 x 768 x 768
-    assert split(48, 3072, 1024 * 768, 132, 128, 1) == 5  # 1024 x 768 x 3072
-    assert split(24, 768, 1024 * 768, 132, 256, 0) == 1  # one TF32 product: sums cost more
-    assert split(48, 768 * 4, 1024 * 768, 132, 256, 0) > 1  # ... than 24 tiles of k = 768
-    assert split(192, 768, 1024 * 3072, 132, 128, 1) == 1  # a second round of 60 tiles
-    assert split(192, 768, 4096 * 768, 132, 128, 1) == 1  # ... the sums cost it again
-    assert split(192, 3072, 4096 * 768, 132, 128, 1) == 2  # ... not at k = 3072
-    assert split(768, 768, 4096 * 3072, 132, 128, 1) == 1  # 5.8 rounds: nearly full
-    assert split(48, 255, 1024 * 768, 132, 128, 1) == 1  # too shallow for two chunks
-    assert split(4, 1 << 16, 1 << 22, 132, 128, 1) <= 4  # partial sums capped at 2^24
-    assert split(0, 4096, 0, 132, 128, 1) == 1
+    split = _wg_split(tmp_path)
+    assert split(1024, 768, 1, 768, 132, 128, 1, 0) == (2, 0)  # BERT-base 1024 x 768 x 768
+    assert split(1024, 768, 1, 3072, 132, 128, 1, 0) == (5, 0)  # 1024 x 768 x 3072
+    assert split(1024, 768, 1, 768, 132, 256, 0, 0) == (1, 0)  # one TF32 product: sums cost
+    assert split(2048, 768, 1, 3072, 132, 256, 0, 0)[0] > 1  # ... more than 24 tiles of k 768
+    assert split(1024, 3072, 1, 768, 132, 128, 1, 0) == (1, 0)  # a second round of 60 tiles
+    assert split(4096, 768, 1, 768, 132, 128, 1, 0) == (1, 0)  # ... the sums cost it again
+    assert split(4096, 768, 1, 3072, 132, 128, 1, 0) == (2, 0)  # ... not at k = 3072
+    assert split(4096, 3072, 1, 768, 132, 128, 1, 0) == (1, 0)  # 5.8 rounds: nearly full
+    assert split(1024, 768, 1, 255, 132, 128, 1, 0) == (1, 0)  # too shallow for two chunks
+    s, _ = split(8192, 256, 1, 1 << 16, 1024, 256, 1, 0)  # 64 tiles, 2^21 sums a chunk
+    assert 1 < s <= 8  # on 1024 SMs: the partial sums capped at 2^24
+    assert split(0, 4096, 1, 4096, 132, 128, 1, 0) == (1, 0)
+
+
+def test_the_tail_alone_splits_where_allowed(tmp_path):
+    """With the tail split allowed: the rows of tiles that fill whole rounds stay whole,
+    the last round's tiles come in chunks (row0: the first split row, a multiple of 128)."""
+    split = _wg_split(tmp_path)
+    assert split(1024, 2304, 1, 768, 132, 128, 1, 1) == (3, 896)  # GPT-2 QKV: 126 + 18 x 3
+    assert split(1024, 3072, 1, 768, 132, 128, 1, 1) == (2, 640)  # 192 tiles: 120 + 72 x 2
+    assert split(4096, 768, 1, 768, 132, 128, 1, 1) == (2, 2816)  # 192 tiles: 132 + 60 x 2
+    assert split(1024, 768, 1, 768, 132, 128, 1, 1) == (2, 0)  # 48 tiles: all split, as before
+    assert split(8, 768, 128, 768, 132, 128, 1, 1)[1] == 0  # batches: all or none
+    assert split(4096, 3072, 1, 768, 132, 128, 1, 1)[1] in (0, 4096 - 128 * (4096 // 128))
 
 
 BF16_SOURCE = '''

@@ -83,6 +83,7 @@ def args_struct(k: CudaKernel, w: Writer, int8: bool = False) -> None:
             w.line("int64_t vec;  /* 1: the GEMV reads B as float4 */")
             w.line("int64_t split;  /* > 1: k in chunks, partial sums in part (_ksum adds) */")
             w.line("char *part;")
+            w.line("int64_t split_row0;  /* the split's first row (wgmma's tail split; else 0) */")
             if int8:
                 w.line("cv_q8_weight q8;  /* the int8 weight, for the fused GEMV */")
         for field_name, node in sorted(k.scalars.items()):

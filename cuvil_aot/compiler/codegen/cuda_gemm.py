@@ -175,7 +175,7 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
                 x = f"a->u.m{tag}."
                 dims = f"{x}n[1], {x}n[2], {x}n[0]" if k.nloops == 3 else f"{x}n[0], {x}n[1], 1"
                 w.line(f"case {tag}: return cv_gemm_job{{{x}t, {len(k.group.terms)}, {dims}, "
-                       f"(int){x}split, {x}part, (int){x}cols, (int){x}vec}};")
+                       f"(int){x}split, {x}part, (int){x}cols, (int){x}vec, {x}split_row0}};")
         w.line("return cv_gemm_job{};")
     part = f"j.split, reinterpret_cast<{acc} *>(j.part)"
     epi = f"{name}_epi{{&a_}}"
@@ -184,7 +184,7 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
     calls = {"tiled": (block, f"cv_gemm_tiled<{acc}, 128{stored}>{tiles}"),
              "tiled64": (block, f"cv_gemm_tiled<{acc}, 64{stored}>{tiles}"),
              "ksum": (block, f"cv_gemm_ksum<{acc}>(reinterpret_cast<const {acc} *>(j.part), "
-                             f"j.split, j.m, j.n, j.nb, {epi});")}
+                             f"j.split, j.m, j.n, j.nb, {epi}, j.row0);")}
     # three blocks per SM (80 registers): a dot GEMV block waits on one round of loads
     calls["dot"] = (f"{BLOCK}, 3", f"cv_gemv_dot<{acc}, {DOT_ROWS}, {DOT_COLS}>(j.t, j.nterms, "
                                    f"j.m, j.n, j.nb, j.vec, {epi});")

@@ -134,7 +134,7 @@ def entry(name: str, kernels: list[CudaKernel]) -> str:
             w.line(f"const cv_gemm_job j = {name}_job(&w_.a);")
             w.line(f"cv_gemm_wgmma_job<{c.kind}, {c.bn}, {c.stages}>(w_.map, j.t, j.nterms, "
                    f"j.m, j.n, j.nb, j.split, reinterpret_cast<float *>(j.part), "
-                   f"{name}_epi{{&w_.a}});")
+                   f"{name}_epi{{&w_.a}}, j.row0);")
     return w.text()
 
 
@@ -171,5 +171,6 @@ def choose(w: Writer, k: CudaKernel, kernels: list[CudaKernel], kid: int, table:
             w.line(f"kid = {kid}; block = {WG_THREADS}; wsmem = {c.smem};")
         w.line(f"ftiles = ((m + {WG_BM - 1}) / {WG_BM}) * ((n + {bn} - 1) / {bn});")
         depth = " + ".join(f"a.t[{t}].k" for t in range(nterms))
-        w.line(f"wg_split = cv_gpu_wg_split(ftiles * nb, {depth}, nb * m * n, sm, {bn}, "
-               f"{SPLIT_MODEL[c.kind]});")
+        # wgl & 4: the tail split allowed (CUVIL_AOT_CUDA_WG_TAIL), rows from a.split_row0
+        w.line(f"wg_split = cv_gpu_wg_split(m, n, nb, {depth}, sm, {bn}, "
+               f"{SPLIT_MODEL[c.kind]}, wgl & 4, &a.split_row0);")

@@ -329,8 +329,8 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
                 w.line("if (wg) gy = 1;")
             w.line(launch)
             w.line(f"L[{g}].wg = wg; L[{g}].smem = wsmem; L[{g}].tr = wtr; (void)wg_split;")
-            w.line(f"if (a.split > 1) L[{g}].sum_grid = cv_gpu_grid(nb * ((m + CV_KSUM_ROWS - 1) "
-                   f"/ CV_KSUM_ROWS) * n, {BLOCK}, sm, 8);")
+            w.line(f"if (a.split > 1) L[{g}].sum_grid = cv_gpu_grid(nb * ((m - a.split_row0 + "
+                   f"CV_KSUM_ROWS - 1) / CV_KSUM_ROWS) * n, {BLOCK}, sm, 8);")
             # the one-kernel's GEMV would read the dequantized weight, not stored where q8
             q8 = " && !q8" if k.name in gp.int8 else ""
             w.line(f"small = small && (gemv || dot){q8};")
@@ -342,8 +342,8 @@ def _split(w: Writer, k: CudaKernel, g: int) -> None:
     depth = " + ".join(f"a.t[{t}].k" for t in range(len(k.group.terms)))
     w.line(f"a.split = wg ? wg_split : few_tiles ? cv_gpu_split(ftiles * nb, {depth}, "
            "nb * m * n, sm) : 1;")
-    with w.block("if (a.split > 1)"):
-        w.line("const int64_t count = a.split * nb * m * n;")
+    with w.block("if (a.split > 1)"):  # the split rows' partial sums (a.split_row0 on)
+        w.line("const int64_t count = a.split * nb * (m - a.split_row0) * n;")
         dt = "CV_DT_FLOAT32" if k.acc_type == "float" else "CV_DT_FLOAT64"
         w.line(f"const int r = api->gpu->scratch(dev, {dt}, 1, &count, stream, &kpart[{g}]);")
         w.line("if (r < 0) goto done;")

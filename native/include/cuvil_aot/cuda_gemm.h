@@ -38,6 +38,7 @@ struct cv_gemm_job {
     int split;
     char *part;
     int cols, vec;
+    int64_t row0; /* split only rows row0 and on (the wgmma loop's tail; 0: all) */
 };
 
 #endif

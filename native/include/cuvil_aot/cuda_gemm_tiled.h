@@ -135,15 +135,18 @@ CV_DEV cv_gpu_term cv_term_chunk(const cv_gpu_term &t, int s, int split) {
 }
 
 /* The epilogue of a tile of chunk s: its partial sums into part, or, without a
- * split (part NULL), the totals to epi. */
+ * split (part NULL), the totals to epi. The split covers rows [row0, row0 + m) of each
+ * batch (the wgmma loop's tail split: the rows above come in whole tiles), part holding
+ * those rows only. */
 template <class T, class Epi>
 struct cv_split_epi {
     const Epi &epi;
     T *part;
     int64_t m, n, nbatch;
     int s;
+    int64_t row0 = 0;
     CV_MEMBER void operator()(int64_t bat, int64_t i, int64_t j, T acc) const {
-        if (part) part[((s * nbatch + bat) * m + i) * n + j] = acc;
+        if (part) part[((s * nbatch + bat) * m + i - row0) * n + j] = acc;
         else epi(bat, i, j, acc);
     }
     /* Rows i0 .. i0 + R of column j (R, or the first `count` where CHECK), their values
@@ -156,7 +159,7 @@ struct cv_split_epi {
                         int count) const {
         if (part) {
             for (int r = 0; r < (CHECK ? count : R); r++)
-                part[((s * nbatch + bat) * m + i0 + r) * n + j] = v[r * stride];
+                part[((s * nbatch + bat) * m + i0 - row0 + r) * n + j] = v[r * stride];
             return;
         }
         cv_epi_with(epi, [&](const auto &e) {
@@ -168,7 +171,8 @@ struct cv_split_epi {
 };
 
 /* The chunks' partial sums, added in chunk order (the same total every run), through the
- * epilogue. A thread's item is CV_KSUM_ROWS rows of one column, the lanes along the columns
+ * epilogue: of rows [row0, m) of each batch, part holding those rows only (row0 > 0: the
+ * wgmma loop's tail split, cv_wg_item). A thread's item is CV_KSUM_ROWS rows of one column, the lanes along the columns
  * (coalesced); items grid-strided over nbatch x bands x n. The rows go to the epilogue as
  * the wgmma loop's do (cv_split_epi::rows: the functor picked once, the rows one straight
  * block whose index products the compiler strength-reduces): per element, the generated
@@ -180,8 +184,9 @@ struct cv_split_epi {
  * far as the compiler knows. */
 template <class T, class Epi>
 CV_DEV void cv_gemm_ksum(const T *part, int split, int64_t m, int64_t n, int64_t nbatch,
-                         const Epi &epi) {
+                         const Epi &epi, int64_t row0 = 0) {
     constexpr int R = CV_KSUM_ROWS;
+    m -= row0; /* the split rows: bands of them, part's planes of them */
     const int64_t bands = (m + R - 1) / R, total = nbatch * bands * n, plane = nbatch * m * n;
     const int64_t step = (int64_t)gridDim.x * blockDim.x;
     int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
@@ -201,11 +206,11 @@ CV_DEV void cv_gemm_ksum(const T *part, int split, int64_t m, int64_t n, int64_t
             for (int r = 0; r < R; r++)
                 if (r < rows) v[r] += cv_ldg(p + r * n);
         if (rows == R) {
-            out.template rows<R, false>(bat, i0, j, v, 1, R);
+            out.template rows<R, false>(bat, row0 + i0, j, v, 1, R);
         } else { /* the last band: one copy of the epilogue, v shifted (an index that
                   * varies would put v in local memory) */
             for (int r = 0; r < rows; r++) {
-                epi(bat, i0 + r, j, v[0]);
+                epi(bat, row0 + i0 + r, j, v[0]);
 #pragma unroll
                 for (int q = 0; q + 1 < R; q++) v[q] = v[q + 1];
             }

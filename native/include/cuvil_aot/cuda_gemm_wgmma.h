@@ -54,6 +54,7 @@
 #include <cuda.h> /* CUtensorMap and its enums (types only: the driver is dlopen'ed) */
 
 #include "cuvil_aot/cuda_gemm_tc.h"
+#include "cuvil_aot/cuda_wg_work.h"
 #include "cuvil_aot/cuda_wgmma_ops.h"
 
 /* The tensor maps in generated code's arguments (gpu_wrap.h declares the same layout
@@ -277,23 +278,12 @@ CV_DEV void cv_wg_consumer(unsigned char *smem, uint64_t *full, uint64_t *empty,
 
 #endif /* CV_WGMMA_OK */
 
-/* Term t's k-chunk s of `split` (split-K): its first k and its BK-deep k-blocks. Chunks
- * are whole k-blocks, so a box never reaches into the next chunk (TMA zero-fills past k
- * only); cv_gemm_ksum adds the chunks' partial sums whatever their bounds. */
-template <int BK>
-CV_DEV void cv_wg_chunk(int64_t k, int s, int split, int64_t &k0, int &blocks) {
-    const int64_t chunk = split > 1 ? ((k + split - 1) / split + BK - 1) / BK * BK : k;
-    k0 = s * chunk < k ? s * chunk : k;
-    const int64_t kn = k - k0 < chunk ? k - k0 : chunk;
-    blocks = (int)((kn + BK - 1) / BK);
-}
-
-/* The main loop over work items blockIdx.x, + gridDim.x, ...: item w is tile w % tiles
- * (128 x BN, column tiles fastest) of batch (w / tiles) % nb and k-chunk w / (tiles * nb)
- * of `split`; a grid of one block per item, or fewer (persistent: the producer loads the
- * next item's first stages during this one's epilogue). Each item sums its chunk of
- * every term (the terms' k-blocks one after another through the ring); with split > 1
- * the sums go to part (cv_split_epi, cv_gemm_ksum adds them), else to epi(bat, i, j, v).
+/* The main loop over work items blockIdx.x, + gridDim.x, ... (cv_wg_item: split > 1
+ * splits the tiles of rows row0 and on, a multiple of 128; row0 0: all); a grid of one
+ * block per item, or fewer (persistent: the producer loads the next item's first stages
+ * during this one's epilogue). Each item sums its chunk of every term (the terms'
+ * k-blocks one after another through the ring); a split item's sums go to part (rows
+ * from row0 on: cv_split_epi, cv_gemm_ksum adds them), others' to epi(bat, i, j, v).
  * maps(t, 0) and maps(t, 1): term t's tensor maps of A (boxes of 128 rows) and B (boxes
  * of BN rows), 3-D (cv_wg_make_map), where they are (param space: a copy in local
  * memory would not do); a term with a_bs (b_bs) 0 reads batch 0 of its map. Block: 384
@@ -302,14 +292,17 @@ CV_DEV void cv_wg_chunk(int64_t k, int s, int split, int64_t &k0, int &blocks) {
  * Built for a target without wgmma: traps (the host must not launch it). */
 template <int KIND, int BN, int STAGES, class Maps, class Epi>
 CV_DEV void cv_wg_run(const Maps &maps, const cv_gpu_term *terms, int nterms, int64_t m,
-                      int64_t n, int64_t nb, int split, float *part, const Epi &epi) {
+                      int64_t n, int64_t nb, int split, float *part, const Epi &epi,
+                      int64_t row0 = 0) {
 #if defined(CV_WGMMA_OK)
     using C = cv_wg_cfg<KIND, BN, STAGES>;
     extern __shared__ unsigned char cv_wg_dyn[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     unsigned char *smem = cv_wg_dyn + ((1024 - (cv_smem_u32(cv_wg_dyn) & 1023)) & 1023);
     const int64_t tiles_n = (n + BN - 1) / BN, tiles = (m + C::BM - 1) / C::BM * tiles_n;
-    const int64_t work = tiles * nb * (split > 1 ? split : 1);
+    static_assert(C::BM == 128, "cv_wg_items counts rows of 128");
+    int64_t whole;
+    const int64_t work = cv_wg_items(tiles, tiles_n, nb, split, row0, whole);
     const int wg = threadIdx.x >> 7;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
@@ -328,40 +321,42 @@ CV_DEV void cv_wg_run(const Maps &maps, const cv_gpu_term *terms, int nterms, in
         cv_setmaxnreg_dec<40>();
         if (threadIdx.x == 0)
             for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
-                const int64_t tile = w % tiles, bat = (w / tiles) % nb;
-                const int s = (int)(w / (tiles * nb));
-                const int row0 = (int)(tile / tiles_n * C::BM), col0 = (int)(tile % tiles_n * BN);
+                const cv_wg_it item = cv_wg_item(w, tiles, nb, whole, split);
+                const int r0 = (int)(item.tile / tiles_n * C::BM);
+                const int c0 = (int)(item.tile % tiles_n * BN);
                 for (int t = 0; t < nterms; t++) {
                     int64_t k0;
                     int blocks;
-                    cv_wg_chunk<C::BK>(terms[t].k, s, split, k0, blocks);
-                    const int za = terms[t].a_bs ? (int)bat : 0, zb = terms[t].b_bs ? (int)bat : 0;
+                    cv_wg_chunk<C::BK>(terms[t].k, item.s, item.split, k0, blocks);
+                    const int za = terms[t].a_bs ? (int)item.bat : 0;
+                    const int zb = terms[t].b_bs ? (int)item.bat : 0;
                     for (int kb = 0; kb < blocks; kb++, it++) {
                         const int st = it % STAGES;
                         unsigned char *sa = smem + st * C::STAGE;
                         const int x = (int)(k0 + kb * C::BK);
                         cv_mbar_wait(&empty[st], ((it / STAGES) & 1) ^ 1);
                         cv_mbar_arrive_tx(&full[st], C::A_BYTES + C::B_BYTES);
-                        cv_tma_3d(sa, maps(t, 0), x, row0, za, &full[st]);
-                        cv_tma_3d(sa + C::A_BYTES, maps(t, 1), x, col0, zb, &full[st]);
+                        cv_tma_3d(sa, maps(t, 0), x, r0, za, &full[st]);
+                        cv_tma_3d(sa + C::A_BYTES, maps(t, 1), x, c0, zb, &full[st]);
                     }
                 }
             }
     } else {
         cv_setmaxnreg_inc<232>();
         for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
-            const int64_t tile = w % tiles, bat = (w / tiles) % nb;
-            const int s = (int)(w / (tiles * nb));
+            const cv_wg_it item = cv_wg_item(w, tiles, nb, whole, split);
             int nk = 0;
             for (int t = 0; t < nterms; t++) {
                 int64_t k0;
                 int blocks;
-                cv_wg_chunk<C::BK>(terms[t].k, s, split, k0, blocks);
+                cv_wg_chunk<C::BK>(terms[t].k, item.s, item.split, k0, blocks);
                 nk += blocks;
             }
-            const cv_split_epi<float, Epi> out{epi, split > 1 ? part : nullptr, m, n, nb, s};
-            cv_wg_consumer<KIND, BN, STAGES>(smem, full, empty, wg - 1, it, bat, m, n, nk,
-                                             tile / tiles_n * C::BM, tile % tiles_n * BN, out);
+            const cv_split_epi<float, Epi> out{epi, item.split > 1 ? part : nullptr, m - row0, n,
+                                               nb, item.s, row0};
+            cv_wg_consumer<KIND, BN, STAGES>(smem, full, empty, wg - 1, it, item.bat, m, n, nk,
+                                             item.tile / tiles_n * C::BM,
+                                             item.tile % tiles_n * BN, out);
         }
     }
 #else
@@ -385,9 +380,9 @@ CV_DEV void cv_gemm_wgmma(const CUtensorMap &ta, const CUtensorMap &tb, int64_t 
 template <int KIND, int BN, int STAGES, class Epi>
 CV_DEV void cv_gemm_wgmma_job(const CUtensorMap *maps, const cv_gpu_term *terms, int nterms,
                               int64_t m, int64_t n, int64_t nb, int split, float *part,
-                              const Epi &epi) {
+                              const Epi &epi, int64_t row0 = 0) {
     auto at = [maps](int t, int side) { return &maps[2 * t + side]; };
-    cv_wg_run<KIND, BN, STAGES>(at, terms, nterms, m, n, nb, split, part, epi);
+    cv_wg_run<KIND, BN, STAGES>(at, terms, nterms, m, n, nb, split, part, epi, row0);
 }
 
 #endif

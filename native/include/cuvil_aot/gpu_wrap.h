@@ -279,10 +279,10 @@ static int cv_gpu_wg_transposed(const cv_gpu_api *gpu, int dev, uintptr_t stream
 }
 
 /* Split-K of the wgmma main loop (one block per SM, a persistent grid over its work items:
- * `tiles` 128 x bn tiles, batches included, times the split), from a model of its time in
- * a tile's whole-k time T: rounds(s) / s * T for s chunks (rounds: ceil(tiles * s / sms)),
- * plus the partial sums each chunk writes and _ksum reads (8 bytes an element of the
- * `total` ones, at 2.2 TB/s) and _ksum's launch (4 us); unsplit, rounds(1) * T. T from
+ * the 128 x bn tiles of m x n, batches included, cv_wg_item), from a model of its time in
+ * a tile's whole-k time T. Every tile in s chunks: rounds(s) / s * T (rounds: ceil(tiles *
+ * s / sms)), plus the partial sums each chunk writes and _ksum reads (8 bytes an element of
+ * the split rows, at 2.2 TB/s) and _ksum's launch (4 us); unsplit, rounds(1) * T. T from
  * the rate of an SM: 3xTF32 (x3 1) 75 TFLOP/s over 132 SMs, one TF32 product (0) 369,
  * bfloat16 (2) 678 (bench/gpu/h200_2026-12-03, wgmma_probe.cu). The 3xTF32 rate and the
  * sums' cost are fitted to one call's kernels, each GEMM split as modelled before and never
@@ -291,22 +291,43 @@ static int cv_gpu_wg_transposed(const cv_gpu_api *gpu, int dev, uintptr_t stream
  * 4096 x 768 26.8. So 1024 x 768 x 768 (48 tiles) gets 2 (34.1 against 43.7 us), 1024 x
  * 768 x 3072 gets 5, and 192 tiles at k = 768 (4096 x 768 x 768, 1024 x 3072 x 768) are
  * not split (87.7 against 94.7 us; 84.0-93.3 against 86.8-91.3), while 4096 x 768 x 3072
- * is (253 against 298). Chunks at least CV_WG_SPLIT_MIN_K deep (`depth`: the terms' k
- * summed), at most 16, the sums at most CV_SPLIT_MAX_SUMS. 1: no split. */
+ * is (253 against 298).
+ * With `tail` (one batch): only the last, partial round's tiles may be split, the rows of
+ * tiles before them whole (*row0: the first split row; the grid's blocks take whole tiles
+ * first, then chunks, round-robin): ceil(whole / sms) * T * (1 - 1/s) + rounds(whole +
+ * tail * s) * T / s, the sums of the tail's rows only. GPT-2's 1024 x 2304 x 768 (144
+ * tiles): 126 whole and 18 in 7 chunks, ~62 us by the model against 88 unsplit; the
+ * 192-tile GEMMs in 2 (~79 against 88). Not yet run on a GPU: off unless
+ * CUVIL_AOT_CUDA_WG_TAIL=1. Only the rows of whole tiles within whole rounds are tried
+ * (and one row of tiles fewer): the host runs this per GEMM and call. Chunks at least
+ * CV_WG_SPLIT_MIN_K deep (`depth`: the terms' k summed), at most 16, the sums at most
+ * CV_SPLIT_MAX_SUMS. 1: no split. */
 #define CV_WG_SPLIT_MIN_K 256
-static int cv_gpu_wg_split(int64_t tiles, int64_t depth, int64_t total, int sm_count, int bn,
-                           int x3) {
+static int cv_gpu_wg_split(int64_t m, int64_t n, int64_t nb, int64_t depth, int sm_count,
+                           int bn, int x3, int tail, int64_t *row0) {
+    const int64_t tiles_n = (n + bn - 1) / bn, row_tiles = (m + 127) / 128;
+    const int64_t tiles = row_tiles * tiles_n * nb;
+    *row0 = 0;
     if (tiles <= 0) return 1;
     const double rate = (x3 == 1 ? 75e12 : x3 == 2 ? 678e12 : 369e12) / 132,
                  tile = 2.0 * 128 * bn * depth / rate;
-    const double sums = (double)total * 8 / 2.2e12;
     int best = 1;
     double best_t = (double)((tiles + sm_count - 1) / sm_count) * tile;
-    for (int s = 2; s <= 16 && s <= depth / CV_WG_SPLIT_MIN_K; s++) {
-        if (s * total > CV_SPLIT_MAX_SUMS) break;
-        const int64_t rounds = (tiles * s + sm_count - 1) / sm_count;
-        const double t = (double)rounds * tile / s + s * sums + 4e-6;
-        if (t < best_t) best = s, best_t = t;
+    /* rows of whole tiles: none, or (tail) those within whole rounds and one fewer */
+    const int64_t full = tail && nb == 1 ? tiles / sm_count * sm_count / tiles_n : 0;
+    const int64_t tried[3] = {0, full - 1 > 0 ? full - 1 : 0, full};
+    for (int c = 0; c < 3; c++) {
+        const int64_t rt = tried[c], whole = rt * tiles_n, rest = tiles - whole;
+        const double total = (double)(nb * m - rt * 128) * n; /* the split elements */
+        if (rest <= 0 || (c > 0 && rt == tried[c - 1])) continue;
+        for (int s = 2; s <= 16 && s <= depth / CV_WG_SPLIT_MIN_K; s++) {
+            if (s * total > CV_SPLIT_MAX_SUMS) break;
+            const int64_t work = whole + rest * s, grid = work < sm_count ? work : sm_count;
+            const double t = (double)((whole + grid - 1) / grid) * tile * (1 - 1.0 / s) +
+                             (double)((work + grid - 1) / grid) * tile / s +
+                             s * total * 8 / 2.2e12 + 4e-6;
+            if (t < best_t) best = s, best_t = t, *row0 = rt * 128;
+        }
     }
     return best;
 }
