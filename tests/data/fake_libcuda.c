@@ -141,6 +141,26 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
     note(f, 0, gx, gy, bx, (uintptr_t)stream, params[0]);
     return 0;
 }
+int cuLaunchCooperativeKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                              unsigned by, unsigned bz, unsigned smem, void *stream,
+                              void **params) {
+    return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, params, NULL);
+}
+/* Hopper's tensor maps (the wgmma loop's operands): any, as zeros; the shared memory limit
+ * raised. */
+int cuTensorMapEncodeTiled(void *map, int type, unsigned rank, void *base, const void *dims,
+                           const void *strides, const void *box, const void *estr, int il,
+                           int sw, int l2, int oob) {
+    (void)type, (void)rank, (void)base, (void)dims, (void)strides, (void)box, (void)estr;
+    (void)il, (void)sw, (void)l2, (void)oob;
+    memset(map, 0, 128);
+    return 0;
+}
+int cuFuncSetAttribute(void *f, int attr, int value) {
+    (void)attr, (void)value;
+    expect_device(device_of(f));
+    return 0;
+}
 int cuPointerGetAttribute(void *v, int a, unsigned long long p) {
     if (a == 9) *(int *)v = memory_device(p) < 0 ? 0 : memory_device(p); /* DEVICE_ORDINAL */
     return 0;
