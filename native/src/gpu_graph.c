@@ -18,10 +18,15 @@
  * (pointers to this call's arrays and intermediates, sizes, strides) change call to call:
  * before a replay, each node whose bytes differ from what its graph holds is updated
  * (cuGraphExecKernelNodeSetParams; it affects later launches only, never one in flight).
- * A structure gets up to TWINS graphs, so a caller alternating two sets of arrays (x =
- * layer(x) ping-pongs between two buffers) replays with no update at all. A structure is
- * built the second time it is seen: a call of shapes seen once (a decoder's growing
- * sequence) pays no instantiation.
+ * A structure gets up to TWINS graphs, one per set of arrays seen twice, so a caller
+ * that cycles through a few sets replays with no update at all: x = layer(x) ping-ponging
+ * between two buffers, or a model's layers called in turn from a Python loop, each with
+ * its own weights (a 4-layer BERT stack updated 8 nodes a call with 2 twins). The twin
+ * that followed the last call's is tried first (one compare in a steady cycle). Arrays
+ * seen once (fresh every call) build no twin: they update the nearest twin that holds
+ * such a set, else the nearest one, which a set seen twice takes back first. A
+ * structure is built the second time it is seen too: a call of shapes seen once (a
+ * decoder's growing sequence) pays no instantiation.
  *
  * Launched one by one instead, as before: a stream being captured (torch.cuda.graph: the
  * launches go into the caller's graph; no capture of ours is nested in it), a driver
@@ -77,8 +82,9 @@ static const char *const names[][2] = {
 static int graphs_state; /* 0: not looked up, 1: usable, -1: the driver lacks some */
 static unsigned long long stats[CV_GRAPH_NSTATS];
 
-#define SLOTS 8 /* structures (with their twins) a call site keeps */
-#define TWINS 2 /* graphs of one structure */
+#define SLOTS 40 /* structures (with their twins) a call site keeps */
+#define TWINS 32 /* graphs of one structure: a 24-layer model's, each with its weights */
+#define SEEN 64  /* argument sets seen once, remembered per call site (their hashes) */
 
 typedef struct { /* a launch without its arguments */
     cv_cuda_module *m;
@@ -88,7 +94,7 @@ typedef struct { /* a launch without its arguments */
     uint64_t after;
 } step;
 
-typedef struct {
+typedef struct entry {
     uint64_t used;        /* the site's clock at its last use; 0: a free slot */
     int device, n, broken;
     uintptr_t stream;
@@ -97,11 +103,16 @@ typedef struct {
     CUgraph graph;        /* NULL: the structure seen once, nothing built */
     CUgraphExec exec;
     CUgraphNode *nodes;   /* n, in launch order */
+    struct entry *next;   /* the entry the call after this one's ran (a guess: checked) */
+    int once;             /* its arguments are a set seen once (any such call may take it) */
 } entry;
 
 typedef struct {
     entry e[SLOTS];
     uint64_t clock;
+    entry *last;          /* the entry the site's last call ran */
+    uint64_t seen[SEEN];  /* hashes of argument sets seen once: a ring */
+    int nseen;
 } site;
 
 void cv_gpu_graph_stats(unsigned long long out[CV_GRAPH_NSTATS]) {
@@ -148,12 +159,31 @@ static int same(const entry *e, const cv_gpu_launch *q, int n, int device, uintp
     return 1;
 }
 
-/* Nodes whose arguments differ from q's. */
-static int differing(const entry *e, const cv_gpu_launch *q) {
+/* Nodes whose arguments differ from q's, counted up to `enough`. */
+static int differing(const entry *e, const cv_gpu_launch *q, int enough) {
     int d = 0;
-    for (int i = 0; i < e->n; i++)
+    for (int i = 0; i < e->n && d < enough; i++)
         d += memcmp(e->bytes + e->steps[i].offset, q[i].args, q[i].size) != 0;
     return d;
+}
+
+/* Whether q's arguments were seen before at this site (their hash remembered, else
+ * remembered now): a set of arrays seen twice gets a twin of its own. */
+static int seen_before(site *s, const cv_gpu_launch *q, int n) {
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < n; i++) {
+        const unsigned char *b = q[i].args;
+        for (uint32_t j = 0; j < q[i].size; j += 8) { /* 8 bytes at a time, the last padded */
+            uint64_t w = 0;
+            memcpy(&w, b + j, q[i].size - j < 8 ? q[i].size - j : 8);
+            h = (h ^ w) * 0x100000001b3ull;
+            h ^= h >> 29;
+        }
+    }
+    for (int i = 0; i < SEEN && i < s->nseen; i++)
+        if (s->seen[i] == h) return 1;
+    s->seen[s->nseen++ % SEEN] = h;
+    return 0;
 }
 
 /* The slot a new structure takes: a free one, else the least recently used structure
@@ -275,14 +305,20 @@ static int update(entry *e, const cv_gpu_launch *q) {
     return 0;
 }
 
-/* The slot q runs from: one of its structure whose graph holds q's arguments, else a
- * second sight built, else a twin built, else the twin with the fewest nodes to update;
- * NULL (*seen 0: first sight, recorded) to launch one by one. */
+/* The slot q runs from: the one that followed the last call's where it holds q's
+ * arguments, else one of q's structure that does, else a second sight built; else, for
+ * arguments seen before, the nearest twin holding a set seen once, else a twin built, else
+ * the nearest twin; for arguments seen once, the nearest twin holding such a set, else the
+ * nearest twin. NULL (first sight, recorded) to launch one by one. */
 static entry *choose(site *s, const cv_gpu_launch *q, int n, int device, uintptr_t stream,
                      int *fresh) {
-    entry *seen = NULL, *best = NULL;
-    int twins = 0, fewest = n + 1;
+    entry *seen = NULL, *best = NULL, *best_once = NULL;
+    entry *guess = s->last ? s->last->next : NULL;
+    int twins = 0, fewest = n + 1, fewest_once = n + 1;
     *fresh = 0;
+    if (guess && guess->exec && !guess->broken && same(guess, q, n, device, stream) &&
+        differing(guess, q, 1) == 0)
+        return guess;
     for (int i = 0; i < SLOTS; i++) {
         entry *e = &s->e[i];
         if (!same(e, q, n, device, stream)) continue;
@@ -292,17 +328,26 @@ static entry *choose(site *s, const cv_gpu_launch *q, int n, int device, uintptr
             continue;
         }
         twins++;
-        int d = differing(e, q);
+        int d = differing(e, q, n + 1);
         if (d == 0) return e;
         if (d < fewest || (d == fewest && e->used < best->used)) best = e, fewest = d;
+        if (e->once && (d < fewest_once || (d == fewest_once && e->used < best_once->used)))
+            best_once = e, fewest_once = d;
     }
-    if (!seen && (twins == 0 || twins < TWINS)) {
-        entry *e = record(s, q, n, device, stream);
-        if (!e || twins == 0) return NULL; /* first sight */
-        seen = e;
+    if (seen) { /* the structure's second sight */
+        *fresh = 1;
+        return seen;
     }
-    if (seen) *fresh = 1;
-    return seen ? seen : best;
+    if (twins == 0) { /* first sight */
+        (void)record(s, q, n, device, stream);
+        return NULL;
+    }
+    const int again = seen_before(s, q, n);
+    entry *e = best_once ? best_once : best;
+    if (again && !best_once && twins < TWINS && (e = record(s, q, n, device, stream)))
+        *fresh = 1;
+    if (e) e->once = !again;
+    return e ? e : best;
 }
 
 int cv_gpu_launch_list(const cv_gpu_launch *q, int n, int device, uintptr_t stream,
@@ -329,6 +374,8 @@ int cv_gpu_launch_list(const cv_gpu_launch *q, int n, int device, uintptr_t stre
         return plain(q, n, device, stream);
     }
     e->used = s->clock;
+    if (s->last) s->last->next = e;
+    s->last = e;
     r = fresh ? build(e, q) : update(e, q);
     if (r == 0) r = outcome(g.Launch(e->exec, (void *)stream), "cuGraphLaunch");
     if (r < 0) { /* raised: a kernel's module could not load, or the context is lost */
