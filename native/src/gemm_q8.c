@@ -54,9 +54,10 @@ static void dot_range(void *ctx, int64_t begin, int64_t end) {
     const dot_job *jb = ctx;
     const cv_gemm_q8 *g = jb->g;
     float acc[CV_Q8_DOT_MAX * CV_Q8_TILE]; /* the tile as C holds it */
-    /* rows per dots call: four share each load of one or two vectors, two of up to four */
-    int step = jb->nvec <= 2 ? CV_Q8_ROWS : 2;
-    int per_call = jb->nvec <= 2 ? (int)jb->nvec : 4; /* vectors per dots call */
+    /* rows per dots call: four share each load of one or two vectors, two of three or four,
+     * one of up to eight; every vector in one call, so each weight is converted once */
+    int step = jb->nvec <= 2 ? CV_Q8_ROWS : jb->nvec <= 4 ? 2 : 1;
+    int per_call = (int)jb->nvec; /* vectors per dots call: all (at most CV_Q8_DOT_MAX) */
     for (int64_t x = begin; x < end; x++) {
         int64_t bt = x / jb->tiles, o0 = x % jb->tiles * jb->tile;
         int64_t o1 = jb->outs - o0 < jb->tile ? jb->outs : o0 + jb->tile;

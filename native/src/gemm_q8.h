@@ -15,7 +15,7 @@
 
 #define CV_Q8_NV 8   /* rows x vectors per dots call */
 #define CV_Q8_ROWS 4 /* rows per call */
-#define CV_Q8_VECS 4 /* vectors per call */
+#define CV_Q8_VECS 8 /* vectors per call */
 
 typedef void (*cv_q8_dots)(int64_t k, int64_t group, const int8_t *q, int64_t q_os, int rows,
                            const float *s, int64_t s_os, int64_t s_gs, const float *const *x,

@@ -1,8 +1,12 @@
 /* The int8-weight dot kernel on AVX-512 (gemm_q8.h): 16 weights at a time sign-extended
- * to 32 bits (vpmovsxbd) and converted to float32 (vcvtdq2ps), multiplied into two
- * accumulators per (row, vector) (vfmadd231ps) over steps of 32 weights. Up to four rows
- * share each load of a vector (one or two vectors: a decode GEMV), up to four vectors
- * each load of a row. A group's tail is read with masked loads: no byte past a row is touched. */
+ * to 32 bits (vpmovsxbd) and converted to float32 (vcvtdq2ps), multiplied into one or two
+ * accumulators per (row, vector) (vfmadd231ps). Up to four rows share each load of a
+ * vector (one or two vectors: a decode GEMV), up to eight vectors each converted row: the
+ * two conversions a 16 weights are the kernel's overhead over a float32 one, so the more
+ * vectors they serve the better. Two accumulators only where they and the group totals
+ * fit the 32 registers with room (4 rows x 2 vectors, or 2 x 4, with two each spilled:
+ * 4 x 768 @ W.T took 1.9x the time of 2 x 768 in cache). A group's tail is read with
+ * masked loads: no byte past a row is touched. */
 #include <stdint.h>
 
 #include "gemm_q8.h"
@@ -26,6 +30,7 @@ static inline __attribute__((always_inline)) CV_TARGET void
 dots_rv(int64_t k, int64_t group, const int8_t *q, int64_t q_os, const int R, const float *s,
         int64_t s_os, int64_t s_gs, const float *const *x, const int NV, float *out,
         int64_t ld) {
+    const int U = R * NV <= 4 ? 2 : 1; /* accumulators per (row, vector) */
     __m512 tot[CV_Q8_ROWS][CV_Q8_VECS];
     for (int r = 0; r < R; r++)
         for (int v = 0; v < NV; v++)
@@ -35,12 +40,12 @@ dots_rv(int64_t k, int64_t group, const int8_t *q, int64_t q_os, const int R, co
         __m512 acc[CV_Q8_ROWS][CV_Q8_VECS][2];
         for (int r = 0; r < R; r++)
             for (int v = 0; v < NV; v++)
-                acc[r][v][0] = acc[r][v][1] = _mm512_setzero_ps();
-        for (; p + 32 <= len; p += 32) {
+                acc[r][v][0] = acc[r][v][U - 1] = _mm512_setzero_ps();
+        for (; p + 16 * U <= len; p += 16 * U) {
             if (((p0 + p) & 63) == 0) /* the rows CV_Q8_PF calls ahead: from memory */
                 for (int r = 0; r < R; r++)
                     __builtin_prefetch(q + (r + CV_Q8_PF * R) * q_os + p0 + p, 0, 2);
-            for (int u = 0; u < 2; u++) {
+            for (int u = 0; u < U; u++) {
                 __m512 xv[CV_Q8_VECS];
                 for (int v = 0; v < NV; v++)
                     xv[v] = _mm512_loadu_ps(x[v] + p0 + p + 16 * u);
@@ -52,7 +57,7 @@ dots_rv(int64_t k, int64_t group, const int8_t *q, int64_t q_os, const int R, co
                 }
             }
         }
-        for (int u = 0; p < len; p += 16, u ^= 1) {
+        for (int u = 0; p < len; p += 16, u = (u + 1) % U) {
             __mmask16 mask = len - p >= 16 ? (__mmask16)0xffff
                                            : (__mmask16)((1u << (len - p)) - 1);
             __m512 xv[CV_Q8_VECS];
@@ -67,8 +72,9 @@ dots_rv(int64_t k, int64_t group, const int8_t *q, int64_t q_os, const int R, co
         for (int r = 0; r < R; r++) {
             __m512 scale = _mm512_set1_ps(s[r * s_os + g * s_gs]);
             for (int v = 0; v < NV; v++)
-                tot[r][v] = _mm512_fmadd_ps(_mm512_add_ps(acc[r][v][0], acc[r][v][1]), scale,
-                                            tot[r][v]);
+                tot[r][v] = _mm512_fmadd_ps(U == 2 ? _mm512_add_ps(acc[r][v][0], acc[r][v][1])
+                                                   : acc[r][v][0],
+                                            scale, tot[r][v]);
         }
     }
     for (int r = 0; r < R; r++)
@@ -95,6 +101,10 @@ CV_TARGET void cv_q8_dots_avx512(int64_t k, int64_t group, const int8_t *q, int6
     case 24 + 1: CV_Q8_CASE(1, 3);
     case 32 + 2: CV_Q8_CASE(2, 4);
     case 32 + 1: CV_Q8_CASE(1, 4);
+    case 40 + 1: CV_Q8_CASE(1, 5);
+    case 48 + 1: CV_Q8_CASE(1, 6);
+    case 56 + 1: CV_Q8_CASE(1, 7);
+    case 64 + 1: CV_Q8_CASE(1, 8);
     default: CV_Q8_CASE(1, 1);
     }
 #undef CV_Q8_CASE
