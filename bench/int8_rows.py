@@ -38,6 +38,21 @@ def int8(x: cv.f32["M", "K"], q: cv.i8["N", "K"], s: cv.f32["N"]):
 K, N, ROUNDS = 768, 3072, 15
 
 
+def medians(m, ws: list, qs: list, x: np.ndarray) -> tuple[float, float]:
+    """fp32's and int8's median µs per weight matrix over interleaved rounds."""
+    runs = {"fp32": lambda: [m.fp32(x, w) for w in ws],
+            "int8": lambda: [m.int8(x, q, s) for q, s in qs]}
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for run in runs.values():
+        run()
+    for _ in range(ROUNDS):
+        for name, run in runs.items():
+            t = time.perf_counter()
+            run()
+            times[name].append((time.perf_counter() - t) / len(ws) * 1e6)
+    return statistics.median(times["fp32"]), statistics.median(times["int8"])
+
+
 def main() -> None:
     m = compile_source(Path(tempfile.mkdtemp()), SOURCE)
     rng = np.random.default_rng(0)
@@ -50,17 +65,7 @@ def main() -> None:
         qs = [cv.quantize_weights(w) for w in ws]
         for rows in (1, 2, 4, 8, 16, 32):
             x = rng.standard_normal((rows, K)).astype(np.float32)
-            runs = {"fp32": lambda: [m.fp32(x, w) for w in ws],
-                    "int8": lambda: [m.int8(x, q, s) for q, s in qs]}
-            times: dict[str, list[float]] = {name: [] for name in runs}
-            for run in runs.values():
-                run()
-            for _ in range(ROUNDS):
-                for name, run in runs.items():
-                    t = time.perf_counter()
-                    run()
-                    times[name].append((time.perf_counter() - t) / layers * 1e6)
-            a, b = (statistics.median(times[n]) for n in ("fp32", "int8"))
+            a, b = medians(m, ws, qs, x)
             print(f"| {where} | {rows} | {a:.1f} | {b:.1f} | {a / b:.2f} |")
 
 
