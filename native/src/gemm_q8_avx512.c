@@ -47,8 +47,12 @@ dots_rv(int64_t k, int64_t group, const int8_t *q, int64_t q_os, const int R, co
                     __builtin_prefetch(q + (r + CV_Q8_PF * R) * q_os + p0 + p, 0, 2);
             for (int u = 0; u < U; u++) {
                 __m512 xv[CV_Q8_VECS];
-                for (int v = 0; v < NV; v++)
+                for (int v = 0; v < NV; v++) {
                     xv[v] = _mm512_loadu_ps(x[v] + p0 + p + 16 * u);
+                    /* in a register: else GCC folds the load into each row's FMA, and 2
+                     * rows x 4 vectors made 10 loads a step for 8 FMAs (load-bound) */
+                    if (R > 1) __asm__("" : "+v"(xv[v]));
+                }
                 for (int r = 0; r < R; r++) {
                     __m512 w = widen(
                         _mm_loadu_si128((const __m128i *)(q + r * q_os + p0 + p + 16 * u)));
