@@ -10,7 +10,6 @@ Interleaved rounds, medians in µs per weight matrix.
 from __future__ import annotations
 
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -20,37 +19,18 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from conftest import compile_source  # noqa: E402
+from int8_decode import SOURCE, _times  # noqa: E402  (proj_fp32, proj_int8)
 
 import cuvil_aot as cv  # noqa: E402
 
-SOURCE = '''
-import numpy as np
-import cuvil_aot as cv
-
-@cv.optimize
-def fp32(x: cv.f32["M", "K"], w: cv.f32["N", "K"]):
-    return x @ w.T
-
-@cv.optimize
-def int8(x: cv.f32["M", "K"], q: cv.i8["N", "K"], s: cv.f32["N"]):
-    return x @ (q.astype(np.float32) * s[:, None]).T
-'''
 K, N, ROUNDS = 768, 3072, 15
 
 
 def medians(m, ws: list, qs: list, x: np.ndarray) -> tuple[float, float]:
     """fp32's and int8's median µs per weight matrix over interleaved rounds."""
-    runs = {"fp32": lambda: [m.fp32(x, w) for w in ws],
-            "int8": lambda: [m.int8(x, q, s) for q, s in qs]}
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for run in runs.values():
-        run()
-    for _ in range(ROUNDS):
-        for name, run in runs.items():
-            t = time.perf_counter()
-            run()
-            times[name].append((time.perf_counter() - t) / len(ws) * 1e6)
-    return statistics.median(times["fp32"]), statistics.median(times["int8"])
+    t = _times({"fp32": (lambda: [m.proj_fp32(x, w) for w in ws],),
+                "int8": (lambda: [m.proj_int8(x, q, s) for q, s in qs],)}, ROUNDS)
+    return float(np.median(t["fp32"])) / len(ws), float(np.median(t["int8"])) / len(ws)
 
 
 def main() -> None:

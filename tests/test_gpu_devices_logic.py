@@ -13,26 +13,17 @@ libcuda.so.1 it finds (LD_LIBRARY_PATH); nvcc builds the module's sm_90 code."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
+import fake_driver
 import pytest
-
-from cuvil_aot.runtime import native as rt
-
-ROOT = Path(rt.__file__).resolve().parent.parent
-TESTS = Path(__file__).resolve().parent
-FAKE = TESTS / "data" / "fake_libcuda.c"
 
 CHILD = r'''
-import ctypes, sys, threading
+import ctypes, threading
 from pathlib import Path
-sys.path.insert(0, TESTS)
 import pytest
 from conftest import compile_source
+from fake_driver import DeviceArray, Record
 import cuvil_aot
 from cuvil_aot.runtime import native
 
@@ -50,12 +41,6 @@ def chain(x: cv.f32["M", "K"], w: cv.f32["K", "N"], v: cv.f32["N", "P"]):
 """
 
 fake = ctypes.CDLL("libcuda.so.1")  # the runtime's own handle: the same file
-
-class Record(ctypes.Structure):
-    _fields_ = [("kernel", ctypes.c_int), ("via_graph", ctypes.c_int),
-                ("grid_x", ctypes.c_uint), ("grid_y", ctypes.c_uint), ("block", ctypes.c_uint),
-                ("stream", ctypes.c_ulonglong), ("args", ctypes.c_ubyte * 32),
-                ("device", ctypes.c_int), ("context_device", ctypes.c_int)]
 
 buf = (Record * 4096)()
 
@@ -75,19 +60,6 @@ def current():
     c = ctypes.c_void_p()
     fake.cuCtxGetCurrent(ctypes.byref(c))
     return c.value
-
-class DeviceArray:
-    """float32 memory on a fake device: a pointer in that device's range, never read."""
-    offset = 0
-
-    def __init__(self, device, *shape):
-        DeviceArray.offset += 1 << 24
-        self.interface = {"shape": shape, "typestr": "<f4", "strides": None, "version": 3,
-                          "data": ((device + 1) << 40 | DeviceArray.offset, False)}
-
-    @property  # the runtime asks the type whether its arrays have one
-    def __cuda_array_interface__(self):
-        return self.interface
 
 def on(device, fn, *shapes):
     args = [DeviceArray(device, *s) for s in shapes]
@@ -174,15 +146,7 @@ print("ok", devices)
 @pytest.mark.skipif(shutil.which("cc") is None or shutil.which("nvcc") is None,
                     reason="needs a C compiler and nvcc (the module's sm_90 code)")
 def test_calls_run_on_their_arrays_device(tmp_path):
-    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(tmp_path / "libcuda.so.1"),
-                    str(FAKE)], check=True)
-    env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = os.pathsep.join([str(tmp_path), env.get("LD_LIBRARY_PATH", "")])
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    for knob in ("CUVIL_AOT_CUDA_GRAPH", "CUVIL_AOT_CUDA_POOL"):
-        env.pop(knob, None)
-    child = f"TESTS = {str(TESTS)!r}\nWORK = {str(tmp_path)!r}\n" + CHILD
-    proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
-                          timeout=600, env=env, cwd=tmp_path)
+    child = f"WORK = {str(tmp_path)!r}\n" + CHILD
+    proc = fake_driver.run_child(tmp_path, child, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     assert proc.stdout.startswith("ok"), proc.stdout

@@ -9,28 +9,16 @@ libcuda.so.1 it finds (LD_LIBRARY_PATH)."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
+import fake_driver
 import pytest
-
-from cuvil_aot.runtime import native as rt
-
-ROOT = Path(rt.__file__).resolve().parent.parent
-FAKE = Path(__file__).resolve().parent / "data" / "fake_libcuda.c"
 
 CHILD = r'''
 import ctypes, random
 from cuvil_aot.runtime import native
 
-class Record(ctypes.Structure):
-    _fields_ = [("kernel", ctypes.c_int), ("via_graph", ctypes.c_int),
-                ("grid_x", ctypes.c_uint), ("grid_y", ctypes.c_uint), ("block", ctypes.c_uint),
-                ("stream", ctypes.c_ulonglong), ("args", ctypes.c_ubyte * 32),
-                ("device", ctypes.c_int), ("context_device", ctypes.c_int)]
+from fake_driver import Record
 
 fake = ctypes.CDLL("libcuda.so.1")  # the runtime's own handle: the same file
 buf = (Record * 4096)()
@@ -169,13 +157,6 @@ print("ok", after)
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 def test_graph_choices_run_each_calls_own_launches(tmp_path):
-    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(tmp_path / "libcuda.so.1"),
-                    str(FAKE)], check=True)
-    env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = os.pathsep.join([str(tmp_path), env.get("LD_LIBRARY_PATH", "")])
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    env.pop("CUVIL_AOT_CUDA_GRAPH", None)
-    proc = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
-                          timeout=120, env=env, cwd=ROOT)
+    proc = fake_driver.run_child(tmp_path, CHILD, timeout=120)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert proc.stdout.startswith("ok"), proc.stdout

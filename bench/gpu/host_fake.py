@@ -17,7 +17,6 @@ arrays are `__cuda_array_interface__` objects, with no framework to allocate res
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -26,26 +25,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+import fake_driver  # noqa: E402
+from fake_driver import DeviceArray  # noqa: E402
+
 CASES = {  # name: (function, batch, tokens)
     "bert_1x16": ("bert_layer", 1, 16), "bert_8x128": ("bert_layer", 8, 128),
     "gpt2_1x128": ("gpt2_block", 1, 128), "gpt2_8x128": ("gpt2_block", 8, 128),
     "bert_stack_1x8": ("bert_stack", 1, 8),
 }
 H, FF = 768, 3072
-
-
-class DeviceArray:
-    """float32 memory of the fake's device 0: a pointer, never read."""
-    offset = 0
-
-    def __init__(self, *shape: int) -> None:
-        DeviceArray.offset += 1 << 28
-        self.interface = {"shape": shape, "typestr": "<f4", "strides": None, "version": 3,
-                          "data": (1 << 40 | DeviceArray.offset, False)}
-
-    @property  # the runtime asks the type whether its arrays have one
-    def __cuda_array_interface__(self) -> dict:
-        return self.interface
 
 
 def arguments(case: str) -> tuple[list[DeviceArray], DeviceArray]:
@@ -57,7 +46,7 @@ def arguments(case: str) -> tuple[list[DeviceArray], DeviceArray]:
         shapes = [(b, t, H), *gpt2]
     else:
         shapes = [(b, t, H), (b, t), *bert * (4 if fn == "bert_stack" else 1)]
-    return [DeviceArray(*s) for s in shapes], DeviceArray(b, t, H)
+    return [DeviceArray(0, *s) for s in shapes], DeviceArray(0, b, t, H)
 
 
 def call(case: str):
@@ -68,7 +57,7 @@ def call(case: str):
     args, out = arguments(case)
     if fn == "bert_stack":
         x, mask, ws = args[0], args[1], args[2:]
-        outs = [DeviceArray(*out.interface["shape"]) for _ in range(2)]
+        outs = [DeviceArray(0, *out.interface["shape"]) for _ in range(2)]
 
         def stack():
             h = x
@@ -113,12 +102,8 @@ def main() -> None:
     if opts.child:
         child(cases, opts.seconds)
         return
-    work = Path(tempfile.mkdtemp(prefix="host_fake"))
-    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(work / "libcuda.so.1"),
-                    str(ROOT / "tests" / "data" / "fake_libcuda.c")], check=True)
-    env = dict(os.environ, CUVIL_AOT_CUDA_ARCHS="sm_90",
-               LD_LIBRARY_PATH=os.pathsep.join([str(work), os.environ.get("LD_LIBRARY_PATH", "")]),
-               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    work = fake_driver.build(Path(tempfile.mkdtemp(prefix="host_fake")))
+    env = fake_driver.environment(work, CUVIL_AOT_CUDA_ARCHS="sm_90")
     me = [sys.executable, str(Path(__file__).resolve()), "--child", "--seconds",
           str(opts.seconds)]
     for case in cases:
