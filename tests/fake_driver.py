@@ -11,8 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cuvil_aot.runtime import native
+
 TESTS = Path(__file__).resolve().parent
-ROOT = TESTS.parent
+PACKAGE_ROOT = Path(native.__file__).resolve().parent.parent.parent  # the built runtime's
 FAKE = TESTS / "data" / "fake_libcuda.c"
 
 
@@ -25,10 +27,12 @@ def build(directory: Path) -> Path:
 
 def environment(directory: Path, **extra: str) -> dict[str, str]:
     """This process's environment with the fake in `directory` first on the library path
-    and the checkout and tests importable."""
+    and cuvil_aot as this process imports it (installed or in the checkout) and the tests
+    importable."""
     env = dict(os.environ, **extra)
     env["LD_LIBRARY_PATH"] = os.pathsep.join([str(directory), env.get("LD_LIBRARY_PATH", "")])
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(TESTS), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT), str(TESTS),
+                                         env.get("PYTHONPATH", "")])
     return env
 
 
