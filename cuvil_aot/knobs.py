@@ -58,8 +58,10 @@ class Knobs:
     of their cost says they pay (gpu_wrap.h). CUVIL_AOT_CUDA_WGMMA=0 turns both off."""
     cuda_wg_tail: bool = False
     """CUVIL_AOT_CUDA_WG_TAIL: 1 lets the wgmma main loop split k of its last, partial round
-    of tiles only, the rows before it in whole tiles (cv_gpu_wg_split, gpu_wrap.h); 0
-    (default) until it has run on a GPU: split all tiles where they are too few, or none."""
+    of tiles only, the rows before it in whole tiles (cv_gpu_wg_split, gpu_wrap.h), in a
+    GEMM of one batch; 0 (default): split all tiles where they are too few, or none. Run on
+    the H200 (2026-12-05): correct, no change on the transformer layers, whose GEMMs are
+    batches of 128-row tiles, which it does not take."""
     cuda_attention: bool = True
     """CUVIL_AOT_CUDA_ATTENTION: 0 runs a recognized attention as its three kernels (two
     GEMMs and the softmax) instead of the fused flash-style kernel (to compare); 1
