@@ -42,6 +42,10 @@ if [ -n "$PYCUDA_PID" ]; then
 fi
 # Run from elsewhere so that `import cuvil_aot` is the installed package, not the sources.
 cd "$(mktemp -d)"
+# The benchmarks put the checkout first on sys.path (to import bench/): give its package the
+# runtime just built, which git ignores and so never travels with the checkout.
+cp "$(python3 -c 'import cuvil_aot.runtime.native as n; print(n.__file__)')" \
+    "$ROOT/cuvil_aot/runtime/"
 
 if [ "${GPU_CHECK_TESTS:-}" != none ]; then
     echo "== pytest -m gpu" | tee -a "$OUT/summary.txt"
