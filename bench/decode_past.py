@@ -4,7 +4,7 @@ in place (``gpt2_decode_inplace``), each step in a process of its own (times on 
 VMs are bimodal from process to process: two processes each), batch 1, one OpenBLAS thread.
 Median µs a call over 300 calls after 50.
 
-    python bench/decode_past.py [--past 63,127,255,511] > bench/decode_past.txt
+    python bench/decode_past.py [--past 63,255,1023,2047] > bench/decode_past.txt
 """
 
 from __future__ import annotations
@@ -58,9 +58,20 @@ def one(variant: str, past: int) -> float:
     return statistics.median(spent) * 1e6
 
 
+def cpu_name() -> str:
+    """The CPU's model name (Linux), else the machine type."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--past", default="63,127,255,511")
+    ap.add_argument("--past", default="63,255,1023,2047")
     ap.add_argument("--one", nargs=2, metavar=("VARIANT", "PAST"), help=argparse.SUPPRESS)
     opts = ap.parse_args()
     if opts.one:
@@ -74,7 +85,7 @@ def main() -> None:
                                    capture_output=True, text=True).stdout.strip()
                     for _ in range(2)]
             rows[v].append(" / ".join(runs))
-    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, "
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {cpu_name()}, "
           f"{os.cpu_count()} CPUs: GPT-2 decode step, batch 1, µs a call (median of 300; "
           "two processes each)\n")
     print("| past positions | " + " | ".join(map(str, pasts)) + " |")

@@ -296,11 +296,11 @@ static int cv_gpu_wg_transposed(const cv_gpu_api *gpu, int dev, uintptr_t stream
  * tiles before them whole (*row0: the first split row; the grid's blocks take whole tiles
  * first, then chunks, round-robin): ceil(whole / sms) * T * (1 - 1/s) + rounds(whole +
  * tail * s) * T / s, the sums of the tail's rows only. GPT-2's 1024 x 2304 x 768 (144
- * tiles): 126 whole and 18 in 7 chunks, ~62 us by the model against 88 unsplit; the
- * 192-tile GEMMs in 2 (~79 against 88). Off unless CUVIL_AOT_CUDA_WG_TAIL=1: on
- * the H200 (2026-12-05) it changed no kernel of the transformer layers, whose GEMMs are
- * batches of 128 rows (nb 8 or 32), which it never takes. Only the rows of whole tiles within whole rounds are tried
- * (and one row of tiles fewer): the host runs this per GEMM and call. Chunks at least
+ * tiles): 126 whole and 18 in 3 chunks, ~62 us by the model against 88 unsplit; the
+ * 192-tile GEMMs in 2 (~79 against 88). Off unless CUVIL_AOT_CUDA_WG_TAIL=1: on the H200
+ * (2026-12-05) it changed no kernel of the transformer layers, whose GEMMs are batches of
+ * 128 rows (nb 8 or 32), which it never takes. Only the rows of whole tiles within whole
+ * rounds are tried (and one row of tiles fewer): the host runs this per GEMM and call. Chunks at least
  * CV_WG_SPLIT_MIN_K deep (`depth`: the terms' k summed), at most 16, the sums at most
  * CV_SPLIT_MAX_SUMS. 1: no split. */
 #define CV_WG_SPLIT_MIN_K 256
