@@ -1,5 +1,8 @@
-"""The Hopper GEMM over K-major copies (gpu_wg_copies.py, cuda_transpose.h) on a real device:
-``x @ w`` of (in, out) weights (B N-major: copied, transposed, then wgmma), batched 3-D
+"""The Hopper GEMM over operands that are not K-major on a real device, both ways: an
+N-major B read as it is, its tiles transposed in shared memory (cuda_gemm_wgmma.h's
+cv_wg_split_nmajor; the default, CUVIL_AOT_CUDA_WG_NMAJOR), and K-major copies
+(gpu_wg_copies.py, cuda_transpose.h: where B cannot be mapped as it is, A is M-major, or
+the knob is off). ``x @ w`` of (in, out) weights (B N-major), batched 3-D
 ``x @ w + b`` with a GELU epilogue, per-batch N-major B (``np.matmul(a, b)``), an M-major A
 (``a.T @ b``: both copied), two terms, odd m/n/k, padded, misaligned and strided (every
 other column) weights. Float32 accuracy against NumPy in float64 (3xTF32; one TF32 product
@@ -89,6 +92,17 @@ ODD_K = {"mm_odd_k": [(1001, 301), (301, 999)]}
 WEIGHTS = {"mm": (1,), "linear": (1,), "bmm": (1,), "at": (0, 1), "two": (2, 3), "mlp": (1, 3)}
 
 
+@pytest.fixture(params=[True, False], ids=["nmajor", "copies"])
+def nmajor(request):
+    """The runtime's CUVIL_AOT_CUDA_WG_NMAJOR for the test: N-major B read as it is, or
+    copied."""
+    from cuvil_aot.runtime import native
+
+    native.configure(cuda_wg_nmajor=request.param)
+    yield request.param
+    native.configure(cuda_wg_nmajor=True)
+
+
 @pytest.fixture(scope="module")
 def gemms(tmp_path_factory):
     return compile_source(tmp_path_factory.mktemp("wgcopies"), SOURCE,
@@ -143,12 +157,23 @@ def _hopper() -> bool:
     return device_arch() == "sm_90"
 
 
+def _copied(case: str, layout: str, nmajor: bool) -> bool:
+    """Whether the case's wgmma GEMM needs copies: A M-major (``a.T @ b``), or a weight that
+    TMA cannot read as it is (misaligned, strided, or rows of n % 4 != 0 floats), or the
+    N-major path off."""
+    if not nmajor or case.startswith("at_b") or layout in ("shifted", "strided"):
+        return True
+    weights = WEIGHTS.get(case.split("_")[0], (1,))
+    return layout == "contiguous" and any(CASES[case][i][-1] % 4 for i in weights)
+
+
 @pytest.mark.parametrize("layout", ["contiguous", "padded", "shifted", "strided"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_n_major_weights_run_wgmma_over_copies(gemms, case, layout):
+def test_n_major_weights_run_wgmma(gemms, nmajor, case, layout):
     kernels = check(gemms, case, CASES[case], layout)
-    if _hopper() and kernels:  # at 128 rows and fewer the copies do not pay (gpu_wrap.h)
-        assert _ran(kernels) == ((False, False) if case in NO_COPIES else (True, True)), kernels
+    if _hopper() and kernels:  # at 128 rows and fewer wgmma does not pay (gpu_wrap.h)
+        want = (False, False) if case in NO_COPIES else (True, _copied(case, layout, nmajor))
+        assert _ran(kernels) == want, kernels
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "padded"])
@@ -181,9 +206,10 @@ def test_tf32_policy_over_copies(gemms, case):
         assert _ran(kernels) == (True, True), kernels
 
 
-def test_graph_replays_follow_new_weights(gemms):
-    """The MLP's launches (two copies, two GEMMs, split-K sums) replay as a CUDA graph from
-    the second call: every call with other weights and inputs gives their product."""
+def test_graph_replays_follow_new_weights(gemms, nmajor):
+    """The MLP's launches (two GEMMs, split-K sums; two copies where nmajor is off) replay
+    as a CUDA graph from the second call: every call with other weights and inputs gives
+    their product."""
     import torch
 
     import cuvil_aot
@@ -211,9 +237,10 @@ def test_the_knob_keeps_copies_off(gemms):
     assert not any(_ran(kernels)), kernels
 
 
-def test_a_run_time_loop_copies_each_trip(gemms):
-    """A run-time loop's body plans and launches each kernel in turn (its copies first,
-    gpu_wg_copies.launch_now; the last trip's scratch given back before the next)."""
+def test_a_run_time_loop_runs_wgmma_each_trip(gemms, nmajor):
+    """A run-time loop's body plans and launches each kernel in turn (its copies first
+    where nmajor is off, gpu_wg_copies.launch_now; the last trip's scratch given back
+    before the next)."""
     import torch
 
     rng = np.random.default_rng(29)
@@ -226,4 +253,4 @@ def test_a_run_time_loop_copies_each_trip(gemms):
     err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
     assert err < 5e-6, f"||got - ref|| / ||ref|| = {err:.3g} ({kernels})"
     if _hopper() and kernels:
-        assert _ran(kernels) == (True, True), kernels
+        assert _ran(kernels) == (True, not nmajor), kernels

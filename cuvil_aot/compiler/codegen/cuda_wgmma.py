@@ -7,9 +7,10 @@ float32 GEMM get it: the header and the entry cost nvcc time. At call time a GEM
 where the device runs the unit as sm_90a (api->gpu->wgmma) and the runtime made every
 term's tensor maps (16-byte aligned bases, row and batch strides): over the operands as
 they are where both are K-major (``x @ w.T``: A with k contiguous, B with k contiguous),
-else over K-major copies of those that are not (``x @ w`` of an (in, out) weight: B
-transposed into scratch of the call by cv_transpose_f32 first, gpu_wg_copies.py) where
-gpu_wrap.h's model says the copies pay; else cv_gemm_tc as before. Its argument: the
+else over K-major copies of those that are not (``x @ w`` of an (in, out) weight: for 3xTF32 read
+as it is, its tiles transposed in shared memory as they are split, cv_gpu_wg_maps_nmajor;
+else B transposed into scratch of the call by cv_transpose_f32 first, gpu_wg_copies.py)
+where gpu_wrap.h's model says they pay; else cv_gemm_tc as before. Its argument: the
 tensor maps, then the shared main loops' tagged argument::
 
     typedef struct { cv_tmap map[4]; f0_gemm_f32_args a; } f0_gemm_f32_wg_args;
@@ -144,7 +145,8 @@ def choose(w: Writer, k: CudaKernel, kernels: list[CudaKernel], kid: int, table:
     operands K-major and aligned): the wgmma main loop (``wg``) where the device runs it
     (``wgl``: api->gpu->wgmma) and the runtime made the maps (into wg{g}.map); else, where
     the runtime allows copies (``wgl & 2``), over K-major copies of the operands that are
-    not (gpu_wg_copies.py; which into ``wtr``); its entry, block, shared memory, tiles and
+    not (3xTF32: an N-major B read as it is, cv_gpu_wg_maps_nmajor, where ``wgl & 8``; else
+    copies, gpu_wg_copies.py; which into ``wtr``); its entry, block, shared memory, tiles and
     split-K (``wg_split``)."""
     c = config(kernels)
     nterms = len(k.group.terms)
@@ -157,12 +159,17 @@ def choose(w: Writer, k: CudaKernel, kernels: list[CudaKernel], kid: int, table:
     ready = "" if c is BF16 else "tc == 2 && "
     maps = "cv_gpu_wg_maps_bf16" if c is BF16 else "cv_gpu_wg_maps"
     w.line(f"wg = {ready}wgl && {maps}(api->gpu, wg{g}.map, a.t, {nterms}, m, n, nb, {bn});")
-    if c is not BF16:  # the copies are float32 (cv_transpose_f32)
-        with w.block("if (!wg && (wgl & 2))"):  # over K-major copies (gpu_wg_copies.py)
-            w.line(f"const int r = cv_gpu_wg_transposed(api->gpu, dev, stream, wg{g}.map, a.t, "
-                   f"{nterms}, m, n, nb, {c.bn}, {int(c.x3)}, tr{g}, wtm[{g}], wtm_on[{g}]);")
-            w.line("if (r < 0) goto done;")
-            w.line("wg = r > 0; wtr = r > 0 ? (uint32_t)r : 0;")
+    if c is not BF16:  # N-major B read as it is (3xTF32), else copies (cv_transpose_f32)
+        with w.block("if (!wg && (wgl & 2))"):
+            if c.x3:  # wgl & 8: its tiles transposed as they are split (cuda_gemm_wgmma.h)
+                w.line(f"wg = (wgl & 8) && cv_gpu_wg_maps_nmajor(api->gpu, wg{g}.map, a.t, "
+                       f"{nterms}, m, n, nb, {c.bn});")
+            with w.block("if (!wg)"):  # over K-major copies (gpu_wg_copies.py)
+                w.line(f"const int r = cv_gpu_wg_transposed(api->gpu, dev, stream, wg{g}.map, "
+                       f"a.t, {nterms}, m, n, nb, {c.bn}, {int(c.x3)}, tr{g}, wtm[{g}], "
+                       f"wtm_on[{g}]);")
+                w.line("if (r < 0) goto done;")
+                w.line("wg = r > 0; wtr = r > 0 ? (uint32_t)r : 0;")
     with w.block("if (wg)"):
         if c is BF16:
             w.line(f"kid = {kid} + (bn == {BF16_192.bn}); block = {WG_THREADS}; "

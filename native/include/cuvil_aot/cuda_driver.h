@@ -178,7 +178,9 @@ typedef struct cv_gpu_api {
      * capability 9.0 and m holds SASS for sm_90, which nvcc.py builds as sm_90a) and the
      * driver makes tensor maps and raises shared memory limits: m's wgmma GEMM
      * (cuda_gemm_wgmma.h) may launch there, | 2 where it may also run over K-major copies
-     * of operands that are not (cuda_transpose.h; CUVIL_AOT_CUDA_WGMMA_TRANSPOSE); else 0.
+     * of operands that are not (cuda_transpose.h; CUVIL_AOT_CUDA_WGMMA_TRANSPOSE), | 4 where
+     * k of its last round of tiles may split alone (CUVIL_AOT_CUDA_WG_TAIL), | 8 where a
+     * 3xTF32 one may read an N-major B as it is (CUVIL_AOT_CUDA_WG_NMAJOR); else 0.
      * Never raises. A launch whose `smem` is
      * over 48 KB gets the kernel's limit raised by the runtime first. */
     int (*wgmma)(const cv_cuda_module *m, int device);

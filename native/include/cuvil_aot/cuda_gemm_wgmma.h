@@ -152,6 +152,37 @@ CV_DEV void cv_wg_split(unsigned char *raw, unsigned char *small, int first, int
     }
 }
 
+/* 3xTF32 over an N-major B (x @ w of an (in, out) weight: n contiguous): consumer c's
+ * half of the landed B tile, BK = 32 rows of k x BN / 2 columns of n as TMA wrote it
+ * (cv_wg_run's producer: a box of each half, no swizzle) at raw, becomes rows BN / 2 * c
+ * .. of the K-major tile (big in place, small at `small`), as cv_wg_split leaves a
+ * K-major one: row n's 16-byte chunk kc (k 4 kc .. 4 kc + 3) at n * 128 + (kc ^ (n % 8)) *
+ * 16. The half's bytes are the same in both layouts, so the consumer's threads read it
+ * all, meet at a named barrier (2 + c, the consumer's 128 threads), then write. A warp
+ * reads 32 consecutive n of one k (no bank conflict) and writes 8 rows' distinct chunks
+ * a quarter (none either). */
+template <int BN>
+CV_DEV void cv_wg_split_nmajor(unsigned char *raw, unsigned char *small, int c) {
+    constexpr int HALF = BN / 2, PER = BN / 32; /* chunks of a thread: HALF * 8 / 128 */
+    const int tid = threadIdx.x & 127, nn = tid % HALF, kc0 = tid / HALF;
+    const float *in = reinterpret_cast<const float *>(raw);
+    float v[PER][4];
+#pragma unroll
+    for (int i = 0; i < PER; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) v[i][j] = in[(4 * (kc0 + i * (128 / HALF)) + j) * HALF + nn];
+    cv_bar_sync(2 + c, 128); /* the half read before any of it is overwritten */
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        const int kc = kc0 + i * (128 / HALF), off = nn * 128 + ((kc ^ (nn & 7)) << 4);
+        uint32_t b[4], s[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) cv_split_tf32(v[i][j], b[j], s[j]);
+        *reinterpret_cast<uint4 *>(raw + off) = make_uint4(b[0], b[1], b[2], b[3]);
+        *reinterpret_cast<uint4 *>(small + off) = make_uint4(s[0], s[1], s[2], s[3]);
+    }
+}
+
 /* Consumer c's finished 64 x BN rows to the epilogue (see the top). */
 template <int BN, class Out>
 CV_DEV void cv_wg_out(const float (&acc)[BN / 2], unsigned char *smem, int c, int64_t bat,
@@ -181,17 +212,20 @@ CV_DEV void cv_wg_out(const float (&acc)[BN / 2], unsigned char *smem, int c, in
     }
 }
 
-/* 3xTF32: the landed stage of k-block `it` (counted across tiles) split into big and small (see the top), made
+/* 3xTF32: the landed stage of k-block `it` (counted across tiles) split into big and
+ * small (see the top; B transposed as well where `nmajor`: cv_wg_split_nmajor), made
  * visible to wgmma, and both consumers past it (each reads all of B). */
 template <int BN, int STAGES>
-CV_DEV void cv_wg_split_stage(unsigned char *smem, uint64_t *full, int c, uint32_t it) {
+CV_DEV void cv_wg_split_stage(unsigned char *smem, uint64_t *full, int c, uint32_t it,
+                              int nmajor) {
     using C = cv_wg_cfg<CV_WG_TF32X3, BN, STAGES>; /* the layout of both 3x kinds */
     const int s = it % STAGES, tid = threadIdx.x & 127;
     unsigned char *sa = smem + s * C::STAGE, *sb = sa + C::A_BYTES;
     unsigned char *sas = sb + C::B_BYTES, *sbs = sas + C::A_BYTES;
     cv_mbar_wait(&full[s], (it / STAGES) & 1);
     cv_wg_split(sa + c * 8192, sas + c * 8192, tid, 4); /* its 64 rows of A: 512 chunks */
-    cv_wg_split(sb + c * (C::B_BYTES / 2), sbs + c * (C::B_BYTES / 2), tid, BN / 32);
+    if (nmajor) cv_wg_split_nmajor<BN>(sb + c * (C::B_BYTES / 2), sbs + c * (C::B_BYTES / 2), c);
+    else cv_wg_split(sb + c * (C::B_BYTES / 2), sbs + c * (C::B_BYTES / 2), tid, BN / 32);
     cv_fence_proxy_async(); /* these writes, before wgmma (the async proxy) reads them */
     cv_bar_sync(1, 256);
 }
@@ -202,7 +236,7 @@ CV_DEV void cv_wg_split_stage(unsigned char *smem, uint64_t *full, int c, uint32
 template <int KIND, int BN, int STAGES, class Out>
 CV_DEV void cv_wg_consumer(unsigned char *smem, uint64_t *full, uint64_t *empty, int c,
                            uint32_t &it, int64_t bat, int64_t m, int64_t n, int nk,
-                           int64_t row0, int64_t col0, const Out &out) {
+                           int64_t row0, int64_t col0, int nmajor, const Out &out) {
     using C = cv_wg_cfg<KIND, BN, STAGES>;
     const int lane = threadIdx.x & 31;
     auto release = [&](uint32_t i) { /* k-block i's stage, once this warp's wgmma are done */
@@ -233,12 +267,12 @@ CV_DEV void cv_wg_consumer(unsigned char *smem, uint64_t *full, uint64_t *empty,
             }
             cv_wg_commit();
         };
-        if (nk > 0) cv_wg_split_stage<BN, STAGES>(smem, full, c, it);
+        if (nk > 0) cv_wg_split_stage<BN, STAGES>(smem, full, c, it, nmajor);
         for (int kb = 0; kb < nk; kb++, it++) {
             const int s = it % STAGES;
             if constexpr (C::PARTIAL) {
                 slab(part, s, 0); /* into a zeroed partial */
-                if (kb + 1 < nk) cv_wg_split_stage<BN, STAGES>(smem, full, c, it + 1);
+                if (kb + 1 < nk) cv_wg_split_stage<BN, STAGES>(smem, full, c, it + 1, nmajor);
                 cv_wg_wait<0>();
                 cv_wg_fence_regs(part);
                 release(it);
@@ -246,7 +280,7 @@ CV_DEV void cv_wg_consumer(unsigned char *smem, uint64_t *full, uint64_t *empty,
                 for (int i = 0; i < BN / 2; i++) acc[i] += part[i];
             } else { /* wgmma of k-blocks kb - 1 and kb in flight during the split of kb + 1 */
                 slab(acc, s, 1);
-                if (kb + 1 < nk) cv_wg_split_stage<BN, STAGES>(smem, full, c, it + 1);
+                if (kb + 1 < nk) cv_wg_split_stage<BN, STAGES>(smem, full, c, it + 1, nmajor);
                 cv_wg_wait<1>();
                 cv_wg_fence_regs(acc);
                 if (kb > 0) release(it - 1);
@@ -304,6 +338,9 @@ CV_DEV void cv_wg_run(const Maps &maps, const cv_gpu_term *terms, int nterms, in
     int64_t whole;
     const int64_t work = cv_wg_items(tiles, tiles_n, nb, split, row0, whole);
     const int wg = threadIdx.x >> 7;
+    /* 3xTF32: every term's B N-major (b_rs != 1; the host's contract, cv_gpu_wg_maps_nmajor:
+     * its map boxes of BN / 2 columns x BK rows of k, unswizzled), else all K-major */
+    const int nmajor = C::X3 && nterms > 0 && terms[0].b_rs != 1;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
             cv_mbar_init(&full[s], 1);
@@ -337,7 +374,12 @@ CV_DEV void cv_wg_run(const Maps &maps, const cv_gpu_term *terms, int nterms, in
                         cv_mbar_wait(&empty[st], ((it / STAGES) & 1) ^ 1);
                         cv_mbar_arrive_tx(&full[st], C::A_BYTES + C::B_BYTES);
                         cv_tma_3d(sa, maps(t, 0), x, r0, za, &full[st]);
-                        cv_tma_3d(sa + C::A_BYTES, maps(t, 1), x, c0, zb, &full[st]);
+                        if (nmajor) /* a box for each consumer's half */
+                            for (int h = 0; h < 2; h++)
+                                cv_tma_3d(sa + C::A_BYTES + h * (C::B_BYTES / 2), maps(t, 1),
+                                          c0 + h * (BN / 2), x, zb, &full[st]);
+                        else
+                            cv_tma_3d(sa + C::A_BYTES, maps(t, 1), x, c0, zb, &full[st]);
                     }
                 }
             }
@@ -356,7 +398,7 @@ CV_DEV void cv_wg_run(const Maps &maps, const cv_gpu_term *terms, int nterms, in
                                                nb, item.s, row0};
             cv_wg_consumer<KIND, BN, STAGES>(smem, full, empty, wg - 1, it, item.bat, m, n, nk,
                                              item.tile / tiles_n * C::BM,
-                                             item.tile % tiles_n * BN, out);
+                                             item.tile % tiles_n * BN, nmajor, out);
         }
     }
 #else

@@ -133,25 +133,35 @@ typedef struct cv_tmap {
     _Alignas(128) uint64_t opaque[16];
 } cv_tmap;
 
-/* The map of one K-major float32 operand of the wgmma main loop, as the header's
- * cv_wg_make_map: nb batches (bs elements apart; 0: one batch for all) of `rows` rows of
- * k elements, ld apart, boxes of 32 x box_rows x 1, the 128-byte swizzle. 1 when made; 0
- * where TMA cannot read it (16-byte alignment of the base, ld and bs; sizes past its
- * 32-bit coordinates) or the driver refused. */
-static int cv_gpu_wg_map_of(const cv_gpu_api *gpu, cv_tmap *map, int elem, const char *base,
-                            int64_t rows, int64_t k, int64_t ld, int64_t nb, int64_t bs,
-                            int box_rows) {
+/* The map of one operand of the wgmma main loop: nb batches (bs elements apart; 0: one
+ * batch for all) of `rows` rows of k contiguous elements, ld apart, in boxes of box_k x
+ * box_rows x 1, swizzled as `swizzle` (CUtensorMapSwizzle). 1 when made; 0 where TMA
+ * cannot read it (16-byte alignment of the base, ld and bs; sizes past its 32-bit
+ * coordinates) or the driver refused. */
+static int cv_gpu_wg_box_map(const cv_gpu_api *gpu, cv_tmap *map, int elem, const char *base,
+                             int64_t rows, int64_t k, int64_t ld, int64_t nb, int64_t bs,
+                             int box_k, int box_rows, int swizzle) {
     const int64_t big = (int64_t)1 << 31, per16 = 16 / elem; /* elements in 16 bytes */
     if (((uintptr_t)base & 15) || ld <= 0 || ld % per16 || bs < 0 || bs % per16 ||
         rows <= 0 || k <= 0 || rows >= big || k >= big || nb >= big)
         return 0;
     const uint64_t dims[3] = {(uint64_t)k, (uint64_t)rows, (uint64_t)(bs ? nb : 1)};
     const uint64_t strides[2] = {(uint64_t)ld * elem, (uint64_t)(bs ? bs : ld * rows) * elem};
-    const uint32_t box[3] = {(uint32_t)(128 / elem), (uint32_t)box_rows, 1};
-    /* CUtensorMapDataType, CUtensorMapSwizzle */
-    enum { FLOAT32 = 7, BFLOAT16 = 9, SWIZZLE_128B = 3 };
+    const uint32_t box[3] = {(uint32_t)box_k, (uint32_t)box_rows, 1};
+    enum { FLOAT32 = 7, BFLOAT16 = 9 }; /* CUtensorMapDataType */
     return gpu->tensor_map(map, elem == 2 ? BFLOAT16 : FLOAT32, 3, base, dims, strides, box,
-                           SWIZZLE_128B) == 0;
+                           swizzle) == 0;
+}
+
+enum { CV_TMAP_SWIZZLE_NONE = 0, CV_TMAP_SWIZZLE_128B = 3 }; /* CUtensorMapSwizzle */
+
+/* A K-major operand as the header's cv_wg_make_map makes it: rows of 128 bytes of k a
+ * box, the 128-byte swizzle. */
+static int cv_gpu_wg_map_of(const cv_gpu_api *gpu, cv_tmap *map, int elem, const char *base,
+                            int64_t rows, int64_t k, int64_t ld, int64_t nb, int64_t bs,
+                            int box_rows) {
+    return cv_gpu_wg_box_map(gpu, map, elem, base, rows, k, ld, nb, bs, 128 / elem, box_rows,
+                             CV_TMAP_SWIZZLE_128B);
 }
 
 static int cv_gpu_wg_map(const cv_gpu_api *gpu, cv_tmap *map, const char *base, int64_t rows,
@@ -196,6 +206,26 @@ static int cv_gpu_wg_transpose_pays(int64_t rows, double flops, int64_t elems, i
                                     int x3) {
     const double tc = x3 ? 28e12 : 60e12, wg = x3 ? 40e12 : 200e12;
     return rows >= 256 && flops / tc > flops / wg + (double)elems * 8 / 2e12 + copies * 2e-6;
+}
+
+/* 3xTF32 over operands as they are where every term's B is N-major (b_cs 1, b_rs not: x @
+ * w of an (in, out) weight) and A K-major: the kernel transposes B's tiles in shared
+ * memory as it splits them (cuda_gemm_wgmma.h, cv_wg_split_nmajor), no copies. B's map
+ * reads k rows of n in boxes of bn / 2 columns (each consumer's half) x 32 rows of k,
+ * unswizzled; A's as cv_gpu_wg_maps. 1 when every map was made and the wgmma main loop
+ * pays at these rows (cv_gpu_wg_transpose_pays without copies: 256 rows or more). */
+static int cv_gpu_wg_maps_nmajor(const cv_gpu_api *gpu, cv_tmap *maps, const cv_gpu_term *t,
+                                 int nterms, int64_t m, int64_t n, int64_t nb, int bn) {
+    int64_t depth = 0;
+    for (int i = 0; i < nterms; i++) depth += t[i].k;
+    if (!cv_gpu_wg_transpose_pays(m * nb, 2.0 * m * n * depth * nb, 0, 0, 1)) return 0;
+    for (int i = 0; i < nterms; i++)
+        if (t[i].a_cs != 1 || t[i].b_cs != 1 || t[i].b_rs == 1 ||
+            !cv_gpu_wg_map(gpu, &maps[2 * i], t[i].a, m, t[i].k, t[i].a_rs, nb, t[i].a_bs, 128) ||
+            !cv_gpu_wg_box_map(gpu, &maps[2 * i + 1], 4, t[i].b, t[i].k, n, t[i].b_rs, nb,
+                               t[i].b_bs, bn / 2, 32, CV_TMAP_SWIZZLE_NONE))
+            return 0;
+    return 1;
 }
 
 /* The floats of the K-major copy of term t's operand `side` (0: A, m x k; 1: B, k x n):
