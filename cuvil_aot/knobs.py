@@ -62,11 +62,13 @@ class Knobs:
     GEMM of one batch; 0 (default): split all tiles where they are too few, or none. Run on
     the H200 (2026-12-05): correct, no change on the transformer layers, whose GEMMs are
     batches of 128-row tiles, which it does not take."""
-    cuda_wg_nmajor: bool = True
-    """CUVIL_AOT_CUDA_WG_NMAJOR: 1 (default) lets the 3xTF32 wgmma main loop read an N-major
-    B (``x @ w`` of an (in, out) weight) as it is, its tiles transposed in shared memory as
-    they are split (cuda_gemm_wgmma.h); 0 copies it K-major first, at each call, as
-    CUVIL_AOT_CUDA_WGMMA_TRANSPOSE allows (to compare)."""
+    cuda_wg_nmajor: bool = False
+    """CUVIL_AOT_CUDA_WG_NMAJOR: 1 lets the 3xTF32 wgmma main loop read an N-major B (``x @
+    w`` of an (in, out) weight) as it is, its tiles transposed in shared memory as they are
+    split (cuda_wg_split.h), instead of copying it K-major first at each call; 0 (default)
+    copies, as CUVIL_AOT_CUDA_WGMMA_TRANSPOSE allows. Off until it has run on a device: its
+    index arithmetic is checked on the CPU (tests/test_wg_split_host.py), its TMA boxes and
+    speed are not yet (written 2026-12-05, no device lent)."""
     cuda_attention: bool = True
     """CUVIL_AOT_CUDA_ATTENTION: 0 runs a recognized attention as its three kernels (two
     GEMMs and the softmax) instead of the fused flash-style kernel (to compare); 1
@@ -168,7 +170,7 @@ def read(env: Mapping[str, str] | None = None) -> Knobs:
         cuda_wgmma=_flag(env, "CUVIL_AOT_CUDA_WGMMA", True),
         cuda_wgmma_transpose=_flag(env, "CUVIL_AOT_CUDA_WGMMA_TRANSPOSE", True),
         cuda_wg_tail=_flag(env, "CUVIL_AOT_CUDA_WG_TAIL", False),
-        cuda_wg_nmajor=_flag(env, "CUVIL_AOT_CUDA_WG_NMAJOR", True),
+        cuda_wg_nmajor=_flag(env, "CUVIL_AOT_CUDA_WG_NMAJOR", False),
         cuda_attention=_flag(env, "CUVIL_AOT_CUDA_ATTENTION", True),
         cuda_graph=_int(env, "CUVIL_AOT_CUDA_GRAPH", 4, 0, 1024),
         cuda_home=(env.get("CUDA_HOME", "") or env.get("CUDA_PATH", "")).strip(),

@@ -1,8 +1,8 @@
 """The Hopper GEMM over operands that are not K-major on a real device, both ways: an
-N-major B read as it is, its tiles transposed in shared memory (cuda_gemm_wgmma.h's
-cv_wg_split_nmajor; the default, CUVIL_AOT_CUDA_WG_NMAJOR), and K-major copies
-(gpu_wg_copies.py, cuda_transpose.h: where B cannot be mapped as it is, A is M-major, or
-the knob is off). ``x @ w`` of (in, out) weights (B N-major), batched 3-D
+N-major B read as it is, its tiles transposed in shared memory (cuda_wg_split.h's
+cv_wg_split_nmajor; CUVIL_AOT_CUDA_WG_NMAJOR=1), and K-major copies (the default:
+gpu_wg_copies.py, cuda_transpose.h; and where B cannot be mapped as it is or A is
+M-major). ``x @ w`` of (in, out) weights (B N-major), batched 3-D
 ``x @ w + b`` with a GELU epilogue, per-batch N-major B (``np.matmul(a, b)``), an M-major A
 (``a.T @ b``: both copied), two terms, odd m/n/k, padded, misaligned and strided (every
 other column) weights. Float32 accuracy against NumPy in float64 (3xTF32; one TF32 product
@@ -100,7 +100,7 @@ def nmajor(request):
 
     native.configure(cuda_wg_nmajor=request.param)
     yield request.param
-    native.configure(cuda_wg_nmajor=True)
+    native.configure(cuda_wg_nmajor=False)
 
 
 @pytest.fixture(scope="module")

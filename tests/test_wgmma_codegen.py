@@ -72,6 +72,9 @@ def test_float32_units_get_the_wgmma_entry_of_their_kind(tmp_path):
     host = units["module.c"]
     assert '"f0_gemm_f32_wg"' in host and '"f1_gemm_f32_wg"' in host
     assert '"f4_gemm_f32_wg", "cv_transpose_f32"' in host
+    # 3xTF32 may read an N-major B as it is (wgl & 8), before any copy; one TF32 product
+    # (the tf32 unit) only over copies
+    assert host.count("(wgl & 8) && cv_gpu_wg_maps_nmajor(") == 3  # linear, kn, heads
     assert "api->gpu->wgmma(&cv_gpu_f0, dev)" in host and "cv_gpu_wg_maps(" in host
     assert "f2_gemm_f64_wg" not in host
     # without SASS for sm_90 (PTX only, or other GPUs) no unit has it

@@ -105,12 +105,26 @@ static int scratch(int dev, int dtype, int ndim, const int64_t *shape, uintptr_t
     out->data = aligned_alloc(256, (size_t)(shape[0] * 4 + 255) / 256 * 256);
     return 0;
 }
+/* the last map asked for: rank 3 dims, 2 strides, box, swizzle; and the one before */
+static int64_t last[2][9];
 static int tensor_map(void *map, int dtype, int rank, const void *base, const uint64_t *dims,
                       const uint64_t *strides, const uint32_t *box, int swizzle) {
-    (void)map, (void)dtype, (void)rank, (void)base, (void)dims, (void)strides, (void)box;
-    (void)swizzle;
+    (void)map, (void)dtype, (void)rank, (void)base;
+    memcpy(last[0], last[1], sizeof last[0]);
+    for (int d = 0; d < 3; d++) last[1][d] = (int64_t)dims[d], last[1][5 + d] = box[d];
+    last[1][3] = (int64_t)strides[0], last[1][4] = (int64_t)strides[1], last[1][8] = swizzle;
     maps_made++;
     return 0;
+}
+int nmajor_maps(const cv_gpu_term *t, int nterms, int64_t m, int64_t n, int64_t nb,
+                int64_t *seen) {
+    cv_gpu_api api;
+    cv_tmap maps[8];
+    memset(&api, 0, sizeof api);
+    api.tensor_map = tensor_map;
+    const int r = cv_gpu_wg_maps_nmajor(&api, maps, t, nterms, m, n, nb, 128);
+    memcpy(seen, last, sizeof last);
+    return r;
 }
 int transposed(cv_gpu_term *t, int nterms, int64_t m, int64_t n, int64_t nb, int x3,
                int with_pools, cv_transpose_args *tr, int *on) {
@@ -150,6 +164,8 @@ def harness(tmp_path_factory):
     h = ctypes.CDLL(str(lib))
     h.transposed.argtypes = [ctypes.POINTER(Term), ctypes.c_int] + [ctypes.c_int64] * 3 + \
         [ctypes.c_int, ctypes.c_int, ctypes.POINTER(Copy), ctypes.POINTER(ctypes.c_int)]
+    h.nmajor_maps.argtypes = [ctypes.POINTER(Term), ctypes.c_int] + [ctypes.c_int64] * 3 + \
+        [ctypes.POINTER(ctypes.c_int64)]
     h.pays.argtypes = [ctypes.c_int64, ctypes.c_double, ctypes.c_int64, ctypes.c_int,
                        ctypes.c_int]
     return h
@@ -225,6 +241,30 @@ def test_no_copies_where_none_is_needed_pays_or_fits(harness):
     on = (ctypes.c_int * 2)()
     assert harness.transposed(ctypes.byref(odd), 1, 1001, 999, 1, 1, 1, copies, on) == 0
     assert list(on) == [0, 0] and odd.b_rs == 999
+
+
+def test_an_n_major_b_is_mapped_as_it_is(harness):
+    """cv_gpu_wg_maps_nmajor (CUVIL_AOT_CUDA_WG_NMAJOR): GPT-2's c_attn, x (8, 128, 768) @ w
+    (768, 2304): A's map as the K-major ones, B's over k rows of n in boxes of 64 n x 32 k,
+    unswizzled (each consumer's half, cuda_wg_split.h); refused where a B is K-major or
+    its rows are not 16-byte aligned, A is not K-major, or at 128 rows (wgmma does not pay
+    there, as for the copies)."""
+    seen = (ctypes.c_int64 * 18)()
+    c_attn = Term(4096, 768, 1, 128 * 768, 8192, 2304, 1, 0, 768)
+    assert harness.nmajor_maps(ctypes.byref(c_attn), 1, 128, 2304, 8, seen) == 1
+    a_map, b_map = list(seen[:9]), list(seen[9:])
+    assert a_map == [768, 128, 8, 768 * 4, 128 * 768 * 4, 32, 128, 1, 3]
+    assert b_map == [2304, 768, 1, 2304 * 4, 768 * 2304 * 4, 64, 32, 1, 0]
+    per_batch = Term(4096, 512, 1, 300 * 512, 8192, 300, 1, 512 * 300, 512)  # np.matmul(a, b)
+    assert harness.nmajor_maps(ctypes.byref(per_batch), 1, 300, 300, 16, seen) == 1
+    assert list(seen[9:]) == [300, 512, 16, 300 * 4, 512 * 300 * 4, 64, 32, 1, 0]
+    refused = [(Term(4096, 768, 1, 0, 8192, 1, 768, 0, 768), 1024),  # B K-major
+               (Term(4096, 300, 1, 0, 8192, 517, 1, 0, 300), 1000),  # rows of 517 floats
+               (Term(4096, 1, 1024, 0, 8192, 768, 1, 0, 768), 1024),  # A M-major
+               (Term(4096, 768, 1, 0, 8192, 2304, 1, 0, 768), 128)]  # 128 rows
+    for t, m in refused:
+        assert harness.nmajor_maps(ctypes.byref(t), 1, m, t.b_rs if t.b_cs == 1 else 768, 1,
+                                   seen) == 0
 
 
 @pytest.mark.parametrize("rows, n, k, x3, want", [

@@ -21,7 +21,7 @@ typedef struct {
     int wgmma;      /* CUVIL_AOT_CUDA_WGMMA=0 clears it: no GEMM on the wgmma main loop */
     int wgmma_copy; /* CUVIL_AOT_CUDA_WGMMA_TRANSPOSE=0 clears it: none over K-major copies */
     int wg_tail;    /* CUVIL_AOT_CUDA_WG_TAIL=1 sets it: wgmma may split its tail's k only */
-    int wg_nmajor;  /* CUVIL_AOT_CUDA_WG_NMAJOR=0 clears it: N-major B copied, not read */
+    int wg_nmajor;  /* CUVIL_AOT_CUDA_WG_NMAJOR=1 sets it: 3xTF32 wgmma reads N-major B */
     int attention;  /* CUVIL_AOT_CUDA_ATTENTION=0 clears it: attentions as three kernels */
 } cv_cuda_settings;
 extern cv_cuda_settings cv_cuda_config;

@@ -161,7 +161,7 @@ def choose(w: Writer, k: CudaKernel, kernels: list[CudaKernel], kid: int, table:
     w.line(f"wg = {ready}wgl && {maps}(api->gpu, wg{g}.map, a.t, {nterms}, m, n, nb, {bn});")
     if c is not BF16:  # N-major B read as it is (3xTF32), else copies (cv_transpose_f32)
         with w.block("if (!wg && (wgl & 2))"):
-            if c.x3:  # wgl & 8: its tiles transposed as they are split (cuda_gemm_wgmma.h)
+            if c.x3:  # wgl & 8: its tiles transposed as they are split (cuda_wg_split.h)
                 w.line(f"wg = (wgl & 8) && cv_gpu_wg_maps_nmajor(api->gpu, wg{g}.map, a.t, "
                        f"{nterms}, m, n, nb, {c.bn});")
             with w.block("if (!wg)"):  # over K-major copies (gpu_wg_copies.py)

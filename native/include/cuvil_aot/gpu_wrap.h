@@ -210,7 +210,7 @@ static int cv_gpu_wg_transpose_pays(int64_t rows, double flops, int64_t elems, i
 
 /* 3xTF32 over operands as they are where every term's B is N-major (b_cs 1, b_rs not: x @
  * w of an (in, out) weight) and A K-major: the kernel transposes B's tiles in shared
- * memory as it splits them (cuda_gemm_wgmma.h, cv_wg_split_nmajor), no copies. B's map
+ * memory as it splits them (cuda_wg_split.h, cv_wg_split_nmajor), no copies. B's map
  * reads k rows of n in boxes of bn / 2 columns (each consumer's half) x 32 rows of k,
  * unswizzled; A's as cv_gpu_wg_maps. 1 when every map was made and the wgmma main loop
  * pays at these rows (cv_gpu_wg_transpose_pays without copies: 256 rows or more). */
