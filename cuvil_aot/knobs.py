@@ -61,7 +61,9 @@ class Knobs:
     of tiles only, the rows before it in whole tiles (cv_gpu_wg_split, gpu_wrap.h), in a
     GEMM of one batch; 0 (default): split all tiles where they are too few, or none. Run on
     the H200 (2026-12-05): correct, no change on the transformer layers, whose GEMMs are
-    batches of 128-row tiles, which it does not take."""
+    batches of 128-row tiles, which it did not take; since then a batched GEMM whose batches
+    step as rows (a contiguous x of (B, T, K) @ w) folds into one GEMM of B·T rows where it
+    is on (codegen/gpu_batch_fold.py), not yet run on a device."""
     cuda_wg_nmajor: bool = False
     """CUVIL_AOT_CUDA_WG_NMAJOR: 1 lets the 3xTF32 wgmma main loop read an N-major B (``x @
     w`` of an (in, out) weight) as it is, its tiles transposed in shared memory as they are

@@ -2,7 +2,8 @@
 on a real device, as the compiled models reach it: K-major operands (``x @ w.T``, batched
 ``q @ k^T``), ragged m/n/k, a batch-broadcast weight, two terms, bias + GELU epilogue,
 split-K where the tiles are too few (1024 x 768 x 768, 1024 x 768 x 3072) and of the last
-round's tiles alone (CUVIL_AOT_CUDA_WG_TAIL), a few rows, and
+round's tiles alone (CUVIL_AOT_CUDA_WG_TAIL; batches folded into one GEMM of their rows
+there, gpu_batch_fold.py), a few rows, and
 layouts that must fall back to cv_gemm_tc or the SIMT loop (k % 4 != 0, misaligned views).
 Float32 accuracy against NumPy in float64 (3xTF32), or float64 arithmetic on the rounded
 operands for precision="tf32" (one TF32 product). On a device of compute capability 9.0,
@@ -43,6 +44,12 @@ def scores(q: cv.f32["Z", "M", "K"], k: cv.f32["Z", "N", "K"]):
 @cv.optimize
 def shared_weight(x: cv.f32["Z", "M", "K"], w: cv.f32["N", "K"]):
     return x @ w.T - 1.0
+
+@cv.optimize
+def residual_gelu(x: cv.f32["Z", "M", "K"], w: cv.f32["N", "K"], b: cv.f32["N"],
+                  r: cv.f32["Z", "M", "N"]):
+    h = x @ w.T + b
+    return 0.5 * h * (1.0 + np.tanh(0.7978845608 * (h + 0.044715 * h ** 3))) + r
 
 @cv.optimize
 def two_terms(x: cv.f32["M", "K"], h: cv.f32["M", "J"], wx: cv.f32["N", "K"],
@@ -89,13 +96,19 @@ FALLBACK = {
 FEW_ROWS = {f"mm_t_rows{m}": [(m, 768), (768, 768)] for m in (1, 2, 3, 5, 8, 13, 16)}
 # The last round's tiles alone split (CUVIL_AOT_CUDA_WG_TAIL, off by default until it has
 # run here; test_wgmma_codegen has the model's choices): GPT-2's 144 tiles (126 whole, 18 in
-# 3 chunks), a ragged last row of tiles, 192 tiles (120 + 72 in 2), and batches (none split)
+# 3 chunks), a ragged last row of tiles, 192 tiles (120 + 72 in 2), and batches: folded
+# into one GEMM of their rows where they step as rows (gpu_batch_fold.py: 8 x 128, and 3 x
+# 377 rows, whose batches share tiles folded), a residual read by batch and row
 TAIL = {
     "linear_gelu_tail": [(1024, 768), (2304, 768), (2304,)],
     "linear_gelu_tail_ragged": [(1000, 768), (2304, 768), (2304,)],
     "linear_gelu_tail_192": [(1024, 768), (3072, 768), (3072,)],
     "shared_weight_tail": [(8, 128, 768), (2304, 768)],
+    "residual_gelu_tail": [(8, 128, 768), (2304, 768), (2304,), (8, 128, 2304)],
+    "residual_gelu_tail_ragged": [(3, 377, 768), (2304, 768), (2304,), (3, 377, 2304)],
 }
+SPLIT_TAILS = {"linear_gelu_tail", "linear_gelu_tail_ragged", "linear_gelu_tail_192",
+               "shared_weight_tail", "residual_gelu_tail"}  # 1000 to 1024 rows, one GEMM
 TF32 = {"mm_t_tf32": [(1024, 768), (768, 768)], "mm_t_tf32_big": [(2048, 1000), (1536, 1000)]}
 
 
@@ -188,13 +201,35 @@ def tail_split():
     native.configure(cuda_wg_tail=False)
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "padded"])
 @pytest.mark.parametrize("case", sorted(TAIL))
-def test_the_tail_alone_split(gemms, tail_split, case):
-    kernels = check(gemms, case, TAIL[case], "contiguous")
+def test_the_tail_alone_split(gemms, tail_split, case, layout):
+    kernels = check(gemms, case, TAIL[case], layout)
     if _hopper() and kernels:
         assert _ran_wg(kernels), kernels
-        if "linear" in case:  # the model splits these (the sums: the unit's _ksum)
+        if case in SPLIT_TAILS:  # the model splits these (the sums: the unit's _ksum)
             assert any(k.endswith("_ksum") for k in kernels), kernels
+
+
+def test_batches_that_do_not_step_as_rows_stay_batches(gemms, tail_split):
+    """x[:, :128] of an (8, 131, 768) array: its batches 131 rows apart, not 128, so the
+    GEMM is not one of 1024 rows (gpu_batch_fold.py's check at the call)."""
+    import torch
+
+    rng = np.random.default_rng(41)
+    store = rng.standard_normal((8, 131, 768)).astype(np.float32)
+    w, b = rng.standard_normal((2304, 768)).astype(np.float32), rng.standard_normal(2304)
+    r = rng.standard_normal((8, 128, 2304)).astype(np.float32)
+    b = b.astype(np.float32)
+    x = store[:, :128]
+    ref = gemms.residual_gelu.py_func(*(a.astype(np.float64) for a in (x, w, b, r)))
+    dev = [torch.from_numpy(store).cuda()[:, :128]] + [torch.from_numpy(a).cuda()
+                                                        for a in (w, b, r)]
+    out = torch.full(ref.shape, float("nan"), dtype=torch.float32, device="cuda")
+    gemms.residual_gelu(*dev, out=out)
+    got = out.cpu().numpy()
+    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 5e-6
+    assert_close(got, ref, np.float32, 20)
 
 
 def test_a_run_time_loop_launches_it_kernel_by_kernel(gemms):

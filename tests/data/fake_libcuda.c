@@ -93,9 +93,9 @@ static void note(void *f, int via_graph, unsigned gx, unsigned gy, unsigned bx,
 }
 
 /* "k<n>" (the graph test's launches) is kernel n; other names get 100, 101, ... */
+static char seen[64][128];
+static int nseen;
 static int kernel_id(const char *name) {
-    static char seen[64][128];
-    static int nseen;
     if (name[0] == 'k' && isdigit((unsigned char)name[1])) return atoi(name + 1);
     for (int i = 0; i < nseen; i++)
         if (!strcmp(seen[i], name)) return 100 + i;
@@ -103,6 +103,9 @@ static int kernel_id(const char *name) {
     strncpy(seen[nseen], name, sizeof seen[0] - 1);
     return 100 + nseen++;
 }
+
+/* The name of kernel `id` (100 and on), "" for others. */
+const char *fake_kernel_name(int id) { return id >= 100 && id < 100 + nseen ? seen[id - 100] : ""; }
 
 int cuGetErrorName(int r, const char **s) { (void)r; *s = "FAKE_ERROR"; return 0; }
 int cuGetErrorString(int r, const char **s) { (void)r; *s = "fake error"; return 0; }

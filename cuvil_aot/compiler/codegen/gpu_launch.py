@@ -12,6 +12,7 @@ from cuvil_aot.compiler.codegen import (
     cuda_one,
     cuda_wgmma,
     gpu_attention,
+    gpu_batch_fold,
     gpu_int8,
     gpu_queue,
     gpu_wg_copies,
@@ -257,8 +258,11 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
         launch_scan(w, k, first, g)
     else:
         _gemm_terms(w, k, st, gp, g)
-        batch = "a.n[0]" if nloops == 3 else "1"
-        w.line(f"const int64_t nb = {batch}, m = a.n[{nloops - 2}], n = a.n[{nloops - 1}];")
+        if gp.wg_kid(k) is not None and gpu_batch_fold.foldable(k):
+            gpu_batch_fold.emit(w, k, module_symbol(k.name))
+        else:
+            batch = "a.n[0]" if nloops == 3 else "1"
+            w.line(f"const int64_t nb = {batch}, m = a.n[{nloops - 2}], n = a.n[{nloops - 1}];")
         with w.block("if (nb * m * n > 0)"):
             w.line("uint32_t gy = (uint32_t)(nb < 65535 ? nb : 65535);")
             w.line("int kid, wg = 0, wg_split = 1; uint32_t grid, block, wsmem = 0, wtr = 0;")

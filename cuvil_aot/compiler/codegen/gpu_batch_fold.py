@@ -1,0 +1,56 @@
+"""A batched GEMM run as one GEMM of nb·m rows, where its batches step as rows do.
+
+``x @ w + b`` with x of shape (B, T, K) and a 2-D weight is a GEMM of B batches of T rows
+that share B. Where x's batches lie T rows apart (a contiguous x), and so do those of the
+output and of every epilogue operand that moves with the batch and the rows (a residual),
+the same values come out of one GEMM of B·T rows. The wgmma main loop's tail split
+(gpu_wrap.h's cv_gpu_wg_split) takes GEMMs of one batch only; folded, a GPT-2 block's
+8 × 128 × 2304 projection is the 1024-row GEMM whose last round of tiles it splits alone.
+
+The check is at run time (the strides are the call's), as the CPU's merged loops do it
+(launch.merge_condition); at build time a kernel whose epilogue reads through index arrays
+or stores through them, or has an operand that moves with the batch but not the rows (or
+the other way round), never folds. Only where the tail split is allowed
+(CUVIL_AOT_CUDA_WG_TAIL, bit 4 of api->gpu->wgmma), and at more than 32 rows a batch, so
+the GEMV and dot GEMV choices (m <= 32) stay as they were.
+"""
+
+from __future__ import annotations
+
+from cuvil_aot.compiler.codegen import scatter_store
+from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
+from cuvil_aot.compiler.codegen.writer import Writer
+
+BATCH, ROWS = 0, 1  # the loops of a 3-loop GEMM kernel: batch, rows (m), columns (n)
+
+
+def foldable(k: CudaKernel) -> bool:
+    """Whether GEMM kernel ``k`` may fold where the strides allow: three loops, epilogue
+    accesses that are strides only, each moving with both the batch and the rows or with
+    neither."""
+    if k.nloops != 3 or k.gathers or scatter_store.writes(k.group):
+        return False
+    pair = {BATCH, ROWS}
+    return all(len(pair & set(op.support())) != 1 for op in k.operands)
+
+
+def condition(k: CudaKernel) -> str:
+    """C, at the call (``m`` rows a batch): every term's B shared by the batches and its A's
+    batches m rows apart; every operand that moves with the batch one batch m rows apart."""
+    checks = [f"a.t[{t}].b_bs == 0 && a.t[{t}].a_bs == m * a.t[{t}].a_rs"
+              for t in range(len(k.group.terms))]
+    checks += [f"a.s[{j}][{BATCH}] == m * a.s[{j}][{ROWS}]"
+               for j, op in enumerate(k.operands) if BATCH in op.support()]
+    return " && ".join(checks)
+
+
+def emit(w: Writer, k: CudaKernel, table: str) -> None:
+    """The GEMM's ``nb``, ``m`` and ``n``, folded into one batch where allowed (``a``'s
+    extents and terms rewritten: the kernels read only those)."""
+    w.line(f"int64_t nb = a.n[{BATCH}], m = a.n[{ROWS}];")
+    w.line("const int64_t n = a.n[2];")
+    with w.block(f"if (nb > 1 && m > 32 && (api->gpu->wgmma(&{table}, dev) & 4) && "
+                 f"{condition(k)})"):
+        w.line(f"m *= nb; nb = 1; a.n[{BATCH}] = 1; a.n[{ROWS}] = m;")
+        for t in range(len(k.group.terms)):
+            w.line(f"a.t[{t}].a_bs = 0;")
