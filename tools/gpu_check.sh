@@ -5,6 +5,9 @@
 #   tools/gpu_check.sh OUTDIR            tests + benchmarks (torch.compile included)
 #   GPU_CHECK_BENCH=quick|none ...       shorter benchmarks without torch.compile, or none
 #   GPU_CHECK_BENCH=transformers ...     bench/gpu_transformers.py alone
+#   GPU_CHECK_BENCH=ab GPU_CHECK_AB="base= on=CUVIL_AOT_X=1" [GPU_CHECK_AB_CASES=...]
+#                                        cuvil_aot under knob settings, interleaved
+#                                        (bench/gpu/knob_ab.py)
 #   GPU_CHECK_TESTS="-k softmax" ...     extra pytest arguments (none: no tests)
 set -uo pipefail
 OUT=$(realpath -m "${1:?usage: tools/gpu_check.sh OUTDIR}")
@@ -70,6 +73,9 @@ case "${GPU_CHECK_BENCH:-full}" in
            python3 "$ROOT/bench/gpu_bench.py" "$OUT" --quick 2>&1 | tee -a "$OUT/bench.log"
            python3 "$ROOT/bench/gpu_cold.py" "$OUT" 2>&1 | tee -a "$OUT/bench.log" ;;
     transformers) python3 "$ROOT/bench/gpu_transformers.py" "$OUT" 2>&1 | tee "$OUT/bench.log" ;;
+    ab) python3 "$ROOT/bench/gpu/knob_ab.py" "$OUT/ab" \
+            --cases "${GPU_CHECK_AB_CASES:-gpt2_8x128,bert_8x128}" ${GPU_CHECK_AB:?} \
+            2>&1 | tee "$OUT/bench.log" ;;
     *) anchor 2>&1 | tee "$OUT/bench.log"
        python3 "$ROOT/bench/gpu_bench.py" "$OUT" --compile 2>&1 | tee -a "$OUT/bench.log"
        python3 "$ROOT/bench/gpu_cold.py" "$OUT" --compile 2>&1 | tee -a "$OUT/bench.log"
