@@ -1,5 +1,6 @@
 """More shape functions: np.split/array_split (and the hsplit/vsplit spellings),
-np.swapaxes and np.moveaxis (views of their argument), np.pad (constant mode)."""
+np.swapaxes and np.moveaxis (views of their argument), np.pad (constant mode), np.repeat
+and np.tile (one count per axis: a broadcast of a new axis, merged into its neighbour)."""
 
 from __future__ import annotations
 
@@ -149,10 +150,74 @@ def pad(ctx: Ctx, array: Any, pad_width: Any, mode: str = "constant",
     return x
 
 
+def _count(value: Any, what: str, ctx: Ctx) -> Dim:
+    """A repetition count known at compile time: an int, or a dimension of the signature."""
+    v = fold(value)
+    if isinstance(v, Dim):
+        return v
+    if isinstance(v, bool) or not isinstance(v, int | np.integer):
+        raise UserError(f"{what} must be ints known at compile time (constants or dimensions)",
+                        ctx.span, "an int, or a size from an array's shape")
+    if v < 0:
+        raise UserError("negative dimensions are not allowed", ctx.span)
+    return Dim.of(int(v))
+
+
+def _replicate(x: Node, axis: int, count: Dim, each: bool, ctx: Ctx) -> Node:
+    """``x`` with axis ``axis`` taken ``count`` times: each element in turn (``each``,
+    np.repeat: a new axis after it) or the whole axis in turn (np.tile: before it)."""
+    shape = x.shape
+    new = axis + 1 if each else axis
+    spread = C.reshape(x, (*shape[:new], Dim.of(1), *shape[new:]), ctx.span)
+    spread = checked(B.broadcast_to, spread, (*shape[:new], count, *shape[new:]), ctx.span,
+                     span=ctx.span)
+    return C.reshape(spread, (*shape[:axis], shape[axis] * count, *shape[axis + 1:]), ctx.span)
+
+
+def repeat(ctx: Ctx, a: Any, repeats: Any, axis: Any = None) -> Node:
+    """np.repeat with one count for every element (a count per element is refused)."""
+    from cuvil_aot.compiler.frontend.handlers import copy
+
+    counts = fold(repeats)
+    if isinstance(counts, tuple | list | np.ndarray) or (isinstance(counts, Node) and
+                                                           counts.shape):
+        raise UserError("np.repeat with a count per element is not supported", ctx.span,
+                        "one count for all (np.repeat(a, 2, axis=1)), or np.take with an "
+                        "index array")
+    x = to_node(a, ctx.span)
+    if axis is None:
+        x, axis = C.reshape(x, (C.total(x.shape),), ctx.span), 0
+    count = _count(repeats, "repeats", ctx)
+    out = _replicate(x, _axis(x, axis, ctx), count, True, ctx)
+    return copy(ctx, out) if count == Dim.of(1) else out  # a new array, as NumPy's
+
+
+def tile(ctx: Ctx, A: Any, reps: Any) -> Node:
+    """np.tile: ``A`` given as many leading axes as ``reps`` has more, each axis taken its
+    count of times in turn."""
+    from cuvil_aot.compiler.frontend.handlers import copy
+
+    x = to_node(A, ctx.span)
+    value = fold(reps)
+    counts = [_count(r, "reps", ctx) for r in (value if isinstance(value, tuple | list)
+                                               else (value,))]
+    ndim = max(len(counts), x.type.ndim)
+    x = C.reshape(x, (Dim.of(1),) * (ndim - x.type.ndim) + x.shape, ctx.span)
+    counts = [Dim.of(1)] * (ndim - len(counts)) + counts
+    for axis, count in enumerate(counts):
+        if count != Dim.of(1):
+            x = _replicate(x, axis, count, False, ctx)
+    return copy(ctx, x)  # a new array, as NumPy's (fusion drops the copy)
+
+
+def method_repeat(ctx: Ctx, a: Node, repeats: Any, axis: Any = None) -> Node:
+    return repeat(ctx, a, repeats, axis)
+
+
 FUNCTIONS: dict[Any, Handler] = {
-    np.pad: pad,
+    np.pad: pad, np.repeat: repeat, np.tile: tile,
     np.split: _splitter(True), np.array_split: _splitter(False),
     np.hsplit: _splitter(True, None), np.vsplit: _splitter(True, 0),
     np.swapaxes: swapaxes, np.moveaxis: moveaxis,
 }
-METHODS: dict[str, Handler] = {"swapaxes": swapaxes}
+METHODS: dict[str, Handler] = {"swapaxes": swapaxes, "repeat": method_repeat}
