@@ -38,11 +38,11 @@ FUNCTIONS = {**CORE_FUNCTIONS, **creation.FUNCTIONS, **einsum.FUNCTIONS, **gathe
 SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/square/tanh/sin/"
                        "cos/abs/sign/floor/ceil/round/rint, sum/mean/max/min/prod/var/std/argmax/"
                        "argmin, matmul/dot/einsum/outer/linalg.norm, transpose/swapaxes/"
-                       "moveaxis/reshape/expand_dims/concatenate/stack/split/pad, take/"
+                       "moveaxis/reshape/expand_dims/concatenate/stack/split/pad/repeat/tile, take/"
                        "take_along_axis, arange/zeros/ones/full/empty/eye/tri/triu/tril, "
                        "cumsum/cumprod/sort/argsort/argpartition/partition")
 SUPPORTED_METHODS = ("sum, mean, max, min, prod, var, std, argmax, argmin, astype, reshape, "
-                     "transpose, swapaxes, clip, round, take, squeeze, cumsum, cumprod, "
+                     "transpose, swapaxes, clip, round, take, squeeze, repeat, cumsum, cumprod, "
                      "argsort, argpartition, T, shape, ndim, size, dtype")
 
 
