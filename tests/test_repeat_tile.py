@@ -123,3 +123,30 @@ def test_counts_numpy_would_take_per_element_or_at_run_time_are_refused(tmp_path
         mod.at_run_time(x, 2)
     with pytest.raises(cv.CompileError, match="negative dimensions are not allowed"):
         mod.negative(x)
+
+
+# GPU ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def gpu_compiled(tmp_path_factory):
+    from gpu_harness import device_arch
+
+    return compile_source(tmp_path_factory.mktemp("gpu_repeat_tile"), SOURCE,
+                          cuda_archs=(device_arch(),))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("framework", ["cupy", "torch"])
+@pytest.mark.parametrize("view", ["contiguous", "strided"])
+def test_gpu_against_numpy(gpu_compiled, framework, view):
+    from gpu_harness import Framework, run_check
+
+    fw = Framework(framework)
+    r = np.random.default_rng(11)
+    for a, b, c, t in ((3, 4, 5, 7), (1, 0, 2, 1), (2, 5, 1, 33)):
+        x = r.standard_normal((a, b, c)).astype(np.float32)
+        run_check(gpu_compiled.repeats, fw, [x], view, 1.0)
+        run_check(gpu_compiled.tiles, fw, [x[0]], view, 1.0)
+        run_check(gpu_compiled.by_dimension, fw, [x[0], x[0, 0]], view, 1.0)
+        q, k, v = (r.standard_normal((2, h, t, 16)).astype(np.float32) for h in (8, 2, 2))
+        run_check(gpu_compiled.gqa, fw, [q, k, v], view, 4.0)
