@@ -29,6 +29,7 @@ from cuvil_aot.compiler.frontend import (
     loops,
     numpy_api,
     subscript,
+    unrolled,
     while_loops,
 )
 from cuvil_aot.compiler.frontend.operators import binary
@@ -208,17 +209,17 @@ class Interpreter:
     def stmt_For(self, stmt: ast.For) -> None:
         if stmt.orelse:
             raise UserError("for ... else is not supported", self.span(stmt))
-        args = loops.run_time_range(stmt, self.eval)
+        args = loops.run_time_range(stmt.iter, self.eval)
         if args is not None:  # a trip count known only at run time: an IR loop
             loops.run_loop(self, stmt, args, POISON)
             return
-        items = self.eval(stmt.iter)
-        if items is POISON:
+        source = self.eval(stmt.iter)
+        if source is POISON:
             return
-        if not isinstance(items, range | tuple | list):
+        items = unrolled.items(source)
+        if items is None:
             raise UserError("only loops over range() or a tuple known at compile time "
-                            "are supported", self.span(stmt.iter),
-                            "for t in range(x.shape[0]): ... x[t] ...")
+                            "are supported", self.span(stmt.iter), unrolled.LOOP_HINT)
         if len(items) > MAX_UNROLL:
             raise UserError(f"loop of {len(items)} iterations is too long to unroll "
                             f"(at most {MAX_UNROLL})", self.span(stmt.iter))
@@ -307,6 +308,9 @@ class Interpreter:
             else:
                 out.append(self.eval(e))
         return out
+
+    def expr_ListComp(self, expr: ast.ListComp) -> Any:
+        return unrolled.list_comp(self, expr, POISON, MAX_UNROLL)
 
     def expr_IfExp(self, expr: ast.IfExp) -> Any:
         return branches.if_exp(self, expr, POISON)

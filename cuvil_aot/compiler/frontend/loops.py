@@ -61,9 +61,9 @@ class Unbound:
         self.why = why
 
 
-def run_time_range(stmt: ast.For, evaluate: Callable[[ast.expr], Any]) -> list[Any] | None:
-    """The arguments of ``for ... in range(...)`` when one is known only at run time."""
-    call = stmt.iter
+def run_time_range(call: ast.expr, evaluate: Callable[[ast.expr], Any]) -> list[Any] | None:
+    """The arguments of ``range(...)`` (a loop's iterable) when one is known only at run
+    time."""
     if not isinstance(call, ast.Call) or call.keywords or \
             any(isinstance(a, ast.Starred) for a in call.args) or evaluate(call.func) is not range:
         return None
