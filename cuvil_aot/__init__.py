@@ -6,7 +6,7 @@ into one CPython extension of fused, vectorized kernels.
 
 from cuvil_aot._version import __version__
 from cuvil_aot.api import compile_module, optimize
-from cuvil_aot.errors import CompileError, CudaError, SignatureError
+from cuvil_aot.errors import CompileError, CudaError, PromotionWarning, SignatureError
 from cuvil_aot.importer import install, uninstall
 from cuvil_aot.marks import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u64
 
@@ -14,6 +14,7 @@ __all__ = [
     "__version__",
     "CompileError",
     "CudaError",
+    "PromotionWarning",
     "SignatureError",
     "bf16",
     "bool_",

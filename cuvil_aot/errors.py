@@ -112,6 +112,11 @@ class SignatureShapeError(SignatureError, ValueError):
     """No signature matches because of array shapes (a TypeError and a ValueError)."""
 
 
+class PromotionWarning(UserWarning):
+    """A float32 array made float64 by a NumPy float64 scalar (NEP 50) in compiled code:
+    correct, as NumPy computes it, and rarely meant (compiler/frontend/promotion.py)."""
+
+
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 

@@ -138,6 +138,7 @@ def build(module: types.ModuleType, options: Options | None = None,
         gpu = gpu_build(options)
     lowered, log, ext_name, sources = generate_sources(module, options,
                                                        gpu.targets if gpu else None, timeline)
+    lowered.warn()
     levels = list(options.cpu_levels) or [host.cpu_level()]
     workdir = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="cuvil_aot-"))
     labels = {f"f{i}": name for i, name in enumerate(lowered.functions)}

@@ -6,7 +6,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
-from cuvil_aot.compiler.frontend import assign, call_checks
+from cuvil_aot.compiler.frontend import assign, call_checks, promotion
 from cuvil_aot.compiler.frontend.interp import POISON, Interpreter, Trace
 from cuvil_aot.compiler.frontend.signature import Signature, SignatureSyntaxError, signatures_of
 from cuvil_aot.compiler.frontend.size_one import size_one_specializations
@@ -24,9 +24,11 @@ from cuvil_aot.compiler.ir.types import Dim, TensorType
 from cuvil_aot.errors import (
     CompileError,
     Diagnostic,
+    PromotionWarning,
     SourceSpan,
     internal_diagnostic,
     render_all,
+    warn_user,
 )
 from cuvil_aot.marks import Marked, marked
 
@@ -45,6 +47,7 @@ class LoweredModule:
     sources: dict[str, str] = field(default_factory=dict)  # marked function -> normalized AST
     refused: dict[str, list[Diagnostic]] = field(default_factory=dict)
     defs: dict[str, SourceSpan | None] = field(default_factory=dict)  # each def line
+    promotions: dict[str, list[str]] = field(default_factory=dict)  # promotion.py's warnings
 
     def refuse(self, name: str, diagnostics: list[Diagnostic]) -> None:
         """Take ``name`` out of the build; its diagnostics say why (each once)."""
@@ -55,6 +58,13 @@ class LoweredModule:
     def rendered_refusals(self) -> dict[str, str]:
         """Each refused function's diagnostics as its CompileError shows them."""
         return {name: render_all(diags) for name, diags in self.refused.items()}
+
+    def warn(self) -> None:
+        """Warn of each float32 array a NumPy float64 scalar makes float64 (promotion.py),
+        in the functions that are built."""
+        for name in self.functions:
+            for text in self.promotions.get(name, []):
+                warn_user(text, PromotionWarning)
 
     def check(self) -> None:
         """Raise one CompileError with every diagnostic of every refused function."""
@@ -70,14 +80,16 @@ def lower_module(module: types.ModuleType) -> LoweredModule:
     for name, dispatcher in marked(module).items():
         fn = dispatcher.py_func
         diagnostics: list[Diagnostic] = []
-        try:
-            lowered = _lower_marked(name, dispatcher, result, diagnostics)
-        except Exception as exc:  # a bug in cuvil_aot: refuse this function, at its def
-            diagnostics.append(internal_diagnostic(def_span(fn), exc))
+        with promotion.collecting() as promoted:
+            try:
+                lowered = _lower_marked(name, dispatcher, result, diagnostics)
+            except Exception as exc:  # a bug in cuvil_aot: refuse this function, at its def
+                diagnostics.append(internal_diagnostic(def_span(fn), exc))
         if diagnostics:
             result.refuse(name, diagnostics)
         else:
             result.functions[name] = lowered
+            result.promotions[name] = [promotion.message(*p) for p in promoted]
     return result
 
 

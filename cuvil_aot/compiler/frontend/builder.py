@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_aot.compiler.frontend import call_checks
+from cuvil_aot.compiler.frontend import call_checks, promotion
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.construct import Message, ShapeError, cast, reshape
 from cuvil_aot.compiler.ir.node import Node
@@ -179,6 +179,7 @@ def elementwise(op: Op, args: Sequence[Node], span: SourceSpan | None = None) ->
         result, compute = _python_kind(result), _python_kind(compute)
     elif is_int(compute) and op not in COMPARE and op is not Op.WHERE:
         _check_python_ints(args, compute)  # (np.where casts a Python int unchecked)
+    promotion.note(args, result, span)
     if op is Op.WHERE:
         operands = [cast(args[0], "bool", span), cast(args[1], compute, span),
                     cast(args[2], compute, span)]
