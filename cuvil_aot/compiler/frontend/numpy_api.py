@@ -18,7 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_aot.compiler.frontend import creation, einsum, gather, linalg, scans, shapes
+from cuvil_aot.compiler.frontend import (
+    composed,
+    creation,
+    einsum,
+    gather,
+    linalg,
+    scans,
+    shapes,
+)
 from cuvil_aot.compiler.frontend.handlers import FUNCTIONS as CORE_FUNCTIONS
 from cuvil_aot.compiler.frontend.handlers import METHODS as CORE_METHODS
 from cuvil_aot.compiler.frontend.handlers import PY_FUNCTIONS, Ctx
@@ -31,17 +39,20 @@ from cuvil_aot.compiler.ir.types import Dim
 from cuvil_aot.errors import SourceSpan
 
 METHODS = {**CORE_METHODS, **creation.METHODS, **gather.METHODS, **shapes.METHODS,
-           **scans.METHODS}
+           **scans.METHODS, **composed.METHODS}
 FUNCTIONS = {**CORE_FUNCTIONS, **creation.FUNCTIONS, **einsum.FUNCTIONS, **gather.FUNCTIONS,
-             **linalg.FUNCTIONS, **shapes.FUNCTIONS, **scans.FUNCTIONS}
+             **linalg.FUNCTIONS, **shapes.FUNCTIONS, **scans.FUNCTIONS, **composed.FUNCTIONS}
 
 SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/square/tanh/sin/"
-                       "cos/abs/sign/floor/ceil/round/rint, sum/mean/max/min/prod/var/std/argmax/"
-                       "argmin, matmul/dot/einsum/outer/linalg.norm, transpose/swapaxes/"
-                       "moveaxis/reshape/expand_dims/concatenate/stack/split/pad/repeat/tile, take/"
-                       "take_along_axis, arange/zeros/ones/full/empty/eye/tri/triu/tril, "
-                       "cumsum/cumprod/sort/argsort/argpartition/partition")
-SUPPORTED_METHODS = ("sum, mean, max, min, prod, var, std, argmax, argmin, astype, reshape, "
+                       "cos/abs/sign/floor/ceil/round/rint/trunc/fix/reciprocal/isnan/isinf/"
+                       "isfinite/nan_to_num, sum/mean/max/min/prod/var/std/argmax/argmin/any/all/"
+                       "count_nonzero, matmul/dot/einsum/outer/linalg.norm, transpose/swapaxes/"
+                       "moveaxis/reshape/ravel/expand_dims/concatenate/stack/hstack/vstack/split/"
+                       "pad/repeat/tile/flip/roll/diff, take/take_along_axis, arange/zeros/ones/"
+                       "full/empty/eye/tri/triu/tril, cumsum/cumprod/sort/argsort/argpartition/"
+                       "partition")
+SUPPORTED_METHODS = ("sum, mean, max, min, prod, var, std, argmax, argmin, any, all, astype, "
+                     "reshape, "
                      "transpose, swapaxes, clip, round, take, squeeze, repeat, cumsum, cumprod, "
                      "argsort, argpartition, T, shape, ndim, size, dtype")
 

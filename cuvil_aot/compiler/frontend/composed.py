@@ -1,0 +1,257 @@
+"""NumPy functions that are exact compositions of the IR's own operations, giving NumPy's
+values, dtypes and edge cases (NaN, ±inf, -0.0, empty axes):
+
+- float classification: np.isnan (x != x), np.isinf, np.isfinite, np.nan_to_num;
+- np.reciprocal of floats (1 / x), np.trunc and np.fix (toward zero), np.positive;
+- np.any, np.all, np.count_nonzero and the .any/.all methods (counts of nonzero values);
+- np.flip, np.roll (slices, or a gather where the axis length is symbolic), np.ravel,
+  np.diff, np.atleast_1d/2d, np.hstack, np.vstack.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from cuvil_aot.compiler.frontend import builder as B
+from cuvil_aot.compiler.frontend import subscript
+from cuvil_aot.compiler.frontend.gather import gather
+from cuvil_aot.compiler.frontend.handlers import Ctx, Handler, _now, axes_arg, copy
+from cuvil_aot.compiler.frontend.shapes import _axis, _piece
+from cuvil_aot.compiler.frontend.user_error import UserError, checked
+from cuvil_aot.compiler.frontend.values import apply, fold, is_number, strong, to_node
+from cuvil_aot.compiler.ir import construct as C
+from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.ops import Op
+from cuvil_aot.compiler.ir.run_time import RunTimeSlice
+from cuvil_aot.compiler.ir.types import Dim, TensorType, is_float
+
+INF = float("inf")
+
+
+def _elementwise(fn: Any, build: Any) -> Handler:
+    """A one-argument function: NumPy's own on a number known now, else ``build(x, ctx)``."""
+    def handler(ctx: Ctx, x: Any, /) -> Any:
+        if is_number(x):
+            return _now(fn, [x], ctx)
+        return strong(build(to_node(x, ctx.span), ctx))
+    return handler
+
+
+def _isnan(x: Node, ctx: Ctx) -> Node:
+    return apply(Op.NE, [x, x], ctx.span)  # never true of an integer
+
+
+def _isinf(x: Node, ctx: Ctx) -> Node:
+    if not is_float(x.dtype):
+        return apply(Op.NE, [x, x], ctx.span)  # False
+    return apply(Op.EQ, [apply(Op.ABS, [x], ctx.span), INF], ctx.span)
+
+
+def _isfinite(x: Node, ctx: Ctx) -> Node:
+    if not is_float(x.dtype):
+        return apply(Op.EQ, [x, x], ctx.span)  # True
+    return apply(Op.LT, [apply(Op.ABS, [x], ctx.span), INF], ctx.span)  # NaN: False
+
+
+def _finfo(dtype: str) -> Any:
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.finfo(ml_dtypes.bfloat16)  # type: ignore[no-untyped-call]
+    return np.finfo(dtype)
+
+
+def nan_to_num(ctx: Ctx, x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
+               neginf: Any = None) -> Any:
+    if is_number(x):
+        return _now(lambda v: np.nan_to_num(v, nan=nan, posinf=posinf, neginf=neginf), [x], ctx)
+    a = to_node(x, ctx.span)
+    if not is_float(a.dtype):
+        return _copy(a, ctx)
+    info = _finfo(a.dtype)
+    big = float(info.max) if posinf is None else posinf
+    small = float(info.min) if neginf is None else neginf
+    out = apply(Op.WHERE, [apply(Op.EQ, [a, -INF], ctx.span), small, a], ctx.span)
+    out = apply(Op.WHERE, [apply(Op.EQ, [a, INF], ctx.span), big, out], ctx.span)
+    out = apply(Op.WHERE, [_isnan(a, ctx), nan, out], ctx.span)
+    return C.cast(out, a.dtype, ctx.span)  # the replacements take x's dtype, as NumPy's
+
+
+def _reciprocal(x: Node, ctx: Ctx) -> Node:
+    if not is_float(x.dtype):
+        raise UserError("np.reciprocal of integers (an integer division) is not supported",
+                        ctx.span, "1 / x, which is float")
+    return apply(Op.DIV, [1.0, x], ctx.span)
+
+
+def _toward_zero(x: Node, ctx: Ctx) -> Node:
+    if not is_float(x.dtype):
+        return _copy(x, ctx)
+    negative = apply(Op.LT, [x, 0.0], ctx.span)
+    return apply(Op.WHERE, [negative, apply(Op.CEIL, [x], ctx.span),
+                            apply(Op.FLOOR, [x], ctx.span)], ctx.span)
+
+
+def _copy(x: Node, ctx: Ctx) -> Node:
+    return copy(ctx, x)
+
+
+def _nonzero_count(x: Node, axis: Any, keepdims: bool, ctx: Ctx) -> Node:
+    flags = C.cast(C.cast(x, "bool", ctx.span), "int64", ctx.span)
+    return checked(B.reduce, Op.SUM, flags, axes_arg(axis, ctx), bool(keepdims), ctx.span,
+                   span=ctx.span)
+
+
+def count_nonzero(ctx: Ctx, a: Any, axis: Any = None, *, keepdims: bool = False) -> Node:
+    return _nonzero_count(to_node(a, ctx.span), axis, keepdims, ctx)
+
+
+def any_(ctx: Ctx, a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Node:
+    _no_out(out, "any", ctx)
+    return apply(Op.GT, [_nonzero_count(to_node(a, ctx.span), axis, keepdims, ctx), 0],
+                 ctx.span)
+
+
+def all_(ctx: Ctx, a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Node:
+    _no_out(out, "all", ctx)
+    x = to_node(a, ctx.span)
+    zeros = C.cast(apply(Op.EQ, [C.cast(x, "bool", ctx.span), False], ctx.span), "int64",
+                   ctx.span)
+    count = checked(B.reduce, Op.SUM, zeros, axes_arg(axis, ctx), bool(keepdims), ctx.span,
+                    span=ctx.span)
+    return apply(Op.EQ, [count, 0], ctx.span)
+
+
+def _no_out(out: Any, name: str, ctx: Ctx) -> None:
+    if out is not None:
+        raise UserError(f"np.{name} with out= is not supported", ctx.span,
+                        f"y = np.{name}(x, axis)")
+
+
+def _sliced(x: Node, slices: dict[int, slice], ctx: Ctx) -> Node:
+    """``x[...]`` with ``slices`` on their axes, as Python clamps them (subscript.py; what
+    the call must compute or check recorded in ``ctx``)."""
+    node, needs = subscript.index(x, tuple(slices.get(a, slice(None))
+                                           for a in range(x.type.ndim)), ctx.span)
+    for need in needs:
+        if isinstance(need, subscript.Derived):
+            ctx.derived.append((need.name, need.length, need.step))
+        elif isinstance(need, RunTimeSlice):
+            ctx.run_time.append(need)
+        else:
+            ctx.requirements.append(need)
+    return node
+
+
+def flip(ctx: Ctx, m: Any, axis: Any = None) -> Node:
+    x = to_node(m, ctx.span)
+    axes = checked(B.normalize_axes, axes_arg(axis, ctx), x.type.ndim, span=ctx.span)
+    return _sliced(x, {a: slice(None, None, -1) for a in axes}, ctx)
+
+
+def roll(ctx: Ctx, a: Any, shift: Any, axis: Any = None) -> Node:
+    x = to_node(a, ctx.span)
+    if axis is None:
+        flat = C.reshape(x, (C.total(x.shape),), ctx.span)
+        return C.reshape(roll(ctx, flat, shift, 0), x.shape, ctx.span)
+    shifts, axes = fold(shift), axis
+    shifts = list(shifts) if isinstance(shifts, tuple | list) else [shifts]
+    axes = list(axes) if isinstance(axes, tuple | list) else [axes]
+    if len(shifts) == 1:
+        shifts = shifts * len(axes)
+    if len(axes) == 1:
+        axes = axes * len(shifts)
+    if len(shifts) != len(axes):
+        raise UserError("'shift' and 'axis' should be scalars or 1D sequences", ctx.span)
+    out = x
+    for s, ax in zip(shifts, axes):
+        if isinstance(s, bool) or not isinstance(s, int | np.integer):
+            raise UserError("np.roll's shift must be an int known at compile time", ctx.span)
+        out = _roll_axis(out, int(s), _axis(out, ax, ctx), ctx)
+    return out if out is not x else _copy(x, ctx)
+
+
+def _roll_axis(x: Node, shift: int, axis: int, ctx: Ctx) -> Node:
+    """out[i] = x[(i - shift) mod n] along ``axis``: two slices where n is known now, else
+    a gather at the ramp's positions."""
+    n = x.shape[axis]
+    if n.is_static:
+        k = shift % n.value if n.value else 0
+        if k == 0:
+            return x
+        cut = Dim.of(n.value - k)
+        tail, head = _piece(x, axis, cut, n, ctx), _piece(x, axis, Dim.of(0), cut, ctx)
+        return checked(B.concat, [tail, head], axis, ctx.span, span=ctx.span)
+    ramp = Node(Op.IOTA, TensorType("int64", (n,)), span=ctx.span)
+    length = apply(Op.MAXIMUM, [to_node(n, ctx.span), 1], ctx.span)  # an empty axis: no read
+    where = apply(Op.MOD, [apply(Op.SUB, [ramp, shift], ctx.span), length], ctx.span)
+    return gather(x, [axis], [where], [axis], ctx.span, take=True)
+
+
+def ravel(ctx: Ctx, a: Any, order: str = "C") -> Node:
+    if order != "C":
+        raise UserError(f"np.ravel order={order!r} is not supported", ctx.span, "order='C'")
+    x = to_node(a, ctx.span)
+    return C.reshape(x, (C.total(x.shape),), ctx.span)
+
+
+def diff(ctx: Ctx, a: Any, n: int = 1, axis: int = -1) -> Node:
+    x = to_node(a, ctx.span)
+    count = fold(n)
+    if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
+        raise UserError(f"order must be non-negative but got {count!r}", ctx.span)
+    ax = _axis(x, axis, ctx)
+    for _ in range(int(count)):  # a[1:] - a[:-1], clamped as NumPy's slices are
+        later, earlier = _sliced(x, {ax: slice(1, None)}, ctx), \
+            _sliced(x, {ax: slice(None, -1)}, ctx)
+        op = Op.NE if x.dtype == "bool" else Op.SUB  # NumPy's diff of booleans
+        x = apply(op, [later, earlier], ctx.span)
+    return x
+
+
+def atleast_1d(ctx: Ctx, *arys: Any) -> Any:
+    out = [_at_least(to_node(a, ctx.span), 1, ctx) for a in arys]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def atleast_2d(ctx: Ctx, *arys: Any) -> Any:
+    out = [_at_least(to_node(a, ctx.span), 2, ctx) for a in arys]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _at_least(x: Node, ndim: int, ctx: Ctx) -> Node:
+    if x.type.ndim >= ndim:
+        return x
+    return C.reshape(x, (Dim.of(1),) * (ndim - x.type.ndim) + x.shape, ctx.span)
+
+
+def _arrays(tup: Any, ctx: Ctx) -> list[Node]:
+    if not isinstance(tup, tuple | list):
+        raise UserError("arrays to stack must be passed as a sequence", ctx.span)
+    return [to_node(a, ctx.span) for a in tup]
+
+
+def hstack(ctx: Ctx, tup: Any) -> Node:
+    parts = [_at_least(a, 1, ctx) for a in _arrays(tup, ctx)]
+    axis = 0 if parts and parts[0].type.ndim == 1 else 1
+    return checked(B.concat, parts, axis, ctx.span, span=ctx.span)
+
+
+def vstack(ctx: Ctx, tup: Any) -> Node:
+    parts = [_at_least(a, 2, ctx) for a in _arrays(tup, ctx)]
+    return checked(B.concat, parts, 0, ctx.span, span=ctx.span)
+
+
+FUNCTIONS: dict[Any, Handler] = {
+    np.isnan: _elementwise(np.isnan, _isnan), np.isinf: _elementwise(np.isinf, _isinf),
+    np.isfinite: _elementwise(np.isfinite, _isfinite), np.nan_to_num: nan_to_num,
+    np.reciprocal: _elementwise(np.reciprocal, _reciprocal),
+    np.trunc: _elementwise(np.trunc, _toward_zero), np.fix: _elementwise(np.fix, _toward_zero),
+    np.positive: _elementwise(np.positive, _copy),
+    np.any: any_, np.all: all_, np.count_nonzero: count_nonzero,
+    np.flip: flip, np.roll: roll, np.ravel: ravel, np.diff: diff,
+    np.atleast_1d: atleast_1d, np.atleast_2d: atleast_2d, np.hstack: hstack, np.vstack: vstack,
+}
+METHODS: dict[str, Handler] = {"any": any_, "all": all_}

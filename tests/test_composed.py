@@ -1,0 +1,123 @@
+"""NumPy functions composed exactly of the IR's operations (frontend/composed.py) against
+NumPy on random shapes with NaN, ±inf, -0.0 and huge values among the data: np.isnan,
+np.isinf, np.isfinite, np.nan_to_num (NumPy's own bits on the real dtype), np.reciprocal,
+np.trunc, np.fix, np.positive, np.any/np.all/np.count_nonzero and .any/.all (axes, keepdims,
+empty axes), np.flip, np.roll (static and symbolic lengths, several axes, negative and
+large shifts), np.ravel, np.diff (n of 0 to 3, booleans), np.atleast_1d/2d, np.hstack,
+np.vstack. What NumPy does differently or cannot be known at compile time is refused at the
+user's line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import check, compile_source, poisoned
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cuvil_aot as cv
+
+SOURCE = '''
+import numpy as np
+import cuvil_aot as cv
+
+@cv.optimize(signatures=["f32[A,B]", "f64[A,B]", "i32[A,B]"])
+def classify(x):
+    return (np.isnan(x), np.isinf(x), np.isfinite(x), np.trunc(x), np.fix(x), np.positive(x),
+            np.nan_to_num(x), np.nan_to_num(x, nan=-1.0, posinf=7.0, neginf=-7.0))
+
+@cv.optimize(signatures=["f32[A,B]", "f64[A,B]"])
+def reciprocal(x):
+    return np.reciprocal(x)
+
+@cv.optimize(signatures=["f32[A,B]", "bool[A,B]", "i64[A,B]"])
+def logic(x):
+    return (np.any(x), np.all(x), np.count_nonzero(x), np.any(x, axis=0), x.all(axis=1),
+            x.any(keepdims=True), np.all(x, axis=(0, 1), keepdims=True),
+            np.count_nonzero(x, axis=1), np.count_nonzero(x, axis=0, keepdims=True))
+
+@cv.optimize
+def moves(x: cv.f32["A", "B"], y: cv.f32[4, 5]):
+    return (np.flip(x), np.flip(x, axis=1), np.flip(y, axis=(0, 1)), np.roll(x, 2),
+            np.roll(x, -3, axis=1), np.roll(y, (1, 7), axis=(0, 1)), np.roll(y, 11, axis=0),
+            np.ravel(x), np.diff(x), np.diff(x, n=2, axis=0), np.diff(y, n=0),
+            np.diff(x > 0, axis=1))
+
+@cv.optimize
+def stacks(v: cv.f32["N"], x: cv.f32["A", "N"], s: float):
+    return (np.hstack([v, v * 2]), np.hstack((x, x)), np.vstack([v, v]), np.vstack((x, v)),
+            np.atleast_1d(s), np.atleast_2d(v), np.atleast_2d(x, v)[1])
+'''
+
+REFUSED = '''
+import numpy as np
+import cuvil_aot as cv
+
+@cv.optimize
+def int_reciprocal(x: cv.i32["N"]):
+    return np.reciprocal(x)
+
+@cv.optimize
+def run_time_shift(x: cv.f32["N"], k: int):
+    return np.roll(x, k)
+'''
+
+SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e30, -1e-30, 2.5, -2.5, 7.0])
+
+
+@pytest.fixture(scope="module")
+def m(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    return compile_source(tmp_path_factory.mktemp("composed"), SOURCE)
+
+
+def _data(r: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    x = r.standard_normal(shape) * 3
+    x.flat[:] = np.where(r.random(x.size) < 0.3, r.choice(SPECIAL, x.size), x.ravel())
+    if dtype.startswith("i"):
+        return np.clip(np.nan_to_num(x), -9, 9).round().astype(dtype)
+    return x.astype(dtype)
+
+
+def _exact(fn, *args) -> None:
+    """fn's results bit for bit NumPy's on the real dtypes, outputs poisoned first."""
+    want = fn.py_func(*args)
+    outs = tuple(poisoned(np.shape(w), np.asarray(w).dtype) for w in want)
+    got = fn(*args, out=outs)
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+@settings(max_examples=25, deadline=None)
+@given(a=st.integers(0, 6), b=st.integers(0, 6), seed=st.integers(0, 2**32 - 1))
+def test_against_numpy(m, a: int, b: int, seed: int) -> None:
+    r = np.random.default_rng(seed)
+    for dtype in ("float32", "float64", "int32"):
+        _exact(m.classify, _data(r, (a, b), dtype))
+    with np.errstate(divide="ignore"):
+        for dtype in ("float32", "float64"):
+            _exact_single(m.reciprocal, _data(r, (a, b), dtype))
+    for x in (_data(r, (a, b), "float32"), r.random((a, b)) < 0.5,
+              r.integers(0, 2, (a, b)).astype(np.int64)):
+        _exact(m.logic, x)
+    check(m.moves, _data(r, (a, b), "float32"), r.standard_normal((4, 5)).astype(np.float32))
+    check(m.stacks, r.standard_normal(b).astype(np.float32),
+          r.standard_normal((a, b)).astype(np.float32), 1.5)
+
+
+def _exact_single(fn, x) -> None:
+    want = fn.py_func(x)
+    out = poisoned(want.shape, want.dtype)
+    fn(x, out=out)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_refused_at_the_users_line(tmp_path: Path) -> None:
+    mod = compile_source(tmp_path, REFUSED)
+    with pytest.raises(cv.CompileError, match="np.reciprocal of integers") as e:
+        mod.int_reciprocal(np.ones(3, np.int32))
+    assert "^" in str(e.value) and "1 / x" in str(e.value)
+    with pytest.raises(cv.CompileError, match="shift must be an int known at compile time"):
+        mod.run_time_shift(np.ones(3, np.float32), 1)
