@@ -4,8 +4,8 @@ np.isinf, np.isfinite, np.nan_to_num (NumPy's own bits on the real dtype), np.re
 np.trunc, np.fix, np.positive, np.any/np.all/np.count_nonzero and .any/.all (axes, keepdims,
 empty axes), np.flip, np.roll (static and symbolic lengths, several axes, negative and
 large shifts), np.ravel, np.diff (n of 0 to 3, booleans), np.atleast_1d/2d, np.hstack,
-np.vstack. What NumPy does differently or cannot be known at compile time is refused at the
-user's line."""
+np.vstack. What cannot be known at compile time, an integer reciprocal and nan_to_num writing
+into its argument are refused at the user's line."""
 
 from __future__ import annotations
 
@@ -62,6 +62,11 @@ def int_reciprocal(x: cv.i32["N"]):
 @cv.optimize
 def run_time_shift(x: cv.f32["N"], k: int):
     return np.roll(x, k)
+
+@cv.optimize
+def in_place(x: cv.f32["N"]):
+    np.nan_to_num(x, copy=False)
+    return x
 '''
 
 SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e30, -1e-30, 2.5, -2.5, 7.0])
@@ -121,3 +126,5 @@ def test_refused_at_the_users_line(tmp_path: Path) -> None:
     assert "^" in str(e.value) and "1 / x" in str(e.value)
     with pytest.raises(cv.CompileError, match="shift must be an int known at compile time"):
         mod.run_time_shift(np.ones(3, np.float32), 1)
+    with pytest.raises(cv.CompileError, match=r"np.nan_to_num\(copy=False\) is not supported"):
+        mod.in_place(np.ones(3, np.float32))

@@ -65,6 +65,9 @@ def _finfo(dtype: str) -> Any:
 
 def nan_to_num(ctx: Ctx, x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
                neginf: Any = None) -> Any:
+    if not copy:  # NumPy then writes into x; a compiled function's arguments stay as given
+        raise UserError("np.nan_to_num(copy=False) is not supported", ctx.span,
+                        "x = np.nan_to_num(x)")
     if is_number(x):
         return _now(lambda v: np.nan_to_num(v, nan=nan, posinf=posinf, neginf=neginf), [x], ctx)
     a = to_node(x, ctx.span)
