@@ -17,8 +17,8 @@ import numpy as np
 from cuvil_aot.compiler.frontend import builder as B
 from cuvil_aot.compiler.frontend import subscript
 from cuvil_aot.compiler.frontend.gather import gather
-from cuvil_aot.compiler.frontend.handlers import Ctx, Handler, _now, axes_arg, copy
-from cuvil_aot.compiler.frontend.shapes import _axis, _piece
+from cuvil_aot.compiler.frontend.handlers import Ctx, Handler, axes_arg, copy, now
+from cuvil_aot.compiler.frontend.shapes import axis_of, piece
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
 from cuvil_aot.compiler.frontend.values import apply, fold, is_number, strong, to_node
 from cuvil_aot.compiler.ir import construct as C
@@ -34,7 +34,7 @@ def _elementwise(fn: Any, build: Any) -> Handler:
     """A one-argument function: NumPy's own on a number known now, else ``build(x, ctx)``."""
     def handler(ctx: Ctx, x: Any, /) -> Any:
         if is_number(x):
-            return _now(fn, [x], ctx)
+            return now(fn, [x], ctx)
         return strong(build(to_node(x, ctx.span), ctx))
     return handler
 
@@ -69,7 +69,7 @@ def nan_to_num(ctx: Ctx, x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any 
         raise UserError("np.nan_to_num(copy=False) is not supported", ctx.span,
                         "x = np.nan_to_num(x)")
     if is_number(x):
-        return _now(lambda v: np.nan_to_num(v, nan=nan, posinf=posinf, neginf=neginf), [x], ctx)
+        return now(lambda v: np.nan_to_num(v, nan=nan, posinf=posinf, neginf=neginf), [x], ctx)
     a = to_node(x, ctx.span)
     if not is_float(a.dtype):
         return _copy(a, ctx)
@@ -172,7 +172,7 @@ def roll(ctx: Ctx, a: Any, shift: Any, axis: Any = None) -> Node:
     for s, ax in zip(shifts, axes):
         if isinstance(s, bool) or not isinstance(s, int | np.integer):
             raise UserError("np.roll's shift must be an int known at compile time", ctx.span)
-        out = _roll_axis(out, int(s), _axis(out, ax, ctx), ctx)
+        out = _roll_axis(out, int(s), axis_of(out, ax, ctx), ctx)
     return out if out is not x else _copy(x, ctx)
 
 
@@ -185,7 +185,7 @@ def _roll_axis(x: Node, shift: int, axis: int, ctx: Ctx) -> Node:
         if k == 0:
             return x
         cut = Dim.of(n.value - k)
-        tail, head = _piece(x, axis, cut, n, ctx), _piece(x, axis, Dim.of(0), cut, ctx)
+        tail, head = piece(x, axis, cut, n, ctx), piece(x, axis, Dim.of(0), cut, ctx)
         return checked(B.concat, [tail, head], axis, ctx.span, span=ctx.span)
     ramp = Node(Op.IOTA, TensorType("int64", (n,)), span=ctx.span)
     length = apply(Op.MAXIMUM, [to_node(n, ctx.span), 1], ctx.span)  # an empty axis: no read
@@ -205,7 +205,7 @@ def diff(ctx: Ctx, a: Any, n: int = 1, axis: int = -1) -> Node:
     count = fold(n)
     if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
         raise UserError(f"order must be non-negative but got {count!r}", ctx.span)
-    ax = _axis(x, axis, ctx)
+    ax = axis_of(x, axis, ctx)
     for _ in range(int(count)):  # a[1:] - a[:-1], clamped as NumPy's slices are
         later, earlier = _sliced(x, {ax: slice(1, None)}, ctx), \
             _sliced(x, {ax: slice(None, -1)}, ctx)

@@ -59,7 +59,7 @@ class Ctx:
 # np.float64 even where its argument was a Python float. On numbers known now NumPy
 # computes it; otherwise the node of a result from Python scalars is made strong.
 
-def _now(fn: Any, args: Sequence[Any], ctx: Ctx) -> Any:
+def now(fn: Any, args: Sequence[Any], ctx: Ctx) -> Any:
     """``fn(*args)`` on numbers known at compile time: NumPy's own scalar result."""
     try:
         with np.errstate(all="ignore"):  # NumPy's warnings (log(0)) are not errors
@@ -75,7 +75,7 @@ def _now(fn: Any, args: Sequence[Any], ctx: Ctx) -> Any:
 def _unary(fn: Any, op: Op) -> Handler:
     def handler(ctx: Ctx, x: Any, /) -> Any:
         if is_number(x):
-            return _now(fn, [x], ctx)
+            return now(fn, [x], ctx)
         return strong(apply(op, [x], ctx.span))
     return handler
 
@@ -83,7 +83,7 @@ def _unary(fn: Any, op: Op) -> Handler:
 def _binary(fn: Any, op: Op) -> Handler:
     def handler(ctx: Ctx, x1: Any, x2: Any, /) -> Any:
         if is_number(x1) and is_number(x2):
-            return _now(fn, [x1, x2], ctx)
+            return now(fn, [x1, x2], ctx)
         if op is Op.POW:
             base = to_node(x1, ctx.span)
             if base.type.weak and to_node(x2, ctx.span).type.weak:  # NumPy's rule, not Python's

@@ -17,14 +17,14 @@ from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.types import Dim
 
 
-def _axis(x: Node, axis: Any, ctx: Ctx) -> int:
+def axis_of(x: Node, axis: Any, ctx: Ctx) -> int:
     axis = fold(axis)
     if isinstance(axis, bool) or not isinstance(axis, int | np.integer):
         raise UserError("axis must be an int known at compile time", ctx.span)
     return checked(B.normalize_axes, (int(axis),), x.type.ndim, span=ctx.span)[0]
 
 
-def _piece(x: Node, axis: int, start: Dim, stop: Dim, ctx: Ctx) -> Node:
+def piece(x: Node, axis: int, start: Dim, stop: Dim, ctx: Ctx) -> Node:
     starts = tuple(start if a == axis else Dim.of(0) for a in range(x.type.ndim))
     sizes = tuple(stop - start if a == axis else d for a, d in enumerate(x.shape))
     return B.slice_axes(x, starts, (Dim.of(1),) * x.type.ndim, sizes, ctx.span)
@@ -81,7 +81,7 @@ def _splitter(exact: bool, default_axis: int | None = 0) -> Handler:
         x = to_node(ary, ctx.span)
         if axis is None:
             axis = 1 if x.type.ndim > 1 else 0
-        a = _axis(x, axis, ctx)
+        a = axis_of(x, axis, ctx)
         how = fold(indices_or_sections)
         if isinstance(how, tuple | list):
             bounds = _bounds(how, x.shape[a], ctx)
@@ -90,13 +90,13 @@ def _splitter(exact: bool, default_axis: int | None = 0) -> Handler:
         else:
             raise UserError("indices_or_sections must be an int or a list of ints known at "
                             "compile time", ctx.span)
-        return [_piece(x, a, lo, hi, ctx) for lo, hi in bounds]
+        return [piece(x, a, lo, hi, ctx) for lo, hi in bounds]
     return handler
 
 
 def swapaxes(ctx: Ctx, a: Any, axis1: Any, axis2: Any) -> Node:
     x = to_node(a, ctx.span)
-    i, j = _axis(x, axis1, ctx), _axis(x, axis2, ctx)
+    i, j = axis_of(x, axis1, ctx), axis_of(x, axis2, ctx)
     perm = list(range(x.type.ndim))
     perm[i], perm[j] = perm[j], perm[i]
     return C.permute(x, tuple(perm), ctx.span)
@@ -109,8 +109,8 @@ def moveaxis(ctx: Ctx, a: Any, source: Any, destination: Any) -> Node:
     if len(sources) != len(destinations):
         raise UserError("`source` and `destination` arguments must have the same number of "
                         "elements", ctx.span)
-    src = [_axis(x, s, ctx) for s in sources]
-    dst = [_axis(x, d, ctx) for d in destinations]
+    src = [axis_of(x, s, ctx) for s in sources]
+    dst = [axis_of(x, d, ctx) for d in destinations]
     order = [n for n in range(x.type.ndim) if n not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -188,7 +188,7 @@ def repeat(ctx: Ctx, a: Any, repeats: Any, axis: Any = None) -> Node:
     if axis is None:
         x, axis = C.reshape(x, (C.total(x.shape),), ctx.span), 0
     count = _count(repeats, "repeats", ctx)
-    out = _replicate(x, _axis(x, axis, ctx), count, True, ctx)
+    out = _replicate(x, axis_of(x, axis, ctx), count, True, ctx)
     return copy(ctx, out) if count == Dim.of(1) else out  # a new array, as NumPy's
 
 
