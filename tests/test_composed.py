@@ -1,6 +1,7 @@
 """NumPy functions composed exactly of the IR's operations (frontend/composed.py) against
 NumPy on random shapes with NaN, ±inf, -0.0 and huge values among the data: np.isnan,
-np.isinf, np.isfinite, np.nan_to_num (NumPy's own bits on the real dtype), np.reciprocal,
+np.isinf, np.isfinite, np.nan_to_num (NumPy's own bits on the real dtype), np.fmax, np.fmin,
+np.ptp, np.nansum, np.column_stack, np.reciprocal,
 np.trunc, np.fix, np.positive, np.any/np.all/np.count_nonzero and .any/.all (axes, keepdims,
 empty axes), np.flip, np.roll (static and symbolic lengths, several axes, negative and
 large shifts), np.ravel, np.diff (n of 0 to 3, booleans), np.atleast_1d/2d, np.hstack,
@@ -32,6 +33,14 @@ def classify(x):
 def reciprocal(x):
     return np.reciprocal(x)
 
+@cv.optimize(signatures=["f32[A,B], f32[A,B]", "f64[A,B], f32[B]", "i32[A,B], i32[A,B]"])
+def nan_aware(x, y):
+    return np.fmax(x, y), np.fmin(x, y), np.fmax(x, 0.5), np.ptp(x, axis=0, keepdims=True)
+
+@cv.optimize(signatures=["f32[A,B]", "i32[A,B]"])
+def nan_sums(x):
+    return np.nansum(x), np.nansum(x, axis=1, keepdims=True)
+
 @cv.optimize(signatures=["f32[A,B]", "bool[A,B]", "i64[A,B]"])
 def logic(x):
     return (np.any(x), np.all(x), np.count_nonzero(x), np.any(x, axis=0), x.all(axis=1),
@@ -48,7 +57,8 @@ def moves(x: cv.f32["A", "B"], y: cv.f32[4, 5]):
 @cv.optimize
 def stacks(v: cv.f32["N"], x: cv.f32["A", "N"], s: float):
     return (np.hstack([v, v * 2]), np.hstack((x, x)), np.vstack([v, v]), np.vstack((x, v)),
-            np.atleast_1d(s), np.atleast_2d(v), np.atleast_2d(x, v)[1])
+            np.atleast_1d(s), np.atleast_2d(v), np.atleast_2d(x, v)[1],
+            np.column_stack((v, v * 3)), np.column_stack([x.T, v]))
 '''
 
 REFUSED = '''
@@ -87,7 +97,8 @@ def _data(r: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndar
 
 def _exact(fn, *args) -> None:
     """fn's results bit for bit NumPy's on the real dtypes, outputs poisoned first."""
-    want = fn.py_func(*args)
+    with np.errstate(all="ignore"):  # inf - inf in np.ptp: NumPy's warning, not under test
+        want = fn.py_func(*args)
     outs = tuple(poisoned(np.shape(w), np.asarray(w).dtype) for w in want)
     got = fn(*args, out=outs)
     for g, w in zip(got, want):
@@ -104,6 +115,13 @@ def test_against_numpy(m, a: int, b: int, seed: int) -> None:
     with np.errstate(divide="ignore"):
         for dtype in ("float32", "float64"):
             _exact_single(m.reciprocal, _data(r, (a, b), dtype))
+    for dtypes in (("float32", "float32"), ("float64", "float32"), ("int32", "int32")):
+        y = _data(r, (a, b) if dtypes[0] != "float64" else (b,), dtypes[1])
+        if a:  # np.ptp of an empty axis raises in NumPy
+            _exact(m.nan_aware, _data(r, (a, b), dtypes[0]), y)
+    for dtype in ("float32", "int32"):  # sums: NumPy's to rounding, not its order
+        x = _data(r, (a, b), dtype)
+        check(m.nan_sums, np.where(np.isinf(x), 1.0, x).astype(dtype))
     for x in (_data(r, (a, b), "float32"), r.random((a, b)) < 0.5,
               r.integers(0, 2, (a, b)).astype(np.int64)):
         _exact(m.logic, x)
@@ -128,3 +146,13 @@ def test_refused_at_the_users_line(tmp_path: Path) -> None:
         mod.run_time_shift(np.ones(3, np.float32), 1)
     with pytest.raises(cv.CompileError, match=r"np.nan_to_num\(copy=False\) is not supported"):
         mod.in_place(np.ones(3, np.float32))
+
+
+def test_fmax_fmin_edges(m) -> None:
+    """Signed zeros (of equal values the second), NaN on either side or both."""
+    x = np.array([[0.0, -0.0, np.nan, 1.0, np.nan, -np.inf]], np.float32)
+    y = np.array([[-0.0, 0.0, 2.0, np.nan, np.nan, np.inf]], np.float32)
+    _exact(m.nan_aware, x, y)
+    _exact(m.nan_aware, y, x)
+    got = m.nan_aware(x, y)[0]
+    assert np.signbit(got[0, 0]) and not np.signbit(got[0, 1])

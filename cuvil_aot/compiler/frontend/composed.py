@@ -3,9 +3,11 @@ values, dtypes and edge cases (NaN, ±inf, -0.0, empty axes):
 
 - float classification: np.isnan (x != x), np.isinf, np.isfinite, np.nan_to_num;
 - np.reciprocal of floats (1 / x), np.trunc and np.fix (toward zero), np.positive;
-- np.any, np.all, np.count_nonzero and the .any/.all methods (counts of nonzero values);
+- np.fmax, np.fmin (NaN-ignoring maximum and minimum);
+- np.any, np.all, np.count_nonzero and the .any/.all methods (counts of nonzero values),
+  np.ptp (max - min), np.nansum;
 - np.flip, np.roll (slices, or a gather where the axis length is symbolic), np.ravel,
-  np.diff, np.atleast_1d/2d, np.hstack, np.vstack.
+  np.diff, np.atleast_1d/2d, np.hstack, np.vstack, np.column_stack.
 """
 
 from __future__ import annotations
@@ -80,6 +82,34 @@ def nan_to_num(ctx: Ctx, x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any 
     out = apply(Op.WHERE, [apply(Op.EQ, [a, INF], ctx.span), big, out], ctx.span)
     out = apply(Op.WHERE, [_isnan(a, ctx), nan, out], ctx.span)
     return C.cast(out, a.dtype, ctx.span)  # the replacements take x's dtype, as NumPy's
+
+
+def _nan_aware(op: Op) -> Handler:
+    """np.fmax (``op`` GT) and np.fmin (LT): the other value where one is NaN, else the
+    maximum (minimum); of equal values the second, as NumPy's (fmax(0.0, -0.0) is -0.0)."""
+    def handler(ctx: Ctx, x1: Any, x2: Any, /) -> Any:
+        fn = np.fmax if op is Op.GT else np.fmin
+        if is_number(x1) and is_number(x2):
+            return now(fn, [x1, x2], ctx)
+        a, b = to_node(x1, ctx.span), to_node(x2, ctx.span)
+        first = apply(Op.OR, [apply(op, [a, b], ctx.span), _isnan(b, ctx)], ctx.span)
+        return strong(apply(Op.WHERE, [first, a, b], ctx.span))
+    return handler
+
+
+def ptp(ctx: Ctx, a: Any, axis: Any = None, keepdims: bool = False) -> Node:
+    x = to_node(a, ctx.span)
+    top, bottom = (checked(B.reduce, op, x, axes_arg(axis, ctx), bool(keepdims), ctx.span,
+                           span=ctx.span) for op in (Op.MAX, Op.MIN))
+    return apply(Op.SUB, [top, bottom], ctx.span)  # in x's dtype: int8 wraps, as NumPy's
+
+
+def nansum(ctx: Ctx, a: Any, axis: Any = None, keepdims: bool = False) -> Node:
+    x = to_node(a, ctx.span)
+    if is_float(x.dtype):
+        x = apply(Op.WHERE, [_isnan(x, ctx), 0.0, x], ctx.span)
+    return checked(B.reduce, Op.SUM, x, axes_arg(axis, ctx), bool(keepdims), ctx.span,
+                   span=ctx.span)
 
 
 def _reciprocal(x: Node, ctx: Ctx) -> Node:
@@ -242,6 +272,12 @@ def hstack(ctx: Ctx, tup: Any) -> Node:
     return checked(B.concat, parts, axis, ctx.span, span=ctx.span)
 
 
+def column_stack(ctx: Ctx, tup: Any) -> Node:
+    parts = [C.reshape(a, (*a.shape, Dim.of(1)), ctx.span) if a.type.ndim < 2 else a
+             for a in (_at_least(a, 1, ctx) for a in _arrays(tup, ctx))]
+    return checked(B.concat, parts, 1, ctx.span, span=ctx.span)
+
+
 def vstack(ctx: Ctx, tup: Any) -> Node:
     parts = [_at_least(a, 2, ctx) for a in _arrays(tup, ctx)]
     return checked(B.concat, parts, 0, ctx.span, span=ctx.span)
@@ -256,5 +292,7 @@ FUNCTIONS: dict[Any, Handler] = {
     np.any: any_, np.all: all_, np.count_nonzero: count_nonzero,
     np.flip: flip, np.roll: roll, np.ravel: ravel, np.diff: diff,
     np.atleast_1d: atleast_1d, np.atleast_2d: atleast_2d, np.hstack: hstack, np.vstack: vstack,
+    np.column_stack: column_stack, np.fmax: _nan_aware(Op.GT), np.fmin: _nan_aware(Op.LT),
+    np.ptp: ptp, np.nansum: nansum,
 }
 METHODS: dict[str, Handler] = {"any": any_, "all": all_}

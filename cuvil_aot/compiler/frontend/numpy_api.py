@@ -45,9 +45,11 @@ FUNCTIONS = {**CORE_FUNCTIONS, **creation.FUNCTIONS, **einsum.FUNCTIONS, **gathe
 
 SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/square/tanh/sin/"
                        "cos/abs/sign/floor/ceil/round/rint/trunc/fix/reciprocal/isnan/isinf/"
-                       "isfinite/nan_to_num, sum/mean/max/min/prod/var/std/argmax/argmin/any/all/"
-                       "count_nonzero, matmul/dot/einsum/outer/linalg.norm, transpose/swapaxes/"
-                       "moveaxis/reshape/ravel/expand_dims/concatenate/stack/hstack/vstack/split/"
+                       "isfinite/nan_to_num/fmax/fmin, sum/mean/max/min/prod/var/std/argmax/argmin/"
+                       "any/all/count_nonzero/ptp/nansum, matmul/dot/einsum/outer/linalg.norm, "
+                       "transpose/swapaxes/"
+                       "moveaxis/reshape/ravel/expand_dims/concatenate/stack/hstack/vstack/"
+                       "column_stack/split/"
                        "pad/repeat/tile/flip/roll/diff, take/take_along_axis, arange/zeros/ones/"
                        "full/empty/eye/tri/triu/tril, cumsum/cumprod/sort/argsort/argpartition/"
                        "partition")
