@@ -66,9 +66,9 @@ assert wg_grids(m.bmm, (3, 50, 256), (3, 50, 256), (3, 256, 256)) == [6]  # B pe
 assert wg_grids(m.per_batch, (3, 50, 256), (3, 50, 256), (256, 256), (3, 256)) == [6]
 (Path(WORK) / "units").mkdir()
 host = generated_units(Path(WORK) / "units", SOURCE, ("sm_90",))["module.c"]
-assert host.count("(api->gpu->wgmma(&cv_gpu_f0, dev) & 4) && ") == 1, host.count("& 4) && ")
-assert host.count("(api->gpu->wgmma(&cv_gpu_f1, dev) & 4) && ") == 1
-assert "(api->gpu->wgmma(&cv_gpu_f2, dev) & 4) && " not in host  # c by batch only
+assert host.count(" && (api->gpu->wgmma(&cv_gpu_f0, dev) & 4))") == 1
+assert host.count(" && (api->gpu->wgmma(&cv_gpu_f1, dev) & 4))") == 1
+assert " && (api->gpu->wgmma(&cv_gpu_f2, dev) & 4))" not in host  # c by batch only
 print("ok")
 '''
 

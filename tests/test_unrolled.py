@@ -1,7 +1,7 @@
 """Iteration known at compile time (frontend/unrolled.py) against NumPy in float64 on
 random shapes: list comprehensions (one or two generators, filters, over enumerate, zip
 and reversed, inside np.stack / np.concatenate, a 1-D convolution's shifted windows) and
-for loops over enumerate, zip and reversed of tuples, as real models write them (``for i,
+for loops over enumerate, zip and reversed of tuples and ranges, as real models write them (``for i,
 w in enumerate(layers)``). A comprehension's names stay its own, as in Python 3.
 Comprehensions over a range known only at run time, filters on run-time values and
 generator expressions are refused at the user's line."""
@@ -46,6 +46,8 @@ def layers(x: cv.f32["N", 4], w1: cv.f32[4, 4], w2: cv.f32[4, 4], w3: cv.f32[4, 
         h = h @ (a - c) * 0.5
     for w in reversed(ws[1:]):
         h = h @ w
+    for j in reversed(range(1, 3)):
+        h = h * 0.5 + ws[j][0]
     return np.stack(outs), h, x * i
 '''
 

@@ -49,8 +49,8 @@ def emit(w: Writer, k: CudaKernel, table: str) -> None:
     extents and terms rewritten: the kernels read only those)."""
     w.line(f"int64_t nb = a.n[{BATCH}], m = a.n[{ROWS}];")
     w.line("const int64_t n = a.n[2];")
-    with w.block(f"if (nb > 1 && m > 32 && (api->gpu->wgmma(&{table}, dev) & 4) && "
-                 f"{condition(k)})"):
+    with w.block(f"if (nb > 1 && m > 32 && {condition(k)} && "
+                 f"(api->gpu->wgmma(&{table}, dev) & 4))"):
         w.line(f"m *= nb; nb = 1; a.n[{BATCH}] = 1; a.n[{ROWS}] = m;")
         for t in range(len(k.group.terms)):
             w.line(f"a.t[{t}].a_bs = 0;")

@@ -19,14 +19,13 @@ import numpy as np
 from cuvil_aot.compiler.frontend import builder as B
 from cuvil_aot.compiler.frontend import subscript
 from cuvil_aot.compiler.frontend.gather import gather
-from cuvil_aot.compiler.frontend.handlers import Ctx, Handler, axes_arg, copy, now
+from cuvil_aot.compiler.frontend.handlers import Ctx, Handler, axes_arg, copy, flatten, now
 from cuvil_aot.compiler.frontend.shapes import axis_of, piece
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
 from cuvil_aot.compiler.frontend.values import apply, fold, is_number, strong, to_node
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
-from cuvil_aot.compiler.ir.run_time import RunTimeSlice
 from cuvil_aot.compiler.ir.types import Dim, TensorType, is_float
 
 INF = float("inf")
@@ -168,13 +167,7 @@ def _sliced(x: Node, slices: dict[int, slice], ctx: Ctx) -> Node:
     the call must compute or check recorded in ``ctx``)."""
     node, needs = subscript.index(x, tuple(slices.get(a, slice(None))
                                            for a in range(x.type.ndim)), ctx.span)
-    for need in needs:
-        if isinstance(need, subscript.Derived):
-            ctx.derived.append((need.name, need.length, need.step))
-        elif isinstance(need, RunTimeSlice):
-            ctx.run_time.append(need)
-        else:
-            ctx.requirements.append(need)
+    subscript.record(needs, ctx)
     return node
 
 
@@ -226,8 +219,7 @@ def _roll_axis(x: Node, shift: int, axis: int, ctx: Ctx) -> Node:
 def ravel(ctx: Ctx, a: Any, order: str = "C") -> Node:
     if order != "C":
         raise UserError(f"np.ravel order={order!r} is not supported", ctx.span, "order='C'")
-    x = to_node(a, ctx.span)
-    return C.reshape(x, (C.total(x.shape),), ctx.span)
+    return flatten(ctx, a)
 
 
 def diff(ctx: Ctx, a: Any, n: int = 1, axis: int = -1) -> Node:

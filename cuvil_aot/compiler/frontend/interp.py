@@ -423,13 +423,7 @@ class Interpreter:
         # call computes (runtime_slices.py)
         if isinstance(value, Node):
             node, needs = subscript.index(value, index, self.span(expr))
-            for need in needs:
-                if isinstance(need, subscript.Derived):
-                    self.derived.append((need.name, need.length, need.step))
-                elif isinstance(need, RunTimeSlice):
-                    self.run_time.append(need)
-                else:
-                    self.requirements.append(need)
+            subscript.record(needs, self)
             return node
         try:
             return value[index]

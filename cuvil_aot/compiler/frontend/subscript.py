@@ -44,6 +44,18 @@ class Derived:
 Need = Requirement | Derived | RunTimeSlice  # what a slice needs of the call
 
 
+def record(needs: list[Need], into: Any) -> None:
+    """Put what a slice needs of the call where the lowering collects it: ``into`` has the
+    lists ``derived``, ``run_time`` and ``requirements`` (the interpreter, a handler's Ctx)."""
+    for need in needs:
+        if isinstance(need, Derived):
+            into.derived.append((need.name, need.length, need.step))
+        elif isinstance(need, RunTimeSlice):
+            into.run_time.append(need)
+        else:
+            into.requirements.append(need)
+
+
 def index(x: Node, idx: Any, span: SourceSpan) -> tuple[Node, list[Need]]:
     """Basic indexing: ints, slices (constant or symbolic bounds), None and ``...``.
 

@@ -20,7 +20,8 @@ from cuvil_aot.compiler.frontend import loops
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.ir.node import Node
 
-ITERATORS: tuple[type, ...] = (enumerate, zip, reversed, type(reversed([])), type(reversed(())))
+ITERATORS: tuple[type, ...] = (enumerate, zip, reversed, type(reversed([])),
+                               type(reversed(range(0))))
 LOOP_HINT = "for t in range(x.shape[0]): ... x[t] ..."
 RUN_TIME_HINT = ("a loop that writes into an array made before it: out = np.empty((n, N), "
                  "x.dtype); for i in range(n): out[i] = ...")
