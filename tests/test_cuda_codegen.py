@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import compile_source, cuda_text, generated_units, load_source
+from conftest import compile_source, cuda_text, generated_units, gpu_build, load_source
 
 from cuvil_aot.compiler import pipeline
 from cuvil_aot.compiler.codegen import cuda, ops_c, ops_cuda
@@ -76,6 +76,33 @@ def test_transcendentals_use_cuda_libm_not_cpu_polynomials():
     assert ops_cuda.render(Op.TANH, "float64", ["x"]) == "tanh(x)"
     assert ops_cuda.render(Op.ADD, "float16", ["x", "y"]) == ops_c.render(Op.ADD, "float16",
                                                                          ["x", "y"])
+
+
+LIBM_UNARY = ("tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh",
+              "arctanh", "exp2", "log2", "log10", "cbrt")
+LIBM_SOURCE = f"""
+import numpy as np
+import cuvil_aot as cv
+
+@cv.optimize(signatures=["f32[N], f32[N]", "f64[N], f64[N]", "f16[N], f16[N]"])
+def libm(x, y):
+    return {", ".join(f"np.{fn}(x)" for fn in LIBM_UNARY)}, np.arctan2(x, y), np.hypot(x, y), \
+        np.copysign(x, y)
+"""
+
+
+@needs_nvcc
+def test_the_c_librarys_functions_compile_for_the_gpu_in_every_float_type(tmp_path):
+    """Each LIBM op's CUDA function exists in float and double, and float16 goes through
+    float (nvcc compiles them; test_gpu.py checks their values on a device)."""
+    assert {op.name.lower() for op in ops_c.LIBM} == {*LIBM_UNARY, "arctan2", "hypot",
+                                                     "copysign"}
+    (tmp_path / "text").mkdir()
+    text = cuda_text(generated_units(tmp_path / "text", LIBM_SOURCE, ("sm_90",)))
+    for name in ("tanf(", "acoshf(", "log10(", "atan2f(", "hypot(", "cbrtf("):
+        assert name in text, name
+    (tmp_path / "build").mkdir()
+    gpu_build(tmp_path / "build", LIBM_SOURCE)
 
 
 def test_cuda_source_is_deterministic_and_one_kernel_per_group(models):

@@ -54,6 +54,12 @@ _INFIX = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*", Op.DIV: "/", Op.LT: "<", Op.LE:
           Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!=", Op.AND: "&", Op.OR: "|",
           Op.XOR: "^"}
 _VMATH = {Op.EXP: "exp", Op.EXPM1: "expm1", Op.LOG: "log", Op.LOG1P: "log1p", Op.TANH: "tanh"}
+# Float ufuncs whose NumPy loops are the C library's (float64; float32 within a few ulp):
+# libm's functions here, CUDA's of the same names on the device
+LIBM = {Op.TAN: "tan", Op.ARCSIN: "asin", Op.ARCCOS: "acos", Op.ARCTAN: "atan", Op.SINH: "sinh",
+        Op.COSH: "cosh", Op.ARCSINH: "asinh", Op.ARCCOSH: "acosh", Op.ARCTANH: "atanh",
+        Op.EXP2: "exp2", Op.LOG2: "log2", Op.LOG10: "log10", Op.CBRT: "cbrt",
+        Op.ARCTAN2: "atan2", Op.HYPOT: "hypot", Op.COPYSIGN: "copysign"}
 _NOT_ON_BOOLEANS = (Op.FLOORDIV, Op.MOD, Op.POW)
 
 
@@ -107,6 +113,7 @@ class CLanguage:
             Op.SIN: self.trigonometric("sin"),
             Op.COS: self.trigonometric("cos"),
             **{op: self.vmath(name) for op, name in _VMATH.items()},
+            **{op: self.libm(name) for op, name in LIBM.items()},
         }
 
     def render(self, op: Op, dtype: str, args: list[str]) -> str:

@@ -413,13 +413,18 @@ PY_FUNCTIONS: dict[Any, Handler] = {
 UNARY = {np.exp: Op.EXP, np.expm1: Op.EXPM1, np.log: Op.LOG, np.log1p: Op.LOG1P,
          np.sqrt: Op.SQRT, np.square: Op.SQUARE, np.tanh: Op.TANH, np.sin: Op.SIN,
          np.cos: Op.COS, np.abs: Op.ABS, np.absolute: Op.ABS, np.sign: Op.SIGN,
-         np.floor: Op.FLOOR, np.ceil: Op.CEIL, np.negative: Op.NEG, np.invert: Op.INVERT}
+         np.floor: Op.FLOOR, np.ceil: Op.CEIL, np.negative: Op.NEG, np.invert: Op.INVERT,
+         np.tan: Op.TAN, np.arcsin: Op.ARCSIN, np.arccos: Op.ARCCOS, np.arctan: Op.ARCTAN,
+         np.sinh: Op.SINH, np.cosh: Op.COSH, np.arcsinh: Op.ARCSINH, np.arccosh: Op.ARCCOSH,
+         np.arctanh: Op.ARCTANH, np.exp2: Op.EXP2, np.log2: Op.LOG2, np.log10: Op.LOG10,
+         np.cbrt: Op.CBRT}
 BINARY = {np.add: Op.ADD, np.subtract: Op.SUB, np.multiply: Op.MUL, np.divide: Op.DIV,
           np.true_divide: Op.DIV, np.floor_divide: Op.FLOORDIV, np.remainder: Op.MOD,
           np.mod: Op.MOD, np.power: Op.POW, np.maximum: Op.MAXIMUM, np.minimum: Op.MINIMUM,
           np.less: Op.LT, np.less_equal: Op.LE, np.greater: Op.GT, np.greater_equal: Op.GE,
           np.equal: Op.EQ, np.not_equal: Op.NE, np.bitwise_and: Op.AND, np.bitwise_or: Op.OR,
-          np.bitwise_xor: Op.XOR}
+          np.bitwise_xor: Op.XOR, np.arctan2: Op.ARCTAN2, np.hypot: Op.HYPOT,
+          np.copysign: Op.COPYSIGN}
 REDUCTIONS = {np.sum: Op.SUM, np.prod: Op.PROD, np.max: Op.MAX, np.amax: Op.MAX,
               np.min: Op.MIN, np.amin: Op.MIN}
 

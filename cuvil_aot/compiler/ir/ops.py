@@ -32,6 +32,20 @@ class Op(enum.Enum):
     TANH = enum.auto()
     SIN = enum.auto()
     COS = enum.auto()
+    # the C library's (libm / CUDA's) functions of NumPy's float ufuncs of the same names
+    TAN = enum.auto()
+    ARCSIN = enum.auto()
+    ARCCOS = enum.auto()
+    ARCTAN = enum.auto()
+    SINH = enum.auto()
+    COSH = enum.auto()
+    ARCSINH = enum.auto()
+    ARCCOSH = enum.auto()
+    ARCTANH = enum.auto()
+    EXP2 = enum.auto()
+    LOG2 = enum.auto()
+    LOG10 = enum.auto()
+    CBRT = enum.auto()
     FLOOR = enum.auto()
     CEIL = enum.auto()
     RINT = enum.auto()  # to the nearest integer, ties to even (np.rint)
@@ -48,6 +62,9 @@ class Op(enum.Enum):
     FLOORDIV = enum.auto()
     MOD = enum.auto()
     POW = enum.auto()
+    ARCTAN2 = enum.auto()
+    HYPOT = enum.auto()
+    COPYSIGN = enum.auto()
     MAXIMUM = enum.auto()
     MINIMUM = enum.auto()
     LT = enum.auto()
@@ -110,9 +127,11 @@ class Op(enum.Enum):
 
 
 UNARY = frozenset({Op.NEG, Op.ABS, Op.SIGN, Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.SQRT,
-                   Op.SQUARE, Op.TANH, Op.SIN, Op.COS, Op.FLOOR, Op.CEIL, Op.RINT, Op.INVERT,
-                   Op.CAST, Op.TF32})
-BINARY = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW, Op.MAXIMUM,
+                   Op.SQUARE, Op.TANH, Op.SIN, Op.COS, Op.TAN, Op.ARCSIN, Op.ARCCOS, Op.ARCTAN,
+                   Op.SINH, Op.COSH, Op.ARCSINH, Op.ARCCOSH, Op.ARCTANH, Op.EXP2, Op.LOG2,
+                   Op.LOG10, Op.CBRT, Op.FLOOR, Op.CEIL, Op.RINT, Op.INVERT, Op.CAST, Op.TF32})
+BINARY = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW, Op.ARCTAN2,
+                    Op.HYPOT, Op.COPYSIGN, Op.MAXIMUM,
                     Op.MINIMUM, Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE, Op.AND, Op.OR, Op.XOR})
 COMPARE = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
 ELEMENTWISE = UNARY | BINARY | {Op.WHERE}
@@ -134,6 +153,10 @@ NUMPY: dict[Op, Callable[..., Any]] = {
     Op.NEG: np.negative, Op.ABS: np.absolute, Op.SIGN: np.sign, Op.EXP: np.exp,
     Op.EXPM1: np.expm1, Op.LOG: np.log, Op.LOG1P: np.log1p, Op.SQRT: np.sqrt,
     Op.SQUARE: np.square, Op.TANH: np.tanh, Op.SIN: np.sin, Op.COS: np.cos,
+    Op.TAN: np.tan, Op.ARCSIN: np.arcsin, Op.ARCCOS: np.arccos, Op.ARCTAN: np.arctan,
+    Op.SINH: np.sinh, Op.COSH: np.cosh, Op.ARCSINH: np.arcsinh, Op.ARCCOSH: np.arccosh,
+    Op.ARCTANH: np.arctanh, Op.EXP2: np.exp2, Op.LOG2: np.log2, Op.LOG10: np.log10,
+    Op.CBRT: np.cbrt, Op.ARCTAN2: np.arctan2, Op.HYPOT: np.hypot, Op.COPYSIGN: np.copysign,
     Op.FLOOR: np.floor, Op.CEIL: np.ceil, Op.RINT: np.rint, Op.INVERT: np.invert,
     Op.TF32: round_tf32,
     Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: np.true_divide,
