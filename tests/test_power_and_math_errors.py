@@ -25,7 +25,9 @@ from hypothesis import strategies as st
 
 from cuvil_aot.compiler.toolchain import nvcc
 
-MATH = ["sqrt", "log", "log1p", "exp", "expm1", "sin", "cos", "tanh", "fabs", "floor", "ceil"]
+MATH = ["sqrt", "log", "log1p", "exp", "expm1", "sin", "cos", "tanh", "fabs", "floor", "ceil",
+        "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2",
+        "log10", *(["exp2", "cbrt"] if hasattr(math, "exp2") else [])]
 
 SOURCE = '''
 import math

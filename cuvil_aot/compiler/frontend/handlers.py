@@ -407,7 +407,10 @@ PY_FUNCTIONS: dict[Any, Handler] = {
     **{getattr(math, name): _py_math(getattr(math, name), op) for name, op in (
         ("sqrt", Op.SQRT), ("exp", Op.EXP), ("expm1", Op.EXPM1), ("log", Op.LOG),
         ("log1p", Op.LOG1P), ("tanh", Op.TANH), ("sin", Op.SIN), ("cos", Op.COS),
-        ("fabs", Op.ABS))},
+        ("fabs", Op.ABS), ("tan", Op.TAN), ("asin", Op.ARCSIN), ("acos", Op.ARCCOS),
+        ("atan", Op.ARCTAN), ("sinh", Op.SINH), ("cosh", Op.COSH), ("asinh", Op.ARCSINH),
+        ("acosh", Op.ARCCOSH), ("atanh", Op.ARCTANH), ("log2", Op.LOG2), ("log10", Op.LOG10),
+        ("exp2", Op.EXP2), ("cbrt", Op.CBRT)) if hasattr(math, name)},  # exp2, cbrt: 3.11
 }
 
 UNARY = {np.exp: Op.EXP, np.expm1: Op.EXPM1, np.log: Op.LOG, np.log1p: Op.LOG1P,

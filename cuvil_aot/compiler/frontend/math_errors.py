@@ -8,12 +8,12 @@ check, on the answer the wrapper computes at the call with the same libm:
 - nan from numbers (no argument nan): ValueError (``sqrt(-1)``, ``log(-1)``,
   ``sin(inf)``, ``pow(-1, 0.5)``);
 - infinite from finite arguments: OverflowError where the function can overflow (exp,
-  expm1, pow of a base other than 0), else ValueError (``log(0)``, ``log1p(-1)``,
-  ``pow(0, -1)``).
+  expm1, exp2, sinh, cosh, pow of a base other than 0), else ValueError (``log(0)``,
+  ``log1p(-1)``, ``atanh(1)``, ``pow(0, -1)``).
 
 The messages are the running Python's, read from a failing call of each function.
-math.tanh and math.fabs never raise; math.floor and math.ceil of inf and nan raise as
-int() does (values.python_value). NumPy's functions (``np.sqrt(-1.0)``) answer nan, as
+math.tanh, math.fabs, math.atan, math.asinh and math.cbrt never raise; math.floor and
+math.ceil of inf and nan raise as int() does (values.python_value). NumPy's functions (``np.sqrt(-1.0)``) answer nan, as
 NumPy's do.
 """
 
@@ -33,9 +33,13 @@ from cuvil_aot.errors import SourceSpan
 # the check raises
 _DOMAIN_EXAMPLES: dict[Any, tuple[float, ...]] = {
     math.sqrt: (-1.0,), math.log: (-1.0,), math.log1p: (-2.0,), math.sin: (math.inf,),
-    math.cos: (math.inf,), math.pow: (-1.0, 0.5)}
+    math.cos: (math.inf,), math.pow: (-1.0, 0.5), math.tan: (math.inf,), math.asin: (2.0,),
+    math.acos: (2.0,), math.acosh: (0.0,), math.atanh: (1.0,), math.log2: (0.0,),
+    math.log10: (0.0,)}
 _RANGE_EXAMPLES: dict[Any, tuple[float, ...]] = {
-    math.exp: (1000.0,), math.expm1: (1000.0,), math.pow: (10.0, 400.0)}
+    math.exp: (1000.0,), math.expm1: (1000.0,), math.pow: (10.0, 400.0),
+    math.sinh: (1000.0,), math.cosh: (1000.0,),
+    **({math.exp2: (1100.0,)} if hasattr(math, "exp2") else {})}
 
 
 def check(fn: Callable[..., float], args: list[Node], result: Node,

@@ -160,7 +160,8 @@ def call(fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
 
 
 PY_SUPPORTED = ("float, int, bool, abs, min, max, pow, "
-                "math.sqrt/exp/expm1/log/log1p/tanh/sin/cos/fabs/floor/ceil/pow")
+                "math.sqrt/exp/expm1/log/log1p/tanh/sin/cos/fabs/floor/ceil/pow/tan/asin/acos/"
+                "atan/sinh/cosh/asinh/acosh/atanh/log2/log10/exp2/cbrt")
 
 
 LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "reverse", "copy", "index",
