@@ -13,8 +13,8 @@ check, on the answer the wrapper computes at the call with the same libm:
 
 The messages are the running Python's, read from a failing call of each function.
 math.tanh, math.fabs, math.atan, math.asinh and math.cbrt never raise; math.floor and
-math.ceil of inf and nan raise as int() does (values.python_value). NumPy's functions (``np.sqrt(-1.0)``) answer nan, as
-NumPy's do.
+math.ceil of inf and nan raise as int() does (values.python_value). NumPy's functions
+(``np.sqrt(-1.0)``) answer nan, as NumPy's do.
 """
 
 from __future__ import annotations
