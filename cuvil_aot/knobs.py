@@ -56,21 +56,20 @@ class Knobs:
     K-major as they are (``x @ w.T``); 1 (default) also runs it over K-major copies, made at
     each call, of operands that are not (``x @ w`` of an (in, out) weight), where a model
     of their cost says they pay (gpu_wrap.h). CUVIL_AOT_CUDA_WGMMA=0 turns both off."""
-    cuda_wg_tail: bool = False
-    """CUVIL_AOT_CUDA_WG_TAIL: 1 lets the wgmma main loop split k of its last, partial round
-    of tiles only, the rows before it in whole tiles (cv_gpu_wg_split, gpu_wrap.h), in a
-    GEMM of one batch; 0 (default): split all tiles where they are too few, or none. Run on
-    the H200 (2026-12-05): correct, no change on the transformer layers, whose GEMMs are
-    batches of 128-row tiles, which it did not take; since then a batched GEMM whose batches
-    step as rows (a contiguous x of (B, T, K) @ w) folds into one GEMM of B·T rows where it
-    is on (codegen/gpu_batch_fold.py), not yet run on a device."""
-    cuda_wg_nmajor: bool = False
-    """CUVIL_AOT_CUDA_WG_NMAJOR: 1 lets the 3xTF32 wgmma main loop read an N-major B (``x @
-    w`` of an (in, out) weight) as it is, its tiles transposed in shared memory as they are
-    split (cuda_wg_split.h), instead of copying it K-major first at each call; 0 (default)
-    copies, as CUVIL_AOT_CUDA_WGMMA_TRANSPOSE allows. Off until it has run on a device: its
-    index arithmetic is checked on the CPU (tests/test_wg_split_host.py), its TMA boxes and
-    speed are not yet (written 2026-12-05, no device lent)."""
+    cuda_wg_tail: bool = True
+    """CUVIL_AOT_CUDA_WG_TAIL: 1 (default) lets the wgmma main loop split k of its last,
+    partial round of tiles only, the rows before it in whole tiles (cv_gpu_wg_split,
+    gpu_wrap.h), in a GEMM of one batch, and folds a batched GEMM whose batches step as rows
+    (a contiguous x of (B, T, K) @ w) into one GEMM of B·T rows for it
+    (codegen/gpu_batch_fold.py); 0: split all tiles where they are too few, or none, and
+    batches as they are. On (2026-12-05, H100, with CUVIL_AOT_CUDA_WG_NMAJOR): GPT-2 at
+    8 × 128 0.94x the time of NMAJOR alone (bench/gpu/h100_2026-12-05/)."""
+    cuda_wg_nmajor: bool = True
+    """CUVIL_AOT_CUDA_WG_NMAJOR: 1 (default) lets the 3xTF32 wgmma main loop read an N-major
+    B (``x @ w`` of an (in, out) weight) as it is, its tiles transposed in shared memory as
+    they are split (cuda_wg_split.h); 0 copies it K-major first at each call, as
+    CUVIL_AOT_CUDA_WGMMA_TRANSPOSE allows. GPT-2 at 8 × 128: 0.94x the time of the copies
+    (2026-12-05, H100, bench/gpu/h100_2026-12-05/)."""
     cuda_attention: bool = True
     """CUVIL_AOT_CUDA_ATTENTION: 0 runs a recognized attention as its three kernels (two
     GEMMs and the softmax) instead of the fused flash-style kernel (to compare); 1
@@ -171,8 +170,8 @@ def read(env: Mapping[str, str] | None = None) -> Knobs:
         cuda_pool=_flag(env, "CUVIL_AOT_CUDA_POOL", True),
         cuda_wgmma=_flag(env, "CUVIL_AOT_CUDA_WGMMA", True),
         cuda_wgmma_transpose=_flag(env, "CUVIL_AOT_CUDA_WGMMA_TRANSPOSE", True),
-        cuda_wg_tail=_flag(env, "CUVIL_AOT_CUDA_WG_TAIL", False),
-        cuda_wg_nmajor=_flag(env, "CUVIL_AOT_CUDA_WG_NMAJOR", False),
+        cuda_wg_tail=_flag(env, "CUVIL_AOT_CUDA_WG_TAIL", True),
+        cuda_wg_nmajor=_flag(env, "CUVIL_AOT_CUDA_WG_NMAJOR", True),
         cuda_attention=_flag(env, "CUVIL_AOT_CUDA_ATTENTION", True),
         cuda_graph=_int(env, "CUVIL_AOT_CUDA_GRAPH", 4, 0, 1024),
         cuda_home=(env.get("CUDA_HOME", "") or env.get("CUDA_PATH", "")).strip(),

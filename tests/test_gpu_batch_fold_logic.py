@@ -55,6 +55,7 @@ def wg_grids(fn, out, *shapes, strides=None):
 ctypes.c_int.in_dll(fake, "fake_pools").value = 1
 m = compile_source(Path(WORK), SOURCE, cuda_archs=("sm_90",))
 lin = [(3, 50, 256), (256, 256), (256,), (3, 50, 256)]
+native.configure(cuda_wg_tail=False)
 assert wg_grids(m.linear, (3, 50, 256), *lin) == [6]  # tail split off: batches as they are
 native.configure(cuda_wg_tail=True)
 assert wg_grids(m.linear, (3, 50, 256), *lin) == [4]  # 150 rows: 2 x 2 tiles

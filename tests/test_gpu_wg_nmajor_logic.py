@@ -46,7 +46,8 @@ def kinds(fn, out, *shapes):
 ctypes.c_int.in_dll(fake, "fake_pools").value = 1
 m = compile_source(Path(WORK), SOURCE, cuda_archs=("sm_90",))
 qkv = [(8, 128, 2304), (8, 128, 768), (768, 2304), (2304,)]
-assert kinds(m.proj, *qkv) == (True, True)  # the default: copies
+native.configure(cuda_wg_nmajor=False)
+assert kinds(m.proj, *qkv) == (True, True)  # copies
 native.configure(cuda_wg_nmajor=True)
 assert kinds(m.proj, *qkv) == (True, False)  # read as it is
 assert kinds(m.proj, (8, 128, 517), (8, 128, 768), (768, 517), (517,)) == (True, True)

@@ -94,8 +94,8 @@ FALLBACK = {
     "two_terms_j101": [(1000, 260), (1000, 101), (700, 260), (700, 101), (700,)],
 }
 FEW_ROWS = {f"mm_t_rows{m}": [(m, 768), (768, 768)] for m in (1, 2, 3, 5, 8, 13, 16)}
-# The last round's tiles alone split (CUVIL_AOT_CUDA_WG_TAIL, off by default until it has
-# run here; test_wgmma_codegen has the model's choices): GPT-2's 144 tiles (126 whole, 18 in
+# The last round's tiles alone split (CUVIL_AOT_CUDA_WG_TAIL, on by default; the fixture
+# makes sure; test_wgmma_codegen has the model's choices): GPT-2's 144 tiles (126 whole, 18 in
 # 3 chunks), a ragged last row of tiles, 192 tiles (120 + 72 in 2), and batches: folded
 # into one GEMM of their rows where they step as rows (gpu_batch_fold.py: 8 x 128, and 3 x
 # 377 rows, whose batches share tiles folded), a residual read by batch and row
@@ -196,9 +196,10 @@ def test_tf32_policy_takes_one_product(gemms, case, layout):
 def tail_split():
     from cuvil_aot.runtime import native
 
+    before = native.info()["cuda_wg_tail"]
     native.configure(cuda_wg_tail=True)
     yield
-    native.configure(cuda_wg_tail=False)
+    native.configure(cuda_wg_tail=before)
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "padded"])
