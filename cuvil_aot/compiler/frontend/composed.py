@@ -7,7 +7,7 @@ values, dtypes and edge cases (NaN, ±inf, -0.0, empty axes):
 - np.any, np.all, np.count_nonzero and the .any/.all methods (counts of nonzero values),
   np.ptp (max - min), np.nansum;
 - np.flip, np.roll (slices, or a gather where the axis length is symbolic), np.ravel,
-  np.diff, np.atleast_1d/2d, np.hstack, np.vstack, np.column_stack.
+  np.diff, np.atleast_1d/2d, np.hstack, np.vstack, np.column_stack, np.dstack.
 """
 
 from __future__ import annotations
@@ -275,6 +275,20 @@ def vstack(ctx: Ctx, tup: Any) -> Node:
     return checked(B.concat, parts, 0, ctx.span, span=ctx.span)
 
 
+def dstack(ctx: Ctx, tup: Any) -> Node:
+    """Along a third axis; as np.atleast_3d makes them, (N,) is (1, N, 1), (M, N) (M, N, 1)."""
+    parts = [_at_least_3d(a, ctx) for a in _arrays(tup, ctx)]
+    return checked(B.concat, parts, 2, ctx.span, span=ctx.span)
+
+
+def _at_least_3d(x: Node, ctx: Ctx) -> Node:
+    if x.type.ndim == 1:
+        return C.reshape(x, (Dim.of(1), x.shape[0], Dim.of(1)), ctx.span)
+    if x.type.ndim == 2:
+        return C.reshape(x, (*x.shape, Dim.of(1)), ctx.span)
+    return _at_least(x, 3, ctx)  # (1, 1, 1) of a 0-d one; 3 or more axes as they are
+
+
 FUNCTIONS: dict[Any, Handler] = {
     np.isnan: _elementwise(np.isnan, _isnan), np.isinf: _elementwise(np.isinf, _isinf),
     np.isfinite: _elementwise(np.isfinite, _isfinite), np.nan_to_num: nan_to_num,
@@ -284,7 +298,7 @@ FUNCTIONS: dict[Any, Handler] = {
     np.any: any_, np.all: all_, np.count_nonzero: count_nonzero,
     np.flip: flip, np.roll: roll, np.ravel: ravel, np.diff: diff,
     np.atleast_1d: atleast_1d, np.atleast_2d: atleast_2d, np.hstack: hstack, np.vstack: vstack,
-    np.column_stack: column_stack, np.fmax: _nan_aware(Op.GT), np.fmin: _nan_aware(Op.LT),
-    np.ptp: ptp, np.nansum: nansum,
+    np.column_stack: column_stack, np.dstack: dstack, np.fmax: _nan_aware(Op.GT),
+    np.fmin: _nan_aware(Op.LT), np.ptp: ptp, np.nansum: nansum,
 }
 METHODS: dict[str, Handler] = {"any": any_, "all": all_}

@@ -20,6 +20,7 @@ import numpy as np
 
 from cuvil_aot.compiler.frontend import (
     composed,
+    composed_math,
     creation,
     einsum,
     gather,
@@ -41,17 +42,20 @@ from cuvil_aot.errors import SourceSpan
 METHODS = {**CORE_METHODS, **creation.METHODS, **gather.METHODS, **shapes.METHODS,
            **scans.METHODS, **composed.METHODS}
 FUNCTIONS = {**CORE_FUNCTIONS, **creation.FUNCTIONS, **einsum.FUNCTIONS, **gather.FUNCTIONS,
-             **linalg.FUNCTIONS, **shapes.FUNCTIONS, **scans.FUNCTIONS, **composed.FUNCTIONS}
+             **linalg.FUNCTIONS, **shapes.FUNCTIONS, **scans.FUNCTIONS, **composed.FUNCTIONS,
+             **composed_math.FUNCTIONS}
 
 SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/square/tanh/sin/"
                        "cos/abs/sign/floor/ceil/round/rint/trunc/fix/reciprocal/isnan/isinf/"
                        "isfinite/nan_to_num/fmax/fmin/tan/arcsin/arccos/arctan/arctan2/sinh/cosh/"
-                       "arcsinh/arccosh/arctanh/exp2/log2/log10/cbrt/hypot/copysign, "
+                       "arcsinh/arccosh/arctanh/exp2/log2/log10/cbrt/hypot/copysign/logaddexp/"
+                       "logaddexp2/heaviside/float_power/isclose/allclose, "
                        "sum/mean/max/min/prod/var/std/argmax/argmin/"
-                       "any/all/count_nonzero/ptp/nansum, matmul/dot/einsum/outer/linalg.norm, "
+                       "any/all/count_nonzero/ptp/nansum/nanmax/nanmin/nanmean, "
+                       "matmul/dot/inner/einsum/outer/linalg.norm/trace/diagonal, "
                        "transpose/swapaxes/"
                        "moveaxis/reshape/ravel/expand_dims/concatenate/stack/hstack/vstack/"
-                       "column_stack/split/"
+                       "column_stack/dstack/split/"
                        "pad/repeat/tile/flip/roll/diff, take/take_along_axis, arange/zeros/ones/"
                        "full/empty/eye/tri/triu/tril, cumsum/cumprod/sort/argsort/argpartition/"
                        "partition")
