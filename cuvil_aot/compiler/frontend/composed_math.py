@@ -3,7 +3,7 @@ NumPy's values, result dtypes and edge cases (NaN, ±inf, ±0.0, empty axes):
 
 - np.logaddexp, np.logaddexp2 (NumPy's npy_logaddexp and npy_logaddexp2, branch for
   branch), np.heaviside, np.float_power (of real numbers);
-- np.nanmax, np.nanmin, np.nanmean (NaN where a slice is all NaN);
+- np.nanmax, np.nanmin, np.nanmean (NaN where a slice is all NaN), np.average (unweighted);
 - np.isclose, np.allclose (NumPy's formula, its dtypes and its infinities);
 - np.diagonal and np.trace (a gather at a ramp's positions), np.inner (a matmul of rows).
 
@@ -24,6 +24,7 @@ from cuvil_aot.compiler.frontend import builder as B
 from cuvil_aot.compiler.frontend.composed import all_
 from cuvil_aot.compiler.frontend.gather import gather
 from cuvil_aot.compiler.frontend.handlers import Ctx, Handler, axes_arg, mean, now, np_matmul
+from cuvil_aot.compiler.frontend.operators import binary
 from cuvil_aot.compiler.frontend.shapes import axis_of
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
 from cuvil_aot.compiler.frontend.values import apply, fold, is_number, python_value, strong, to_node
@@ -142,7 +143,7 @@ def nanmean(ctx: Ctx, a: Any, axis: Any = None, keepdims: bool = False) -> Node:
     count, divided in float64 and rounded to x's dtype; NaN for a slice of none (0 / 0)."""
     x = to_node(a, ctx.span)
     if not is_float(x.dtype):
-        return mean(ctx, x, axis, keepdims)
+        return mean(ctx, x, axis, keepdims=keepdims)
     axes = axes_arg(axis, ctx)
     nan = _isnan(x, ctx)
     numbers = apply(Op.WHERE, [nan, 0.0, x], ctx.span)
@@ -153,6 +154,25 @@ def nanmean(ctx: Ctx, a: Any, axis: Any = None, keepdims: bool = False) -> Node:
     average = apply(Op.DIV, [total, _count_of_numbers(nan, axes, bool(keepdims), ctx)],
                     ctx.span)
     return C.cast(average, x.dtype, ctx.span)
+
+
+def average(ctx: Ctx, a: Any, axis: Any = None, weights: Any = None, returned: Any = False, *,
+            keepdims: Any = False) -> Any:
+    """np.mean; with ``returned`` also NumPy's count a.size / avg.size (Python's
+    ZeroDivisionError at the call where no slice is left) in avg's dtype and shape."""
+    if weights is not None:  # NumPy's ZeroDivisionError for weights summing to zero would
+        # depend on array data, which no check at the call sees
+        raise UserError("np.average with weights= is not supported", ctx.span,
+                        "np.sum(a * w, axis) / np.sum(w, axis)")
+    flag = _compile_time_flag(returned, "average", ctx, "returned")
+    x = to_node(a, ctx.span)
+    avg = mean(ctx, x, axis, keepdims=bool(keepdims))
+    count = binary("Div", fold(C.total(x.shape)), fold(C.total(avg.shape)), ctx.span,
+                   ctx.span, ctx.span)
+    if not flag:
+        return avg
+    scale = strong(C.cast(to_node(count, ctx.span), avg.dtype, ctx.span))
+    return avg, B.broadcast_to(scale, avg.shape, ctx.span) if avg.shape else scale
 
 
 def isclose(ctx: Ctx, a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
@@ -195,10 +215,10 @@ def _inexact(y: Node, ctx: Ctx) -> Node:
     return C.cast(y, dtype_of(np.result_type(_dummy(y), 1.0)), ctx.span)
 
 
-def _compile_time_flag(value: Any, name: str, ctx: Ctx) -> bool:
+def _compile_time_flag(value: Any, name: str, ctx: Ctx, flag: str = "equal_nan") -> bool:
     if not isinstance(fold(value), bool | np.bool_ | int):
-        raise UserError(f"np.{name}'s equal_nan must be known at compile time", ctx.span,
-                        "equal_nan=True or equal_nan=False")
+        raise UserError(f"np.{name}'s {flag} must be known at compile time", ctx.span,
+                        f"{flag}=True or {flag}=False")
     return bool(value)
 
 
@@ -269,6 +289,6 @@ FUNCTIONS: dict[Any, Handler] = {
     np.logaddexp2: _logaddexp(np.logaddexp2, Op.EXP2, 1.0, LOG2_E),
     np.heaviside: heaviside, np.float_power: float_power,
     np.nanmax: _nan_extremum(Op.MAX, -math.inf), np.nanmin: _nan_extremum(Op.MIN, math.inf),
-    np.nanmean: nanmean, np.isclose: isclose, np.allclose: allclose, np.diagonal: diagonal,
-    np.trace: trace, np.inner: inner,
+    np.nanmean: nanmean, np.average: average, np.isclose: isclose, np.allclose: allclose,
+    np.diagonal: diagonal, np.trace: trace, np.inner: inner,
 }

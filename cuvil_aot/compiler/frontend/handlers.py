@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
-from cuvil_aot.compiler.frontend import math_errors
+from cuvil_aot.compiler.frontend import math_errors, reduction_kwargs
 from cuvil_aot.compiler.frontend.operators import binary, matmul
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
 from cuvil_aot.compiler.frontend.values import (
@@ -147,11 +147,33 @@ def axes_arg(axis: Any, ctx: Ctx) -> tuple[int, ...] | None:
 
 
 def _reduction(op: Op) -> Handler:
-    def handler(ctx: Ctx, a: Any, axis: Any = None, keepdims: bool = False) -> Node:
-        x = to_node(a, ctx.span)
-        return checked(B.reduce, op, x, axes_arg(axis, ctx), bool(keepdims), ctx.span,
-                       span=ctx.span)
+    """np.sum and np.prod (``op`` SUM, PROD) with NumPy's keyword arguments."""
+    def handler(ctx: Ctx, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                keepdims: bool = False, initial: Any = None, where: Any = True) -> Node:
+        return _reduced(op, ctx, a, axis, dtype, out, keepdims, initial, where)
     return handler
+
+
+def _extremum(op: Op) -> Handler:
+    """np.max and np.min (``op`` MAX, MIN): NumPy's keyword arguments, no dtype=."""
+    def handler(ctx: Ctx, a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
+                initial: Any = None, where: Any = True) -> Node:
+        return _reduced(op, ctx, a, axis, None, out, keepdims, initial, where)
+    return handler
+
+
+def _reduced(op: Op, ctx: Ctx, a: Any, axis: Any, dtype: Any, out: Any, keepdims: bool,
+             initial: Any, where: Any) -> Node:
+    _no_out(out, op.name.lower(), ctx)
+    kind = None if dtype is None else dtype_arg(dtype, ctx.span)
+    return reduction_kwargs.reduce(op, to_node(a, ctx.span), axes_arg(axis, ctx),
+                                   bool(keepdims), kind, initial, where, ctx.span)
+
+
+def _no_out(out: Any, name: str, ctx: Ctx) -> None:
+    if out is not None:
+        raise UserError(f"np.{name} with out= is not supported", ctx.span,
+                        f"y = np.{name}(x, axis)")
 
 
 def _arg_reduction(op: Op) -> Handler:
@@ -170,11 +192,16 @@ def _arg_reduction(op: Op) -> Handler:
     return handler
 
 
-def mean(ctx: Ctx, a: Any, axis: Any = None, keepdims: bool = False) -> Node:
+def mean(ctx: Ctx, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+         keepdims: bool = False, *, where: Any = True) -> Node:
+    _no_out(out, "mean", ctx)
     x = to_node(a, ctx.span)
+    axes = checked(B.normalize_axes, axes_arg(axis, ctx), x.type.ndim, span=ctx.span)
+    if dtype is not None or fold(where) is not True:
+        kind = None if dtype is None else dtype_arg(dtype, ctx.span)
+        return reduction_kwargs.mean(x, axes, bool(keepdims), kind, where, ctx.span)
     if not is_float(x.dtype):
         x = C.cast(x, "float64", ctx.span)
-    axes = checked(B.normalize_axes, axes_arg(axis, ctx), x.type.ndim, span=ctx.span)
     narrow = x.dtype if x.dtype in ("float16", "bfloat16") else None
     if narrow:  # summed and divided in float32, rounded once (NumPy's way for float16)
         x = C.cast(x, "float32", ctx.span)
@@ -188,7 +215,7 @@ def var(ctx: Ctx, a: Any, axis: Any = None, ddof: int = 0, keepdims: bool = Fals
     if not is_float(x.dtype):
         x = C.cast(x, "float64", ctx.span)
     axes = checked(B.normalize_axes, axes_arg(axis, ctx), x.type.ndim, span=ctx.span)
-    centered = apply(Op.SUB, [x, mean(ctx, x, axes, True)], ctx.span)
+    centered = apply(Op.SUB, [x, mean(ctx, x, axes, keepdims=True)], ctx.span)
     sq = checked(B.reduce, Op.SUM, apply(Op.SQUARE, [centered], ctx.span), axes, bool(keepdims),
                 ctx.span, span=ctx.span)
     n = B.count(x, axes) - int(ddof)
@@ -428,13 +455,14 @@ BINARY = {np.add: Op.ADD, np.subtract: Op.SUB, np.multiply: Op.MUL, np.divide: O
           np.equal: Op.EQ, np.not_equal: Op.NE, np.bitwise_and: Op.AND, np.bitwise_or: Op.OR,
           np.bitwise_xor: Op.XOR, np.arctan2: Op.ARCTAN2, np.hypot: Op.HYPOT,
           np.copysign: Op.COPYSIGN}
-REDUCTIONS = {np.sum: Op.SUM, np.prod: Op.PROD, np.max: Op.MAX, np.amax: Op.MAX,
-              np.min: Op.MIN, np.amin: Op.MIN}
+REDUCTIONS = {np.sum: _reduction(Op.SUM), np.prod: _reduction(Op.PROD),
+              np.max: _extremum(Op.MAX), np.amax: _extremum(Op.MAX), np.min: _extremum(Op.MIN),
+              np.amin: _extremum(Op.MIN)}
 
 FUNCTIONS: dict[Any, Handler] = {
     **{fn: _unary(fn, op) for fn, op in UNARY.items()},
     **{fn: _binary(fn, op) for fn, op in BINARY.items()},
-    **{fn: _reduction(op) for fn, op in REDUCTIONS.items()},
+    **REDUCTIONS,
     np.logical_and: _logical(Op.AND), np.logical_or: _logical(Op.OR),
     np.logical_xor: _logical(Op.XOR), np.logical_not: logical_not,
     np.where: where, np.clip: clip, np.mean: mean, np.var: var, np.std: std,
@@ -448,8 +476,8 @@ FUNCTIONS: dict[Any, Handler] = {
 FUNCTIONS[np.bool_] = _scalar_type("bool")
 
 METHODS: dict[str, Handler] = {
-    "sum": _reduction(Op.SUM), "prod": _reduction(Op.PROD), "max": _reduction(Op.MAX),
-    "min": _reduction(Op.MIN), "mean": mean, "var": var, "std": std,
+    "sum": _reduction(Op.SUM), "prod": _reduction(Op.PROD), "max": _extremum(Op.MAX),
+    "min": _extremum(Op.MIN), "mean": mean, "var": var, "std": std,
     "argmax": _arg_reduction(Op.ARGMAX), "argmin": _arg_reduction(Op.ARGMIN),
     "astype": astype, "reshape": method_reshape, "transpose": method_transpose, "clip": clip,
     "squeeze": squeeze, "flatten": flatten, "ravel": flatten, "copy": copy, "dot": dot,

@@ -51,7 +51,7 @@ SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/s
                        "arcsinh/arccosh/arctanh/exp2/log2/log10/cbrt/hypot/copysign/logaddexp/"
                        "logaddexp2/heaviside/float_power/isclose/allclose, "
                        "sum/mean/max/min/prod/var/std/argmax/argmin/"
-                       "any/all/count_nonzero/ptp/nansum/nanmax/nanmin/nanmean, "
+                       "any/all/count_nonzero/ptp/nansum/nanmax/nanmin/nanmean/average, "
                        "matmul/dot/inner/einsum/outer/linalg.norm/trace/diagonal, "
                        "transpose/swapaxes/"
                        "moveaxis/reshape/ravel/expand_dims/concatenate/stack/hstack/vstack/"
