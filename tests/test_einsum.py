@@ -242,3 +242,60 @@ def test_float_contractions_are_one_matmul(lowered, name):
         assert matmuls == (2 if name == "bilinear" and expected else expected), (sig, ops)
         if expected:
             assert Op.SUM not in ops, (sig, ops)  # no letter summed outside the GEMM
+
+
+TENSORDOT_SOURCE = '''
+import numpy as np
+import cuvil_aot as cv
+
+SIGS = ["f32[A,B,C], f32[B,C,D]", "f64[A,B,C], f32[B,C,D]", "i32[A,B,C], i32[B,C,D]"]
+
+@cv.optimize(signatures=SIGS)
+def last_two(a, b):
+    return np.tensordot(a, b)
+
+@cv.optimize(signatures=SIGS)
+def pairs(a, b):
+    return np.tensordot(a, b, axes=([1, 2], [0, 1])), np.tensordot(a, b, axes=([-1], [1]))
+
+@cv.optimize(signatures=SIGS)
+def outer_and_one(a, b):
+    return np.tensordot(a, b, axes=0), np.tensordot(a, b, axes=1)
+
+@cv.optimize(signatures=["f32[A,B,C], f32[D,B]"])
+def swapped(a, w):
+    return np.tensordot(a, w, axes=(1, 1)), np.tensordot(w, a, axes=([1], [-2]))
+'''
+
+
+@pytest.fixture(scope="module")
+def tensordots(tmp_path_factory):
+    from conftest import compile_source
+
+    return compile_source(tmp_path_factory.mktemp("tensordot"), TENSORDOT_SOURCE)
+
+
+@pytest.mark.parametrize("name", ["last_two", "pairs", "outer_and_one", "swapped"])
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_tensordot_matches_numpy(tensordots, name, data):
+    """np.tensordot as an einsum: an int N, paired sequences and single ints, negative
+    axes; NumPy's dtypes and shapes (axes=1 of b's first axis against a's last needs
+    C == B: drawn so only there)."""
+    sizes = {s: data.draw(st.integers(0, 4), label=s) for s in "ABCD"}
+    if name == "outer_and_one":
+        sizes["C"] = sizes["B"]
+    fn = getattr(tensordots, name)
+    for sig in fn.signatures:
+        args = [data.draw(view_of(tuple(sizes[d] for d in dims), dtype, special=False))
+                for dtype, dims in parse_signature(sig)]  # type: ignore[misc]
+        check(fn, *args, scale=10 * (1 + sizes["B"] * sizes["C"]))
+
+
+def test_tensordot_refuses_what_numpy_rejects(tmp_path):
+    source = TENSORDOT_SOURCE.replace("axes=([1, 2], [0, 1])", "axes=([1, 2], [0])")
+    from conftest import compile_source
+
+    module = compile_source(tmp_path, source)
+    with pytest.raises(cv.CompileError, match="shape-mismatch for sum"):
+        module.pairs(np.ones((2, 3, 4), np.float32), np.ones((3, 4, 5), np.float32))

@@ -342,4 +342,49 @@ def einsum(ctx: Ctx, subscripts: Any, /, *operands: Any, out: Any = None, dtype:
     return node
 
 
-FUNCTIONS: dict[Any, Handler] = {np.einsum: einsum}
+def tensordot(ctx: Ctx, a: Any, b: Any, axes: Any = 2) -> Node:
+    """NumPy's tensordot as the einsum it is: ``axes`` an int N (a's last N axes against
+    b's first N) or two sequences (or ints) of axes paired in order; the result's axes are
+    a's others, then b's."""
+    x, y = (strong(to_node(v, ctx.span)) for v in (a, b))
+    pairs = _tensordot_axes(axes, x.type.ndim, y.type.ndim, ctx)
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    left = [next(letters) for _ in range(x.type.ndim)]
+    right = [next(letters) for _ in range(y.type.ndim)]
+    for i, j in pairs:
+        right[j] = left[i]
+    summed = {left[i] for i, _ in pairs}
+    out = [c for c in left if c not in summed] + [c for c in right if c not in summed]
+    return einsum(ctx, f"{''.join(left)},{''.join(right)}->{''.join(out)}", x, y)
+
+
+def _tensordot_axes(axes: Any, ndim_a: int, ndim_b: int, ctx: Ctx) -> list[tuple[int, int]]:
+    """(axis of a, axis of b) pairs, normalized; NumPy's errors for axes it rejects."""
+    if isinstance(axes, int | np.integer) and not isinstance(axes, bool):
+        n = int(axes)
+        if n < 0 or n > min(ndim_a, ndim_b):
+            raise UserError(f"np.tensordot(..., axes={n}) of arrays of {ndim_a} and {ndim_b} "
+                            "dimensions", ctx.span, "axes=N with N at most the smaller ndim")
+        return [(ndim_a - n + k, k) for k in range(n)]
+    try:
+        first, second = axes
+        first, second = ([int(v)] if isinstance(v, int | np.integer) else [int(i) for i in v]
+                         for v in (first, second))
+    except (TypeError, ValueError):
+        raise UserError("np.tensordot's axes must be an int or two sequences of ints known "
+                        "at compile time", ctx.span, "axes=([1, 2], [0, 1])") from None
+    if len(first) != len(second):
+        raise UserError("ValueError: shape-mismatch for sum", ctx.span,
+                        "as many axes of a as of b")
+    pairs = []
+    for i, j in zip(first, second):
+        if not (-ndim_a <= i < ndim_a and -ndim_b <= j < ndim_b):
+            raise UserError(f"np.tensordot: axis {i} or {j} out of range", ctx.span)
+        pairs.append((i % ndim_a, j % ndim_b))
+    if len({i for i, _ in pairs}) < len(pairs) or len({j for _, j in pairs}) < len(pairs):
+        raise UserError("np.tensordot with a repeated axis is not supported", ctx.span,
+                        "each axis once")
+    return pairs
+
+
+FUNCTIONS: dict[Any, Handler] = {np.einsum: einsum, np.tensordot: tensordot}
