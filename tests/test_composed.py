@@ -1,7 +1,8 @@
 """NumPy functions composed exactly of the IR's operations (frontend/composed.py) against
-NumPy on random shapes with NaN, ±inf, -0.0 and huge values among the data: np.isnan,
-np.isinf, np.isfinite, np.nan_to_num (NumPy's own bits on the real dtype), np.fmax, np.fmin,
-np.ptp, np.nansum, np.column_stack, np.reciprocal,
+NumPy on random shapes with ±NaN, ±inf, -0.0 and huge values among the data: np.isnan,
+np.isinf, np.isfinite, np.signbit (the sign of -0.0 and of -NaN too), np.nan_to_num
+(NumPy's own bits on the real dtype), np.fmax, np.fmin, np.ptp, np.nansum, np.column_stack,
+np.reciprocal,
 np.trunc, np.fix, np.positive, np.any/np.all/np.count_nonzero and .any/.all (axes, keepdims,
 empty axes), np.flip, np.roll (static and symbolic lengths, several axes, negative and
 large shifts), np.ravel, np.diff (n of 0 to 3, booleans), np.atleast_1d/2d, np.hstack,
@@ -27,7 +28,8 @@ import cuvil_aot as cv
 @cv.optimize(signatures=["f32[A,B]", "f64[A,B]", "i32[A,B]"])
 def classify(x):
     return (np.isnan(x), np.isinf(x), np.isfinite(x), np.trunc(x), np.fix(x), np.positive(x),
-            np.nan_to_num(x), np.nan_to_num(x, nan=-1.0, posinf=7.0, neginf=-7.0))
+            np.nan_to_num(x), np.nan_to_num(x, nan=-1.0, posinf=7.0, neginf=-7.0),
+            np.signbit(x))
 
 @cv.optimize(signatures=["f32[A,B]", "f64[A,B]"])
 def reciprocal(x):
@@ -79,7 +81,8 @@ def in_place(x: cv.f32["N"]):
     return x
 '''
 
-SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e30, -1e-30, 2.5, -2.5, 7.0])
+SPECIAL = np.array([np.nan, -np.nan, np.inf, -np.inf, -0.0, 0.0, 1e30, -1e-30, 2.5, -2.5,
+                    7.0])
 
 
 @pytest.fixture(scope="module")

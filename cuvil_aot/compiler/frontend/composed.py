@@ -1,7 +1,8 @@
 """NumPy functions that are exact compositions of the IR's own operations, giving NumPy's
 values, dtypes and edge cases (NaN, ±inf, -0.0, empty axes):
 
-- float classification: np.isnan (x != x), np.isinf, np.isfinite, np.nan_to_num;
+- float classification: np.isnan (x != x), np.isinf, np.isfinite, np.nan_to_num,
+  np.signbit (of copysign(1, x), which sees the sign of -0.0 and of a NaN);
 - np.reciprocal of floats (1 / x), np.trunc and np.fix (toward zero), np.positive;
 - np.fmax, np.fmin (NaN-ignoring maximum and minimum);
 - np.any, np.all, np.count_nonzero and the .any/.all methods (counts of nonzero values),
@@ -54,6 +55,14 @@ def _isfinite(x: Node, ctx: Ctx) -> Node:
     if not is_float(x.dtype):
         return apply(Op.EQ, [x, x], ctx.span)  # True
     return apply(Op.LT, [apply(Op.ABS, [x], ctx.span), INF], ctx.span)  # NaN: False
+
+
+def _signbit(x: Node, ctx: Ctx) -> Node:
+    """The sign bit, of -0.0 and of a NaN too (copysign copies it; a comparison cannot
+    see it); an integer's is its sign."""
+    if not is_float(x.dtype):
+        return apply(Op.LT, [x, 0], ctx.span)
+    return apply(Op.LT, [apply(Op.COPYSIGN, [1.0, x], ctx.span), 0.0], ctx.span)
 
 
 def _finfo(dtype: str) -> Any:
@@ -292,6 +301,7 @@ def _at_least_3d(x: Node, ctx: Ctx) -> Node:
 FUNCTIONS: dict[Any, Handler] = {
     np.isnan: _elementwise(np.isnan, _isnan), np.isinf: _elementwise(np.isinf, _isinf),
     np.isfinite: _elementwise(np.isfinite, _isfinite), np.nan_to_num: nan_to_num,
+    np.signbit: _elementwise(np.signbit, _signbit),
     np.reciprocal: _elementwise(np.reciprocal, _reciprocal),
     np.trunc: _elementwise(np.trunc, _toward_zero), np.fix: _elementwise(np.fix, _toward_zero),
     np.positive: _elementwise(np.positive, _copy),

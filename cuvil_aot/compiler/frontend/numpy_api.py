@@ -47,7 +47,7 @@ FUNCTIONS = {**CORE_FUNCTIONS, **creation.FUNCTIONS, **einsum.FUNCTIONS, **gathe
 
 SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/square/tanh/sin/"
                        "cos/abs/sign/floor/ceil/round/rint/trunc/fix/reciprocal/isnan/isinf/"
-                       "isfinite/nan_to_num/fmax/fmin/tan/arcsin/arccos/arctan/arctan2/sinh/cosh/"
+                       "isfinite/nan_to_num/signbit/fmax/fmin/tan/arcsin/arccos/arctan/arctan2/sinh/cosh/"
                        "arcsinh/arccosh/arctanh/exp2/log2/log10/cbrt/hypot/copysign/logaddexp/"
                        "logaddexp2/heaviside/float_power/isclose/allclose, "
                        "sum/mean/max/min/prod/var/std/argmax/argmin/"
