@@ -61,6 +61,15 @@ def stacks(v: cv.f32["N"], x: cv.f32["A", "N"], s: float):
     return (np.hstack([v, v * 2]), np.hstack((x, x)), np.vstack([v, v]), np.vstack((x, v)),
             np.atleast_1d(s), np.atleast_2d(v), np.atleast_2d(x, v)[1],
             np.column_stack((v, v * 3)), np.column_stack([x.T, v]))
+
+@cv.optimize(signatures=["f32[A], f64[B], i32[C]"])
+def grids(x, y, z):
+    return (*np.meshgrid(x, y), *np.meshgrid(x, y, z, indexing="ij"), *np.meshgrid(x, y, z),
+            *np.meshgrid(y, x, sparse=True), *np.meshgrid(x))
+
+@cv.optimize(signatures=["f32[A,B], f64[B], i32[A,1]", "f32[A,B], f64[1], i32[1,B]"])
+def broadcasts(x, v, c):
+    return np.broadcast_arrays(x, v, c)
 '''
 
 REFUSED = '''
@@ -131,6 +140,21 @@ def test_against_numpy(m, a: int, b: int, seed: int) -> None:
     check(m.moves, _data(r, (a, b), "float32"), r.standard_normal((4, 5)).astype(np.float32))
     check(m.stacks, r.standard_normal(b).astype(np.float32),
           r.standard_normal((a, b)).astype(np.float32), 1.5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(a=st.integers(0, 5), b=st.integers(0, 5), c=st.integers(0, 5),
+       seed=st.integers(0, 2**32 - 1))
+def test_grids_and_broadcasts(m, a: int, b: int, c: int, seed: int) -> None:
+    """np.meshgrid ('xy' and 'ij', three inputs, sparse, one input) and
+    np.broadcast_arrays: NumPy's shapes, dtypes and values, every output written."""
+    r = np.random.default_rng(seed)
+    _exact(m.grids, _data(r, (a,), "float32"), _data(r, (b,), "float64"),
+           _data(r, (c,), "int32"))
+    _exact(m.broadcasts, _data(r, (a, b), "float32"), _data(r, (b,), "float64"),
+           _data(r, (a, 1), "int32"))
+    _exact(m.broadcasts, _data(r, (a, b), "float32"), _data(r, (1,), "float64"),
+           _data(r, (1, b), "int32"))
 
 
 def _exact_single(fn, x) -> None:

@@ -8,7 +8,8 @@ values, dtypes and edge cases (NaN, ±inf, -0.0, empty axes):
 - np.any, np.all, np.count_nonzero and the .any/.all methods (counts of nonzero values),
   np.ptp (max - min), np.nansum;
 - np.flip, np.roll (slices, or a gather where the axis length is symbolic), np.ravel,
-  np.diff, np.atleast_1d/2d, np.hstack, np.vstack, np.column_stack, np.dstack.
+  np.diff, np.atleast_1d/2d, np.hstack, np.vstack, np.column_stack, np.dstack,
+  np.broadcast_arrays, np.meshgrid.
 """
 
 from __future__ import annotations
@@ -261,6 +262,30 @@ def _at_least(x: Node, ndim: int, ctx: Ctx) -> Node:
     return C.reshape(x, (Dim.of(1),) * (ndim - x.type.ndim) + x.shape, ctx.span)
 
 
+def broadcast_arrays(ctx: Ctx, *args: Any, subok: bool = False) -> tuple[Node, ...]:
+    """Each argument broadcast to their common shape (NumPy's ValueError where they do not
+    broadcast, at the call for symbolic dimensions), a tuple as NumPy 2's."""
+    nodes = [to_node(a, ctx.span) for a in args]
+    shape = checked(B.broadcast_all, [n.shape for n in nodes], ctx.span, span=ctx.span)
+    return tuple(checked(B.broadcast_to, n, shape, ctx.span, span=ctx.span) for n in nodes)
+
+
+def meshgrid(ctx: Ctx, *xi: Any, copy: bool = True, sparse: bool = False,
+             indexing: str = "xy") -> tuple[Node, ...]:
+    """NumPy's: input i flattened along axis i of len(xi) axes (the first two swapped for
+    indexing 'xy'), then broadcast together unless ``sparse``; copies (new arrays) always."""
+    if indexing not in ("xy", "ij"):
+        raise UserError("ValueError: Valid values for `indexing` are 'xy' and 'ij'.", ctx.span)
+    flat = [flatten(ctx, to_node(x, ctx.span)) for x in xi]
+    ndim = len(flat)
+    axes = list(range(ndim))
+    if indexing == "xy" and ndim > 1:
+        axes[0], axes[1] = 1, 0
+    grids = [C.reshape(x, tuple(x.shape[0] if d == axes[i] else Dim.of(1) for d in range(ndim)),
+                       ctx.span) for i, x in enumerate(flat)]
+    return tuple(grids) if sparse else broadcast_arrays(ctx, *grids)
+
+
 def _arrays(tup: Any, ctx: Ctx) -> list[Node]:
     if not isinstance(tup, tuple | list):
         raise UserError("arrays to stack must be passed as a sequence", ctx.span)
@@ -308,7 +333,8 @@ FUNCTIONS: dict[Any, Handler] = {
     np.any: any_, np.all: all_, np.count_nonzero: count_nonzero,
     np.flip: flip, np.roll: roll, np.ravel: ravel, np.diff: diff,
     np.atleast_1d: atleast_1d, np.atleast_2d: atleast_2d, np.hstack: hstack, np.vstack: vstack,
-    np.column_stack: column_stack, np.dstack: dstack, np.fmax: _nan_aware(Op.GT),
+    np.column_stack: column_stack, np.broadcast_arrays: broadcast_arrays,
+    np.meshgrid: meshgrid, np.dstack: dstack, np.fmax: _nan_aware(Op.GT),
     np.fmin: _nan_aware(Op.LT), np.ptp: ptp, np.nansum: nansum,
 }
 METHODS: dict[str, Handler] = {"any": any_, "all": all_}

@@ -56,7 +56,7 @@ SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/s
                        "diagonal, "
                        "transpose/swapaxes/"
                        "moveaxis/reshape/ravel/expand_dims/concatenate/stack/hstack/vstack/"
-                       "column_stack/dstack/split/"
+                       "column_stack/dstack/split/broadcast_arrays/meshgrid/"
                        "pad/repeat/tile/flip/roll/diff, take/take_along_axis, arange/zeros/ones/"
                        "full/empty/eye/tri/triu/tril, cumsum/cumprod/sort/argsort/argpartition/"
                        "partition")
