@@ -161,6 +161,26 @@ def assert_close(got: np.ndarray, ref: np.ndarray, dtype: np.dtype | None = None
         assert err.max() <= rtol, f"max relative error {err.max():.3g} > {rtol:.3g}"
 
 
+def check_exact(fn: Any, *args: object) -> None:
+    """``fn``'s results NumPy's on the real dtypes exactly (dtype and every element, NaN
+    equal to NaN), its out= arrays poisoned first; where NumPy raises ValueError or
+    IndexError, the call raises the same type. NumPy's warnings are not under test."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            want = fn.py_func(*args)
+        except (ValueError, IndexError) as exc:
+            with pytest.raises(type(exc)):
+                fn(*args)
+            return
+    wants = want if isinstance(want, tuple) else (want,)
+    outs = tuple(poisoned(np.shape(w), np.asarray(w).dtype) for w in wants)
+    got = fn(*args, out=outs if len(outs) > 1 else outs[0])
+    for g, w in zip(got if isinstance(got, tuple) else (got,), wants):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
 def check(fn: object, *args: object, scale: float = 1.0) -> None:
     """Call the compiled ``fn`` with poisoned out= arrays and compare with NumPy in float64."""
     py = fn.py_func  # type: ignore[attr-defined]

@@ -10,12 +10,11 @@ What cannot be known at compile time is refused at the user's line."""
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import check, compile_source, poisoned
+from conftest import check, check_exact, compile_source
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_elementwise import view_of
@@ -150,26 +149,6 @@ def _arrays(data: st.DataObject, sig: str, a: int, b: int, c: int = 2,
     return args
 
 
-def _exact(fn, *args) -> None:  # type: ignore[no-untyped-def]
-    """fn's results NumPy's on the real dtypes exactly, outputs poisoned first; where NumPy
-    raises, the same exception type. Not the sign of a zero extremum of a slice holding
-    both zeros: NumPy's depends on its SIMD blocks (np.fmax.reduce of [-0.0, 0.0] is -0.0,
-    of 33 -0.0 after one 0.0 it is 0.0), as np.max's does."""
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "All-NaN slice encountered": not under test
-        try:
-            want = fn.py_func(*args)
-        except ValueError:
-            with pytest.raises(ValueError):
-                fn(*args)
-            return
-    outs = tuple(poisoned(np.shape(w), np.asarray(w).dtype) for w in want)
-    got = fn(*args, out=outs)
-    for g, w in zip(got, want):
-        assert np.asarray(g).dtype == np.asarray(w).dtype
-        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
-
-
 @settings(max_examples=25, deadline=None)
 @given(data=st.data(), a=st.integers(0, 6), b=st.integers(0, 6))
 def test_binary_against_numpy(m, data: st.DataObject, a: int, b: int) -> None:
@@ -180,7 +159,7 @@ def test_binary_against_numpy(m, data: st.DataObject, a: int, b: int) -> None:
 
 @settings(max_examples=25, deadline=None)
 @given(data=st.data(), a=st.integers(0, 6), b=st.integers(0, 6))
-def test_heaviside_exact(m, data: st.DataObject, a: int, b: int) -> None:
+def test_heavisidecheck_exact(m, data: st.DataObject, a: int, b: int) -> None:
     for fn, picks in ((m.pairs, (2,)), (m.with_scalar, (5, 6, 7))):
         for sig in fn.signatures:
             args = _arrays(data, sig, a, b)
@@ -198,8 +177,8 @@ def test_heaviside_exact(m, data: st.DataObject, a: int, b: int) -> None:
 def test_nan_reductions_against_numpy(m, data: st.DataObject, a: int, b: int) -> None:
     for dtype in ("float32", "float64", "float16", "int32", "int8", "bool"):
         x = data.draw(view_of((a, b), dtype))
-        _exact(m.nan_extrema, x)
-        _exact(m.nan_extrema_all, x)
+        check_exact(m.nan_extrema, x)
+        check_exact(m.nan_extrema_all, x)
         check(m.nan_means, x)
 
 
@@ -214,7 +193,7 @@ def _near(seed: int, x: np.ndarray, dtype: str) -> np.ndarray:
 
 @settings(max_examples=25, deadline=None)
 @given(data=st.data(), a=st.integers(0, 6), b=st.integers(0, 6), seed=st.integers(0, 2**32 - 1))
-def test_isclose_exact(m, data: st.DataObject, a: int, b: int, seed: int) -> None:
+def test_isclosecheck_exact(m, data: st.DataObject, a: int, b: int, seed: int) -> None:
     for sig in m.closeness.signatures:
         x, y = _arrays(data, sig, a, b)
         near = _near(seed, np.asarray(x), np.asarray(y).dtype.name)
@@ -224,20 +203,20 @@ def test_isclose_exact(m, data: st.DataObject, a: int, b: int, seed: int) -> Non
                     with pytest.raises(IndexError):
                         fn(*args)
                 continue
-            _exact(m.closeness, *args)
+            check_exact(m.closeness, *args)
             got, want = m.all_close(*args), m.all_close.py_func(*args)
             # a returned Python bool comes back a NumPy one, as bool() does
             assert got == want and all(type(g) is np.bool_ for g in got)
     for sig in m.closeness_scalar.signatures:
-        _exact(m.closeness_scalar, *_arrays(data, sig, a, b))
+        check_exact(m.closeness_scalar, *_arrays(data, sig, a, b))
 
 
 def test_isclose_edges(m) -> None:
     """Infinities close only to themselves, NaNs only with equal_nan, tolerances of b."""
     x, y = (v.reshape(1, -1) for v in np.meshgrid(EDGES, EDGES))
-    _exact(m.closeness, x, y)
+    check_exact(m.closeness, x, y)
     with np.errstate(over="ignore"):  # 1e300 is inf in float32
-        _exact(m.closeness, x.astype(np.float32), y.astype(np.float32))
+        check_exact(m.closeness, x.astype(np.float32), y.astype(np.float32))
     assert m.all_close(np.full((2, 3), np.nan), np.full((2, 3), np.nan)) == (False, True, False)
 
 
@@ -267,7 +246,7 @@ def test_shapes_against_numpy(m, data: st.DataObject, a: int, b: int, c: int) ->
     check(m.diagonals, data.draw(view_of((a, a), "float32")),
           data.draw(view_of((3, 5), "float64")), r.integers(-100, 100, (2, 3, 4), np.int8),
           data.draw(view_of((a, b, a), "float32")))
-    _exact(m.diagonals, r.standard_normal((a, a)).astype(np.float32).round(),
+    check_exact(m.diagonals, r.standard_normal((a, a)).astype(np.float32).round(),
            r.standard_normal((3, 5)).round(), r.integers(-100, 100, (2, 3, 4), np.int8),
            r.standard_normal((a, b, a)).astype(np.float32).round())
     for sig in m.inners.signatures:  # finite: NumPy's BLAS skips zeros (0 * NaN is 0 there)
@@ -293,12 +272,12 @@ def test_refused_at_the_users_line(tmp_path: Path) -> None:
 
 def test_all_nan_and_empty_slices(m) -> None:
     x = np.array([[np.nan, np.nan, np.nan], [np.nan, -np.inf, 1.0]], np.float32)
-    _exact(m.nan_extrema, x)
-    _exact(m.nan_extrema, x.T)
-    _exact(m.nan_extrema_all, np.full((2, 3), np.nan))
+    check_exact(m.nan_extrema, x)
+    check_exact(m.nan_extrema, x.T)
+    check_exact(m.nan_extrema_all, np.full((2, 3), np.nan))
     got = m.nan_means(x)
     assert np.isnan(got[1][0]) and np.isnan(got[2][0, 0]) and got[2][1, 0] == -np.inf
     for empty in (np.zeros((0, 3)), np.zeros((3, 0))):
-        _exact(m.nan_extrema, empty)
-        _exact(m.nan_extrema_all, empty)
+        check_exact(m.nan_extrema, empty)
+        check_exact(m.nan_extrema_all, empty)
         check(m.nan_means, empty)

@@ -10,12 +10,11 @@ integer results exactly; what NumPy refuses is refused at the user's line."""
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import check, compile_source, poisoned
+from conftest import check, check_exact, compile_source
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_elementwise import view_of
@@ -117,25 +116,6 @@ def _arguments(data: st.DataObject, sig: str, a: int, b: int) -> list[np.ndarray
     return args
 
 
-def _exact(fn, *args) -> None:  # type: ignore[no-untyped-def]
-    """fn's results NumPy's on the real dtypes exactly, outputs poisoned first; where NumPy
-    raises, the same exception type. Not the sign of a zero extremum (NumPy's depends on
-    its SIMD blocks, composed_math's tests say how)."""
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            want = fn.py_func(*args)
-        except (ValueError, IndexError) as exc:
-            with pytest.raises(type(exc)):
-                fn(*args)
-            return
-    outs = tuple(poisoned(np.shape(w), np.asarray(w).dtype) for w in want)
-    got = fn(*args, out=outs)
-    for g, w in zip(got, want):
-        assert np.asarray(g).dtype == np.asarray(w).dtype
-        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
-
-
 @settings(max_examples=25, deadline=None)
 @given(data=st.data(), a=st.integers(0, 6), b=st.integers(0, 6))
 def test_sums_and_means_against_numpy(m, data: st.DataObject, a: int, b: int) -> None:
@@ -146,11 +126,11 @@ def test_sums_and_means_against_numpy(m, data: st.DataObject, a: int, b: int) ->
 
 @settings(max_examples=25, deadline=None)
 @given(data=st.data(), a=st.integers(0, 6), b=st.integers(0, 6))
-def test_extrema_and_integer_sums_exact(m, data: st.DataObject, a: int, b: int) -> None:
+def test_extrema_and_integer_sumscheck_exact(m, data: st.DataObject, a: int, b: int) -> None:
     for sig in m.extrema.signatures:
-        _exact(m.extrema, *_arguments(data, sig, a, b))
+        check_exact(m.extrema, *_arguments(data, sig, a, b))
     for sig in m.integer_sums.signatures:
-        _exact(m.integer_sums, *_arguments(data, sig, a, b))
+        check_exact(m.integer_sums, *_arguments(data, sig, a, b))
 
 
 def test_edges(m) -> None:
@@ -158,12 +138,12 @@ def test_edges(m) -> None:
     value or NaN; NaN propagates through max with initial=."""
     for x in (np.zeros((0, 3), np.float32), np.zeros((3, 0), np.float32)):
         mask = np.ones(x.shape, bool)
-        _exact(m.extrema, x, mask)
+        check_exact(m.extrema, x, mask)
         check(m.sums, x, mask)
         check(m.means, x, mask)
     x = np.array([[np.nan, 1.0, -np.inf], [-0.0, 7.0, np.inf]], np.float32)
     none = np.zeros(x.shape, bool)
-    _exact(m.extrema, x, none)
+    check_exact(m.extrema, x, none)
     check(m.sums, x, none)
     check(m.means, x, none)
     got = m.means(x, none)
