@@ -20,13 +20,17 @@ import numpy as np
 
 from cuvil_aot.compiler.frontend import (
     composed,
+    composed_arrays,
     composed_math,
     creation,
     einsum,
     gather,
     linalg,
+    linspace,
+    real_parts,
     scans,
     shapes,
+    ufunc_methods,
 )
 from cuvil_aot.compiler.frontend.handlers import FUNCTIONS as CORE_FUNCTIONS
 from cuvil_aot.compiler.frontend.handlers import METHODS as CORE_METHODS
@@ -43,21 +47,27 @@ METHODS = {**CORE_METHODS, **creation.METHODS, **gather.METHODS, **shapes.METHOD
            **scans.METHODS, **composed.METHODS}
 FUNCTIONS = {**CORE_FUNCTIONS, **creation.FUNCTIONS, **einsum.FUNCTIONS, **gather.FUNCTIONS,
              **linalg.FUNCTIONS, **shapes.FUNCTIONS, **scans.FUNCTIONS, **composed.FUNCTIONS,
-             **composed_math.FUNCTIONS}
+             **composed_math.FUNCTIONS, **composed_arrays.FUNCTIONS, **real_parts.FUNCTIONS,
+             **linspace.FUNCTIONS}
+FUNCTIONS.update(ufunc_methods.registry(FUNCTIONS))  # np.add.outer, np.maximum.reduce, ...
 
 SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/square/tanh/sin/"
                        "cos/abs/sign/floor/ceil/round/rint/trunc/fix/reciprocal/isnan/isinf/"
                        "isfinite/nan_to_num/signbit/fmax/fmin/tan/arcsin/arccos/arctan/arctan2/sinh/cosh/"
                        "arcsinh/arccosh/arctanh/exp2/log2/log10/cbrt/hypot/copysign/logaddexp/"
-                       "logaddexp2/heaviside/float_power/isclose/allclose, "
+                       "logaddexp2/heaviside/float_power/isclose/allclose/array_equal/real/"
+                       "imag/conj/angle, np.add/multiply/maximum/...: .outer, "
+                       "add/multiply/maximum/minimum/logical_and/logical_or: .reduce, "
+                       "add/multiply: .accumulate, "
                        "sum/mean/max/min/prod/var/std/argmax/argmin/"
                        "any/all/count_nonzero/ptp/nansum/nanmax/nanmin/nanmean/average, "
                        "matmul/dot/inner/einsum/tensordot/outer/linalg.norm/trace/"
-                       "diagonal, "
+                       "diagonal/diag/kron/cross, "
                        "transpose/swapaxes/"
                        "moveaxis/reshape/ravel/expand_dims/concatenate/stack/hstack/vstack/"
                        "column_stack/dstack/split/broadcast_arrays/meshgrid/"
-                       "pad/repeat/tile/flip/roll/diff, take/take_along_axis, arange/zeros/ones/"
+                       "pad/repeat/tile/flip/roll/diff, take/take_along_axis, arange/linspace/"
+                       "zeros/ones/"
                        "full/empty/eye/tri/triu/tril, cumsum/cumprod/sort/argsort/argpartition/"
                        "partition")
 SUPPORTED_METHODS = ("sum, mean, max, min, prod, var, std, argmax, argmin, any, all, astype, "
