@@ -148,6 +148,19 @@ def test_against_numpy(compiled, name, data, sizes):
         check(fn, _array(data, kind, tuple(sizes[d] for d in names), special), scale=scale)
 
 
+@settings(max_examples=15, deadline=None)
+@given(signs=st.lists(st.sampled_from([-0.0, 0.0, -1.0, np.nan]), min_size=24, max_size=24))
+def test_cumsum_keeps_the_sign_of_zero(compiled, signs):
+    """NumPy's running sum starts from the first element: -0.0 stays -0.0 (an initial
+    +0.0 would make it +0.0), on every axis; float32 and float64."""
+    for dtype in (np.float32, np.float64):
+        x = np.array(signs, dtype).reshape(2, 3, 4)
+        for got, want in zip(compiled.cumsums(x), compiled.cumsums.py_func(x)):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+            np.testing.assert_array_equal(got, want)
+
+
 @settings(max_examples=20, deadline=None)
 @given(data=st.data(), a=st.integers(1, 4), b=st.integers(1, 5))
 def test_flattened_argsort_feeds_floor_division_and_gather(compiled, data, a, b):

@@ -16,6 +16,7 @@ from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.indexing import identity
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import SCANS, Op
+from cuvil_aot.compiler.ir.types import is_float
 from cuvil_aot.errors import InternalCompilerError
 
 INCLUDE = '#include "cuvil_aot/rowsort.h"'
@@ -56,12 +57,19 @@ def scan_body(em: KernelEmitter, w: Writer) -> None:
         _sorted(em, w, root, axis, kept)
 
 
+def init(op: Op, dtype: str) -> str:
+    """The running value before the first element: -0.0 for a float sum, whose first
+    element then stands as it is (-0.0 + x is x for every x; 0.0 + -0.0 is 0.0, where
+    NumPy's cumsum starts from the element and keeps -0.0)."""
+    return "-0.0" if op is Op.CUMSUM and is_float(dtype) else INIT[op]
+
+
 def _running(em: KernelEmitter, w: Writer, root: Node, axis: int, kept: list[int]) -> None:
     m = identity(em.nloops)
     ctype = ops_c.CTYPE[root.dtype]
     with w.block("for (int64_t t = t0; t < t1; t++)"):
         decompose(em, w, kept, "t")
-        w.line(f"{ctype} acc = {INIT[root.op]};")
+        w.line(f"{ctype} acc = {init(root.op, root.dtype)};")
         with w.block(f"for (int64_t i{axis} = 0; i{axis} < {extent(em, axis)}; i{axis}++)"):
             body = Body(w, False, axis)
             value = em.expr(root.srcs[0], m, body)

@@ -16,7 +16,7 @@ kernel (gpu_plan.py).
 from __future__ import annotations
 
 from cuvil_aot.compiler.codegen import ops_c
-from cuvil_aot.compiler.codegen.c_scan import INIT, combine, scan_root
+from cuvil_aot.compiler.codegen.c_scan import combine, init, scan_root
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaEmitter, CudaKernel, GpuBody
 from cuvil_aot.compiler.codegen.cuda_geometry import BLOCK
 from cuvil_aot.compiler.codegen.cuda_pieces import decompose, entry, product, prologue, sizes
@@ -58,15 +58,15 @@ def _warp_scan(em: CudaEmitter, w: Writer, root: Node, axis: int, kept: list[int
     m = identity(em.nloops)
     ctype = ops_c.CTYPE[root.dtype]
     shuffle = SHUFFLE.get(ctype, "int")
-    init = f"({ctype}){INIT[root.op]}"
+    start = f"({ctype}){init(root.op, root.dtype)}"
     w.line("const I lane = (I)(threadIdx.x % 32), warps = (I)(blockDim.x / 32);")
     with w.block("for (I row = (I)blockIdx.x * warps + (I)(threadIdx.x / 32); row < rows; "
                  "row += (I)gridDim.x * warps)"):
         decompose(w, kept, "row", "I")
-        w.line(f"{ctype} carry = {init};")
+        w.line(f"{ctype} carry = {start};")
         with w.block("for (I base = 0; base < len; base += 32)"):
             w.line(f"const I i{axis} = base + lane;")
-            w.line(f"{ctype} x = {init};")
+            w.line(f"{ctype} x = {start};")
             with w.block(f"if (i{axis} < len)"):
                 w.line(f"x = {em.expr(root.srcs[0], m, GpuBody(w))};")
             w.line("#pragma unroll")
