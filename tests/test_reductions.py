@@ -46,6 +46,14 @@ def _source() -> str:
         "def log_softmax(x):",
         "    s = x - x.max(axis=1, keepdims=True)",
         "    return s - np.log(np.exp(s).sum(axis=1, keepdims=True))",
+        "@cv.optimize(signatures=['f32[()]', 'f64[()]', 'i8[()]', 'bool_[()]', 'f16[()]'])",
+        "def zero_d(x):",
+        "    return np.sum(x), np.prod(x), np.max(x), np.min(x), np.argmax(x), np.argmin(x), \\",
+        "        np.mean(x), x.sum(keepdims=True), np.any(x), np.all(x)",
+        "@cv.optimize(signatures=['f32[A,B]', 'i32[A,B]'])",
+        "def no_axis(x):",
+        "    return np.sum(x, axis=()), np.prod(x, axis=()), np.max(x, axis=()), \\",
+        "        np.min(x, axis=(), keepdims=True), np.mean(x, axis=())",
     ]
     return "\n".join(lines) + "\n"
 
@@ -102,3 +110,34 @@ def test_fused_row_kernels(compiled, data, a, n):
     check(compiled.layernorm, data.draw(view_of((a, n), "float32", special=False)), g, b, scale=50)
     check(compiled.stats, x, scale=20)
     check(compiled.log_softmax, x, scale=4)
+
+
+def _same(got: object, want: object) -> None:
+    """Equal values, dtype, shape, kind of object (NumPy scalar or array) and sign of zero."""
+    assert type(got) is type(want), (got, want)
+    g, w = np.asarray(got), np.asarray(want)
+    assert g.dtype == w.dtype and g.shape == w.shape, (got, want)
+    np.testing.assert_array_equal(g, w)
+    if g.dtype.kind == "f":
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
+
+
+@settings(max_examples=20, deadline=None)
+@given(value=st.sampled_from([-0.0, 0.0, 2.5, -3.0, np.nan, np.inf, 1.0]),
+       dtype=st.sampled_from(["float32", "float64", "int8", "bool", "float16"]))
+def test_reductions_of_a_0d_array(compiled, value, dtype):
+    """Over no axis, NumPy's reductions are elementwise: 0 + x (-0.0 sums to 0.0), 1 * x,
+    x for max and min, 0 for argmax; a NumPy scalar comes back, as NumPy's."""
+    with np.errstate(invalid="ignore"):
+        x = np.array(value).astype(dtype)
+    for got, want in zip(compiled.zero_d(x), compiled.zero_d.py_func(x)):
+        _same(got, want)
+
+
+@settings(max_examples=15, deadline=None)
+@given(data=st.data(), a=dims, b=dims)
+def test_reductions_over_axis_empty_tuple(compiled, data, a, b):
+    for sig in ("f32", "i32"):
+        x = _input(data, sig, (a, b))
+        for got, want in zip(compiled.no_axis(x), compiled.no_axis.py_func(x)):
+            _same(got, want)

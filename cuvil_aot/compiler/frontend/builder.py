@@ -293,12 +293,26 @@ def reduce(op: Op, x: Node, axes: Sequence[int] | None, keepdims: bool,
     else:
         result, _ = numpy_result(op, ((x.dtype, False),))
         src = cast(x, result, span) if result != x.dtype else x
+    if not norm:
+        return _over_no_axis(op, src, span)
     kept = tuple(d for i, d in enumerate(x.shape) if i not in norm)
     node = Node(op, TensorType(result, kept), (src,), attrs=(norm,), span=span)
     if keepdims:
         full = tuple(Dim.of(1) if i in norm else d for i, d in enumerate(x.shape))
         node = reshape(node, full, span)
     return node
+
+
+def _over_no_axis(op: Op, x: Node, span: SourceSpan | None) -> Node:
+    """A reduction over no axis (of a 0-d array, or ``axis=()``), elementwise as NumPy's:
+    each element with the operation's identity (0 + x, so -0.0 sums to 0.0; 1 * x), the
+    element itself for max and min, index 0 for argmax and argmin."""
+    if op in (Op.ARGMAX, Op.ARGMIN):
+        return broadcast_to(const(0, "int64", span), x.shape, span)
+    if op in (Op.SUM, Op.PROD):
+        return elementwise(Op.ADD if op is Op.SUM else Op.MUL,
+                           [x, const(0 if op is Op.SUM else 1, x.dtype, span)], span)
+    return elementwise(Op.MAXIMUM if op is Op.MAX else Op.MINIMUM, [x, x], span)
 
 
 def normalize_axes(axes: Sequence[int] | None, ndim: int) -> tuple[int, ...]:
