@@ -87,6 +87,15 @@ def test_linear(dots, s, seed):
     check_random(dots.linear, [(m, k), (n, k), (n,)], seed)
 
 
+@pytest.mark.parametrize("m, k, n", [(16, 768, 768), (16, 3072, 768), (1, 768, 768),
+                                     (8, 3072, 768), (13, 1024, 520), (16, 4, 1000)])
+def test_wide_block_of_the_models_shapes(dots, m, k, n):
+    """Tiles of 16 columns fewer than the SMs, rows along k in float4s: the 16-warp block
+    (gpu_launch's dotw), at the BERT layer's batch-1 shapes and odd ones."""
+    check_random(dots.linear, [(m, k), (n, k), (n,)], m * k + n)
+    check_random(dots.batched, [(2, m, k), (2, n, k)], m + k + n)
+
+
 @settings(max_examples=8, deadline=None)
 @given(s=sizes, z=st.integers(1, 3), seed=seeds)
 def test_batched(dots, s, z, seed):

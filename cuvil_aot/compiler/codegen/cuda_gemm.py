@@ -3,7 +3,7 @@ unit and accumulator type one set of entry points of the main loops of cuda_gemm
 every GEMM of the unit launches with its tag and arguments: ``_tiled`` (128x128 tiles),
 ``_tiled64``, ``_gemv1``, ``_gemv4`` (at one row per tile the GEMV reads float32 weights as
 float4 where they are contiguous and aligned), ``_ksum`` (adds split-K partial sums),
-``_dot`` (a transposed B) and, for float32, ``_tc64``/``_tct64`` (3xTF32 on tensor cores,
+``_dot`` (a transposed B), ``_dotw`` (its tiles of 8 columns on 16 warps) and, for float32, ``_tc64``/``_tct64`` (3xTF32 on tensor cores,
 64x128 tiles).
 
 Before, each GEMM had its nine entry points, its epilogue inlined into each main loop
@@ -25,6 +25,7 @@ from cuvil_aot.compiler.codegen.cuda_geometry import (
     BLOCK,
     DOT_COLS,
     DOT_ROWS,
+    DOT_WIDE_BLOCK,
     ENTRIES,
     GEMM_TC,
     GEMV_BLOCK,
@@ -188,6 +189,8 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
     # three blocks per SM (80 registers): a dot GEMV block waits on one round of loads
     calls["dot"] = (f"{BLOCK}, 3", f"cv_gemv_dot<{acc}, {DOT_ROWS}, {DOT_COLS}>(j.t, j.nterms, "
                                    f"j.m, j.n, j.nb, j.vec, {epi});")
+    calls["dotw"] = (f"{DOT_WIDE_BLOCK}, 1", f"cv_gemv_dot_wide<{acc}>(j.t, j.nterms, j.m, j.n, "
+                                             f"j.nb, {epi});")
     for mr in (1, 4):
         calls[f"gemv{mr}"] = (gemv_block, f"cv_gemv<{acc}, {mr}>(j.t, j.nterms, j.m, j.n, j.nb, "
                                           f"j.cols, j.vec, {epi});")

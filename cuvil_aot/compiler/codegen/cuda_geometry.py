@@ -25,10 +25,14 @@ ROW_RUN = 4  # _bcu32: a thread's elements in runs of 4, moved as one vector eac
 DOT_ROWS = DOT_COLS = 4  # a dot GEMV's tile (cv_gemv_dot: 8 warps, 4 rows x 4 columns)
 DOT_MMA_COLS = 16  # its tile on tensor cores (float32, m <= 16: cuda_gemv.h's CV_DOT_MMA_COLS)
 DOT_VARIANT = 8  # a one-kernel's v[g] for a GEMM phase run by the dot GEMV (else: its rows)
+# The dot GEMV's tiles of 8 columns (fewer tiles than SMs: a block per SM at most) on 16
+# warps, each walking a sixteenth of k: with 8, a 16 x 3072 x 768 GEMV waited on six
+# rounds of loads a warp, at a fifth of the copy rate (bench/gpu/h100_2026-12-05b/)
+DOT_WIDE_BLOCK = 512
 
 ENTRIES = {Kind.ELEMENTWISE: ("s32", "s64", "flat"),
            Kind.ROW: ("w32", "w64", "b32", "b64", "bc32", "bcu32", "q32"),
-           Kind.GEMM: ("tiled", "tiled64", "gemv1", "gemv4", "ksum", "dot"),
+           Kind.GEMM: ("tiled", "tiled64", "gemv1", "gemv4", "ksum", "dot", "dotw"),
            Kind.SCAN: ("r32", "r64"),  # cuda_scan.py: 32- or 64-bit offsets
            Kind.LOOP: ()}  # none of its own: its body's kernels (run_time_loops.py)
 # float32 only: tensor cores, B with n (tc64) or k (tct64) contiguous; tiles of 64 rows (as

@@ -26,6 +26,7 @@ from cuvil_aot.compiler.codegen.cuda_geometry import (
     DOT_MMA_COLS,
     DOT_ROWS,
     DOT_VARIANT,
+    DOT_WIDE_BLOCK,
     ENTRIES,
     GEMV_BLOCK,
     QUARTER,
@@ -307,6 +308,8 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
                 # or of 8 (vec 2) where those would be fewer than the SMs
                 w.line(f"const int64_t wide = (n + {DOT_MMA_COLS - 1}) / {DOT_MMA_COLS};")
                 w.line("if (a.vec && m <= 16 && wide * nb < sm) a.vec = 2;")
+                dotw = ENTRIES[Kind.GEMM].index("dotw")
+                w.line(f"if (a.vec == 2) {{ kid = {first} + {dotw}; block = {DOT_WIDE_BLOCK}; }}")
                 w.line(f"const int64_t dot_tiles = a.vec == 2 ? (n + 7) / 8 : a.vec && m <= 16 "
                        f"? wide : (n + {DOT_COLS - 1}) / {DOT_COLS} * "
                        f"((m + {DOT_ROWS - 1}) / {DOT_ROWS});")

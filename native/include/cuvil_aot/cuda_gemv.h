@@ -388,4 +388,19 @@ CV_DEV void cv_gemv_dot(const cv_gpu_term *terms, int nterms, int64_t m, int64_t
     cv_gemv_dot_fma<T, MR, NC>(terms, nterms, m, n, nbatch, vec, epi);
 }
 
+/* The dot GEMV where the host found tiles of 16 columns fewer than the SMs (vec == 2:
+ * float32, up to 16 rows, float4 rows), on a block of 16 warps: each tile's k shared by
+ * twice the warps of cv_gemv_dot's block, so half the rounds of loads a warp. Before
+ * sm_80, cv_gemv_dot's FMA loop (its teams follow the block's warps). */
+template <class T, class Epi>
+CV_DEV void cv_gemv_dot_wide(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
+                             int64_t nbatch, const Epi &epi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if constexpr (cv_is_float<T>::value)
+        cv_gemv_dot_mma<1, 4>(terms, nterms, m, n, nbatch, cv_gemv_buffer(), epi);
+    else
+#endif
+        cv_gemv_dot<T, 4, 4>(terms, nterms, m, n, nbatch, 2, epi);
+}
+
 #endif
