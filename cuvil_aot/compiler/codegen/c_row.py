@@ -84,6 +84,8 @@ def _short_rows(em: KernelEmitter, reduced: list[int]) -> tuple[str, str] | None
     if body.count != 1 or load is None:
         return None
     j = int(load[2])
+    if f"s{j}_{v}" not in load[3]:  # a row of one element reads no stride to test
+        return None
     start = [term for term in load[3].split(" + ") if term != f"i{v}"]
     return f"s{j}_{v} == 1", " + ".join([load[1], *start])
 
