@@ -1,7 +1,8 @@
 """Scans and sorts against NumPy: np.cumsum / np.cumprod (any axis, axis=None, dtype=),
 np.sort / np.argsort (stable, NaNs last, ties), np.argpartition / np.partition (judged by
 their contract), consumers reading a scan's result, diagnostics for what is refused, and
-the same on the GPU (plus an nvcc compile-only check)."""
+the same on the GPU (plus an nvcc compile-only check), np.maximum/minimum.accumulate's
+warp scans included."""
 
 from __future__ import annotations
 
@@ -328,6 +329,12 @@ import cuvil_aot as cv
 def gpu_scans(x):
     return np.cumsum(x, axis=-1), np.cumsum(x, axis=0), np.cumsum(x), x.cumprod(axis=-1)
 
+@cv.optimize(signatures=["f32[A,B]", "f64[A,B]", "f16[A,B]", "i32[A,B]", "i64[A,B]",
+                         "bool_[A,B]", "u8[A,B]", "i8[A,B]"])
+def gpu_running_extrema(x):
+    return np.maximum.accumulate(x, axis=-1), np.minimum.accumulate(x), \\
+        np.maximum.accumulate(x * 2, axis=0) - 1, np.minimum.accumulate(x, axis=1)
+
 @cv.optimize(signatures=["f32[A,B]", "f64[A,B]", "i32[A,B]", "i64[A,B]", "f16[A,B]",
                          "bool_[A,B]"])
 def gpu_sorts(x):
@@ -373,4 +380,5 @@ def test_cuda_kernels_compile(tmp_path: Path):
     artifact = gpu_build(tmp_path, GPU_SOURCE)
     cu = cuda_text(artifact.sources)
     assert "cv_block_sort(keys, pos, (int)len);" in cu and "__shfl_up_sync" in cu
+    assert "cv_maximumf(" in cu and "cv_minimumd(" in cu  # the running extrema's steps
     assert "_one(" not in cu

@@ -3,11 +3,16 @@
 A running sum or product (np.cumsum, np.cumprod) adds each element's value, computed
 inline from the group's source expression, to an accumulator of the result dtype and
 stores it: NumPy's ``add.accumulate`` order, so float results round as NumPy's do. A
+running maximum or minimum (np.maximum.accumulate) keeps np.maximum's answer of the
+accumulator and the element: a NaN wins, a tie keeps the element (float16: the
+accumulator), which decides the sign of a zero. A
 sort (np.sort, np.argsort) loads the row's keys into scratch, sorts their positions
 stably with NaNs last (native rowsort.h), then stores the keys or the positions.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from cuvil_aot.compiler.codegen import ops_c
 from cuvil_aot.compiler.codegen.c_loops import decompose, extent
@@ -23,6 +28,12 @@ INCLUDE = '#include "cuvil_aot/rowsort.h"'
 INIT = {Op.CUMSUM: "0", Op.CUMPROD: "1"}
 SYMBOL = {Op.CUMSUM: "+", Op.CUMPROD: "*"}
 BOOLEAN = {Op.CUMSUM: "|", Op.CUMPROD: "&"}  # NumPy's add and multiply of bools
+# running extrema: the elementwise op of each step, and whether its start is the highest
+EXTREMA = {Op.CUMMAX: (Op.MAXIMUM, False), Op.CUMMIN: (Op.MINIMUM, True)}
+RUNNING = (Op.CUMSUM, Op.CUMPROD, Op.CUMMAX, Op.CUMMIN)
+# NumPy's float16 maximum keeps its first operand of a tie (npy_half_ge), the float32 and
+# float64 loops their second: the sign of a zero after an equal zero
+FIRST_ON_TIES = frozenset({"float16"})
 
 
 def scan_root(em: KernelEmitter) -> tuple[Node, int]:
@@ -34,10 +45,14 @@ def scan_root(em: KernelEmitter) -> tuple[Node, int]:
     return group.roots[0], group.space.reduce_axes[0]
 
 
-def combine(op: Op, dtype: str, acc: str, value: str) -> str:
+def combine(op: Op, dtype: str, acc: str, value: str,
+            render: Callable[[Op, str, list[str]], str] = ops_c.render) -> str:
     """``acc`` op ``value`` in ``dtype`` as NumPy computes one step of the scan: integers
     wrap (computed unsigned: C's signed overflow is undefined), float16 and bfloat16 round
-    each step."""
+    each step; an extremum is the target's (``render``) np.maximum / np.minimum, exact."""
+    if op in EXTREMA:  # np.maximum(a, b) is (a NaN or a > b) ? a : b
+        pair = [value, acc] if dtype in FIRST_ON_TIES else [acc, value]
+        return render(EXTREMA[op][0], dtype, pair)
     fam = ops_c.FAMILY[dtype]
     if fam == "b":
         return f"({acc} {BOOLEAN[op]} {value})"
@@ -48,10 +63,10 @@ def combine(op: Op, dtype: str, acc: str, value: str) -> str:
 
 
 def scan_body(em: KernelEmitter, w: Writer) -> None:
-    """The kernel's rows [t0, t1): a running sum or product, or a sort."""
+    """The kernel's rows [t0, t1): a running sum, product or extremum, or a sort."""
     root, axis = scan_root(em)
     kept = list(em.group.space.kept_axes)
-    if root.op in (Op.CUMSUM, Op.CUMPROD):
+    if root.op in RUNNING:
         _running(em, w, root, axis, kept)
     else:
         _sorted(em, w, root, axis, kept)
@@ -60,7 +75,11 @@ def scan_body(em: KernelEmitter, w: Writer) -> None:
 def init(op: Op, dtype: str) -> str:
     """The running value before the first element: -0.0 for a float sum, whose first
     element then stands as it is (-0.0 + x is x for every x; 0.0 + -0.0 is 0.0, where
-    NumPy's cumsum starts from the element and keeps -0.0)."""
+    NumPy's cumsum starts from the element and keeps -0.0); for an extremum the lowest
+    (highest) value of the dtype, which the first element replaces (-inf, +inf for floats:
+    np.maximum(-inf, x) is x, NaN and -inf included)."""
+    if op in EXTREMA:
+        return ops_c.extreme(dtype, EXTREMA[op][1])
     return "-0.0" if op is Op.CUMSUM and is_float(dtype) else INIT[op]
 
 

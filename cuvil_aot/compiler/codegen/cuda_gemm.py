@@ -3,8 +3,8 @@ unit and accumulator type one set of entry points of the main loops of cuda_gemm
 every GEMM of the unit launches with its tag and arguments: ``_tiled`` (128x128 tiles),
 ``_tiled64``, ``_gemv1``, ``_gemv4`` (at one row per tile the GEMV reads float32 weights as
 float4 where they are contiguous and aligned), ``_ksum`` (adds split-K partial sums),
-``_dot`` (a transposed B), ``_dotw`` (its tiles of 8 columns on 16 warps) and, for float32, ``_tc64``/``_tct64`` (3xTF32 on tensor cores,
-64x128 tiles).
+``_dot`` (a transposed B), ``_dotw`` (its tiles of 8 columns on 16 warps) and, for
+float32, ``_tc64``/``_tct64`` (3xTF32 on tensor cores, 64x128 tiles).
 
 Before, each GEMM had its nine entry points, its epilogue inlined into each main loop
 (an 8-GEMM encoder layer: 72 main loops, 15 s of nvcc for sm_90 on one core). After::

@@ -1,10 +1,12 @@
 """SCAN CUDA kernels: per row of the kept axes, one pass along the row (c_scan.py is the
 CPU twin). ``_r32``/``_r64`` (32- or 64-bit offsets) run ``{kernel}_scan``:
 
-- a running sum or product: a warp per row, 32 elements per step, each step an
-  inclusive scan by shuffles plus the carry of the steps before (integers wrap exactly
-  as NumPy's; floats add in a tree within a step, so they round differently from NumPy's
-  sequential sum, within the tests' tolerance);
+- a running sum, product, maximum or minimum: a warp per row, 32 elements per step, each
+  step an inclusive scan by shuffles plus the carry of the steps before (integers wrap
+  exactly as NumPy's; floats add in a tree within a step, so they round differently from
+  NumPy's sequential sum, within the tests' tolerance; np.maximum and np.minimum are
+  associative, the first NaN and the last of tied values winning in any grouping, so the
+  extrema are NumPy's exactly; lanes past the row's end hold the identity, the start);
 - a sort: a block per row; a row of up to CV_SORT_SHARED keys is sorted in shared
   memory by a bitonic network, a longer one ranks each key by counting the keys before
   it (cuda_rowsort.h). Ties go by position: np.argsort(kind="stable")'s permutation.
@@ -15,8 +17,8 @@ kernel (gpu_plan.py).
 
 from __future__ import annotations
 
-from cuvil_aot.compiler.codegen import ops_c
-from cuvil_aot.compiler.codegen.c_scan import combine, init, scan_root
+from cuvil_aot.compiler.codegen import ops_c, ops_cuda
+from cuvil_aot.compiler.codegen.c_scan import RUNNING, combine, init, scan_root
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaEmitter, CudaKernel, GpuBody
 from cuvil_aot.compiler.codegen.cuda_geometry import BLOCK
 from cuvil_aot.compiler.codegen.cuda_pieces import decompose, entry, product, prologue, sizes
@@ -30,7 +32,6 @@ INCLUDE = '#include "cuvil_aot/cuda_rowsort.h"'
 SHUFFLE = {"float": "float", "double": "double", "int64_t": "long long",
            "uint64_t": "unsigned long long"}
 FULL = "0xffffffffu"
-RUNNING = (Op.CUMSUM, Op.CUMPROD)
 
 
 def scan_kernels(em: CudaEmitter, w: Writer) -> None:
@@ -72,8 +73,9 @@ def _warp_scan(em: CudaEmitter, w: Writer, root: Node, axis: int, kept: list[int
             w.line("#pragma unroll")
             with w.block("for (int d = 1; d < 32; d <<= 1)"):
                 w.line(f"const {ctype} y = ({ctype})__shfl_up_sync({FULL}, ({shuffle})x, d);")
-                w.line(f"if (lane >= d) x = {combine(root.op, root.dtype, 'y', 'x')};")
-            w.line(f"x = {combine(root.op, root.dtype, 'carry', 'x')};")
+                step = combine(root.op, root.dtype, 'y', 'x', ops_cuda.render)
+                w.line(f"if (lane >= d) x = {step};")
+            w.line(f"x = {combine(root.op, root.dtype, 'carry', 'x', ops_cuda.render)};")
             with w.block(f"if (i{axis} < len)"):
                 em.store(root, em.group.dests[0], m, "x", GpuBody(w))
             w.line(f"carry = ({ctype})__shfl_sync({FULL}, ({shuffle})x, 31);")

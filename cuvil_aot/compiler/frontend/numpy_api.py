@@ -25,10 +25,13 @@ from cuvil_aot.compiler.frontend import (
     creation,
     einsum,
     gather,
+    interpolation,
     linalg,
     linspace,
+    quantiles,
     real_parts,
     scans,
+    searchsorted,
     shapes,
     ufunc_methods,
 )
@@ -48,7 +51,8 @@ METHODS = {**CORE_METHODS, **creation.METHODS, **gather.METHODS, **shapes.METHOD
 FUNCTIONS = {**CORE_FUNCTIONS, **creation.FUNCTIONS, **einsum.FUNCTIONS, **gather.FUNCTIONS,
              **linalg.FUNCTIONS, **shapes.FUNCTIONS, **scans.FUNCTIONS, **composed.FUNCTIONS,
              **composed_math.FUNCTIONS, **composed_arrays.FUNCTIONS, **real_parts.FUNCTIONS,
-             **linspace.FUNCTIONS}
+             **linspace.FUNCTIONS, **quantiles.FUNCTIONS,
+             **searchsorted.FUNCTIONS, **interpolation.FUNCTIONS}
 FUNCTIONS.update(ufunc_methods.registry(FUNCTIONS))  # np.add.outer, np.maximum.reduce, ...
 
 SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/square/tanh/sin/"
@@ -58,9 +62,10 @@ SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/s
                        "logaddexp2/heaviside/float_power/isclose/allclose/array_equal/real/"
                        "imag/conj/angle, np.add/multiply/maximum/...: .outer, "
                        "add/multiply/maximum/minimum/logical_and/logical_or: .reduce, "
-                       "add/multiply: .accumulate, "
+                       "add/multiply/maximum/minimum: .accumulate, "
                        "sum/mean/max/min/prod/var/std/argmax/argmin/"
-                       "any/all/count_nonzero/ptp/nansum/nanmax/nanmin/nanmean/average, "
+                       "any/all/count_nonzero/ptp/nansum/nanmax/nanmin/nanmean/average/"
+                       "median/quantile/percentile, "
                        "matmul/dot/inner/einsum/tensordot/outer/linalg.norm/trace/"
                        "diagonal/diag/kron/cross, "
                        "transpose/swapaxes/"
@@ -69,7 +74,7 @@ SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/s
                        "pad/repeat/tile/flip/roll/diff, take/take_along_axis, arange/linspace/"
                        "zeros/ones/"
                        "full/empty/eye/tri/triu/tril, cumsum/cumprod/sort/argsort/argpartition/"
-                       "partition")
+                       "partition/searchsorted/digitize/interp")
 SUPPORTED_METHODS = ("sum, mean, max, min, prod, var, std, argmax, argmin, any, all, astype, "
                      "reshape, "
                      "transpose, swapaxes, clip, round, take, squeeze, repeat, cumsum, cumprod, "

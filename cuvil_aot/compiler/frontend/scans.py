@@ -1,5 +1,6 @@
 """Scans and sorts: ``np.cumsum``, ``np.cumprod``, ``np.sort``, ``np.argsort``,
-``np.argpartition``, ``np.partition`` and their method forms.
+``np.argpartition``, ``np.partition`` and their method forms; the running extrema
+``np.maximum.accumulate`` and ``np.minimum.accumulate`` (ufunc_methods.py) as well.
 
 Each becomes one node of ``ops.SCANS`` along one axis (``axis=None``: of the array
 flattened, as NumPy), whose kernel owns whole rows (codegen c_scan.py, cuda_scan.py).
@@ -29,7 +30,9 @@ from cuvil_aot.compiler.ir.ops import Op
 from cuvil_aot.compiler.ir.types import Dim, TensorType, is_int
 
 SORT_KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
-ACCUMULATE: dict[Op, Callable[..., Any]] = {Op.CUMSUM: np.cumsum, Op.CUMPROD: np.cumprod}
+ACCUMULATE: dict[Op, Callable[..., Any]] = {
+    Op.CUMSUM: np.cumsum, Op.CUMPROD: np.cumprod,
+    Op.CUMMAX: np.maximum.accumulate, Op.CUMMIN: np.minimum.accumulate}
 
 
 def _flat(x: Node, ctx: Ctx) -> Node:
@@ -53,8 +56,9 @@ def _scan_node(op: Op, x: Node, axis: int, dtype: str, ctx: Ctx) -> Node:
 
 # Running sums and products ---------------------------------------------------------------
 
-def _accumulate(op: Op) -> Handler:
-    """np.cumsum / np.cumprod (and the methods): NumPy's result dtype, computed in it."""
+def running(op: Op) -> Handler:
+    """np.cumsum / np.cumprod (and the methods), np.maximum / np.minimum.accumulate: NumPy's
+    result dtype, computed in it."""
     def handler(ctx: Ctx, a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Node:
         name = ACCUMULATE[op].__name__
         if out is not None:
@@ -172,11 +176,11 @@ def _partition(op: Op) -> Handler:
 
 
 FUNCTIONS: dict[Any, Handler] = {
-    np.cumsum: _accumulate(Op.CUMSUM), np.cumprod: _accumulate(Op.CUMPROD),
+    np.cumsum: running(Op.CUMSUM), np.cumprod: running(Op.CUMPROD),
     np.sort: sort, np.argsort: argsort,
     np.argpartition: _partition(Op.ARGSORT), np.partition: _partition(Op.SORT),
 }
 METHODS: dict[str, Handler] = {
-    "cumsum": _accumulate(Op.CUMSUM), "cumprod": _accumulate(Op.CUMPROD),
+    "cumsum": running(Op.CUMSUM), "cumprod": running(Op.CUMPROD),
     "argsort": argsort, "argpartition": _partition(Op.ARGSORT), "sort": method_sort,
 }

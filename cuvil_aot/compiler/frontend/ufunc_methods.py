@@ -6,7 +6,8 @@ the functions the compiler already has:
 - ``u.reduce(array, axis=0, dtype, keepdims, initial, where)`` for add, multiply,
   maximum, minimum (np.sum, np.prod, np.max, np.min with ufunc.reduce's DEFAULT AXIS 0;
   axis=None reduces all) and logical_and, logical_or (bool results, as np.all and np.any);
-- ``u.accumulate(array, axis=0, dtype)`` for add and multiply (np.cumsum, np.cumprod);
+- ``u.accumulate(array, axis=0, dtype)`` for add and multiply (np.cumsum, np.cumprod),
+  maximum and minimum (a running extremum, Op.CUMMAX / Op.CUMMIN: a NaN stays once seen);
   a 0-d array or several axes raise NumPy's errors.
 
 Every other method of these ufuncs (reduceat, at, reduce and accumulate of the rest) is
@@ -31,7 +32,8 @@ from cuvil_aot.compiler.ir.types import Dim, dtype_of, np_dtype
 
 REDUCE = {np.add: Op.SUM, np.multiply: Op.PROD, np.maximum: Op.MAX, np.minimum: Op.MIN}
 LOGICAL = {np.logical_and: True, np.logical_or: False}  # True: every element must hold
-ACCUMULATE = {np.add: np.cumsum, np.multiply: np.cumprod}
+ACCUMULATE = {np.add: Op.CUMSUM, np.multiply: Op.CUMPROD, np.maximum: Op.CUMMAX,
+              np.minimum: Op.CUMMIN}
 REDUCIBLE = "np.add/multiply/maximum/minimum/logical_and/logical_or.reduce"
 
 
@@ -129,7 +131,7 @@ def _logical_reduce(ufunc: np.ufunc, every: bool) -> Handler:
 
 
 def _accumulate(ufunc: np.ufunc, scan: Handler) -> Handler:
-    """np.cumsum / np.cumprod along one axis, 0 by default."""
+    """A running sum, product, maximum or minimum along one axis, 0 by default."""
     def accumulate(ctx: Ctx, array: Any, axis: Any = 0, dtype: Any = None,
                    out: Any = None) -> Node:
         _no_out(out, f"{ufunc.__name__}.accumulate", ctx)
@@ -161,8 +163,8 @@ def _reduce_of(ufunc: np.ufunc) -> Handler:
 
 def _accumulate_of(ufunc: np.ufunc) -> Handler:
     if ufunc in ACCUMULATE:
-        return _accumulate(ufunc, scans.FUNCTIONS[ACCUMULATE[ufunc]])
-    return _refused(ufunc, "accumulate", "np.add.accumulate or np.multiply.accumulate "
+        return _accumulate(ufunc, scans.running(ACCUMULATE[ufunc]))
+    return _refused(ufunc, "accumulate", "np.add/multiply/maximum/minimum.accumulate "
                     "(np.cumsum, np.cumprod), or a loop over the axis")
 
 

@@ -114,11 +114,14 @@ class Op(enum.Enum):
     # value (the last write of a duplicate index wins; on the GPU any one); an index out of
     # range raises IndexError at the call. Written in place like SETITEM (passes/inplace.py)
     SCATTER = enum.auto()
-    # along axis attrs[0], one sequential pass per row (frontend/scans.py): running sum or
-    # product (in the result dtype; the source is cast to it), a stable sort with NaNs last,
-    # or its permutation (int64); the result has the source's shape
+    # along axis attrs[0], one sequential pass per row (frontend/scans.py): running sum,
+    # product (in the result dtype; the source is cast to it), maximum or minimum (NumPy's
+    # np.maximum / np.minimum: a NaN stays once seen), a stable sort with NaNs last, or its
+    # permutation (int64); the result has the source's shape
     CUMSUM = enum.auto()
     CUMPROD = enum.auto()
+    CUMMAX = enum.auto()
+    CUMMIN = enum.auto()
     SORT = enum.auto()
     ARGSORT = enum.auto()
     # a carried value after a run-time loop (ir/loop.py): srcs (initial values..., captured
@@ -137,7 +140,8 @@ COMPARE = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
 ELEMENTWISE = UNARY | BINARY | {Op.WHERE}
 REDUCE = frozenset({Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ARGMAX, Op.ARGMIN})
 MOVEMENT = frozenset({Op.PERMUTE, Op.SLICE, Op.BROADCAST, Op.RESHAPE})
-SCANS = frozenset({Op.CUMSUM, Op.CUMPROD, Op.SORT, Op.ARGSORT})  # a kernel of whole rows
+SCANS = frozenset({Op.CUMSUM, Op.CUMPROD, Op.CUMMAX, Op.CUMMIN, Op.SORT,
+                   Op.ARGSORT})  # a kernel of whole rows
 WRITES = frozenset({Op.SETITEM, Op.SCATTER})  # assignments, written in place
 
 def round_tf32(x: Any) -> Any:
@@ -166,5 +170,6 @@ NUMPY: dict[Op, Callable[..., Any]] = {
     Op.AND: np.bitwise_and, Op.OR: np.bitwise_or, Op.XOR: np.bitwise_xor, Op.WHERE: np.where,
     Op.SUM: np.sum, Op.PROD: np.prod, Op.MAX: np.max, Op.MIN: np.min,
     Op.ARGMAX: np.argmax, Op.ARGMIN: np.argmin, Op.MATMUL: np.matmul,
-    Op.CUMSUM: np.cumsum, Op.CUMPROD: np.cumprod, Op.SORT: np.sort, Op.ARGSORT: np.argsort,
+    Op.CUMSUM: np.cumsum, Op.CUMPROD: np.cumprod, Op.CUMMAX: np.maximum.accumulate,
+    Op.CUMMIN: np.minimum.accumulate, Op.SORT: np.sort, Op.ARGSORT: np.argsort,
 }
