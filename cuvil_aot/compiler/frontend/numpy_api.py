@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from cuvil_aot.compiler.frontend import (
+    array_calls,
     composed,
     composed_arrays,
     composed_math,
@@ -49,7 +50,8 @@ from cuvil_aot.errors import SourceSpan
 METHODS = {**CORE_METHODS, **creation.METHODS, **gather.METHODS, **shapes.METHODS,
            **scans.METHODS, **composed.METHODS}
 FUNCTIONS = {**CORE_FUNCTIONS, **creation.FUNCTIONS, **einsum.FUNCTIONS, **gather.FUNCTIONS,
-             **linalg.FUNCTIONS, **shapes.FUNCTIONS, **scans.FUNCTIONS, **composed.FUNCTIONS,
+             **linalg.FUNCTIONS, **array_calls.FUNCTIONS, **shapes.FUNCTIONS,
+             **scans.FUNCTIONS, **composed.FUNCTIONS,
              **composed_math.FUNCTIONS, **composed_arrays.FUNCTIONS, **real_parts.FUNCTIONS,
              **linspace.FUNCTIONS, **quantiles.FUNCTIONS,
              **searchsorted.FUNCTIONS, **interpolation.FUNCTIONS}
@@ -71,7 +73,8 @@ SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/s
                        "transpose/swapaxes/"
                        "moveaxis/reshape/ravel/expand_dims/concatenate/stack/hstack/vstack/"
                        "column_stack/dstack/split/broadcast_arrays/meshgrid/"
-                       "pad/repeat/tile/flip/roll/diff, take/take_along_axis, arange/linspace/"
+                       "pad/repeat/tile/flip/roll/diff, take/take_along_axis, array/asarray "
+                       "(of arrays, numbers, lists of numbers), arange/linspace/"
                        "zeros/ones/"
                        "full/empty/eye/tri/triu/tril, cumsum/cumprod/sort/argsort/argpartition/"
                        "partition/searchsorted/digitize/interp")

@@ -19,6 +19,7 @@ import numpy as np
 from cuvil_aot.compiler.frontend import builder as B
 from cuvil_aot.compiler.frontend import call_checks
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
+from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node, toposort
 from cuvil_aot.compiler.ir.ops import Op
 from cuvil_aot.compiler.ir.types import DTYPES, Dim, TensorType, dtype_of, is_float, shape_str
@@ -47,7 +48,53 @@ def to_node(value: Any, span: SourceSpan) -> Node:
     if isinstance(value, np.ndarray):
         raise UserError("NumPy arrays captured from outside the function are not supported",
                         span, "pass the array as an argument")
+    if isinstance(value, list | tuple):
+        return literal_array(value, None, span)
     raise UserError(f"expected an array or a number, got {type(value).__name__}", span)
+
+
+LITERAL_MAX = 256  # elements of a list literal made a constant array; larger: an argument
+
+
+def literal_array(value: list[Any] | tuple[Any, ...], dtype: str | None,
+                  span: SourceSpan) -> Node:
+    """A (nested) list or tuple of numbers known now as the constant array NumPy makes of
+    it (its dtype and shape rules, its errors for ragged lists): normalization constants,
+    a table's few points. Each element a constant, stacked and reshaped."""
+    if any(isinstance(v, Node) or (isinstance(v, Dim) and not v.is_static)
+           for v in _leaves(value)):
+        raise UserError("a list holding arrays or sizes known only at the call", span,
+                        "write np.stack([...]) of the arrays (np.asarray(...) of a number)")
+    try:
+        array = np.array(_folded(value), dtype=dtype)
+    except (ValueError, TypeError) as exc:
+        raise UserError(f"NumPy cannot make an array of this list: {exc}", span) from None
+    if array.dtype.name not in DTYPES:
+        raise UserError(f"a list of {array.dtype.name} values is not supported", span,
+                        f"write numbers of one of {', '.join(DTYPES)}")
+    if array.size > LITERAL_MAX:
+        raise UserError(f"a list literal of {array.size} elements (more than {LITERAL_MAX})",
+                        span, "pass the array as an argument")
+    consts = [B.const(v.item(), array.dtype.name, span) for v in array.ravel()]
+    if not consts:
+        return B.broadcast_to(B.const(0, array.dtype.name, span),
+                              tuple(Dim.of(d) for d in array.shape), span)
+    flat = consts[0] if len(consts) == 1 else B.stack(consts, 0, span)
+    return C.reshape(flat, tuple(Dim.of(d) for d in array.shape), span)
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, list | tuple):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+def _folded(value: Any) -> Any:
+    """``value`` with its static dimensions as ints and NumPy scalars kept (their dtype
+    counts in NumPy's promotion)."""
+    if isinstance(value, list | tuple):
+        return type(value)(_folded(v) for v in value)
+    return fold(value)
 
 
 def dtype_arg(value: Any, span: SourceSpan) -> str:
