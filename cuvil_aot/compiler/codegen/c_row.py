@@ -84,9 +84,10 @@ def _short_rows(em: KernelEmitter, reduced: list[int]) -> tuple[str, str] | None
     if body.count != 1 or load is None:
         return None
     j = int(load[2])
-    if f"s{j}_{v}" not in load[3]:  # a row of one element reads no stride to test
-        return None
-    start = [term for term in load[3].split(" + ") if term != f"i{v}"]
+    terms = load[3].split(" + ")
+    if f"i{v}" not in terms:  # the row's axis is not indexed (x.sum() of an f32[1, 1]):
+        return None  # no stride of it to test
+    start = [term for term in terms if term != f"i{v}"]
     return f"s{j}_{v} == 1", " + ".join([load[1], *start])
 
 
