@@ -36,7 +36,11 @@ def copies(x):
 def write_a_copy(x):
     y = np.array(x)
     y[:, 0] = 5
-    return y, x + 0
+    z = np.array(x, dtype=np.float32)
+    z[:, 1] = 6
+    w = np.asarray(x, copy=True)
+    w[:, 2] = 7
+    return y, z, w, x + 0
 
 @cv.optimize(signatures=["f64[N]", "f32[N]"])
 def tables(x):

@@ -19,17 +19,23 @@ from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.types import Dim, dtype_of
 
 
-def _as_node(obj: Any, dtype: str | None, ctx: Ctx) -> tuple[Node, bool]:
-    """(the array, whether it is the argument's own node): NumPy's conversion of ``obj``."""
+def _as_node(obj: Any, dtype: str | None, ctx: Ctx) -> Node:
+    """NumPy's conversion of ``obj`` (an argument's own node where nothing converts it)."""
     if isinstance(obj, Node):
-        return (obj if dtype is None else C.cast(obj, dtype, ctx.span)), dtype is None
+        return obj if dtype is None else C.cast(obj, dtype, ctx.span)
     if is_number(obj) or isinstance(obj, np.generic):
         value = np.asarray(fold(obj), dtype=dtype)  # NumPy's dtype of a lone number
-        return B.const(value.item(), dtype_of(value.dtype), ctx.span), False
+        return B.const(value.item(), dtype_of(value.dtype), ctx.span)
     if isinstance(obj, list | tuple):
-        return literal_array(obj, dtype, ctx.span), False
+        return literal_array(obj, dtype, ctx.span)
     raise UserError(f"np.array of a {type(obj).__name__} is not supported", ctx.span,
                     "pass an array, a number or a list of numbers")
+
+
+def _copied(ctx: Ctx, obj: Any, x: Node, copy: Any) -> Node:
+    """A new array where NumPy makes one of an array (a cast to its own dtype is the array
+    itself): writing it must not write ``obj``."""
+    return copy_of(ctx, x) if x is obj and copy else x
 
 
 def _with_ndmin(x: Node, ndmin: int, ctx: Ctx) -> Node:
@@ -40,15 +46,15 @@ def _with_ndmin(x: Node, ndmin: int, ctx: Ctx) -> Node:
 
 def array(ctx: Ctx, obj: Any, dtype: Any = None, *, copy: Any = True, order: Any = "K",
           subok: bool = False, ndmin: int = 0) -> Node:
-    kind = None if dtype is None else dtype_arg(dtype, ctx.span)
-    x, own = _as_node(obj, kind, ctx)
-    x = _with_ndmin(x, ndmin, ctx)
-    return copy_of(ctx, x) if own and copy is not False else x
+    x = _as_node(obj, None if dtype is None else dtype_arg(dtype, ctx.span), ctx)
+    return _with_ndmin(_copied(ctx, obj, x, copy), ndmin, ctx)
 
 
 def _converter(name: str) -> Handler:
-    def handler(ctx: Ctx, a: Any, dtype: Any = None, order: Any = None, **_: Any) -> Node:
-        return _as_node(a, None if dtype is None else dtype_arg(dtype, ctx.span), ctx)[0]
+    def handler(ctx: Ctx, a: Any, dtype: Any = None, order: Any = None, *, copy: Any = None,
+                like: Any = None) -> Node:
+        x = _as_node(a, None if dtype is None else dtype_arg(dtype, ctx.span), ctx)
+        return _copied(ctx, a, x, copy)
     handler.__name__ = name
     return handler
 
