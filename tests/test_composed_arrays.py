@@ -119,11 +119,12 @@ def m(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     return compile_source(tmp_path_factory.mktemp("composed_arrays"), SOURCE)
 
 
-def _arrays(data: st.DataObject, sig: str, sizes: dict[str, int]) -> list[np.ndarray]:
+def signature_arrays(data: st.DataObject, sig: str, sizes: dict[str, int]) -> list[np.ndarray]:
+    """Views drawn for each argument of ``sig`` ("f32[A,1], i8[B]"), symbols from ``sizes``."""
     out = []
     for part in sig.split(", "):
         short, spec = part.rstrip("]").split("[")
-        shape = tuple(int(d) if d.isdigit() else sizes[d] for d in spec.split(","))
+        shape = tuple(int(d) if d.isdigit() else sizes[d] for d in spec.split(",") if d)
         out.append(data.draw(view_of(shape, DTYPES[short])))
     return out
 
@@ -160,7 +161,7 @@ sizes = st.integers(0, 4)
 @given(data=st.data(), a=sizes, b=sizes, c=sizes)
 def test_kron_against_numpy(m, data: st.DataObject, a: int, b: int, c: int) -> None:
     for sig in m.krons.signatures:
-        check_bits(m.krons, *_arrays(data, sig, {"A": a, "B": b, "C": c}))
+        check_bits(m.krons, *signature_arrays(data, sig, {"A": a, "B": b, "C": c}))
     check_bits(m.kron_scalars, data.draw(view_of((a, b), "float32")), -0.0, 3)
 
 
@@ -168,7 +169,7 @@ def test_kron_against_numpy(m, data: st.DataObject, a: int, b: int, c: int) -> N
 @given(data=st.data(), a=sizes, b=sizes)
 def test_cross_against_numpy(m, data: st.DataObject, a: int, b: int) -> None:
     for sig in m.crosses.signatures:
-        check_bits(m.crosses, *_arrays(data, sig, {"A": a, "B": b}))
+        check_bits(m.crosses, *signature_arrays(data, sig, {"A": a, "B": b}))
     check_bits(m.cross_axes, data.draw(view_of((3, a), "float64")),
                data.draw(view_of((a, 3), "float64")), data.draw(view_of((2, a, 3), "float32")))
 
@@ -188,7 +189,7 @@ def test_cross_rounds_each_product(m) -> None:
 @given(data=st.data(), a=st.integers(0, 6))
 def test_diag_against_numpy(m, data: st.DataObject, a: int) -> None:
     for sig in m.diags.signatures:
-        check_bits(m.diags, *_arrays(data, sig, {"A": a}))
+        check_bits(m.diags, *signature_arrays(data, sig, {"A": a}))
     check_bits(m.diag_matrices, data.draw(view_of((3, 5), "float32")),
                data.draw(view_of((a, a), "int32")), data.draw(view_of((4, 2), "bool")))
 
@@ -208,7 +209,7 @@ def _near_copy(data: st.DataObject, x: np.ndarray, dtype: str) -> np.ndarray:
 @given(data=st.data(), a=sizes, b=sizes)
 def test_array_equal_against_numpy(m, data: st.DataObject, a: int, b: int) -> None:
     for sig in m.equals.signatures:
-        x, y = _arrays(data, sig, {"A": a, "B": b})
+        x, y = signature_arrays(data, sig, {"A": a, "B": b})
         for other in (y, _near_copy(data, x, y.dtype.name)):
             got, want = m.equals(x, other), m.equals.py_func(x, other)
             assert got == want, (x, other)

@@ -17,7 +17,7 @@ import pytest
 from conftest import check, check_exact, compile_source
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_composed_arrays import check_bits
+from test_composed_arrays import check_bits, signature_arrays
 from test_elementwise import view_of
 
 import cuvil_aot as cv
@@ -149,22 +149,10 @@ def reduce_out(x: cv.f32["N"], y: cv.f32[()]):
     return np.add.reduce(x, out=y)
 '''
 
-DTYPES = {"f16": "float16", "f32": "float32", "f64": "float64", "i8": "int8", "i32": "int32",
-          "bool_": "bool"}
-
 
 @pytest.fixture(scope="module")
 def m(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     return compile_source(tmp_path_factory.mktemp("ufunc_methods"), SOURCE)
-
-
-def _arrays(data: st.DataObject, sig: str, sizes: dict[str, int]) -> list[np.ndarray]:
-    out = []
-    for part in sig.split(", "):
-        short, spec = part.rstrip("]").split("[")
-        shape = tuple(int(d) if d.isdigit() else sizes[d] for d in spec.split(",") if d)
-        out.append(data.draw(view_of(shape, DTYPES[short])))
-    return out
 
 
 sizes = st.integers(0, 4)
@@ -175,19 +163,19 @@ sizes = st.integers(0, 4)
 def test_outer_against_numpy(m, data: st.DataObject, a: int, b: int, c: int) -> None:
     for fn in (m.outers, m.bool_outers):
         for sig in fn.signatures:
-            check_bits(fn, *_arrays(data, sig, {"A": a, "B": b, "C": c}))
+            check_bits(fn, *signature_arrays(data, sig, {"A": a, "B": b, "C": c}))
     check_bits(m.outer_numbers, data.draw(view_of((a, b), "float32")), -1.5, 4)
     # NumPy's fmax and fmin give either zero of a tie by loop (float32: -0.0 from its
     # strided loop, 0.0 from its SIMD one, for the same fmax(-0.0, 0.0)): values only
     for sig in m.fmax_outers.signatures:
-        check_exact(m.fmax_outers, *_arrays(data, sig, {"A": a, "B": b, "C": c}))
+        check_exact(m.fmax_outers, *signature_arrays(data, sig, {"A": a, "B": b, "C": c}))
 
 
 @settings(max_examples=30, deadline=None)
 @given(data=st.data(), a=sizes, b=sizes)
 def test_reduce_against_numpy(m, data: st.DataObject, a: int, b: int) -> None:
     for sig in m.sums.signatures:
-        x, = _arrays(data, sig, {"A": a, "B": b})
+        x, = signature_arrays(data, sig, {"A": a, "B": b})
         check(m.sums, x)  # float sums against float64: NumPy's pairwise order is its own
         if x.dtype.kind != "f":
             check_exact(m.sums, x)
@@ -204,7 +192,7 @@ def test_reduce_against_numpy(m, data: st.DataObject, a: int, b: int) -> None:
 @given(data=st.data(), a=sizes, b=sizes)
 def test_accumulate_against_numpy(m, data: st.DataObject, a: int, b: int) -> None:
     for sig in m.accumulations.signatures:
-        x, = _arrays(data, sig, {"A": a, "B": b})
+        x, = signature_arrays(data, sig, {"A": a, "B": b})
         # running sums in order, as NumPy's (a leading -0.0 is np.cumsum's +0.0 here)
         check_exact(m.accumulations, x)
 
@@ -213,7 +201,7 @@ def test_accumulate_against_numpy(m, data: st.DataObject, a: int, b: int) -> Non
 @given(data=st.data(), a=sizes, b=sizes)
 def test_running_extrema_against_numpy(m, data: st.DataObject, a: int, b: int) -> None:
     for sig in m.running_extrema.signatures:
-        x, = _arrays(data, sig, {"A": a, "B": b})
+        x, = signature_arrays(data, sig, {"A": a, "B": b})
         check_bits(m.running_extrema, x)
 
 
@@ -223,7 +211,7 @@ def test_running_extrema_of_long_rows(m, data: st.DataObject, n: int) -> None:
     """Rows of many elements (a GPU warp scans 32 at a time): NaNs, ties and signed zeros
     anywhere."""
     for sig in m.long_extrema.signatures:
-        x, = _arrays(data, sig.replace("N", "A"), {"A": n})
+        x, = signature_arrays(data, sig.replace("N", "A"), {"A": n})
         check_bits(m.long_extrema, x)
 
 
