@@ -1,4 +1,5 @@
-/* The tensor-core attention kernel (native/include/cuvil_aot/cuda_attention_tc.h) run on the
+/* The fused attention as sm_80 and later run it (native/include/cuvil_aot/cuda_attention.h:
+ * the tensor-core kernel of cuda_attention_tc.h, the FMA kernel at few query rows) on the
  * CPU, for tests/test_cuda_attention.py: a block's 128 threads are fibers (ucontext) run
  * round-robin on one thread, so __syncthreads, the warp shuffles, mma.sync (each lane's
  * fragments gathered, the 16 x 8 x 8 or, bfloat16, 16 x 8 x 16 product computed, each
@@ -66,6 +67,16 @@ static float __shfl_xor_sync(unsigned, float v, int o) {
     __syncwarp();
     return r;
 }
+static float __shfl_sync(unsigned, float v, int lane) {
+    xch[cur] = v;
+    __syncwarp();
+    const float r = xch[(cur & ~31) | lane];
+    __syncwarp();
+    return r;
+}
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
 static uint32_t __float_as_uint(float x) {
     uint32_t u;
     memcpy(&u, &x, 4);
@@ -81,10 +92,6 @@ typedef struct cv_att_in {
     const char *p;
     int64_t nh, sb, sh, rs, cs;
 } cv_att_in;
-template <class T = float>
-static const T *cv_att_batch(const cv_att_in &x, int64_t z) {
-    return reinterpret_cast<const T *>(x.p) + (z / x.nh) * x.sb + (z % x.nh) * x.sh;
-}
 /* the 2-byte elements: bfloat16 and float16 rounded to nearest even (finite values) */
 struct cv_bf16 {
     uint16_t bits;
@@ -173,7 +180,8 @@ static void cv_ldsm4(uint32_t r[4], const void *row) { /* ldmatrix .x4 (.trans),
     __syncwarp();
 }
 
-#include "cuvil_aot/cuda_attention_tc.h"
+#define CUVIL_AOT_CUDA_KERNEL_H /* the surface above instead */
+#include "cuvil_aot/cuda_attention.h"
 
 /* --- a problem ------------------------------------------------------------------------ */
 struct score_fn { /* dot * c + mask(z / h, i, j) */
@@ -204,7 +212,7 @@ static void run(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v, int6
     static bool fin[NT];
     auto body = []() {
         constexpr bool x3 = sizeof(T) == 4; /* 2-byte elements: one TF32 product */
-        cv_attention_tc<DK, DV, x3, x3, T, T, T>(*Q, *K, *V, NZ, T_, S, Dk, Dv, *SC, *EP);
+        cv_attention<DK, DV, x3, x3, T, T, T>(*Q, *K, *V, NZ, T_, S, Dk, Dv, *SC, *EP);
         fin[cur] = true;
         done++;
     };

@@ -9,7 +9,8 @@
  * O += P V_tile. At the end O / l goes to `epi` (the second matmul's GEMM epilogue
  * functor: its store, strided as its buffer wants). On sm_80 and later both products run
  * on tensor cores in 3xTF32 (cuda_attention_tc.h); before, in float32 FMAs
- * (cv_attention_fma below, four of its 16-row blocks a block).
+ * (cv_attention_fma below, four of its 16-row blocks a block), and on sm_90 too where a
+ * batch has at most 16 query rows and head dims of at most 64.
  *
  * NumPy semantics: a row whose every score is -inf has max -inf, and NumPy's
  * exp(-inf - -inf) is NaN: here its sum stays 0 and 0 / 0 is NaN. Exponents are taken
@@ -22,7 +23,8 @@
  * the host checks both head dims <= CV_ATT_DMAX). Q, K and V are read through their strides
  * (cv_att_in: batch z = (b, h) with a stride each, so the heads split by reshape/transpose
  * of an argument are read in place, never copied). Static
- * shared memory 40.6 KB (under the 48 KB of a static allocation on sm_80/sm_90). */
+ * shared memory 40.6 KB for head dims up to 128, 20.6 KB up to 64 (beside the tensor-core
+ * kernel's 17.9 KB where both are compiled: under the 48 KB of a static allocation). */
 #ifndef CUVIL_AOT_CUDA_ATTENTION_H
 #define CUVIL_AOT_CUDA_ATTENTION_H
 
@@ -34,7 +36,9 @@
 #define CV_ATT_BM (CV_ATT_RW * CV_ATT_WARPS) /* query rows per block */
 #define CV_ATT_BN 32                   /* keys per tile */
 #define CV_ATT_THREADS (32 * CV_ATT_WARPS)
+#ifndef CV_ATT_NEG_INF /* tests/attention_emulator.cpp has its own */
 #define CV_ATT_NEG_INF __int_as_float(0xff800000)
+#endif
 #define CV_ATT_ROWS 64 /* query rows per block of cv_attention (the host's grid) */
 
 /* Batch z of operand x (cv_att_in: cuda_driver.h), whose elements are T (float,
@@ -81,10 +85,12 @@ struct cv_att_then {
     }
 };
 
+/* The FMA kernel's tiles, DW columns a row (the widest head dim it may see). */
+template <int DW>
 struct cv_att_smem {
-    float q[CV_ATT_BM][CV_ATT_DMAX];
-    float k[CV_ATT_BN][CV_ATT_DMAX + 1]; /* a row per lane: +1 spreads them over the banks */
-    float v[CV_ATT_BN][CV_ATT_DMAX];
+    float q[CV_ATT_BM][DW];
+    float k[CV_ATT_BN][DW + 1]; /* a row per lane: +1 spreads them over the banks */
+    float v[CV_ATT_BN][DW];
 };
 
 CV_DEV float cv_att_warp_max(float x) {
@@ -97,13 +103,14 @@ CV_DEV float cv_att_warp_sum(float x) {
 }
 
 /* q: (t, dk) per batch, k: (s, dk), v: (s, dv), of elements TQ, TK, TV (read as
- * floats); nz batches; query rows row0 .. row0 + CV_ATT_BM. score(z, i, j, dot) -> the
- * score; epi(z, i, c, value) stores. */
-template <class TQ, class TK, class TV, class Score, class Epi>
+ * floats); nz batches; query rows row0 .. row0 + CV_ATT_BM; both head dims at most DW.
+ * score(z, i, j, dot) -> the score; epi(z, i, c, value) stores. */
+template <class TQ, class TK, class TV, int DW = CV_ATT_DMAX, class Score, class Epi>
 CV_DEV void cv_attention_fma(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v,
                              int64_t nz, int64_t t, int64_t s, int64_t dk_, int64_t dv,
                              int64_t row0, const Score &score, const Epi &epi) {
-    __shared__ __align__(16) cv_att_smem sm;
+    static_assert(DW == 32 || DW == 64 || DW == 128, "a power of two from 32 to 128");
+    __shared__ __align__(16) cv_att_smem<DW> sm;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int dd = (int)dv, dk = (int)dk_;
     /* columns staged per row: a power of two from 32 to 128 covering both head dims (the
@@ -215,6 +222,16 @@ CV_DEV void cv_attention(const cv_att_in &q, const cv_att_in &k, const cv_att_in
         cv_attention_fma<TQ, TK, TV>(q, k, v, nz, t, s, dk, dv,
                          (int64_t)blockIdx.x * CV_ATT_ROWS + b * CV_ATT_BM, score, epi);
 #else
+    /* Few query rows (batch 1): the FMA kernel's 4 rows a warp, where the tensor-core one
+     * puts 16 rows on one warp of its 4 and leaves the others idle (H100, 12 heads of 64:
+     * 5.3 us against 10.1 at 8 rows, 5.8 against 10.1 at 16; bench/gpu/attn_small_probe.cu).
+     * Its float32 FMAs are exact where the tensor cores' TF32 products are not. Not on
+     * sm_80-sm_89, where the pair spilled (ptxas: 16 bytes in the 64-dim entry). */
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+    if constexpr (DK <= 64 && DV <= 64)
+        if (t <= CV_ATT_BM)
+            return cv_attention_fma<TQ, TK, TV, 64>(q, k, v, nz, t, s, dk, dv, 0, score, epi);
+#endif
     cv_attention_tc<DK, DV, X3QK, X3PV, TQ, TK, TV>(q, k, v, nz, t, s, (int)dk, (int)dv, score, epi);
 #endif
 }

@@ -1,0 +1,119 @@
+// The fused attention at few query rows (batch 1: BERT-base at 1 x 8 and 1 x 16, 12 heads of
+// 64): the tensor-core kernel (cv_attention_tc, 4 warps x 16 rows: at 16 rows one warp works)
+// against the FMA kernel (cv_attention_fma, 4 warps x 4 rows), and both at the 8 x 128 and
+// decode shapes for reference. Heads read through (b, t, h, d) strides as the generated code
+// does; scale 1/8 and a padding mask of zeros; results checked against float64.
+//   nvcc -O3 -std=c++17 -arch=sm_90 -I../../native/include attn_small_probe.cu -o a && ./a
+#include <cmath>
+#include "cuvil_aot/cuda_driver.h"
+#include "cuvil_aot/cuda_attention.h"
+#include "probe_util.cuh"
+
+struct Score {
+    __device__ float operator()(int64_t, int64_t, int64_t, float dot) const { return dot * 0.125f; }
+};
+struct Store {
+    float *o;
+    int64_t t;
+    __device__ void operator()(int64_t z, int64_t i, int64_t c, float v) const { o[(z * t + i) * 64 + c] = v; }
+};
+
+__global__ void __launch_bounds__(128) tc(cv_att_in q, cv_att_in k, cv_att_in v, int64_t nz, int64_t t,
+                                          int64_t s, float *o) {
+    cv_attention_tc<64, 64, true, true, float, float, float>(q, k, v, nz, t, s, 64, 64, Score{}, Store{o, t});
+}
+
+__global__ void __launch_bounds__(128) fma(cv_att_in q, cv_att_in k, cv_att_in v, int64_t nz, int64_t t,
+                                           int64_t s, float *o) {
+    cv_attention_fma<float, float, float>(q, k, v, nz, t, s, 64, 64, (int64_t)blockIdx.x * CV_ATT_BM,
+                                          Score{}, Store{o, t});
+}
+
+static cudaStream_t st;
+
+// us per launch: 20 launches captured in a graph, replayed 25 times (the host's launch rate
+// out of the way; kernels back to back on the device).
+template <class L>
+static float graph_us(L launch) {
+    cudaGraph_t g;
+    cudaGraphExec_t ex;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < 20; i++) launch();
+    CK(cudaStreamEndCapture(st, &g));
+    CK(cudaGraphInstantiate(&ex, g, 0));
+    CK(cudaGraphLaunch(ex, st));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+    std::vector<float> t;
+    for (int r = 0; r < 5; r++) {
+        CK(cudaEventRecord(e0, st));
+        for (int i = 0; i < 25; i++) CK(cudaGraphLaunch(ex, st));
+        CK(cudaEventRecord(e1, st));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        t.push_back(ms * 1e3f / 500);
+    }
+    CK(cudaGraphExecDestroy(ex)); CK(cudaGraphDestroy(g));
+    return med(t);
+}
+
+int main() {
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    const int cases[][3] = {{1, 8, 8}, {1, 16, 16}, {1, 1, 256}, {8, 128, 128}};
+    srand(3);
+    printf("%-14s %10s %10s\n", "b x t x s", "tc us", "fma us");
+    for (auto &c : cases) {
+        const int b = c[0], t = c[1], s = c[2], h = 12, nz = b * h;
+        auto hq = random_floats((size_t)b * t * h * 64, 1), hk = random_floats((size_t)b * s * h * 64, 1),
+             hv = random_floats((size_t)b * s * h * 64, 1);
+        float *q = upload(hq), *k = upload(hk), *v = upload(hv), *o;
+        CK(cudaMalloc(&o, 4 * (size_t)nz * t * 64));
+        // (b, t, h, d) arrays, batch z = (b, h)
+        const cv_att_in aq{(const char *)q, h, (int64_t)t * h * 64, 64, h * 64, 1};
+        const cv_att_in ak{(const char *)k, h, (int64_t)s * h * 64, 64, h * 64, 1};
+        const cv_att_in av{(const char *)v, h, (int64_t)s * h * 64, 64, h * 64, 1};
+        std::vector<double> ref((size_t)nz * t * 64);
+        double top = 0;
+        for (int z = 0; z < nz; z++)
+            for (int i = 0; i < t; i++) {
+                const int bb = z / h, hh = z % h;
+                std::vector<double> sc(s);
+                double mx = -1e300, sum = 0;
+                for (int j = 0; j < s; j++) {
+                    double d = 0;
+                    for (int e = 0; e < 64; e++)
+                        d += (double)hq[((size_t)(bb * t + i) * h + hh) * 64 + e] * hk[((size_t)(bb * s + j) * h + hh) * 64 + e];
+                    sc[j] = d * 0.125, mx = std::max(mx, sc[j]);
+                }
+                for (int j = 0; j < s; j++) sc[j] = std::exp(sc[j] - mx), sum += sc[j];
+                for (int e = 0; e < 64; e++) {
+                    double acc = 0;
+                    for (int j = 0; j < s; j++) acc += sc[j] * hv[((size_t)(bb * s + j) * h + hh) * 64 + e];
+                    ref[((size_t)z * t + i) * 64 + e] = acc / sum, top = std::max(top, std::fabs(acc / sum));
+                }
+            }
+        std::vector<float> out(ref.size());
+        auto run = [&](auto launch) {
+            CK(cudaMemsetAsync(o, 0xff, 4 * out.size(), st));
+            launch();
+            CK(cudaGetLastError());
+            CK(cudaStreamSynchronize(st));
+            CK(cudaMemcpy(out.data(), o, 4 * out.size(), cudaMemcpyDeviceToHost));
+            double err = 0;
+            for (size_t i = 0; i < out.size(); i++) {
+                const double e = std::fabs(out[i] - ref[i]);
+                err = std::isnan(e) ? INFINITY : std::max(err, e);
+            }
+            printf(" %9.2f%s", graph_us(launch), err / top < 2e-6 ? " " : "!");
+        };
+        char name[32];
+        snprintf(name, sizeof name, "%dx%dx%d", b, t, s);
+        printf("%-14s", name);
+        run([&] { tc<<<dim3((t + 63) / 64, nz), 128, 0, st>>>(aq, ak, av, nz, t, s, o); });
+        run([&] { fma<<<dim3((t + 15) / 16, nz), 128, 0, st>>>(aq, ak, av, nz, t, s, o); });
+        printf("\n");
+        CK(cudaFree(q)); CK(cudaFree(k)); CK(cudaFree(v)); CK(cudaFree(o));
+    }
+    return 0;
+}
