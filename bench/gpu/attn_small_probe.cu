@@ -1,32 +1,51 @@
 // The fused attention at few query rows (batch 1: BERT-base at 1 x 8 and 1 x 16, 12 heads of
 // 64): the tensor-core kernel (cv_attention_tc, 4 warps x 16 rows: at 16 rows one warp works)
 // against the FMA kernel (cv_attention_fma, 4 warps x 4 rows), and both at the 8 x 128 and
-// decode shapes for reference. Heads read through (b, t, h, d) strides as the generated code
-// does; scale 1/8 and a padding mask of zeros; results checked against float64.
+// decode shapes for reference, and the dispatcher the module's entry calls (cv_attention).
+// Heads read and the output stored through (b, t, h, d) strides (cv_att_store), the score
+// scaled by 1/8 and masked through a (b, s) padding mask as the generated BERT layer's
+// functors do; results checked against float64; us per launch in a graph.
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I../../native/include attn_small_probe.cu -o a && ./a
 #include <cmath>
 #include "cuvil_aot/cuda_driver.h"
 #include "cuvil_aot/cuda_attention.h"
 #include "probe_util.cuh"
 
-struct Score {
-    __device__ float operator()(int64_t, int64_t, int64_t, float dot) const { return dot * 0.125f; }
+// As the generated BERT layer's: the batch's index from z through the argument's shape, a
+// padding mask of (b, s) (all ones here), the merged heads stored through cv_att_store.
+struct MaskArgs {
+    const float *mask;
+    int64_t n[2], s;
 };
-struct Store {
-    float *o;
-    int64_t t;
-    __device__ void operator()(int64_t z, int64_t i, int64_t c, float v) const { o[(z * t + i) * 64 + c] = v; }
+struct Score {
+    const MaskArgs *a;
+    __device__ float operator()(int64_t z, int64_t, int64_t col, float dot) const {
+        int64_t rem = z;
+        rem /= a->n[1];
+        const int64_t i0 = rem % a->n[0];
+        return dot * 0.125f + (1.0f - a->mask[i0 * a->s + col]) * -10000.0f;
+    }
 };
 
-__global__ void __launch_bounds__(128) tc(cv_att_in q, cv_att_in k, cv_att_in v, int64_t nz, int64_t t,
-                                          int64_t s, float *o) {
-    cv_attention_tc<64, 64, true, true, float, float, float>(q, k, v, nz, t, s, 64, 64, Score{}, Store{o, t});
+struct Args {
+    cv_att_in q, k, v, o;
+    MaskArgs m;
+    int64_t nz, t, s, dk, dv;
+};
+
+__global__ void __launch_bounds__(128) tc(const __grid_constant__ Args a) {
+    cv_attention_tc<64, 64, true, true, float, float, float>(a.q, a.k, a.v, a.nz, a.t, a.s, (int)a.dk,
+                                                             (int)a.dv, Score{&a.m}, cv_att_store{&a.o});
 }
 
-__global__ void __launch_bounds__(128) fma(cv_att_in q, cv_att_in k, cv_att_in v, int64_t nz, int64_t t,
-                                           int64_t s, float *o) {
-    cv_attention_fma<float, float, float>(q, k, v, nz, t, s, 64, 64, (int64_t)blockIdx.x * CV_ATT_BM,
-                                          Score{}, Store{o, t});
+__global__ void __launch_bounds__(128) fma(const __grid_constant__ Args a) {
+    cv_attention_fma<float, float, float, 64>(a.q, a.k, a.v, a.nz, a.t, a.s, a.dk, a.dv,
+                                              (int64_t)blockIdx.x * CV_ATT_BM, Score{&a.m}, cv_att_store{&a.o});
+}
+
+// the dispatcher, as the module's entry calls it (sm_90: the FMA kernel at t <= 16)
+__global__ void __launch_bounds__(128) entry(const __grid_constant__ Args a) {
+    cv_attention<64, 64, true, true>(a.q, a.k, a.v, a.nz, a.t, a.s, a.dk, a.dv, Score{&a.m}, cv_att_store{&a.o});
 }
 
 static cudaStream_t st;
@@ -62,17 +81,20 @@ int main() {
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     const int cases[][3] = {{1, 8, 8}, {1, 16, 16}, {1, 1, 256}, {8, 128, 128}};
     srand(3);
-    printf("%-14s %10s %10s\n", "b x t x s", "tc us", "fma us");
+    printf("%-14s %10s %10s %10s\n", "b x t x s", "tc us", "fma us", "entry us");
     for (auto &c : cases) {
         const int b = c[0], t = c[1], s = c[2], h = 12, nz = b * h;
         auto hq = random_floats((size_t)b * t * h * 64, 1), hk = random_floats((size_t)b * s * h * 64, 1),
              hv = random_floats((size_t)b * s * h * 64, 1);
-        float *q = upload(hq), *k = upload(hk), *v = upload(hv), *o;
+        float *q = upload(hq), *k = upload(hk), *v = upload(hv), *mask = upload(std::vector<float>((size_t)b * s, 1.f)), *o;
         CK(cudaMalloc(&o, 4 * (size_t)nz * t * 64));
         // (b, t, h, d) arrays, batch z = (b, h)
         const cv_att_in aq{(const char *)q, h, (int64_t)t * h * 64, 64, h * 64, 1};
         const cv_att_in ak{(const char *)k, h, (int64_t)s * h * 64, 64, h * 64, 1};
         const cv_att_in av{(const char *)v, h, (int64_t)s * h * 64, 64, h * 64, 1};
+        // o: (b, t, h, d), as the merged heads
+        const cv_att_in ao{(const char *)o, h, (int64_t)t * h * 64, 64, h * 64, 1};
+        const Args args{aq, ak, av, ao, MaskArgs{mask, {b, h}, s}, nz, t, s, 64, 64};
         std::vector<double> ref((size_t)nz * t * 64);
         double top = 0;
         for (int z = 0; z < nz; z++)
@@ -90,7 +112,7 @@ int main() {
                 for (int e = 0; e < 64; e++) {
                     double acc = 0;
                     for (int j = 0; j < s; j++) acc += sc[j] * hv[((size_t)(bb * s + j) * h + hh) * 64 + e];
-                    ref[((size_t)z * t + i) * 64 + e] = acc / sum, top = std::max(top, std::fabs(acc / sum));
+                    ref[((size_t)(bb * t + i) * h + hh) * 64 + e] = acc / sum, top = std::max(top, std::fabs(acc / sum));
                 }
             }
         std::vector<float> out(ref.size());
@@ -110,10 +132,11 @@ int main() {
         char name[32];
         snprintf(name, sizeof name, "%dx%dx%d", b, t, s);
         printf("%-14s", name);
-        run([&] { tc<<<dim3((t + 63) / 64, nz), 128, 0, st>>>(aq, ak, av, nz, t, s, o); });
-        run([&] { fma<<<dim3((t + 15) / 16, nz), 128, 0, st>>>(aq, ak, av, nz, t, s, o); });
+        run([&] { tc<<<dim3((t + 63) / 64, nz), 128, 0, st>>>(args); });
+        run([&] { fma<<<dim3((t + 15) / 16, nz), 128, 0, st>>>(args); });
+        run([&] { entry<<<dim3((t + 63) / 64, nz), 128, 0, st>>>(args); });
         printf("\n");
-        CK(cudaFree(q)); CK(cudaFree(k)); CK(cudaFree(v)); CK(cudaFree(o));
+        CK(cudaFree(q)); CK(cudaFree(k)); CK(cudaFree(v)); CK(cudaFree(o)); CK(cudaFree(mask));
     }
     return 0;
 }

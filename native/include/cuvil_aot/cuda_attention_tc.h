@@ -137,19 +137,6 @@ CV_DEV void cv_att_tc_load(float *dst, const T *base, const cv_att_in &x, int64_
     }
 }
 
-/* The output's store for batch z: epi(z, ...) in general; an overload per store that
- * can do its batch's index arithmetic once (cv_att_store: cuda_attention.h). */
-template <class Epi>
-struct cv_att_at {
-    const Epi &epi;
-    int64_t z;
-    CV_MEMBER void operator()(int64_t i, int64_t c, float value) const { epi(z, i, c, value); }
-};
-template <class Epi>
-CV_DEV cv_att_at<Epi> cv_att_bind(const Epi &epi, int64_t z) {
-    return cv_att_at<Epi>{epi, z};
-}
-
 /* big + small TF32 parts of x (X3), or its TF32 rounding alone. */
 template <bool X3>
 CV_DEV void cv_att_split(float x, uint32_t &big, uint32_t &small) {
