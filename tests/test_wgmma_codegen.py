@@ -179,6 +179,10 @@ def test_few_tiles_split_k_of_the_wgmma_loop(tmp_path):
     assert split(4096, 768, 1, 3072, 132, 128, 1, 0) == (2, 0)  # ... not at k = 3072
     assert split(4096, 3072, 1, 768, 132, 128, 1, 0) == (1, 0)  # 5.8 rounds: nearly full
     assert split(1024, 768, 1, 255, 132, 128, 1, 0) == (1, 0)  # too shallow for two chunks
+    # 128 rows (18 to 24 tiles): chunks of 128 deep, where those of 256 made 54 to 72 items
+    assert split(128, 2304, 1, 768, 132, 128, 1, 1) == (6, 0)
+    assert split(128, 3072, 1, 768, 132, 128, 1, 1) == (5, 0)
+    assert split(128, 768, 1, 3072, 132, 128, 1, 1) == (16, 0)
     s, _ = split(8192, 256, 1, 1 << 16, 1024, 256, 1, 0)  # 64 tiles, 2^21 sums a chunk
     assert 1 < s <= 8  # on 1024 SMs: the partial sums capped at 2^24
     assert split(0, 4096, 1, 4096, 132, 128, 1, 0) == (1, 0)
@@ -188,7 +192,7 @@ def test_the_tail_alone_splits_where_allowed(tmp_path):
     """With the tail split allowed: the rows of tiles that fill whole rounds stay whole,
     the last round's tiles come in chunks (row0: the first split row, a multiple of 128)."""
     split = _wg_split(tmp_path)
-    assert split(1024, 2304, 1, 768, 132, 128, 1, 1) == (3, 896)  # GPT-2 QKV: 126 + 18 x 3
+    assert split(1024, 2304, 1, 768, 132, 128, 1, 1) == (6, 896)  # GPT-2 QKV: 126 + 18 x 6
     assert split(1024, 3072, 1, 768, 132, 128, 1, 1) == (2, 640)  # 192 tiles: 120 + 72 x 2
     assert split(4096, 768, 1, 768, 132, 128, 1, 1) == (2, 2816)  # 192 tiles: 132 + 60 x 2
     assert split(1024, 768, 1, 768, 132, 128, 1, 1) == (2, 0)  # 48 tiles: all split, as before

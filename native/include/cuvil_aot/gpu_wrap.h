@@ -326,14 +326,16 @@ static int cv_gpu_wg_transposed(const cv_gpu_api *gpu, int dev, uintptr_t stream
  * tiles before them whole (*row0: the first split row; the grid's blocks take whole tiles
  * first, then chunks, round-robin): ceil(whole / sms) * T * (1 - 1/s) + rounds(whole +
  * tail * s) * T / s, the sums of the tail's rows only. GPT-2's 1024 x 2304 x 768 (144
- * tiles): 126 whole and 18 in 3 chunks, ~62 us by the model against 88 unsplit; the
- * 192-tile GEMMs in 2 (~79 against 88). Off unless CUVIL_AOT_CUDA_WG_TAIL=1: on the H200
- * (2026-12-05) it changed no kernel of the transformer layers, whose GEMMs are batches of
- * 128 rows (nb 8 or 32), which it never takes. Only the rows of whole tiles within whole
- * rounds are tried (and one row of tiles fewer): the host runs this per GEMM and call. Chunks at least
- * CV_WG_SPLIT_MIN_K deep (`depth`: the terms' k summed), at most 16, the sums at most
- * CV_SPLIT_MAX_SUMS. 1: no split. */
-#define CV_WG_SPLIT_MIN_K 256
+ * tiles): 126 whole and 18 in 6 chunks, ~62 us by the model against 88 unsplit; the
+ * 192-tile GEMMs in 2 (~79 against 88). CUVIL_AOT_CUDA_WG_TAIL=0 turns the tail split off.
+ * Only the rows of whole tiles within whole rounds are tried (and one row of tiles fewer):
+ * the host runs this per GEMM and call. Chunks at least CV_WG_SPLIT_MIN_K deep (`depth`:
+ * the terms' k summed; with 256, GPT-2 8 x 128's QKV split its tail in 3: its four wgmma
+ * GEMMs 224.0-224.8 us a call against 219.8 with chunks of 128, the sums 28.9 against
+ * 30.4-30.5, H100, bench/gpu/h100_2026-12-05c/abtree_split128.txt), at most 16, the sums
+ * at most CV_SPLIT_MAX_SUMS; a chunk past a term's k is empty (its partial sums zero).
+ * 1: no split. */
+#define CV_WG_SPLIT_MIN_K 128
 static int cv_gpu_wg_split(int64_t m, int64_t n, int64_t nb, int64_t depth, int sm_count,
                            int bn, int x3, int tail, int64_t *row0) {
     const int64_t tiles_n = (n + bn - 1) / bn, row_tiles = (m + 127) / 128;
