@@ -47,3 +47,18 @@ def test_every_error_has_a_caret_under_the_right_column(tmp_path):
     lines = got.splitlines()
     assert lines[0].endswith("diag_caret.py:6:16: error: calling fft is not supported")
     assert lines[2].index("^") == lines[1].index("np.fft.fft(x)")
+
+
+def test_numpy_python_code_is_refused_at_the_users_call(tmp_path):
+    """np.triu_indices is Python inside NumPy, inlined as the user's own functions are; its
+    generator expression does not compile: the error's caret is under the user's call, NumPy's
+    line a note (the NumPy path differs between machines: not a golden case)."""
+    got = render(tmp_path, "numpy_body", "@cv.optimize\ndef f(x: cv.f32['N']):\n"
+                 "    return x[np.triu_indices(4)[0]]\n")
+    lines = got.splitlines()
+    assert lines[0] == ("diag_numpy_body.py:6:14: error: np.triu_indices() is written in "
+                        "Python inside NumPy, and that code does not compile")
+    assert lines[2] == "                 ^~~~~~~~~~~~~~~~~~"
+    assert "numpy" in lines[3] and lines[3].endswith(
+        "note: the expression 'GeneratorExp' is not supported")
+    assert len([x for x in lines if ": error:" in x]) == 1

@@ -105,7 +105,22 @@ class Interpreter:
         except TypeError as exc:
             raise UserError(f"{fn.__name__}(): {exc}", call_span) from None
         bound.apply_defaults()
-        return self.run_frame(Frame(src, dict(bound.arguments), fn.__globals__), src.tree.body)
+        first = len(self.diagnostics)
+        result = self.run_frame(Frame(src, dict(bound.arguments), fn.__globals__), src.tree.body)
+        if len(self.diagnostics) > first and _numpy_source(fn):
+            self._refuse_numpy_body(fn, first, call_span)
+        return result
+
+    def _refuse_numpy_body(self, fn: types.FunctionType, first: int,
+                           call_span: SourceSpan | None) -> None:
+        """NumPy functions written in Python (np.triu_indices) are inlined like the user's
+        own; where their body holds what the compiler refuses, the error is the user's
+        call, with NumPy's line as a note, not a caret in NumPy's source alone."""
+        inner = self.diagnostics[first]
+        del self.diagnostics[first:]
+        notes = ((inner.span, inner.message),) if inner.span else ()
+        raise UserError(f"np.{fn.__name__}() is written in Python inside NumPy, and that "
+                        "code does not compile", call_span, numpy_api.SUPPORTED_FUNCTIONS, notes)
 
     def check_depth(self, name: str, span: SourceSpan | None) -> None:
         if len(self.frames) >= MAX_INLINE_DEPTH:
@@ -465,3 +480,7 @@ class Interpreter:
             return f"an array {value.type}"
         return f"a {type(value).__name__}"
 
+
+def _numpy_source(fn: types.FunctionType) -> bool:
+    """``fn`` is one of NumPy's own functions (its Python source in NumPy's package)."""
+    return (fn.__module__ or "").split(".")[0] == "numpy"

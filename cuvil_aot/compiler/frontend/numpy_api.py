@@ -14,7 +14,7 @@ import builtins
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -150,6 +150,8 @@ def call(fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
     if isinstance(fn, Method):
         handler = METHODS[fn.name]
         return _invoke(handler, ctx, [fn.node, *args], kwargs, f"{fn.name}()")
+    if fn is np.where and len(args) == 1 and not kwargs:
+        _value_shaped("where", "np.where(cond) (np.nonzero(cond))", span)
     found = FUNCTIONS.get(_key(fn))
     if found is not None:
         return _invoke(found, ctx, args, kwargs, f"np.{getattr(fn, '__name__', fn)}()")
@@ -178,8 +180,31 @@ def call(fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
     if isinstance(fn, type) and fn in (float, int, bool):
         raise UserError(f"{fn.__name__}() of an array is not supported", span,
                         ".astype(...) for arrays")
+    if getattr(np, name, None) is fn and name in VALUE_SHAPED:
+        _value_shaped(name, f"np.{name}()", span)
     name = getattr(fn, "__qualname__", None) or repr(fn)
     raise UserError(f"calling {name} is not supported", span, SUPPORTED_FUNCTIONS)
+
+
+# NumPy calls whose result's length depends on the array's values. A compiled function's
+# shapes follow from its arguments' shapes alone, so these have no compiled form; what
+# does the same work at a fixed shape instead.
+_BY_MASK = ("a mask of the same shape, e.g. np.where(x > 0, x, 0), np.count_nonzero(x > 0) "
+            "or x * (x > 0); or this call outside the compiled function")
+_OUTSIDE = "np.sort(x) keeps every value; or this call outside the compiled function"
+VALUE_SHAPED = {
+    **dict.fromkeys(("where", "nonzero", "argwhere", "flatnonzero", "extract", "compress"),
+                    _BY_MASK),
+    **dict.fromkeys(("unique", "union1d", "intersect1d", "setdiff1d", "setxor1d", "trim_zeros"),
+                    _OUTSIDE),
+    "bincount": "counts of a known length n: (x[:, None] == np.arange(n)).sum(axis=0)",
+}
+
+
+def _value_shaped(name: str, call: str, span: SourceSpan) -> NoReturn:
+    raise UserError(f"{call} returns an array whose length depends on the values: a "
+                    "compiled function's shapes follow from its arguments' shapes", span,
+                    VALUE_SHAPED[name])
 
 
 PY_SUPPORTED = ("float, int, bool, abs, min, max, pow, "
