@@ -35,6 +35,7 @@ from cuvil_aot.compiler.frontend import (
     searchsorted,
     shapes,
     ufunc_methods,
+    windows,
 )
 from cuvil_aot.compiler.frontend.handlers import FUNCTIONS as CORE_FUNCTIONS
 from cuvil_aot.compiler.frontend.handlers import METHODS as CORE_METHODS
@@ -54,7 +55,7 @@ FUNCTIONS = {**CORE_FUNCTIONS, **creation.FUNCTIONS, **einsum.FUNCTIONS, **gathe
              **scans.FUNCTIONS, **composed.FUNCTIONS,
              **composed_math.FUNCTIONS, **composed_arrays.FUNCTIONS, **real_parts.FUNCTIONS,
              **linspace.FUNCTIONS, **quantiles.FUNCTIONS,
-             **searchsorted.FUNCTIONS, **interpolation.FUNCTIONS}
+             **searchsorted.FUNCTIONS, **interpolation.FUNCTIONS, **windows.FUNCTIONS}
 FUNCTIONS.update(ufunc_methods.registry(FUNCTIONS))  # np.add.outer, np.maximum.reduce, ...
 
 SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/square/tanh/sin/"
@@ -73,7 +74,8 @@ SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/s
                        "transpose/swapaxes/"
                        "moveaxis/reshape/ravel/expand_dims/concatenate/stack/hstack/vstack/"
                        "column_stack/dstack/split/broadcast_arrays/meshgrid/"
-                       "pad/repeat/tile/flip/roll/diff, take/take_along_axis, array/asarray "
+                       "pad/repeat/tile/flip/roll/diff/lib.stride_tricks.sliding_window_view, "
+                       "take/take_along_axis, array/asarray "
                        "(of arrays, numbers, lists of numbers), arange/linspace/"
                        "zeros/ones/"
                        "full/empty/eye/tri/triu/tril, cumsum/cumprod/sort/argsort/argpartition/"
