@@ -463,7 +463,7 @@ class Interpreter:
             if kw.arg is None:
                 raise UserError("**kwargs in calls is not supported", self.span(kw.value))
             kwargs[kw.arg] = self.eval(kw.value)
-        if fn is POISON or any(a is POISON for a in args) or POISON in kwargs.values():
+        if fn is POISON or any(map(_poisoned, [*args, *kwargs.values()])):
             return POISON
         span = self.span(expr)
         arg_spans = [self.span(a) for a in expr.args]
@@ -484,3 +484,11 @@ class Interpreter:
 def _numpy_source(fn: types.FunctionType) -> bool:
     """``fn`` is one of NumPy's own functions (its Python source in NumPy's package)."""
     return (fn.__module__ or "").split(".")[0] == "numpy"
+
+
+def _poisoned(value: Any) -> bool:
+    """``value`` is POISON or a list or tuple holding it (np.concatenate([np.sin(a), ...])
+    of an ``a`` whose error was reported: no second error about the list)."""
+    if isinstance(value, list | tuple):
+        return any(map(_poisoned, value))
+    return value is POISON
