@@ -117,6 +117,7 @@ PROBES = {
     "round_decimals": "np.round(x, 3)",
     "interp": "np.interp(x, [0.0, 1.0], [0.0, 2.0])",
     "convolve": "np.convolve(x[0], x[1])",
+    "correlate": "np.correlate(x[0], x[1, :2], \"same\")",
     "sliding_window_view": "np.lib.stride_tricks.sliding_window_view(x, 2, axis=1)",
     "histogram": "np.histogram(x, bins=4)[0]",
     "bincount": "np.bincount((np.abs(x[0]) * 3).astype(np.int64))",

@@ -3,7 +3,11 @@ themselves exactly (every dtype, views as arguments, empty axes, windows as long
 axis), over one axis, several, the same axis twice and every axis (axis=None); consumers
 that fuse with them (a windowed sum, the 1-D convolution users write with np.einsum) against
 float64; NumPy's ValueError at the call where a symbolic axis is shorter than its window;
-what NumPy refuses, or what cannot be known at compile time, refused at the user's line."""
+what NumPy refuses, or what cannot be known at compile time, refused at the user's line.
+np.convolve and np.correlate in their three modes, either operand the longer (NumPy's
+swap), against NumPy exactly for integers and bools (int8 wrapping) and against float64
+for floats, mixed dtypes, empty operands (NumPy's ValueError, at the call where symbolic),
+and a symbolic operand shorter than the constant one refused at the call for same/valid."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from hypothesis import strategies as st
 from test_composed_arrays import signature_arrays
 
 import cuvil_aot as cv
+from cuvil_aot.errors import SignatureShapeError
 
 SOURCE = '''
 import numpy as np
@@ -105,6 +110,71 @@ def test_window_as_long_as_its_axis(m) -> None:
     assert m.whole_axis(x).shape == (3, 1, 5)
 
 
+CONV = '''
+import numpy as np
+import cuvil_aot as cv
+
+SIGS = ["f32[M], f32[3]", "f64[5], f64[N]", "i8[M], i8[4]", "f32[2], f32[7]",
+        "bool_[M], bool_[2]", "i32[M], f32[3]", "i32[M], i32[1]", "i64[6], i64[6]"]
+
+@cv.optimize(signatures=SIGS)
+def conv(a, v):
+    return np.convolve(a, v), np.convolve(a, v, "same"), np.convolve(a, v, mode="valid")
+
+@cv.optimize(signatures=SIGS)
+def corr(a, v):
+    return np.correlate(a, v, "full"), np.correlate(a, v, "same"), np.correlate(a, v)
+
+@cv.optimize
+def scalar_kernel(a: cv.f32["M"]):
+    return np.convolve(a, 2.0), np.convolve(3, a, "same")
+
+@cv.optimize
+def scalar_correlate(a: cv.f32["M"]):
+    return np.correlate(3, a, "full")
+'''
+
+
+@pytest.fixture(scope="module")
+def conv(tmp_path_factory):
+    return compile_source(tmp_path_factory.mktemp("convolve"), CONV)
+
+
+def _operand(data: st.DataObject, spec: str, length: int) -> np.ndarray:
+    short, dims = spec.rstrip("]").split("[")
+    n = int(dims) if dims.isdigit() else length
+    (x,) = signature_arrays(data, f"{short}[{n}]", {})
+    return np.nan_to_num(x, nan=1.5, posinf=3.0, neginf=-3.0) if x.dtype.kind == "f" else x
+
+
+CONV_SIGS = ["f32[M], f32[3]", "f64[5], f64[N]", "i8[M], i8[4]", "f32[2], f32[7]",
+             "bool_[M], bool_[2]", "i32[M], f32[3]", "i32[M], i32[1]", "i64[6], i64[6]"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), sig=st.sampled_from(CONV_SIGS), n=st.integers(0, 12))
+def test_convolve_and_correlate_are_numpys(conv, data: st.DataObject, sig: str, n: int) -> None:
+    a_spec, v_spec = sig.split(", ")
+    a, v = _operand(data, a_spec, n), _operand(data, v_spec, n)
+    la, lv = len(a), len(v)
+    symbolic_shorter = ("M" in a_spec and la < lv) or ("N" in v_spec and lv <= la)
+    for fn in (conv.conv, conv.corr):
+        if symbolic_shorter and la and lv:  # same/valid: built for the symbolic the longer
+            with pytest.raises(SignatureShapeError, match="built for the operand"):
+                fn(a, v)
+        elif a.dtype.kind in "iub" and v.dtype.kind in "iub":
+            check_exact(fn, a, v)
+        else:
+            check(fn, a, v)
+
+
+def test_numbers_as_operands(conv) -> None:
+    """convolve takes a number as one element; correlate refuses it, as NumPy's does."""
+    check(conv.scalar_kernel, np.arange(5, dtype=np.float32) - 2)
+    with pytest.raises(cv.CompileError, match="too small depth"):
+        conv.scalar_correlate(np.ones(3, np.float32))
+
+
 REFUSED = '''
 import numpy as np
 import cuvil_aot as cv
@@ -137,6 +207,22 @@ def writeable(x: cv.f32["N"]):
 @cv.optimize
 def huge(x: cv.f32["N"]):
     return sliding_window_view(x, 100)
+
+@cv.optimize
+def both_symbolic(x: cv.f32["N"], y: cv.f32["M"]):
+    return np.convolve(x, y)
+
+@cv.optimize
+def two_d(x: cv.f32["N", 2], y: cv.f32[3]):
+    return np.correlate(x, y)
+
+@cv.optimize
+def bad_mode(x: cv.f32["N"], y: cv.f32[3]):
+    return np.convolve(x, y, "middle")
+
+@cv.optimize
+def empty_kernel(x: cv.f32["N"], y: cv.f32[0]):
+    return np.convolve(x, y)
 '''
 
 
@@ -151,6 +237,11 @@ def test_refused_at_the_users_line(tmp_path: Path) -> None:
         (lambda: mod.run_time(x, 2), "must be ints known at compile time"),
         (lambda: mod.writeable(x), "writeable=True"),
         (lambda: mod.huge(np.ones(200, np.float32)), "windows of 1 to 64 elements"),
+        (lambda: mod.both_symbolic(x, x), "length must be known at compile time"),
+        (lambda: mod.two_d(np.ones((4, 2), np.float32), np.ones(3, np.float32)),
+         "object too deep"),
+        (lambda: mod.bad_mode(x, np.ones(3, np.float32)), "mode must be one of"),
+        (lambda: mod.empty_kernel(x, np.ones(0, np.float32)), "v cannot be empty"),
     ]
     for call, message in cases:
         with pytest.raises(cv.CompileError, match=message) as e:

@@ -75,6 +75,7 @@ SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/s
                        "moveaxis/reshape/ravel/expand_dims/concatenate/stack/hstack/vstack/"
                        "column_stack/dstack/split/broadcast_arrays/meshgrid/"
                        "pad/repeat/tile/flip/roll/diff/lib.stride_tricks.sliding_window_view, "
+                       "convolve/correlate, "
                        "take/take_along_axis, array/asarray "
                        "(of arrays, numbers, lists of numbers), arange/linspace/"
                        "zeros/ones/"

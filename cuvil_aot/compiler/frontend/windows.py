@@ -1,14 +1,24 @@
-"""np.lib.stride_tricks.sliding_window_view, the way NumPy users write convolutions and
+"""Sliding windows and what NumPy builds from them.
+
+np.lib.stride_tricks.sliding_window_view, the way NumPy users write convolutions and
 unfolds (a 1-D convolution: ``np.einsum("ctk,ock->ot", sliding_window_view(xp, 3, axis=1),
 w)``), as a composition: per windowed axis in turn, the window's ``w`` shifted slices of
 length ``n - w + 1`` stacked along a new last axis. Element ``[..., i, ..., j]`` is
 ``x[..., i + j, ...]``, so fusion reads x through the offsets and nothing is copied where
 a consumer fuses. NumPy's checks are NumPy's errors: window lengths known at compile time
 and not negative, one per axis, none longer than its axis (at the call where the axis is
-symbolic).
+symbolic). NumPy returns a read-only view; this is a fresh array. A program that runs under
+NumPy never writes into it (NumPy raises), so the difference cannot change a result.
 
-NumPy returns a read-only view; this is a fresh array. A program that runs under NumPy
-never writes into it (NumPy raises), so the difference cannot change a result.
+np.convolve and np.correlate of 1-D operands (0-d ones as one element in convolve, as
+NumPy's), modes full, same and valid: the full correlation of the longer operand, padded,
+with the shorter, c[k] = sum_n long[k + n - (S - 1)] * short[n], as windows of the
+shorter's length times it,
+summed in NumPy's result dtype (int8 wraps as NumPy's does); convolve reverses the
+shorter first; same and valid are slices of it; correlate with the second operand the
+longer reverses its result, as NumPy's swap does. The shorter length must be known at
+compile time (at most MAX_WINDOW); the other may be symbolic, assumed the longer (checked at
+the call where the mode's length depends on which is).
 """
 
 from __future__ import annotations
@@ -18,13 +28,15 @@ from typing import Any
 import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
-from cuvil_aot.compiler.frontend.handlers import Ctx
+from cuvil_aot.compiler.frontend import composed, shapes
+from cuvil_aot.compiler.frontend.handlers import REDUCTIONS, Ctx, Handler
 from cuvil_aot.compiler.frontend.shapes import axis_of, piece
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
-from cuvil_aot.compiler.frontend.values import fold, to_node
+from cuvil_aot.compiler.frontend.values import apply, fold, strong, to_node
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
-from cuvil_aot.compiler.ir.types import Dim
+from cuvil_aot.compiler.ir.ops import Op
+from cuvil_aot.compiler.ir.types import Dim, np_dtype
 
 # Each window is that many slices stacked: longer windows compile to long concatenations
 MAX_WINDOW = 64
@@ -87,4 +99,90 @@ def sliding_window_view(ctx: Ctx, x: Any, window_shape: Any, axis: Any = None, *
     return out
 
 
-FUNCTIONS = {np.lib.stride_tricks.sliding_window_view: sliding_window_view}
+# np.convolve and np.correlate ------------------------------------------------------------
+
+def _operand(x: Any, ctx: Ctx, ndmin: bool) -> Node:
+    """A 1-D operand, a Python number as a NumPy one; 0-d: one element where ``ndmin``
+    (np.convolve's array(x, ndmin=1)), else NumPy's ValueError (np.correlate's)."""
+    a = strong(to_node(x, ctx.span))
+    if a.type.ndim > 1:
+        raise UserError("ValueError: object too deep for desired array", ctx.span)
+    if a.type.ndim == 0 and not ndmin:
+        raise UserError("ValueError: object of too small depth for desired array", ctx.span)
+    return C.reshape(a, (Dim.of(1),), ctx.span) if a.type.ndim == 0 else a
+
+
+def _not_empty(n: Dim, message: str, ctx: Ctx) -> None:
+    if n.is_static and n.value == 0:
+        raise UserError(f"ValueError: {message}", ctx.span)
+    if not n.is_static:
+        ctx.requirements.append((n - 1, C.Raises("ValueError", (message,))))
+
+
+def _second_is_longer(m: Dim, n: Dim, mode: str, ctx: Ctx) -> bool:
+    """Whether NumPy swaps the operands (the second longer), known at compile time: from the
+    lengths, or assumed of the symbolic one where only the other is known, and then checked
+    at the call where the mode's length depends on it."""
+    if m.is_static and n.is_static:
+        return n.value > m.value
+    if not m.is_static and not n.is_static:
+        raise UserError("the shorter operand's length must be known at compile time",
+                        ctx.span, f"an operand of a constant length (at most {MAX_WINDOW})")
+    swap = not n.is_static  # the symbolic one the longer
+    if mode != "full":  # its length: the longer's (same) or the difference (valid)
+        need = n - m - 1 if swap else m - n
+        ctx.requirements.append((need, f"mode={mode!r} built for the operand of a symbolic "
+                                       "length being the longer"))
+    return swap
+
+
+def _full(long_: Node, short: Node, ctx: Ctx) -> Node:
+    """c[k] = sum_n long_[k + n - (S - 1)] * short[n], k < L + S - 1, in NumPy's dtype."""
+    width = short.shape[0].value
+    if width > MAX_WINDOW:
+        raise UserError(f"the shorter operand's length is {width}: up to {MAX_WINDOW} is "
+                        "supported (each output is that many products)", ctx.span)
+    padded = shapes.pad(ctx, long_, (width - 1, width - 1))
+    products = apply(Op.MUL, [_window(padded, 0, width, ctx), short], ctx.span)
+    summed: Node = REDUCTIONS[np.sum](ctx, products, axis=-1, dtype=np_dtype(products.dtype))
+    return summed
+
+
+def _mode_of(mode: Any, ctx: Ctx) -> str:
+    mode = fold(mode)
+    if mode not in ("full", "same", "valid"):
+        raise UserError(f"ValueError: mode must be one of 'valid', 'same', or 'full' (got "
+                        f"{mode!r})", ctx.span)
+    return str(mode)
+
+
+def _cut(full: Node, long_: Dim, short: int, mode: str, ctx: Ctx) -> Node:
+    if mode == "full":
+        return full
+    start = Dim.of((short - 1) // 2 if mode == "same" else short - 1)
+    stop = start + long_ if mode == "same" else long_
+    return piece(full, 0, start, stop, ctx)
+
+
+def convolve(ctx: Ctx, a: Any, v: Any, mode: Any = "full") -> Node:
+    x, y, kind = _operand(a, ctx, True), _operand(v, ctx, True), _mode_of(mode, ctx)
+    _not_empty(x.shape[0], "a cannot be empty", ctx)
+    _not_empty(y.shape[0], "v cannot be empty", ctx)
+    if _second_is_longer(x.shape[0], y.shape[0], kind, ctx):
+        x, y = y, x
+    flipped = composed.flip(ctx, y)
+    return _cut(_full(x, flipped, ctx), x.shape[0], y.shape[0].value, kind, ctx)
+
+
+def correlate(ctx: Ctx, a: Any, v: Any, mode: Any = "valid") -> Node:
+    x, y, kind = _operand(a, ctx, False), _operand(v, ctx, False), _mode_of(mode, ctx)
+    _not_empty(x.shape[0], "first array argument cannot be empty", ctx)
+    _not_empty(y.shape[0], "second array argument cannot be empty", ctx)
+    if not _second_is_longer(x.shape[0], y.shape[0], kind, ctx):
+        return _cut(_full(x, y, ctx), x.shape[0], y.shape[0].value, kind, ctx)
+    return composed.flip(ctx, _cut(_full(y, x, ctx), y.shape[0], x.shape[0].value, kind, ctx))
+
+
+FUNCTIONS: dict[Any, Handler] = {
+    np.lib.stride_tricks.sliding_window_view: sliding_window_view,
+    np.convolve: convolve, np.correlate: correlate}
