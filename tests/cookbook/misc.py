@@ -1,7 +1,9 @@
 """Everything else: MLP heads, losses, one-hot, cumulative sums, distances, a causal
-depthwise convolution."""
+depthwise convolution, convolutions over sliding windows (1-D as einsum, 2-D as im2col), a
+smoothing np.convolve, a mixture-of-experts layer's top-2 routing."""
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 import cuvil_aot as cv
 
@@ -125,3 +127,39 @@ def entropy_and_kl(p_logits: cv.f32["B", "C"], q_logits: cv.f32["B", "C"]):
     entropy = -(p * logp).sum(axis=-1)
     kl = (p * (logp - logq)).sum(axis=-1)
     return entropy, kl
+
+
+@cv.optimize
+def conv1d_windows(x: cv.f32["C", "T"], w: cv.f32["O", "C", 3], b: cv.f32["O"]):
+    # Whisper-style 1-D convolution, kernel 3, "same" padding
+    xp = np.pad(x, ((0, 0), (1, 1)))
+    return np.einsum("ctk,ock->ot", sliding_window_view(xp, 3, axis=1), w) + b[:, None]
+
+
+@cv.optimize
+def conv2d_im2col(x: cv.f32["C", "H", "W"], w: cv.f32["O", "C", 3, 3]):
+    # a 3x3 convolution as im2col: every window a row, one GEMM with the flattened kernel
+    c, h, wd = x.shape
+    cols = sliding_window_view(np.pad(x, ((0, 0), (1, 1), (1, 1))), (3, 3), axis=(1, 2))
+    cols = cols.transpose(1, 2, 0, 3, 4).reshape(h * wd, c * 9)
+    return (cols @ w.reshape(w.shape[0], -1).T).T.reshape(w.shape[0], h, wd)
+
+
+@cv.optimize
+def smooth_signal(x: cv.f32["5T"], taps: cv.f32[5]):
+    return np.convolve(x, taps / taps.sum(), mode="same")
+
+
+@cv.optimize
+def moe_top2(x: cv.f32["T", "D"], gate: cv.f32["E", "D"], w_in: cv.f32["E", "F", "D"],
+             w_out: cv.f32["E", "D", "F"]):
+    # Mixtral-style routing: the two best experts per token, their softmaxed gate weights
+    logits = x @ gate.T
+    top = np.argsort(logits, axis=-1)[:, -2:]
+    g = np.take_along_axis(logits, top, axis=-1)
+    g = np.exp(g - g.max(axis=-1, keepdims=True))
+    g = g / g.sum(axis=-1, keepdims=True)
+    h = np.einsum("td,tkfd->tkf", x, w_in[top])
+    h = h / (1.0 + np.exp(-h))
+    y = np.einsum("tkf,tkdf->tkd", h, w_out[top])
+    return (y * g[..., None]).sum(axis=1)

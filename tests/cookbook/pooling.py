@@ -1,9 +1,10 @@
 """Pooling: masked mean and max over tokens, CLS and attention pooling, strided average
-pooling, a ResNet-style head."""
+pooling, 2x2 max pooling over sliding windows, a ResNet-style head."""
 
 # ruff: noqa: F722 - dims like "3H" read to pyflakes as broken forward annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 import cuvil_aot as cv
 
@@ -61,3 +62,10 @@ def resnet_head(features: cv.f32["B", "C", "H", "W"], fc_w: cv.f32["C", "K"],
 def max_pool_2x2(x: cv.f32["B", "C", "2H", "2W"]):
     b, c, h, w = x.shape
     return x.reshape(b, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))
+
+
+@cv.optimize
+def max_pool2d_windows(x: cv.f32["C", "2H", "2W"]):
+    # 2x2 max pooling with stride 2, written with NumPy's sliding windows
+    win = sliding_window_view(x, (2, 2), axis=(1, 2))
+    return win[:, ::2, ::2].max(axis=(-2, -1))
