@@ -2,6 +2,8 @@
 depthwise convolution, convolutions over sliding windows (1-D as einsum, 2-D as im2col), a
 smoothing np.convolve, a mixture-of-experts layer's top-2 routing."""
 
+# ruff: noqa: F722 - dims like "5T" read to pyflakes as broken forward annotations
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
