@@ -2,10 +2,12 @@
 
 np.lib.stride_tricks.sliding_window_view, the way NumPy users write convolutions and
 unfolds (a 1-D convolution: ``np.einsum("ctk,ock->ot", sliding_window_view(xp, 3, axis=1),
-w)``), as a composition: per windowed axis in turn, the window's ``w`` shifted slices of
-length ``n - w + 1`` stacked along a new last axis. Element ``[..., i, ..., j]`` is
-``x[..., i + j, ...]``, so fusion reads x through the offsets and nothing is copied where
-a consumer fuses. NumPy's checks are NumPy's errors: window lengths known at compile time
+w)``), as a composition: per windowed axis in turn, a gather along it with the index
+``i + j`` (window ``i``, offset ``j``: two aranges, computed where read), the offsets'
+axis moved last. A stack of the ``w`` shifted slices did the same, but its parts were
+copies into every third element (an im2col 3 x 3 convolution at 64 x 32 x 32 took 14.9
+ms so, 7.8 with the gather; NumPy 1.8: the im2col copy's innermost loop is a window
+axis of 3 in both). NumPy's checks are NumPy's errors: window lengths known at compile time
 and not negative, one per axis, none longer than its axis (at the call where the axis is
 symbolic). NumPy returns a read-only view; this is a fresh array. A program that runs under
 NumPy never writes into it (NumPy raises), so the difference cannot change a result.
@@ -17,7 +19,7 @@ shorter's length times it,
 summed in NumPy's result dtype (int8 wraps as NumPy's does); convolve reverses the
 shorter first; same and valid are slices of it; correlate with the second operand the
 longer reverses its result, as NumPy's swap does. The shorter length must be known at
-compile time (at most MAX_WINDOW); the other may be symbolic, assumed the longer (checked at
+compile time; the other may be symbolic, assumed the longer (checked at
 the call where the mode's length depends on which is).
 """
 
@@ -27,19 +29,15 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_aot.compiler.frontend import builder as B
-from cuvil_aot.compiler.frontend import composed, shapes
+from cuvil_aot.compiler.frontend import composed, creation, gather, shapes
 from cuvil_aot.compiler.frontend.handlers import REDUCTIONS, Ctx, Handler
 from cuvil_aot.compiler.frontend.shapes import axis_of, piece
-from cuvil_aot.compiler.frontend.user_error import UserError, checked
+from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import apply, fold, strong, to_node
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
 from cuvil_aot.compiler.ir.types import Dim, np_dtype
-
-# Each window is that many slices stacked: longer windows compile to long concatenations
-MAX_WINDOW = 64
 
 
 def _ints(value: Any, what: str, ctx: Ctx) -> tuple[int, ...]:
@@ -64,8 +62,11 @@ def _window(x: Node, axis: int, length: int, ctx: Ctx) -> Node:
         ctx.requirements.append((n - length, C.Raises("ValueError", (
             "window shape cannot be larger than input array shape",))))
     count = n - length + 1
-    parts = [piece(x, axis, Dim.of(j), count + j, ctx) for j in range(length)]
-    return checked(B.stack, parts, -1, ctx.span, span=ctx.span)
+    starts = C.reshape(creation.arange(ctx, count), (count, Dim.of(1)), ctx.span)
+    offsets = C.reshape(creation.arange(ctx, length), (Dim.of(1), Dim.of(length)), ctx.span)
+    indices = apply(Op.ADD, [starts, offsets], ctx.span)  # [i, j] = i + j
+    windows = gather.take(ctx, x, indices, axis)  # the window axis at axis + 1
+    return shapes.moveaxis(ctx, windows, axis + 1, -1)
 
 
 def sliding_window_view(ctx: Ctx, x: Any, window_shape: Any, axis: Any = None, *,
@@ -89,10 +90,6 @@ def sliding_window_view(ctx: Ctx, x: Any, window_shape: Any, axis: Any = None, *
             raise UserError(f"ValueError: Must provide matching length window_shape and axis; "
                             f"got {len(windows)} window_shape elements and {len(axes)} axes "
                             "elements.", ctx.span)
-    if any(w == 0 or w > MAX_WINDOW for w in windows):
-        raise UserError(f"windows of 1 to {MAX_WINDOW} elements are supported (each is that "
-                        "many slices stacked)", ctx.span,
-                        "a longer window as a product with a banded matrix")
     out = a
     for ax, w in zip(axes, windows):
         out = _window(out, ax, w, ctx)
@@ -127,7 +124,7 @@ def _second_is_longer(m: Dim, n: Dim, mode: str, ctx: Ctx) -> bool:
         return n.value > m.value
     if not m.is_static and not n.is_static:
         raise UserError("the shorter operand's length must be known at compile time",
-                        ctx.span, f"an operand of a constant length (at most {MAX_WINDOW})")
+                        ctx.span, "an operand of a constant length")
     swap = not n.is_static  # the symbolic one the longer
     if mode != "full":  # its length: the longer's (same) or the difference (valid)
         need = n - m - 1 if swap else m - n
@@ -139,9 +136,6 @@ def _second_is_longer(m: Dim, n: Dim, mode: str, ctx: Ctx) -> bool:
 def _full(long_: Node, short: Node, ctx: Ctx) -> Node:
     """c[k] = sum_n long_[k + n - (S - 1)] * short[n], k < L + S - 1, in NumPy's dtype."""
     width = short.shape[0].value
-    if width > MAX_WINDOW:
-        raise UserError(f"the shorter operand's length is {width}: up to {MAX_WINDOW} is "
-                        "supported (each output is that many products)", ctx.span)
     padded = shapes.pad(ctx, long_, (width - 1, width - 1))
     products = apply(Op.MUL, [_window(padded, 0, width, ctx), short], ctx.span)
     summed: Node = REDUCTIONS[np.sum](ctx, products, axis=-1, dtype=np_dtype(products.dtype))
