@@ -224,6 +224,12 @@ def writeable(x: cv.f32["N"]):
     return sliding_window_view(x, 2, writeable=True)
 
 @cv.optimize
+def written(x: cv.f32["N"]):
+    w = sliding_window_view(x, 2)
+    w[0, 0] = 1.0
+    return w
+
+@cv.optimize
 def both_symbolic(x: cv.f32["N"], y: cv.f32["M"]):
     return np.convolve(x, y)
 
@@ -251,6 +257,7 @@ def test_refused_at_the_users_line(tmp_path: Path) -> None:
         (lambda: mod.too_long(np.ones(4, np.float32)), "cannot be larger than input array"),
         (lambda: mod.run_time(x, 2), "must be ints known at compile time"),
         (lambda: mod.writeable(x), "writeable=True"),
+        (lambda: mod.written(x), "a view of another array"),  # NumPy: read-only
         (lambda: mod.both_symbolic(x, x), "length must be known at compile time"),
         (lambda: mod.two_d(np.ones((4, 2), np.float32), np.ones(3, np.float32)),
          "object too deep"),

@@ -2,15 +2,14 @@
 
 np.lib.stride_tricks.sliding_window_view, the way NumPy users write convolutions and
 unfolds (a 1-D convolution: ``np.einsum("ctk,ock->ot", sliding_window_view(xp, 3, axis=1),
-w)``), as a composition: per windowed axis in turn, a gather along it with the index
-``i + j`` (window ``i``, offset ``j``: two aranges, computed where read), the offsets'
-axis moved last. A stack of the ``w`` shifted slices did the same, but its parts were
-copies into every third element (an im2col 3 x 3 convolution at 64 x 32 x 32 took 14.9
-ms so, 7.8 with the gather; NumPy 1.8: the im2col copy's innermost loop is a window
-axis of 3 in both). NumPy's checks are NumPy's errors: window lengths known at compile time
-and not negative, one per axis, none longer than its axis (at the call where the axis is
-symbolic). NumPy returns a read-only view; this is a fresh array. A program that runs under
-NumPy never writes into it (NumPy raises), so the difference cannot change a result.
+w)``), as NumPy makes it: a view (Op.WINDOW per windowed axis in turn), read at index
+``i + j`` by whatever consumes it (ir/indexing.through), nothing copied or checked. A
+stack of the ``w`` shifted slices copied each into every third element (an im2col 3 x 3
+convolution at 64 x 32 x 32 took 14.9 ms so), a gather of index ``i + j`` read stored
+aranges and checked every index (7.8 ms). NumPy's checks are NumPy's errors: window
+lengths known at compile time and not negative, one per axis, none longer than its axis
+(at the call where the axis is symbolic). Like NumPy's read-only view it cannot be
+assigned into (assign.py refuses views).
 
 np.convolve and np.correlate of 1-D operands (0-d ones as one element in convolve, as
 NumPy's), modes full, same and valid: the full correlation of the longer operand, padded,
@@ -29,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_aot.compiler.frontend import composed, creation, gather, shapes
+from cuvil_aot.compiler.frontend import composed, shapes
 from cuvil_aot.compiler.frontend.handlers import REDUCTIONS, Ctx, Handler
 from cuvil_aot.compiler.frontend.shapes import axis_of, piece
 from cuvil_aot.compiler.frontend.user_error import UserError
@@ -61,12 +60,7 @@ def _window(x: Node, axis: int, length: int, ctx: Ctx) -> Node:
     if not n.is_static:
         ctx.requirements.append((n - length, C.Raises("ValueError", (
             "window shape cannot be larger than input array shape",))))
-    count = n - length + 1
-    starts = C.reshape(creation.arange(ctx, count), (count, Dim.of(1)), ctx.span)
-    offsets = C.reshape(creation.arange(ctx, length), (Dim.of(1), Dim.of(length)), ctx.span)
-    indices = apply(Op.ADD, [starts, offsets], ctx.span)  # [i, j] = i + j
-    windows = gather.take(ctx, x, indices, axis)  # the window axis at axis + 1
-    return shapes.moveaxis(ctx, windows, axis + 1, -1)
+    return C.window(x, axis, length, ctx.span)
 
 
 def sliding_window_view(ctx: Ctx, x: Any, window_shape: Any, axis: Any = None, *,

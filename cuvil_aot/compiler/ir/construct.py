@@ -107,6 +107,15 @@ def permute(x: Node, perm: Sequence[int], span: SourceSpan | None = None) -> Nod
     return Node(Op.PERMUTE, TensorType(x.dtype, shape, x.type.weak), (x,), attrs=(perm,), span=span)
 
 
+def window(x: Node, axis: int, length: int, span: SourceSpan | None = None) -> Node:
+    """The view of ``x`` in windows of ``length`` along ``axis`` (Op.WINDOW): that axis
+    n - length + 1 long, a last axis of ``length``; the caller checked n >= length."""
+    shape = list(x.shape)
+    shape[axis] = shape[axis] - length + 1
+    return Node(Op.WINDOW, TensorType(x.dtype, (*shape, Dim.of(length)), x.type.weak), (x,),
+                attrs=(axis,), span=span)
+
+
 # Shapes as NumPy sees them: assumed equal now, checked at the call -----------------------
 
 Message = tuple[str | Dim, ...]

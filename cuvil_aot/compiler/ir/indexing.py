@@ -86,6 +86,11 @@ def through(node: Node, m: IndexMap, nloops: int) -> IndexMap | None:
         off = len(m) - len(src.shape)
         return tuple(zero(nloops) if d == ONE and node.shape[k + off] != ONE else m[k + off]
                      for k, d in enumerate(src.shape))
+    if node.op is Op.WINDOW:  # source index i + j: the window's and the offset's maps added
+        axis, offset = node.attrs[0], m[-1]
+        start = Affine(tuple(a + b for a, b in zip(m[axis].coeffs, offset.coeffs)),
+                       m[axis].const + offset.const)
+        return m[:axis] + (start,) + m[axis + 1:-1]
     if node.op is Op.RESHAPE:
         groups = split_groups(src.shape, node.shape)
         if groups is None:

@@ -92,6 +92,10 @@ class Op(enum.Enum):
     SLICE = enum.auto()  # attrs: (starts, steps) per axis, Dims
     BROADCAST = enum.auto()  # to self.type.shape, source rank <= result rank
     RESHAPE = enum.auto()  # to self.type.shape
+    # attrs: (axis,): the source's axis `axis` (length n) read in windows of the result's
+    # last axis' length w: the source's shape with that axis n - w + 1, then w; element
+    # [..., i, ..., j] is source[..., i + j, ...] (np.lib.stride_tricks.sliding_window_view)
+    WINDOW = enum.auto()
     CONCAT = enum.auto()  # attrs: (axis,)
     # creation: int64 0, 1, ..., n - 1 for self.type.shape == (n,) (np.arange)
     IOTA = enum.auto()
@@ -139,7 +143,7 @@ BINARY = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW,
 COMPARE = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
 ELEMENTWISE = UNARY | BINARY | {Op.WHERE}
 REDUCE = frozenset({Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ARGMAX, Op.ARGMIN})
-MOVEMENT = frozenset({Op.PERMUTE, Op.SLICE, Op.BROADCAST, Op.RESHAPE})
+MOVEMENT = frozenset({Op.PERMUTE, Op.SLICE, Op.BROADCAST, Op.RESHAPE, Op.WINDOW})
 SCANS = frozenset({Op.CUMSUM, Op.CUMPROD, Op.CUMMAX, Op.CUMMIN, Op.SORT,
                    Op.ARGSORT})  # a kernel of whole rows
 WRITES = frozenset({Op.SETITEM, Op.SCATTER})  # assignments, written in place
