@@ -33,6 +33,30 @@ def decompose(em: KernelEmitter, w: Writer, var_axes: list[int], flat: str,
     w.line(f"const int64_t i{var_axes[0]} = rem;")
 
 
+def odometer(em: KernelEmitter, w: Writer, var_axes: list[int], flat: str,
+             trips: dict[int, str] | None = None) -> None:
+    """As ``decompose``, into variables that ``advance`` steps: a loop over consecutive flat
+    indices pays the divisions once, not once per index."""
+    if not var_axes:
+        return
+    w.line(f"int64_t rem = {flat};")
+    for axis in reversed(var_axes[1:]):
+        n = (trips or {}).get(axis) or extent(em, axis)
+        w.line(f"int64_t i{axis} = rem % {n}; rem /= {n};")
+    w.line(f"int64_t i{var_axes[0]} = rem;")
+
+
+def advance(em: KernelEmitter, w: Writer, var_axes: list[int],
+            trips: dict[int, str] | None = None) -> None:
+    """The next flat index's variables (``odometer``): the last axis steps, carrying."""
+    if not var_axes:
+        return
+    for axis in reversed(var_axes[1:]):
+        n = (trips or {}).get(axis) or extent(em, axis)
+        w.line(f"if (++i{axis} == {n}) {{ i{axis} = 0;")
+    w.line(f"++i{var_axes[0]};" + "}" * (len(var_axes) - 1))
+
+
 def fast_condition(em: KernelEmitter, used: set[int], inner: int) -> str:
     """C condition: every operand of ``used`` that moves with ``inner`` has unit stride."""
     checks = [f"s{j}_{inner} == 1" for j in sorted(used)
