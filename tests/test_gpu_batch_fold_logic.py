@@ -1,7 +1,8 @@
 """A batched GEMM folded into one of nb·m rows (codegen/gpu_batch_fold.py) without a GPU: a
 module built with sm_90 code runs against the fake libcuda.so.1 (tests/data/fake_libcuda.c),
-which logs each kernel with its grid. x (3, 50, 256) @ w.T on the wgmma loop has 3 × 1 × 2
-tiles as batches, 2 × 2 folded (150 rows): the grid says which ran. It folds only with the
+which logs each kernel with its grid. x (3, 50, 252) @ w.T on the wgmma loop has 3 × 1 × 2
+tiles as batches, 2 × 2 folded (150 rows): the grid says which ran (k = 252, under two of the
+split's chunks of at least 128: no split-K moves the grids). It folds only with the
 tail split allowed (CUVIL_AOT_CUDA_WG_TAIL), where the batches step as rows in A, the output
 and the residual, and B is shared; a kernel whose epilogue reads an operand by batch but
 not by row never gets the check. Whether the folded GEMM computes the same values is
@@ -54,7 +55,7 @@ def wg_grids(fn, out, *shapes, strides=None):
 
 ctypes.c_int.in_dll(fake, "fake_pools").value = 1
 m = compile_source(Path(WORK), SOURCE, cuda_archs=("sm_90",))
-lin = [(3, 50, 256), (256, 256), (256,), (3, 50, 256)]
+lin = [(3, 50, 252), (256, 252), (256,), (3, 50, 256)]
 native.configure(cuda_wg_tail=False)
 assert wg_grids(m.linear, (3, 50, 256), *lin) == [6]  # tail split off: batches as they are
 native.configure(cuda_wg_tail=True)
@@ -63,8 +64,8 @@ assert wg_grids(m.linear, (3, 50, 256), *lin) == [4]  # 150 rows: 2 x 2 tiles
 assert wg_grids(m.linear, (3, 50, 256), *lin, strides=(3, (2 * 50 * 256 * 4, 256 * 4, 4))) == [6]
 # 32 rows a batch or fewer: the GEMV choices stay (no wgmma either way)
 assert wg_grids(m.linear, (8, 20, 256), (8, 20, 256), (256, 256), (256,), (8, 20, 256)) == []
-assert wg_grids(m.bmm, (3, 50, 256), (3, 50, 256), (3, 256, 256)) == [6]  # B per batch
-assert wg_grids(m.per_batch, (3, 50, 256), (3, 50, 256), (256, 256), (3, 256)) == [6]
+assert wg_grids(m.bmm, (3, 50, 256), (3, 50, 252), (3, 256, 252)) == [6]  # B per batch
+assert wg_grids(m.per_batch, (3, 50, 256), (3, 50, 252), (256, 252), (3, 256)) == [6]
 (Path(WORK) / "units").mkdir()
 host = generated_units(Path(WORK) / "units", SOURCE, ("sm_90",))["module.c"]
 assert host.count(" && (api->gpu->wgmma(&cv_gpu_f0, dev) & 4))") == 1
