@@ -2,24 +2,21 @@
 
 np.lib.stride_tricks.sliding_window_view, the way NumPy users write convolutions and
 unfolds (a 1-D convolution: ``np.einsum("ctk,ock->ot", sliding_window_view(xp, 3, axis=1),
-w)``), as NumPy makes it: a view (Op.WINDOW per windowed axis in turn), read at index
-``i + j`` by whatever consumes it (ir/indexing.through), nothing copied or checked. A
-stack of the ``w`` shifted slices copied each into every third element (an im2col 3 x 3
-convolution at 64 x 32 x 32 took 14.9 ms so), a gather of index ``i + j`` read stored
-aranges and checked every index (7.8 ms). NumPy's checks are NumPy's errors: window
-lengths known at compile time and not negative, one per axis, none longer than its axis
-(at the call where the axis is symbolic). Like NumPy's read-only view it cannot be
-assigned into (assign.py refuses views).
+w)``), is a view as NumPy's is: Op.WINDOW per windowed axis in turn, read at index
+``i + j`` by whatever consumes it (ir/indexing.through), so nothing is copied or
+bounds-checked (as stacked shifted slices, then as a gather, a 3 x 3 im2col convolution at
+64 x 32 x 32 took 14.9 and 7.8 ms, as the view 4.35). NumPy's checks are NumPy's errors: window lengths known at compile time and not
+negative, one per axis, none longer than its axis (at the call where the axis is
+symbolic). As NumPy's read-only view, it cannot be assigned into (assign.py refuses views).
 
 np.convolve and np.correlate of 1-D operands (0-d ones as one element in convolve, as
 NumPy's), modes full, same and valid: the full correlation of the longer operand, padded,
-with the shorter, c[k] = sum_n long[k + n - (S - 1)] * short[n], as windows of the
-shorter's length times it,
-summed in NumPy's result dtype (int8 wraps as NumPy's does); convolve reverses the
-shorter first; same and valid are slices of it; correlate with the second operand the
-longer reverses its result, as NumPy's swap does. The shorter length must be known at
-compile time; the other may be symbolic, assumed the longer (checked at
-the call where the mode's length depends on which is).
+with the shorter, c[k] = sum_n long[k + n - (S - 1)] * short[n], as the shorter's windows
+times it, summed in NumPy's result dtype (int8 wraps as NumPy's does). Convolve reverses
+the shorter first; same and valid are slices of the full result; correlate with the
+second operand the longer reverses its result, as NumPy's swap does. The shorter length
+must be known at compile time; the other may be symbolic and is assumed the longer
+(checked at the call where the mode's length depends on which is).
 """
 
 from __future__ import annotations
