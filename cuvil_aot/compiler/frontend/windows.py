@@ -5,10 +5,10 @@ unfolds (a 1-D convolution: ``np.einsum("ctk,ock->ot", sliding_window_view(xp, 3
 w)``), is a view as NumPy's is: Op.WINDOW per windowed axis in turn, read at index
 ``i + j`` by whatever consumes it (ir/indexing.through), so nothing is copied or
 bounds-checked (as stacked shifted slices, then as a gather, a 3 x 3 im2col convolution at
-64 x 32 x 32 took 14.9 and 7.8 ms, as the view 4.35). NumPy's checks are NumPy's errors:
-window lengths known at compile time and not negative, one per axis, none longer than its
-axis (at the call where the axis is symbolic). As NumPy's read-only view, it cannot be
-assigned into (assign.py refuses views).
+64 x 32 x 32 took 14.9 and 7.8 ms, as the view 4.35, all on a busy machine). NumPy's
+checks are NumPy's errors: window lengths known at compile time and not negative, one per
+axis, none longer than its axis (at the call where the axis is symbolic). As NumPy's
+read-only view, it cannot be assigned into (assign.py refuses views).
 
 np.convolve and np.correlate of 1-D operands (0-d ones as one element in convolve, as
 NumPy's), modes full, same and valid: the full correlation of the longer operand, padded,
