@@ -79,8 +79,8 @@ SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/s
                        "take/take_along_axis, array/asarray "
                        "(of arrays, numbers, lists of numbers), arange/linspace/"
                        "zeros/ones/"
-                       "full/empty/eye/tri/triu/tril, cumsum/cumprod/sort/argsort/argpartition/"
-                       "partition/searchsorted/digitize/interp")
+                       "full/empty/eye/tri/triu/tril, cumsum/cumprod/sort/argsort/lexsort/"
+                       "argpartition/partition/searchsorted/digitize/interp")
 SUPPORTED_METHODS = ("sum, mean, max, min, prod, var, std, argmax, argmin, any, all, astype, "
                      "reshape, "
                      "transpose, swapaxes, clip, round, take, squeeze, repeat, cumsum, cumprod, "

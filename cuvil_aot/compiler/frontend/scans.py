@@ -1,6 +1,8 @@
 """Scans and sorts: ``np.cumsum``, ``np.cumprod``, ``np.sort``, ``np.argsort``,
 ``np.argpartition``, ``np.partition`` and their method forms; the running extrema
-``np.maximum.accumulate`` and ``np.minimum.accumulate`` (ufunc_methods.py) as well.
+``np.maximum.accumulate`` and ``np.minimum.accumulate`` (ufunc_methods.py) as well;
+``np.lexsort`` as stable argsorts, the least significant key first, each applied to the
+order so far (a radix sort by keys).
 
 Each becomes one node of ``ops.SCANS`` along one axis (``axis=None``: of the array
 flattened, as NumPy), whose kernel owns whole rows (codegen c_scan.py, cuda_scan.py).
@@ -175,9 +177,53 @@ def _partition(op: Op) -> Handler:
     return handler
 
 
+def _keys(ctx: Ctx, keys: Any) -> list[Node]:
+    """lexsort's keys: a tuple or list of arrays, or the rows of an array of 2 or more
+    dimensions (a known count of them), all of one shape."""
+    if isinstance(keys, Node):
+        if keys.type.ndim < 2 or not keys.shape[0].is_static:
+            raise UserError("np.lexsort of one array takes its rows as the keys: an array of "
+                            "2 or more dimensions whose first is known at compile time",
+                            ctx.span, "np.lexsort((secondary, primary))")
+        rest = keys.shape[1:]
+        parts = [C.reshape(B.slice_axes(keys, (Dim.of(i),) + (Dim.of(0),) * len(rest),
+                                        (Dim.of(1),) * keys.type.ndim,
+                                        (Dim.of(1), *rest), ctx.span), rest, ctx.span)
+                 for i in range(keys.shape[0].value)]
+    elif isinstance(keys, tuple | list):
+        parts = [to_node(k, ctx.span) for k in keys]
+    else:
+        raise UserError("np.lexsort takes a tuple of keys", ctx.span,
+                        "np.lexsort((secondary, primary))")
+    if not parts:
+        raise UserError("TypeError: need sequence of keys with len > 0 in lexsort", ctx.span)
+    first = parts[0].shape
+    message = ("all keys need to be the same shape",)
+    for p in parts:
+        if len(p.shape) != len(first) or not all(C.unify(a, b, message)
+                                                 for a, b in zip(first, p.shape)):
+            raise UserError("ValueError: all keys need to be the same shape", ctx.span)
+    if not first:
+        raise UserError("np.lexsort of 0-d keys is not supported", ctx.span, "1-D keys")
+    return parts
+
+
+def lexsort(ctx: Ctx, keys: Any, axis: Any = -1) -> Node:
+    """The indices that sort by the last key, ties by the one before, ...: argsort by the
+    first key, then stably by each next key in that order (NaNs last, as NumPy's)."""
+    from cuvil_aot.compiler.frontend.gather import take_along_axis
+
+    parts = _keys(ctx, keys)
+    order = argsort(ctx, parts[0], axis, kind="stable")
+    for key in parts[1:]:
+        by_key = argsort(ctx, take_along_axis(ctx, key, order, axis), axis, kind="stable")
+        order = take_along_axis(ctx, order, by_key, axis)
+    return order
+
+
 FUNCTIONS: dict[Any, Handler] = {
     np.cumsum: running(Op.CUMSUM), np.cumprod: running(Op.CUMPROD),
-    np.sort: sort, np.argsort: argsort,
+    np.sort: sort, np.argsort: argsort, np.lexsort: lexsort,
     np.argpartition: _partition(Op.ARGSORT), np.partition: _partition(Op.SORT),
 }
 METHODS: dict[str, Handler] = {
