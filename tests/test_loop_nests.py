@@ -1,6 +1,7 @@
 """The CPU elementwise kernels' task loop (codegen/c.py): each thread's range of tasks
-finds its first row's loop variables by division once, then steps them (c_loops.odometer,
-advance) row after row and, where rows are split in chunks, chunk after chunk. Checked
+finds its first row's loop variables by division once, then steps them (c_loops.decompose
+with steps, advance) row after row and, where rows are split in chunks, chunk after chunk.
+Checked
 against NumPy exactly on permuted and windowed views of random shapes whose rows are short
 (the im2col copy's rows of 2 or 3), long enough to be split in chunks, or empty, over
 ranks 2 to 5, so that rows wrap every axis within a thread's range."""

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from cuvil_aot.compiler.codegen import gather_access, ops_c, scatter_store
 from cuvil_aot.compiler.codegen.c_loops import (
     advance,
+    decompose,
     extent,
     fast_condition,
-    odometer,
     split_loop,
 )
 from cuvil_aot.compiler.codegen.c_row import row_body
@@ -133,7 +133,7 @@ def _elementwise_loops(em: KernelEmitter, w: Writer, merge: bool) -> None:
     # the row's variables stepped, not divided out per task: an im2col copy's rows of 3
     # spent most of their time in the divisions
     w.line("int64_t part = t0 % a->nchunk;")
-    odometer(em, w, list(range(inner)), "t0 / a->nchunk", trips)
+    decompose(em, w, list(range(inner)), "t0 / a->nchunk", trips, steps=True)
     with w.block("for (int64_t t = t0; t < t1; t++)"):
         w.line("const int64_t lo = part * a->chunk;")
         w.line(f"const int64_t hi = cv_min64(lo + a->chunk, {bound});")

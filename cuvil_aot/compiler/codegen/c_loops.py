@@ -21,34 +21,24 @@ def extent(em: KernelEmitter, v: int) -> str:
 
 
 def decompose(em: KernelEmitter, w: Writer, var_axes: list[int], flat: str,
-              trips: dict[int, str] | None = None) -> None:
+              trips: dict[int, str] | None = None, steps: bool = False) -> None:
     """Loop variables i{axis} from a flat index over ``var_axes`` (last fastest);
-    ``trips`` overrides the trip counts of some axes."""
+    ``trips`` overrides the trip counts of some axes. ``steps``: variables that ``advance``
+    steps, so a loop over consecutive flat indices pays the divisions once."""
     if not var_axes:
         return
+    kind = "int64_t" if steps else "const int64_t"
     w.line(f"int64_t rem = {flat};")
     for axis in reversed(var_axes[1:]):
         n = (trips or {}).get(axis) or extent(em, axis)
-        w.line(f"const int64_t i{axis} = rem % {n}; rem /= {n};")
-    w.line(f"const int64_t i{var_axes[0]} = rem;")
-
-
-def odometer(em: KernelEmitter, w: Writer, var_axes: list[int], flat: str,
-             trips: dict[int, str] | None = None) -> None:
-    """As ``decompose``, into variables that ``advance`` steps: a loop over consecutive flat
-    indices pays the divisions once, not once per index."""
-    if not var_axes:
-        return
-    w.line(f"int64_t rem = {flat};")
-    for axis in reversed(var_axes[1:]):
-        n = (trips or {}).get(axis) or extent(em, axis)
-        w.line(f"int64_t i{axis} = rem % {n}; rem /= {n};")
-    w.line(f"int64_t i{var_axes[0]} = rem;")
+        w.line(f"{kind} i{axis} = rem % {n}; rem /= {n};")
+    w.line(f"{kind} i{var_axes[0]} = rem;")
 
 
 def advance(em: KernelEmitter, w: Writer, var_axes: list[int],
             trips: dict[int, str] | None = None) -> None:
-    """The next flat index's variables (``odometer``): the last axis steps, carrying."""
+    """The next flat index's variables (``decompose`` with ``steps``): the last axis
+    steps, carrying."""
     if not var_axes:
         return
     for axis in reversed(var_axes[1:]):
