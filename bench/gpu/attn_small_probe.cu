@@ -50,33 +50,6 @@ __global__ void __launch_bounds__(128) entry(const __grid_constant__ Args a) {
 
 static cudaStream_t st;
 
-// us per launch: 20 launches captured in a graph, replayed 25 times (the host's launch rate
-// out of the way; kernels back to back on the device).
-template <class L>
-static float graph_us(L launch) {
-    cudaGraph_t g;
-    cudaGraphExec_t ex;
-    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < 20; i++) launch();
-    CK(cudaStreamEndCapture(st, &g));
-    CK(cudaGraphInstantiate(&ex, g, 0));
-    CK(cudaGraphLaunch(ex, st));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
-    std::vector<float> t;
-    for (int r = 0; r < 5; r++) {
-        CK(cudaEventRecord(e0, st));
-        for (int i = 0; i < 25; i++) CK(cudaGraphLaunch(ex, st));
-        CK(cudaEventRecord(e1, st));
-        CK(cudaEventSynchronize(e1));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        t.push_back(ms * 1e3f / 500);
-    }
-    CK(cudaGraphExecDestroy(ex)); CK(cudaGraphDestroy(g));
-    return med(t);
-}
-
 int main() {
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     const int cases[][3] = {{1, 8, 8}, {1, 16, 16}, {1, 1, 256}, {8, 128, 128}};
@@ -127,7 +100,7 @@ int main() {
                 const double e = std::fabs(out[i] - ref[i]);
                 err = std::isnan(e) ? INFINITY : std::max(err, e);
             }
-            printf(" %9.2f%s", graph_us(launch), err / top < 2e-6 ? " " : "!");
+            printf(" %9.2f%s", graph_us(st, launch), err / top < 2e-6 ? " " : "!");
         };
         char name[32];
         snprintf(name, sizeof name, "%dx%dx%d", b, t, s);

@@ -1,5 +1,5 @@
-// What lstm_probe.cu and resnet_probe.cu share: error checks, the device's global timer,
-// medians, random inputs and their upload, back-to-back and launch + sync timings.
+// What the probes of this folder share: error checks, the device's global timer,
+// medians, random inputs and their upload, back-to-back, launch + sync and graph timings.
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -57,4 +57,33 @@ static float launch_sync_us(L launch) {
     launch();
     CK(cudaStreamSynchronize(0));
     return std::chrono::duration<float, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Per launch, us: 20 launches captured into a graph on `stream` (not the legacy stream:
+// capture refuses it), replayed 25 times between two events, median of 5 such rounds: the
+// host's launch rate out of the way, the kernels back to back on the device.
+template <class L>
+static float graph_us(cudaStream_t stream, L launch) {
+    cudaGraph_t g;
+    cudaGraphExec_t ex;
+    CK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < 20; i++) launch();
+    CK(cudaStreamEndCapture(stream, &g));
+    CK(cudaGraphInstantiate(&ex, g, 0));
+    CK(cudaGraphLaunch(ex, stream));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+    std::vector<float> t;
+    for (int r = 0; r < 5; r++) {
+        CK(cudaEventRecord(e0, stream));
+        for (int i = 0; i < 25; i++) CK(cudaGraphLaunch(ex, stream));
+        CK(cudaEventRecord(e1, stream));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        t.push_back(ms * 1e3f / 500);
+    }
+    CK(cudaEventDestroy(e0)); CK(cudaEventDestroy(e1));
+    CK(cudaGraphExecDestroy(ex)); CK(cudaGraphDestroy(g));
+    return med(t);
 }
