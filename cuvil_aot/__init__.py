@@ -71,7 +71,8 @@ def _configure_runtime() -> None:
     changed = {name: getattr(settings, name)
                for name in ("num_threads", "cpu_level", "output_cache_bytes", "cuda_one",
                             "cuda_pool", "cuda_graph", "cuda_wgmma", "cuda_wgmma_transpose",
-                            "cuda_wg_tail", "cuda_wg_nmajor", "cuda_attention", "mode")
+                            "cuda_wg_tail", "cuda_wg_nmajor", "cuda_tc_cluster", "cuda_attention",
+                            "mode")
                if getattr(settings, name) != getattr(default, name)}
     if changed:
         native.configure(**changed)

@@ -71,7 +71,8 @@ def test_float32_units_get_the_wgmma_entry_of_their_kind(tmp_path):
         assert "cuda_gemm_wgmma.h" not in text and "_wg(" not in text
     host = units["module.c"]
     assert '"f0_gemm_f32_wg"' in host and '"f1_gemm_f32_wg"' in host
-    assert '"f4_gemm_f32_wg", "cv_transpose_f32"' in host
+    # then split-K in clusters (cv_gemm_tc_cluster), then the unit's one copy kernel
+    assert '"f4_gemm_f32_wg", "f4_gemm_f32_tcc", "cv_transpose_f32"' in host
     # 3xTF32 may read an N-major B as it is (wgl & 8), before any copy; one TF32 product
     # (the tf32 unit) only over copies
     assert host.count("(wgl & 8) && cv_gpu_wg_maps_nmajor(") == 3  # linear, kn, heads

@@ -58,7 +58,7 @@ def test_gpt2_style_gemms_run_wgmma_over_copies(tmp_path):
     names = re.search(r"cv_gpu_f0_names\[\] = \{([^}]*)\}", host)
     assert names is not None
     table = [n.strip().strip('"') for n in names.group(1).split(",")]
-    assert table[-2:] == ["f0_gemm_f32_wg", "cv_transpose_f32"]
+    assert table[-3:] == ["f0_gemm_f32_wg", "f0_gemm_f32_tcc", "cv_transpose_f32"]
     entry = len(table) - 1
     gemms = host.count("cv_gpu_wg_transposed(")  # every GEMM may take copies of its B
     assert gemms == 4

@@ -107,7 +107,7 @@ static const char *const optional_symbols[] = {
 
 cv_cuda_settings cv_cuda_config = {.one_kernel = 1, .pool = 1, .strict = 0,
                                    .graph_min = CV_GRAPH_MIN_DEFAULT, .wgmma = 1,
-                                   .wgmma_copy = 1, .wg_tail = 1, .wg_nmajor = 1,
+                                   .wgmma_copy = 1, .wg_tail = 1, .wg_nmajor = 1, .tc_cluster = 1,
                                    .attention = 1};
 
 static void *libcuda;     /* kept for cv_cuda_symbol */
@@ -441,7 +441,7 @@ int cv_cuda_wgmma(const cv_cuda_module *m, int device) {
     for (int i = 0; i < m->nsass; i++)
         if (m->sass[i] == 90)
             return 1 | (cv_cuda_config.wgmma_copy ? 2 : 0) | (cv_cuda_config.wg_tail ? 4 : 0) |
-                   (cv_cuda_config.wg_nmajor ? 8 : 0);
+                   (cv_cuda_config.wg_nmajor ? 8 : 0) | (cv_cuda_config.tc_cluster ? 16 : 0);
     return 0;
 }
 

@@ -208,6 +208,24 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
     return w.text()
 
 
+# the entry of split-K in thread-block clusters (cv_gemm_tc_cluster): float32 main loops of
+# units built for sm_90, beside their wgmma entry (gpu_plan.lower)
+CLUSTER_SUFFIX = "_tcc"
+
+
+def cluster_entry(name: str, kernels: list[CudaKernel]) -> str:
+    """The ``_tcc`` entry of the float32 shared main loops ``name``: the tensor-core tiles
+    with B N-major, k split over the blocks of a cluster (cuda_gemm_tc.h)."""
+    x3 = "false" if one_tf32_product(kernels) else "true"
+    w = Writer()
+    with w.block(f'extern "C" __global__ void CV_TC_CLUSTER_DIMS __launch_bounds__({BLOCK}, 2) '
+                 f"{name}{CLUSTER_SUFFIX}(const __grid_constant__ {name}_args a_)"):
+        w.line(f"const cv_gemm_job j = {name}_job(&a_);")
+        w.line(f"cv_gemm_tc_cluster<false, {x3}>(j.t, j.nterms, j.m, j.n, j.nb, "
+               f"{name}_epi{{&a_}});")
+    return w.text()
+
+
 def q8_names(unit: str) -> list[str]:
     """The entry points of ``unit``'s fused int8 GEMV (cuda_q8.h's cv_gemv_q8): one row of
     x, then up to 16 four at a time."""

@@ -266,7 +266,8 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
             w.line(f"const int64_t nb = {batch}, m = a.n[{nloops - 2}], n = a.n[{nloops - 1}];")
         with w.block("if (nb * m * n > 0)"):
             w.line("uint32_t gy = (uint32_t)(nb < 65535 ? nb : 65535);")
-            w.line("int kid, wg = 0, wg_split = 1; uint32_t grid, block, wsmem = 0, wtr = 0;")
+            w.line("int kid, wg = 0, wg_split = 1, cl = 0;")
+            w.line("uint32_t grid, block, wsmem = 0, wtr = 0;")
             # GEMV for a few rows; where B is a large transposed matrix (x @ w.T) the dot
             # GEMV, whose lanes step along w's rows: the GEMV's lanes own columns, so they
             # would read w's rows K floats apart (a BERT-base layer at 1 x 16 took 385 us
@@ -329,10 +330,14 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
                 if wg_kid is not None:
                     cuda_wgmma.choose(w, k, gp.gemms[unit_of(k.name)][k.loops], wg_kid,
                                       module_symbol(k.name), g)
+                    tcc_kid = gp.tcc_kid(k)
+                    if tcc_kid is not None:
+                        _cluster_choice(w, k, tcc_kid)
                 _split(w, k, g)
                 # the wgmma loop: batches in its work items, a block per SM at most
                 w.line("grid = (uint32_t)(wg ? (ftiles * nb * a.split < sm ? ftiles * nb * "
-                       "a.split : sm) : few_tiles || tc ? ftiles * a.split : tiles);")
+                       "a.split : sm) : cl ? ftiles * CV_TC_CLUSTER : few_tiles || tc ? "
+                       "ftiles * a.split : tiles);")
                 w.line("if (wg) gy = 1;")
             w.line(launch)
             w.line(f"L[{g}].wg = wg; L[{g}].smem = wsmem; L[{g}].tr = wtr; (void)wg_split;")
@@ -347,7 +352,7 @@ def _split(w: Writer, k: CudaKernel, g: int) -> None:
     """Split-K where the tiles are too few for the SMs (cv_gpu_split): partial sums in
     scratch memory of the call, added up by the kernel's _ksum launch."""
     depth = " + ".join(f"a.t[{t}].k" for t in range(len(k.group.terms)))
-    w.line(f"a.split = wg ? wg_split : few_tiles ? cv_gpu_split(ftiles * nb, {depth}, "
+    w.line(f"a.split = wg ? wg_split : !cl && few_tiles ? cv_gpu_split(ftiles * nb, {depth}, "
            "nb * m * n, sm) : 1;")
     with w.block("if (a.split > 1)"):  # the split rows' partial sums (a.split_row0 on)
         w.line("const int64_t count = a.split * nb * (m - a.split_row0) * n;")
@@ -356,6 +361,17 @@ def _split(w: Writer, k: CudaKernel, g: int) -> None:
         w.line("if (r < 0) goto done;")
         w.line(f"kpart_on[{g}] = r == 0;")
         w.line(f"if (r == 0) a.part = kpart[{g}].data; else a.split = 1;  /* no pools */")
+
+
+def _cluster_choice(w: Writer, k: CudaKernel, kid: int) -> None:
+    """After the wgmma choice: where the tensor-core tiles with an N-major B (``tc`` 1) are
+    too few and split-K would take at least half a cluster's chunks, split k within
+    thread-block clusters instead (cv_gemm_tc_cluster, sm_90: ``wgl & 16``), the chunks
+    added up in distributed shared memory: no partial sums in global memory, no _ksum."""
+    depth = " + ".join(f"a.t[{t}].k" for t in range(len(k.group.terms)))
+    w.line(f"cl = !wg && tc == 1 && (wgl & 16) && few_tiles && cv_gpu_split(ftiles * nb, "
+           f"{depth}, nb * m * n, sm) >= CV_TC_CLUSTER / 2;")
+    w.line(f"if (cl) kid = {kid};")
 
 
 def _transposed_weights(k: CudaKernel) -> str:

@@ -76,6 +76,14 @@ class GpuPlan:
             return None
         return self.first[f"{cuda_gemm.shared_name(unit, k.loops)}_wg"]
 
+    def tcc_kid(self, k: CudaKernel) -> int | None:
+        """The entry of GEMM kernel ``k``'s split-K in clusters (cuda_gemm.cluster_entry):
+        float32 GEMMs of a unit with the wgmma entry; None for others."""
+        if self.wg_kid(k) is None or k.loops != "float":
+            return None
+        return self.first[cuda_gemm.shared_name(unit_of(k.name), k.loops)
+                          + cuda_gemm.CLUSTER_SUFFIX]
+
     def tag(self, k: CudaKernel) -> tuple[str, int]:
         """GEMM kernel ``k``'s shared main loops (their name) and its tag there."""
         kernels = self.gemms[unit_of(k.name)][k.loops]
@@ -111,6 +119,9 @@ class GpuPlan:
                 include = '#include "cuvil_aot/cuda_gemm_wgmma.h"\n' \
                     '#include "cuvil_aot/cuda_transpose.h"\n'
                 shared.append(cuda_wgmma.entry(cuda_gemm.shared_name(unit, loops), kernels))
+                if loops == "float":
+                    shared.append(cuda_gemm.cluster_entry(cuda_gemm.shared_name(unit, loops),
+                                                          kernels))
         ones = [cuda_one.one_struct(p, self.kernels[p]) + cuda_one.one_kernel(p, self.kernels[p])
                 for p in prefixes if p in self.one]
         q8_kernels = self.gemms.get(unit, {}).get("float", [])
@@ -189,6 +200,9 @@ def lower(comps: list[Compiled], targets: GpuTargets | None = None) -> GpuPlan:
                 name = cuda_gemm.shared_name(unit, loops)
                 gp.first[f"{name}_wg"] = len(gp.names[unit])
                 gp.names[unit].extend(name + s for s in cuda_wgmma.entry_suffixes(loops))
+                if loops == "float":  # split-K in clusters: sm_90 as the wgmma entry
+                    gp.first[name + cuda_gemm.CLUSTER_SUFFIX] = len(gp.names[unit])
+                    gp.names[unit].append(name + cuda_gemm.CLUSTER_SUFFIX)
                 if unit not in gp.transpose:  # the unit's one copy kernel (cuda_transpose.h)
                     gp.transpose[unit] = len(gp.names[unit])
                     gp.names[unit].append(TRANSPOSE_ENTRY)

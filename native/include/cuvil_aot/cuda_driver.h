@@ -54,6 +54,10 @@ typedef struct cv_gpu_term {
  * cv_gemm_ksum); the host sizes that launch's grid by them. */
 #define CV_KSUM_ROWS 8
 
+/* Blocks of a cluster of cuda_gemm_tc.h's cv_gemm_tc_cluster (split-K in a thread-block
+ * cluster, sm_90): its k-chunks; the host sizes its grid by them. */
+#define CV_TC_CLUSTER 8
+
 /* A fused attention's operand (cuda_attention.h): its (rows, columns) matrices, batch z at
  * element (z / nh) * sb + (z % nh) * sh, strides in elements. */
 typedef struct cv_att_in {

@@ -299,4 +299,86 @@ CV_DEV void cv_gemm_tc(const cv_gpu_term *terms, int nterms, int64_t m, int64_t 
 #endif
 }
 
+/* Split-K in a thread-block cluster (sm_90): the CV_TC_CLUSTER blocks of a cluster each
+ * sum one BM x 128 tile (BM 64) over their k-chunk (cv_term_chunk, chunk = cluster rank),
+ * then add the chunks up through distributed shared memory, each block the rows of its
+ * own share, in chunk order (the same total every run), and hand them to the epilogue.
+ * Where the tiles are too few, this replaces the partial sums in global memory and the
+ * _ksum kernel that added them: GPT-2 at 1 x 128 ran four such sums, 30.6 of its 147 us
+ * of kernels (H100, bench/gpu/h100_2026-12-05c/). The tile goes through in two halves of
+ * 32 rows: a half (32 x 132 floats) fits the k-loop's stages, the whole would not. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define CV_TC_CLUSTER_DIMS __cluster_dims__(CV_TC_CLUSTER, 1, 1)
+/* Every thread of every block of the cluster arrives; the shared memory writes before
+ * it are seen by the reads after it, in any block of the cluster. */
+CV_DEV void cv_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+/* The float at p in the shared memory of cluster block `rank`. */
+CV_DEV float cv_cluster_ld(const float *p, int rank) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(p), r;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(r) : "memory");
+    return v;
+}
+#else
+#define CV_TC_CLUSTER_DIMS /* sm_90 only: the host launches it there alone */
+#endif
+
+/* grid.x: CV_TC_CLUSTER x tiles of 64 x 128 (clusters along x), grid.y: batches
+ * (grid-strided, the same for every block of a cluster); block: CV_GEMM_THREADS. */
+template <bool BT, bool X3, class Epi>
+CV_DEV void cv_gemm_tc_cluster(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
+                               int64_t nbatch, const Epi &epi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int BM = 64, C = CV_TC_CLUSTER, W = 128 + 4; /* staged rows: 132 floats */
+    constexpr int SHARE = 32 / C; /* rows of a half that each block adds up */
+    const int s = (int)(blockIdx.x % C); /* the cluster rank: clusters of C along x */
+    const int64_t tiles_n = (n + 127) / 128, tile = blockIdx.x / C;
+    const int64_t row0 = (tile / tiles_n) * BM, col0 = (tile % tiles_n) * 128;
+    __shared__ __align__(16) cv_tc_smem<BT, BM> sm;
+    float *stage = reinterpret_cast<float *>(&sm);
+    static_assert(sizeof(sm) >= 32 * W * sizeof(float), "a half tile fits the stages");
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int wm = warp >> 2, wn = warp & 3, g = lane >> 2, tq = lane & 3;
+    for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
+        float acc[BM / 32][4][4];
+#pragma unroll
+        for (int i = 0; i < BM / 32; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[i][j][e] = 0;
+        for (int t = 0; t < nterms; t++) /* ends with a barrier: the stages are free */
+            cv_tc_term<BT, BM, X3>(cv_term_chunk<float>(terms[t], s, C), bat, m, n, row0,
+                                   col0, sm, acc);
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            if (wm == half) /* rows i * 16 + g (+ 8), columns wn * 32 + j * 8 + 2 tq (+ 1) */
+#pragma unroll
+                for (int i = 0; i < BM / 32; i++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            stage[(i * 16 + g + (e >> 1) * 8) * W + wn * 32 + j * 8 + 2 * tq +
+                                  (e & 1)] = acc[i][j][e];
+            cv_cluster_sync();
+#pragma unroll 1
+            for (int e = threadIdx.x; e < SHARE * 128; e += CV_GEMM_THREADS) {
+                const int r = s * SHARE + e / 128, c = e % 128;
+                float v = 0;
+#pragma unroll
+                for (int q = 0; q < C; q++) v += cv_cluster_ld(stage + r * W + c, q);
+                const int64_t i = row0 + half * 32 + r, j = col0 + c;
+                if (i < m && j < n) epi(bat, i, j, v);
+            }
+            cv_cluster_sync(); /* every block has read this half: the stages are free */
+        }
+    }
+#endif
+}
+
 #endif
