@@ -9,7 +9,7 @@
  * hardware's, emulated here by products of the already-rounded values, summed in float.
  *
  *   g++ -std=c++17 -O1 -I native/include tests/attention_emulator.cpp -o emu
- *   ./emu B H T S DK DV mode seed type   (mode: 0 plain, 1 padding mask, 2 causal,
+ *   ./emu B H T S DK DV mode seed type [split]   (mode: 0 plain, 1 padding mask, 2 causal,
  *       3 strided views, 4 rows of only -inf, 5 rows padded to a whole 16 bytes (the
  *       chunked loads' partial chunks, with a padding mask); type: Q, K and V's elements, 0 float (3xTF32),
  *       1 bfloat16 (the bf16 kernel: mma.sync m16n8k16 and ldmatrix emulated as mma.sync's
@@ -200,24 +200,26 @@ struct epi_fn {
 
 template <int DK, int DV, class T>
 static void run(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v, int64_t nz, int64_t t,
-                int64_t s, int dk, int dv, const score_fn &sc, const epi_fn &ep) {
+                int64_t s, int dk, int dv, int split, const score_fn &sc, const epi_fn &ep) {
     static std::vector<char> stacks(NT * 256 * 1024);
     static const cv_att_in *Q, *K, *V;
     static int64_t NZ, T_, S;
-    static int Dk, Dv;
+    static int Dk, Dv, Split;
     static const score_fn *SC;
     static const epi_fn *EP;
     Q = &q, K = &k, V = &v, NZ = nz, T_ = t, S = s, Dk = dk, Dv = dv, SC = &sc, EP = &ep;
+    Split = split;
     static int done;
     static bool fin[NT];
     auto body = []() {
         constexpr bool x3 = sizeof(T) == 4; /* 2-byte elements: one TF32 product */
-        cv_attention<DK, DV, x3, x3, T, T, T>(*Q, *K, *V, NZ, T_, S, Dk, Dv, *SC, *EP);
+        cv_attention<DK, DV, x3, x3, T, T, T>(*Q, *K, *V, NZ, T_, S, Dk, Dv, Split, *SC, *EP);
         fin[cur] = true;
         done++;
     };
     static void (*entry)() = +body;
-    gridDim = {(unsigned)((t + 63) / 64), (unsigned)(nz < 3 ? nz : 3), 1}; /* z grid-strided */
+    const int64_t rows = split == 2 ? 32 : 64; /* the host's grid (gpu_attention.plan) */
+    gridDim = {(unsigned)((t + rows - 1) / rows), (unsigned)(nz < 3 ? nz : 3), 1}; /* z strided */
     for (unsigned by = 0; by < gridDim.y; by++)
         for (unsigned bx = 0; bx < gridDim.x; bx++) {
             blockIdx = {bx, by, 0};
@@ -240,6 +242,7 @@ template <class E>
 static int solve(char **argv) {
     const int64_t B = atoll(argv[1]), H = atoll(argv[2]), T = atoll(argv[3]), S = atoll(argv[4]);
     const int dk = atoi(argv[5]), dv = atoi(argv[6]), mode = atoi(argv[7]);
+    const int split = argv[10] ? atoi(argv[10]) : 1;
     std::mt19937 rng(atoi(argv[8]));
     std::normal_distribution<float> nd;
     const int64_t Z = B * H;
@@ -286,7 +289,7 @@ static int solve(char **argv) {
     const int bk = dk <= 32 ? 32 : dk <= 64 ? 64 : dk <= 96 ? 96 : 128;
     const int bv = dv <= 32 ? 32 : dv <= 64 ? 64 : dv <= 96 ? 96 : 128;
 #define CASE(a, b) \
-    if (bk == a && bv == b) run<a, b, E>(q, k, v, Z, T, S, dk, dv, sc, ep);
+    if (bk == a && bv == b) run<a, b, E>(q, k, v, Z, T, S, dk, dv, split, sc, ep);
 #define CASES(a) CASE(a, 32) CASE(a, 64) CASE(a, 96) CASE(a, 128)
     CASES(32) CASES(64) CASES(96) CASES(128)
     /* the reference in double */
@@ -324,7 +327,7 @@ static int solve(char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 10) return 2;
+    if (argc != 10 && argc != 11) return 2;
     const int type = atoi(argv[9]);
     return type == 0 ? solve<float>(argv) : type == 1 ? solve<cv_bf16>(argv) : solve<cv_f16>(argv);
 }

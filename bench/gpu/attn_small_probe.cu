@@ -34,18 +34,20 @@ struct Args {
 };
 
 __global__ void __launch_bounds__(128) tc(const __grid_constant__ Args a) {
+    __shared__ __align__(16) float sm[cv_att_tc_cfg<64, 64>::FLOATS];
     cv_attention_tc<64, 64, true, true, float, float, float>(a.q, a.k, a.v, a.nz, a.t, a.s, (int)a.dk,
-                                                             (int)a.dv, Score{&a.m}, cv_att_store{&a.o});
+                                                             (int)a.dv, 1, Score{&a.m}, cv_att_store{&a.o}, sm);
 }
 
 __global__ void __launch_bounds__(128) fma(const __grid_constant__ Args a) {
+    __shared__ __align__(16) float sm[sizeof(cv_att_smem<64>) / sizeof(float)];
     cv_attention_fma<float, float, float, 64>(a.q, a.k, a.v, a.nz, a.t, a.s, a.dk, a.dv,
-                                              (int64_t)blockIdx.x * CV_ATT_BM, Score{&a.m}, cv_att_store{&a.o});
+                                              (int64_t)blockIdx.x * CV_ATT_BM, Score{&a.m}, cv_att_store{&a.o}, sm);
 }
 
 // the dispatcher, as the module's entry calls it (sm_90: the FMA kernel at t <= 16)
 __global__ void __launch_bounds__(128) entry(const __grid_constant__ Args a) {
-    cv_attention<64, 64, true, true>(a.q, a.k, a.v, a.nz, a.t, a.s, a.dk, a.dv, Score{&a.m}, cv_att_store{&a.o});
+    cv_attention<64, 64, true, true>(a.q, a.k, a.v, a.nz, a.t, a.s, a.dk, a.dv, 1, Score{&a.m}, cv_att_store{&a.o});
 }
 
 static cudaStream_t st;

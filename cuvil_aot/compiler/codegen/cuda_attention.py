@@ -113,7 +113,7 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
                      f"{entry}(const __grid_constant__ {name}_args a_)"):
             w.line(f"cv_attention<{dk}, {dv}, {x3}>(a_.ops[0], a_.ops[1], a_.ops[2], "
                    f"{nz}, a_.o.n[{on - 2}], "
-                   f"a_.q.n[{first.nloops - 1}], a_.q.t[0].k, a_.o.n[{on - 1}], "
+                   f"a_.q.n[{first.nloops - 1}], a_.q.t[0].k, a_.o.n[{on - 1}], (int)a_.split, "
                    f"cv_att_then<{name}_pre, {name}_score>{{{{&a_.q}}, {{&a_.s}}}}, {epi});")
     decl = Writer()
     cuda.args_struct(sk, decl)
@@ -122,6 +122,7 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
         decl.line(f"{sk.name}_args s;")
         decl.line(f"{out.name}_args o;")
         decl.line("cv_att_in ops[4];  /* Q, K, V, the merged output */")
+        decl.line("int64_t split;  /* 2: the keys split in a block (cv_attention_tf32) */")
     return AttentionKernel(name, match, sk, first, out,
                            '#include "cuvil_aot/cuda_attention.h"\n' + w.text(), decl.text(),
                            copies, None if merge is None else kernels[merge], entries)
@@ -189,6 +190,12 @@ def _elements(first: CudaKernel, out: CudaKernel) -> str:
     q, kt = first.group.terms[0].srcs
     dtypes = (q.dtype, kt.dtype, out.group.terms[0].srcs[1].dtype)
     return "" if dtypes == ("float32",) * 3 else "".join(f", {STORAGE[d]}" for d in dtypes)
+
+
+def splits(ak: AttentionKernel) -> bool:
+    """Whether the kernel may split a block's keys between two halves of its warps (the
+    TF32 kernel: not all three operands bfloat16)."""
+    return "cv_bf16, cv_bf16, cv_bf16" not in _elements(ak.first, ak.out)
 
 
 def _store(merge: CudaKernel) -> str:

@@ -117,13 +117,14 @@ CV_DEV float cv_att_warp_sum(float x) {
 
 /* q: (t, dk) per batch, k: (s, dk), v: (s, dv), of elements TQ, TK, TV (read as
  * floats); nz batches; query rows row0 .. row0 + CV_ATT_BM; both head dims at most DW.
- * score(z, i, j, dot) -> the score; epi(z, i, c, value) stores. */
+ * score(z, i, j, dot) -> the score; epi(z, i, c, value) stores. Its tiles in the shared
+ * memory at smem (cv_att_smem<DW>: the caller's, which the tensor-core kernel's share). */
 template <class TQ, class TK, class TV, int DW = CV_ATT_DMAX, class Score, class Epi>
 CV_DEV void cv_attention_fma(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v,
                              int64_t nz, int64_t t, int64_t s, int64_t dk_, int64_t dv,
-                             int64_t row0, const Score &score, const Epi &epi) {
+                             int64_t row0, const Score &score, const Epi &epi, float *smem) {
     static_assert(DW == 32 || DW == 64 || DW == 128, "a power of two from 32 to 128");
-    __shared__ __align__(16) cv_att_smem<DW> sm;
+    cv_att_smem<DW> &sm = *reinterpret_cast<cv_att_smem<DW> *>(smem);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int dd = (int)dv, dk = (int)dk_;
     /* columns staged per row: a power of two from 32 to 128 covering both head dims (the
@@ -228,17 +229,20 @@ CV_DEV void cv_attention_fma(const cv_att_in &q, const cv_att_in &k, const cv_at
  * knows them, else 128; X3QK / X3PV: 3xTF32 for Q Kᵀ / P V (else one TF32 product); TQ,
  * TK, TV: the operands' elements (float, cv_bf16 or cv_f16; cuda_attention_tc.h). A
  * block of CV_ATT_THREADS threads per CV_ATT_ROWS query rows of a batch (grid.x), batches
- * grid-strided along grid.y. */
+ * grid-strided along grid.y; split 2: half as many rows a block, the keys split between
+ * two halves of its warps (cv_attention_tf32; the host's, where the blocks are few). */
 template <int DK, int DV, bool X3QK, bool X3PV, class TQ = float, class TK = float,
           class TV = float, class Score, class Epi>
 CV_DEV void cv_attention(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v, int64_t nz,
-                         int64_t t, int64_t s, int64_t dk, int64_t dv, const Score &score,
-                         const Epi &epi) {
+                         int64_t t, int64_t s, int64_t dk, int64_t dv, int split,
+                         const Score &score, const Epi &epi) {
     static_assert(CV_ATT_TC_THREADS == CV_ATT_THREADS && CV_ATT_TC_BM == CV_ATT_ROWS, "grid");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-    for (int b = 0; b < CV_ATT_ROWS / CV_ATT_BM; b++)
+    __shared__ __align__(16) float smem[sizeof(cv_att_smem<CV_ATT_DMAX>) / sizeof(float)];
+    const int rows = split == 2 ? CV_ATT_ROWS / 2 : CV_ATT_ROWS; /* the host's blocks */
+    for (int b = 0; b < rows / CV_ATT_BM; b++)
         cv_attention_fma<TQ, TK, TV>(q, k, v, nz, t, s, dk, dv,
-                         (int64_t)blockIdx.x * CV_ATT_ROWS + b * CV_ATT_BM, score, epi);
+                         (int64_t)blockIdx.x * rows + b * CV_ATT_BM, score, epi, smem);
 #else
     /* Few query rows (batch 1): the FMA kernel's 4 rows a warp, where the tensor-core one
      * puts 16 rows on one warp of its 4 and leaves the others idle (H100, 12 heads of 64:
@@ -246,11 +250,21 @@ CV_DEV void cv_attention(const cv_att_in &q, const cv_att_in &k, const cv_att_in
      * Its float32 FMAs are exact where the tensor cores' TF32 products are not. Not on
      * sm_80-sm_89, where the pair spilled (ptxas: 16 bytes in the 64-dim entry). */
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-    if constexpr (DK <= 64 && DV <= 64)
-        if (t <= CV_ATT_BM)
-            return cv_attention_fma<TQ, TK, TV, 64>(q, k, v, nz, t, s, dk, dv, 0, score, epi);
+    constexpr bool FMA = DK <= 64 && DV <= 64;
+#else
+    constexpr bool FMA = false;
 #endif
-    cv_attention_tc<DK, DV, X3QK, X3PV, TQ, TK, TV>(q, k, v, nz, t, s, (int)dk, (int)dv, score, epi);
+    /* one shared buffer for whichever kernel runs: static shared memory of functions
+     * inlined into one kernel adds up, and the two came to 56 KB past the 48 allowed */
+    constexpr int NF = FMA ? sizeof(cv_att_smem<64>) / sizeof(float) : 1;
+    constexpr int NT = cv_att_is_bf16<TQ>::value && cv_att_is_bf16<TK>::value &&
+                               cv_att_is_bf16<TV>::value ? 1 : cv_att_tc_cfg<DK, DV>::FLOATS;
+    __shared__ __align__(16) float smem[NF > NT ? NF : NT];
+    if constexpr (FMA)
+        if (t <= CV_ATT_BM)
+            return cv_attention_fma<TQ, TK, TV, 64>(q, k, v, nz, t, s, dk, dv, 0, score, epi, smem);
+    cv_attention_tc<DK, DV, X3QK, X3PV, TQ, TK, TV>(q, k, v, nz, t, s, (int)dk, (int)dv, split,
+                                                    score, epi, smem);
 #endif
 }
 

@@ -57,9 +57,12 @@ struct cv_att_tc_cfg {
     static constexpr int QR = DK < 64 ? DK : 64;                /* Q's columns in registers */
     static constexpr int KS = DK + 8, VS = DV + 4, QS = DK - QR + 8; /* row strides (floats) */
     static constexpr int TILES = BN * (KS + VS);
+    /* the keys split in two halves of the block's warps (cv_attention_tf32's split) where
+     * both head dims are at most 64: the tiles of both halves, 35.8 KB */
+    static constexpr int SPLIT = DK <= 64 && DV <= 64 ? 2 : 1;
     static constexpr int QSM = DK > QR ? CV_ATT_TC_BM * QS : 0; /* Q's other columns */
     static constexpr int STAGE = CV_ATT_TC_WARPS * 16 * VS;     /* the output's staging */
-    static constexpr int FLOATS = TILES + QSM > STAGE ? TILES + QSM : STAGE; /* <= 35.6 KB */
+    static constexpr int FLOATS = SPLIT * TILES + QSM > STAGE ? SPLIT * TILES + QSM : STAGE;
 };
 
 /* One 4-byte element global -> shared, zero where bytes is 0 (elsewhere than sm_80+, as a
@@ -162,19 +165,21 @@ CV_DEV void cv_att_mma(float acc[4], const uint32_t ab[4], const uint32_t as[4],
 
 /* O / l out (l summed over the quad first) through shared memory, 16 rows of DV + 4
  * floats a warp over the tiles' memory, a row at a time from consecutive lanes (one call
- * site of epi). */
+ * site of epi): rows row0 + 16 rw .. of the warps that store (`stores`; every thread
+ * reaches the barrier). */
 template <int DV, class Epi>
 CV_DEV void cv_att_tc_out(const float (&o)[DV / 8][4], float l[2], float *sm, const Epi &epi,
-                          int64_t z, int64_t row0, int64_t t, int dv) {
+                          int64_t z, int64_t row0, int64_t t, int dv, int rw, bool stores) {
     constexpr int SS = DV + 4;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3;
+    const int lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
         l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
     }
     __syncthreads(); /* the last V tile is read */
-    float *mine = sm + warp * 16 * SS;
+    if (!stores) return;
+    float *mine = sm + rw * 16 * SS;
 #pragma unroll
     for (int nt = 0; nt < DV / 8; nt++)
 #pragma unroll
@@ -184,7 +189,7 @@ CV_DEV void cv_att_tc_out(const float (&o)[DV / 8][4], float l[2], float *sm, co
     const auto out = cv_att_bind(epi, z);
 #pragma unroll 1
     for (int r = 0; r < 16; r++) {
-        const int64_t row = row0 + warp * 16 + r;
+        const int64_t row = row0 + rw * 16 + r;
         if (row >= t) break;
 #pragma unroll 1
         for (int c = lane; c < dv; c += 32) out(row, (int64_t)c, mine[r * SS + c]);
@@ -233,20 +238,65 @@ CV_DEV void cv_att_online(float (&sc)[NT][4], float m[2], float l[2], float alph
         }
 }
 
-/* The TF32 kernel: float operands, or 2-byte ones other than all three bfloat16. */
+/* The partial results of the key halves of a split (cv_attention_tf32) into the first
+ * half's warps: each row's max m, the lanes' sums l and O, rescaled to the larger max and
+ * added (a row of only -inf in both: l and O stay 0, and O / l is NaN as unsplit). The
+ * second half's lanes hand theirs over through shared memory x, a lane's at the same
+ * place as its partner's. */
+template <int DV>
+CV_DEV void cv_att_tc_merge(float (&o)[DV / 8][4], float m[2], float l[2], float *x, int rw,
+                            int half) {
+    constexpr int PER = DV / 2 + 4; /* floats a lane: O's DV / 8 x 4, m and l */
+    float *mine = x + (rw * 32 + (threadIdx.x & 31)) * PER;
+    __syncthreads(); /* the last tiles are read */
+    if (half == 1) {
+#pragma unroll
+        for (int nt = 0; nt < DV / 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) mine[nt * 4 + e] = o[nt][e];
+        mine[DV / 2] = m[0], mine[DV / 2 + 1] = m[1];
+        mine[DV / 2 + 2] = l[0], mine[DV / 2 + 3] = l[1];
+    }
+    __syncthreads();
+    if (half == 1) return;
+    float a0[2], a1[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const float m1 = mine[DV / 2 + h], mx = fmaxf(m[h], m1);
+        a0[h] = m[h] == CV_ATT_NEG_INF ? 0.0f : expf(m[h] - mx);
+        a1[h] = m1 == CV_ATT_NEG_INF ? 0.0f : expf(m1 - mx);
+        l[h] = l[h] * a0[h] + mine[DV / 2 + 2 + h] * a1[h];
+    }
+#pragma unroll
+    for (int nt = 0; nt < DV / 8; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            o[nt][e] = o[nt][e] * a0[e >> 1] + mine[nt * 4 + e] * a1[e >> 1];
+}
+
+/* The TF32 kernel: float operands, or 2-byte ones other than all three bfloat16.
+ * split 2 (the host's, where the blocks would leave most SMs idle: GPT-2 at 1 x 128 ran
+ * 24 blocks on 132 SMs, each walking all 128 keys): the block's warps are two halves over
+ * the same 32 query rows, half h taking the keys of tile 2 j + h of each pair of tiles
+ * (loaded together), their results merged at the end (cv_att_tc_merge). Builds with a head
+ * dim over 64 take split 1 whatever the host says (the tiles' shared memory); the grid
+ * then has blocks past t, which store nothing. */
 template <int DK, int DV, bool X3QK, bool X3PV, class TQ, class TK, class TV, class Score,
           class Epi>
 CV_DEV void cv_attention_tf32(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v,
-                              int64_t nz, int64_t t, int64_t s, int dk, int dv,
-                              const Score &score, const Epi &epi) {
+                              int64_t nz, int64_t t, int64_t s, int dk, int dv, int split,
+                              const Score &score, const Epi &epi, float *sm) {
     typedef cv_att_tc_cfg<DK, DV> C;
     constexpr int BN = C::BN, KS = C::KS, VS = C::VS, QR = C::QR, QS = C::QS;
-    __shared__ __align__(16) float sm[C::FLOATS];
-    float *const sk = sm, *const sv = sm + BN * KS, *const sq = sm + C::TILES;
+    const int J = C::SPLIT == 2 && split == 2 ? 2 : 1; /* halves of the warps */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3;
-    const int64_t row0 = (int64_t)blockIdx.x * CV_ATT_TC_BM, rg = row0 + warp * 16 + g;
+    const int wr = CV_ATT_TC_WARPS / J, rw = warp % wr, half = warp / wr; /* row warps */
+    const int rows = 16 * wr;
+    float *const sk = sm + half * BN * KS, *const sv = sm + J * BN * KS + half * BN * VS;
+    float *const sq = sm + C::SPLIT * C::TILES;
+    const int64_t row0 = (int64_t)blockIdx.x * rows, rg = row0 + rw * 16 + g;
     const bool kvec = cv_att_vec<TK>(k), vvec = cv_att_vec<TV>(v);
-    const int64_t ntiles = (s + BN - 1) / BN;
+    const int64_t steps = (s + J * BN - 1) / (J * BN); /* rounds of J tiles */
     for (int64_t z = blockIdx.y; z < nz; z += gridDim.y) {
         const TQ *qp = cv_att_batch<TQ>(q, z);
         const TK *kp = cv_att_batch<TK>(k, z);
@@ -274,14 +324,24 @@ CV_DEV void cv_attention_tf32(const cv_att_in &q, const cv_att_in &k, const cv_a
                 const int64_t row = row0 + r;
                 sq[r * QS + c - QR] = row < t && c < dk ? (float)qp[row * q.rs + c * q.cs] : 0.0f;
             }
-        cv_att_tc_load<DK, KS, BN>(sk, kp, k, 0, s, dk, kvec);
+        /* the J tiles of a round: rows of K (V) J * BN keys long, half h's from h * BN */
+        const auto load_k = [&](int64_t key0) {
+            if (J == 2) cv_att_tc_load<DK, KS, 2 * BN>(sm, kp, k, key0, s, dk, kvec);
+            else cv_att_tc_load<DK, KS, BN>(sm, kp, k, key0, s, dk, kvec);
+        };
+        const auto load_v = [&](int64_t key0) {
+            float *const v0 = sm + J * BN * KS;
+            if (J == 2) cv_att_tc_load<DV, VS, 2 * BN>(v0, vp, v, key0, s, dv, vvec);
+            else cv_att_tc_load<DV, VS, BN>(v0, vp, v, key0, s, dv, vvec);
+        };
+        load_k(0);
         cv_cp_async_commit();
-        for (int64_t jt = 0; jt < ntiles; jt++) {
-            const int64_t key0 = jt * BN;
-            __syncthreads(); /* the previous tile's V is read */
-            cv_att_tc_load<DV, VS, BN>(sv, vp, v, key0, s, dv, vvec);
+        for (int64_t jt = 0; jt < steps; jt++) {
+            const int64_t round0 = jt * J * BN, key0 = round0 + half * BN;
+            __syncthreads(); /* the previous round's V is read */
+            load_v(round0);
             cv_cp_async_commit();
-            cv_cp_async_wait<1>(); /* K's tile has landed (this thread's part) */
+            cv_cp_async_wait<1>(); /* K's tiles have landed (this thread's part) */
             __syncthreads();       /* ... everyone's */
             float sc[BN / 8][4];   /* S, then the scores, then P */
 #pragma unroll
@@ -296,7 +356,7 @@ CV_DEV void cv_attention_tf32(const cv_att_in &q, const cv_att_in &k, const cv_a
 #pragma unroll
                     for (int e = 0; e < 4; e++) qa[e] = qf[ks < QR / 8 ? ks : 0][e];
                 } else {
-                    const float *qr = sq + (warp * 16 + g) * QS + ks * 8 - QR + 2 * tq;
+                    const float *qr = sq + (rw * 16 + g) * QS + ks * 8 - QR + 2 * tq;
                     const float2 lo = *reinterpret_cast<const float2 *>(qr);
                     const float2 hi = *reinterpret_cast<const float2 *>(qr + 8 * QS);
                     qa[0] = lo.x, qa[1] = hi.x, qa[2] = lo.y, qa[3] = hi.y;
@@ -314,16 +374,16 @@ CV_DEV void cv_attention_tf32(const cv_att_in &q, const cv_att_in &k, const cv_a
                     cv_att_mma<X3QK>(sc[nt], ab, as, bb, bs);
                 }
             }
-            float alpha[2];
+            float alpha[2]; /* a tile past s: all -inf, P 0, m, l and O as they were */
             cv_att_online(sc, m, l, alpha, score, z, rg, key0, tq, t, s);
 #pragma unroll
             for (int nt = 0; nt < DV / 8; nt++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) o[nt][e] *= alpha[e >> 1];
-            __syncthreads(); /* K's tile is read */
-            if (jt + 1 < ntiles) cv_att_tc_load<DK, KS, BN>(sk, kp, k, key0 + BN, s, dk, kvec);
+            __syncthreads(); /* K's tiles are read */
+            if (jt + 1 < steps) load_k(round0 + J * BN);
             cv_cp_async_commit(); /* an empty group at the end keeps the count */
-            cv_cp_async_wait<1>(); /* V's tile has landed */
+            cv_cp_async_wait<1>(); /* V's tiles have landed */
             __syncthreads();
             /* O += P V: P's A fragment is S's accumulator (keys 2t, 2t + 1 as k t, t + 4) */
 #pragma unroll
@@ -345,7 +405,8 @@ CV_DEV void cv_attention_tf32(const cv_att_in &q, const cv_att_in &k, const cv_a
             }
         }
         cv_cp_async_wait<0>();
-        cv_att_tc_out<DV>(o, l, sm, epi, z, row0, t, dv);
+        if (J == 2) cv_att_tc_merge<DV>(o, m, l, sm, rw, half);
+        cv_att_tc_out<DV>(o, l, sm, epi, z, row0, t, dv, rw, half == 0);
     }
 }
 
@@ -527,7 +588,7 @@ CV_DEV void cv_attention_bf16(const cv_att_in &q, const cv_att_in &k, const cv_a
             }
         }
         cv_cp_async_wait<0>();
-        cv_att_tc_out<DV>(o, l, sm, epi, z, row0, t, dv);
+        cv_att_tc_out<DV>(o, l, sm, epi, z, row0, t, dv, (int)(threadIdx.x >> 5), true);
     }
 }
 
@@ -544,13 +605,14 @@ struct cv_att_is_bf16<cv_bf16> {
 template <int DK, int DV, bool X3QK, bool X3PV, class TQ = float, class TK = float,
           class TV = float, class Score, class Epi>
 CV_DEV void cv_attention_tc(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v,
-                            int64_t nz, int64_t t, int64_t s, int dk, int dv, const Score &score,
-                            const Epi &epi) {
+                            int64_t nz, int64_t t, int64_t s, int dk, int dv, int split,
+                            const Score &score, const Epi &epi, float *smem) {
     if constexpr (cv_att_is_bf16<TQ>::value && cv_att_is_bf16<TK>::value &&
                   cv_att_is_bf16<TV>::value)
         cv_attention_bf16<DK, DV>(q, k, v, nz, t, s, dk, dv, score, epi);
     else
-        cv_attention_tf32<DK, DV, X3QK, X3PV, TQ, TK, TV>(q, k, v, nz, t, s, dk, dv, score, epi);
+        cv_attention_tf32<DK, DV, X3QK, X3PV, TQ, TK, TV>(q, k, v, nz, t, s, dk, dv, split, score,
+                                                          epi, smem); /* FLOATS of them */
 }
 
 #endif
