@@ -122,7 +122,11 @@ def test_attention_as_users_write_it_is_one_fused_kernel(tmp_path):
     # a build for head dims up to 64 beside the one for 128 where D is known only at run
     # time (not causal_heads: 64), picked by the host where they fit
     assert cu.count("cv_attention<128, 128, true, true>") == 6
-    assert cu.count("cv_attention<64, 64, true, true>") == 7
+    # each build up to 64 twice: its split entry (_s, a block's keys in two halves of its
+    # warps) beside it, which the host picks where the blocks are few
+    assert cu.count("cv_attention<64, 64, true, true>") == 14
+    assert len(re.findall(r"\], 2, cv_att_then<", cu)) == 7 and "f1_s0_a0_s(" in cu
+    assert host.count("if (split == 2) kid = ") == 7
     assert 'f0_s0_a0_n(' in cu and '"f0_s0_a0_n"' in host and '"f1_s0_a0_n"' not in host
     assert host.count(" + (((S_D)) <= 64 && ((S_D)) <= 64);") == 6
     # the head dims checked are Q's and V's, also where the scale and mask are the first
@@ -140,8 +144,9 @@ def test_attention_as_users_write_it_is_one_fused_kernel(tmp_path):
     for which, g in enumerate((0, 1, 5)):
         assert f"ai0[{which}] = (cv_att_in){{one.a{g}.p[0], one.a{g}.n[1], " in f1
     # causal_heads: the output stored with its heads merged (by the strides of the merge
-    # kernel's buffer: o.transpose(0, 2, 1, 3)); merged_and_raw returns o too: its epilogue
-    assert cu.count("cv_att_store{&a_.ops[3]}") == 1 and "ax0.ops[3] = (cv_att_in){one.a7." in f1
+    # kernel's buffer: o.transpose(0, 2, 1, 3)), in both its entries; merged_and_raw returns
+    # o too: its epilogue
+    assert cu.count("cv_att_store{&a_.ops[3]}") == 2 and "ax0.ops[3] = (cv_att_in){one.a7." in f1
     # padded: its arguments' own strides, through the matmuls' terms
     f0 = host[host.index("f0_s0_grun"):host.index("f1_s0_grun")]
     assert "ai0[0] = (cv_att_in){one.a0.t[0].a, 1, one.a0.t[0].a_bs, 0, " in f0
@@ -316,8 +321,8 @@ def test_bench_models_fuse_their_attention(tmp_path):
         sys.path.remove(str(ROOT / "bench"))
     targets = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), ("sm_90",)).targets
     files = pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1,)), targets)[3]
-    fused = cuda_text(files).count("cv_attention<")
-    assert fused == 5  # bert_layer(_tanh), gpt2_block, gpt2_decode, gpt2_decode_inplace
+    fused = re.findall(r"void __launch_bounds__\(128\) (\w+_a\d+)\(", cuda_text(files))
+    assert len(fused) == 5  # bert_layer(_tanh), gpt2_block, gpt2_decode, gpt2_decode_inplace
 
 
 BF16_MODELS = '''

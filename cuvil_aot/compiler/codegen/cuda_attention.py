@@ -64,7 +64,8 @@ class AttentionKernel:
     copies: tuple[CudaKernel | None, ...] = (None, None, None)  # Match.copies' kernels
     merge_kernel: CudaKernel | None = None  # Match.merge's
     # the entry points: ``name``, then ``{name}_n`` (built for head dims up to 64) where a
-    # head dim is known only at run time and the kernel's wider build covers it (_builds)
+    # head dim is known only at run time and the kernel's wider build covers it (_builds),
+    # then ``{name}_s`` where the last build may split its keys (split_build)
     entries: tuple[str, ...] = ()
 
 
@@ -106,14 +107,17 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
         f"{out.name}_epi{{&a_.o}}"
     x3 = ", ".join("false" if one_tf32_product([k]) else "true" for k in (first, out))
     x3 += _elements(first, out)
-    builds = _builds(first, out)
+    builds = [(dk, dv, 1) for dk, dv in _builds(first, out)]
     entries = (name, f"{name}_n")[:len(builds)]
-    for entry, (dk, dv) in zip(entries, builds):
+    if split_build(first, out, builds[-1][:2]):  # its own entry: its own registers
+        builds.append((*builds[-1][:2], 2))
+        entries += (f"{name}_s",)
+    for entry, (dk, dv, split) in zip(entries, builds):
         with w.block(f'extern "C" __global__ void __launch_bounds__({THREADS}) '
                      f"{entry}(const __grid_constant__ {name}_args a_)"):
             w.line(f"cv_attention<{dk}, {dv}, {x3}>(a_.ops[0], a_.ops[1], a_.ops[2], "
                    f"{nz}, a_.o.n[{on - 2}], "
-                   f"a_.q.n[{first.nloops - 1}], a_.q.t[0].k, a_.o.n[{on - 1}], (int)a_.split, "
+                   f"a_.q.n[{first.nloops - 1}], a_.q.t[0].k, a_.o.n[{on - 1}], {split}, "
                    f"cv_att_then<{name}_pre, {name}_score>{{{{&a_.q}}, {{&a_.s}}}}, {epi});")
     decl = Writer()
     cuda.args_struct(sk, decl)
@@ -122,7 +126,6 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
         decl.line(f"{sk.name}_args s;")
         decl.line(f"{out.name}_args o;")
         decl.line("cv_att_in ops[4];  /* Q, K, V, the merged output */")
-        decl.line("int64_t split;  /* 2: the keys split in a block (cv_attention_tf32) */")
     return AttentionKernel(name, match, sk, first, out,
                            '#include "cuvil_aot/cuda_attention.h"\n' + w.text(), decl.text(),
                            copies, None if merge is None else kernels[merge], entries)
@@ -192,10 +195,12 @@ def _elements(first: CudaKernel, out: CudaKernel) -> str:
     return "" if dtypes == ("float32",) * 3 else "".join(f", {STORAGE[d]}" for d in dtypes)
 
 
-def splits(ak: AttentionKernel) -> bool:
-    """Whether the kernel may split a block's keys between two halves of its warps (the
-    TF32 kernel: not all three operands bfloat16)."""
-    return "cv_bf16, cv_bf16, cv_bf16" not in _elements(ak.first, ak.out)
+def split_build(first: CudaKernel, out: CudaKernel, build: tuple[int, int]) -> bool:
+    """Whether the build of head dims ``build`` has a split entry (``{name}_s``: a block's
+    keys split between two halves of its warps, cv_attention_tf32): the TF32 kernel (not
+    all three operands bfloat16), both head dims at most 64 (both halves' tiles fit)."""
+    tf32 = "cv_bf16, cv_bf16, cv_bf16" not in _elements(first, out)
+    return tf32 and build[0] <= 64 and build[1] <= 64
 
 
 def _store(merge: CudaKernel) -> str:

@@ -17,7 +17,6 @@ from cuvil_aot.compiler.codegen.cuda_attention import (
     THREADS,
     AttentionKernel,
     head_dims,
-    splits,
 )
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, module_symbol
@@ -66,15 +65,14 @@ def declare(w: Writer, gp: GpuPlan, prefix: str) -> None:
     for i, ak in enumerate(of(gp, prefix)):
         w.line(f"{ak.score.name}_args as{i}; memset(&as{i}, 0, sizeof as{i});")
         w.line(f"cv_att_in ai{i}[3]; memset(ai{i}, 0, sizeof ai{i});")
-        w.line(f"int64_t asplit{i} = 1;")
 
 
 def plan(w: Writer, gp: GpuPlan, prefix: str, i: int, g: int, st: Storage) -> None:
     """Attention i's launch into L[g] (the GEMM struct ``a`` is filled): a block per
-    ROWS query rows of one batch, or per ROWS / 2 with the keys split between two halves of
-    its warps (``asplit{i}``) where the head dims allow it and the blocks would fill less
-    than half the SMs (GPT-2 at 1 x 128: 24 blocks on 132); of its entry points
-    (AttentionKernel.entries) the one built for head dims up to 64 where they are."""
+    ROWS query rows of one batch; of its entry points (AttentionKernel.entries) the one
+    built for head dims up to 64 where they are, or its split entry (``_s``: a block per
+    ROWS / 2 rows, the keys split between two halves of its warps) where the blocks would
+    fill less than half the SMs (GPT-2 at 1 x 128: 24 blocks on 132)."""
     ak = of(gp, prefix)[i]
     with w.block(""):
         fill_args(w, ak.score, st, "sa")
@@ -85,14 +83,17 @@ def plan(w: Writer, gp: GpuPlan, prefix: str, i: int, g: int, st: Storage) -> No
     w.line(f"const int64_t nz = {nz}, t = a.n[{n - 2}], d = a.n[{n - 1}];")
     dk, dv = (dim(d) for d in head_dims(ak.first, ak.out))
     with w.block("if (nz * t * d > 0)"):
-        if len(ak.entries) > 1:  # the build for head dims up to 64 where they fit
-            w.line(f"const int kid = {gp.first[ak.name]} + (({dk}) <= 64 && ({dv}) <= 64);")
+        first = gp.first[ak.name]
+        if ak.entries[1:2] == (f"{ak.name}_n",):  # the build for head dims up to 64
+            w.line(f"int kid = {first} + (({dk}) <= 64 && ({dv}) <= 64);")
         else:
-            w.line(f"const int kid = {gp.first[ak.name]};")
-        if splits(ak):
-            w.line(f"asplit{i} = ({dk}) <= 64 && ({dv}) <= 64 && t > {ROWS // 2} && "
+            w.line(f"int kid = {first};")
+        w.line("int split = 1;")
+        if ak.entries[-1] == f"{ak.name}_s":
+            w.line(f"split = ({dk}) <= 64 && ({dv}) <= 64 && t > {ROWS // 2} && "
                    f"2 * ((t + {ROWS - 1}) / {ROWS}) * nz <= sm ? 2 : 1;")
-        w.line(f"const int64_t rows = {ROWS} / asplit{i};")
+            w.line(f"if (split == 2) kid = {first + len(ak.entries) - 1};")
+        w.line(f"const int64_t rows = {ROWS} / split;")
         w.line(f"const uint32_t grid = (uint32_t)((t + rows - 1) / rows), "
                f"gy = (uint32_t)(nz < 65535 ? nz : 65535), block = {THREADS};")
         w.line(f"L[{g}] = (cv_gpu_plan){{kid, grid, gy, block, 1, 0}};")
@@ -112,7 +113,7 @@ def queue(w: Writer, gp: GpuPlan, prefix: str, i: int, g: int) -> None:
         # zeroed: the runtime compares the bytes with a graph's (no stale padding)
         w.line(f"memset(&ax{i}, 0, sizeof ax{i}); ax{i}.q = one.a{ak.match.scores}; "
                f"ax{i}.s = as{i}; ax{i}.o = one.a{g};")
-        w.line(f"memcpy(ax{i}.ops, ai{i}, sizeof ai{i}); ax{i}.split = asplit{i};")
+        w.line(f"memcpy(ax{i}.ops, ai{i}, sizeof ai{i});")
         if ak.match.merge is not None:  # its kernel's arguments are filled by now
             w.line(f"ax{i}.ops[3] = {_merged(ak)};")
         w.line(f"Q[nq++] = (cv_gpu_launch){{&{module_symbol(ak.name)}, L[{g}].kid, "

@@ -165,21 +165,20 @@ CV_DEV void cv_att_mma(float acc[4], const uint32_t ab[4], const uint32_t as[4],
 
 /* O / l out (l summed over the quad first) through shared memory, 16 rows of DV + 4
  * floats a warp over the tiles' memory, a row at a time from consecutive lanes (one call
- * site of epi): rows row0 + 16 rw .. of the warps that store (`stores`; every thread
- * reaches the barrier). */
+ * site of epi): the warp's rows r0 .. r0 + 16 below t (a split's second half passes t 0:
+ * it stores nothing, and a branch around the stores instead took 36 more registers). */
 template <int DV, class Epi>
 CV_DEV void cv_att_tc_out(const float (&o)[DV / 8][4], float l[2], float *sm, const Epi &epi,
-                          int64_t z, int64_t row0, int64_t t, int dv, int rw, bool stores) {
+                          int64_t z, int64_t r0, int64_t t, int dv) {
     constexpr int SS = DV + 4;
-    const int lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
         l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
     }
     __syncthreads(); /* the last V tile is read */
-    if (!stores) return;
-    float *mine = sm + rw * 16 * SS;
+    float *mine = sm + warp * 16 * SS;
 #pragma unroll
     for (int nt = 0; nt < DV / 8; nt++)
 #pragma unroll
@@ -189,7 +188,7 @@ CV_DEV void cv_att_tc_out(const float (&o)[DV / 8][4], float l[2], float *sm, co
     const auto out = cv_att_bind(epi, z);
 #pragma unroll 1
     for (int r = 0; r < 16; r++) {
-        const int64_t row = row0 + rw * 16 + r;
+        const int64_t row = r0 + r;
         if (row >= t) break;
 #pragma unroll 1
         for (int c = lane; c < dv; c += 32) out(row, (int64_t)c, mine[r * SS + c]);
@@ -281,14 +280,14 @@ CV_DEV void cv_att_tc_merge(float (&o)[DV / 8][4], float m[2], float l[2], float
  * (loaded together), their results merged at the end (cv_att_tc_merge). Builds with a head
  * dim over 64 take split 1 whatever the host says (the tiles' shared memory); the grid
  * then has blocks past t, which store nothing. */
-template <int DK, int DV, bool X3QK, bool X3PV, class TQ, class TK, class TV, class Score,
-          class Epi>
+template <int DK, int DV, bool X3QK, bool X3PV, int J, class TQ, class TK, class TV,
+          class Score, class Epi>
 CV_DEV void cv_attention_tf32(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v,
-                              int64_t nz, int64_t t, int64_t s, int dk, int dv, int split,
+                              int64_t nz, int64_t t, int64_t s, int dk, int dv,
                               const Score &score, const Epi &epi, float *sm) {
     typedef cv_att_tc_cfg<DK, DV> C;
     constexpr int BN = C::BN, KS = C::KS, VS = C::VS, QR = C::QR, QS = C::QS;
-    const int J = C::SPLIT == 2 && split == 2 ? 2 : 1; /* halves of the warps */
+    static_assert(J == 1 || C::SPLIT == 2, "a split where both halves' tiles fit");
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3;
     const int wr = CV_ATT_TC_WARPS / J, rw = warp % wr, half = warp / wr; /* row warps */
     const int rows = 16 * wr;
@@ -324,15 +323,12 @@ CV_DEV void cv_attention_tf32(const cv_att_in &q, const cv_att_in &k, const cv_a
                 const int64_t row = row0 + r;
                 sq[r * QS + c - QR] = row < t && c < dk ? (float)qp[row * q.rs + c * q.cs] : 0.0f;
             }
-        /* the J tiles of a round: rows of K (V) J * BN keys long, half h's from h * BN */
+        /* the J tiles of a round, half h's keys from h * BN */
         const auto load_k = [&](int64_t key0) {
-            if (J == 2) cv_att_tc_load<DK, KS, 2 * BN>(sm, kp, k, key0, s, dk, kvec);
-            else cv_att_tc_load<DK, KS, BN>(sm, kp, k, key0, s, dk, kvec);
+            cv_att_tc_load<DK, KS, J * BN>(sm, kp, k, key0, s, dk, kvec);
         };
         const auto load_v = [&](int64_t key0) {
-            float *const v0 = sm + J * BN * KS;
-            if (J == 2) cv_att_tc_load<DV, VS, 2 * BN>(v0, vp, v, key0, s, dv, vvec);
-            else cv_att_tc_load<DV, VS, BN>(v0, vp, v, key0, s, dv, vvec);
+            cv_att_tc_load<DV, VS, J * BN>(sm + J * BN * KS, vp, v, key0, s, dv, vvec);
         };
         load_k(0);
         cv_cp_async_commit();
@@ -405,8 +401,8 @@ CV_DEV void cv_attention_tf32(const cv_att_in &q, const cv_att_in &k, const cv_a
             }
         }
         cv_cp_async_wait<0>();
-        if (J == 2) cv_att_tc_merge<DV>(o, m, l, sm, rw, half);
-        cv_att_tc_out<DV>(o, l, sm, epi, z, row0, t, dv, rw, half == 0);
+        if constexpr (J == 2) cv_att_tc_merge<DV>(o, m, l, sm, rw, half);
+        cv_att_tc_out<DV>(o, l, sm, epi, z, row0 + rw * 16, half == 0 ? t : 0, dv);
     }
 }
 
@@ -588,7 +584,7 @@ CV_DEV void cv_attention_bf16(const cv_att_in &q, const cv_att_in &k, const cv_a
             }
         }
         cv_cp_async_wait<0>();
-        cv_att_tc_out<DV>(o, l, sm, epi, z, row0, t, dv, (int)(threadIdx.x >> 5), true);
+        cv_att_tc_out<DV>(o, l, sm, epi, z, row0 + (threadIdx.x >> 5) * 16, t, dv);
     }
 }
 
@@ -610,9 +606,12 @@ CV_DEV void cv_attention_tc(const cv_att_in &q, const cv_att_in &k, const cv_att
     if constexpr (cv_att_is_bf16<TQ>::value && cv_att_is_bf16<TK>::value &&
                   cv_att_is_bf16<TV>::value)
         cv_attention_bf16<DK, DV>(q, k, v, nz, t, s, dk, dv, score, epi);
+    else if (cv_att_tc_cfg<DK, DV>::SPLIT == 2 && split == 2)
+        cv_attention_tf32<DK, DV, X3QK, X3PV, cv_att_tc_cfg<DK, DV>::SPLIT, TQ, TK, TV>(
+            q, k, v, nz, t, s, dk, dv, score, epi, smem); /* FLOATS of them */
     else
-        cv_attention_tf32<DK, DV, X3QK, X3PV, TQ, TK, TV>(q, k, v, nz, t, s, dk, dv, split, score,
-                                                          epi, smem); /* FLOATS of them */
+        cv_attention_tf32<DK, DV, X3QK, X3PV, 1, TQ, TK, TV>(q, k, v, nz, t, s, dk, dv, score, epi,
+                                                             smem);
 }
 
 #endif
