@@ -80,6 +80,11 @@ class Knobs:
     """CUVIL_AOT_CUDA_ATTENTION: 0 runs a recognized attention as its three kernels (two
     GEMMs and the softmax) instead of the fused flash-style kernel (to compare); 1
     (default) runs the fused kernel where the head dims fit it."""
+    cuda_attention_split: bool = False
+    """CUVIL_AOT_CUDA_ATTENTION_SPLIT: 1 lets a fused attention whose blocks would fill less
+    than half the SMs (GPT-2 at 1 x 128: 24 blocks on 132) run its split entry: blocks of
+    32 query rows whose two halves of warps take alternate tiles of keys, merged at the end
+    (cuda_attention_tc.h); 0 (default until it has run on a device): blocks of 64 rows."""
     cuda_graph: int = 4
     """CUVIL_AOT_CUDA_GRAPH: a GPU call of this many kernel launches or more replays a CUDA
     graph of them (built the second time the same kernels and grids come on a device and
@@ -180,6 +185,7 @@ def read(env: Mapping[str, str] | None = None) -> Knobs:
         cuda_wg_nmajor=_flag(env, "CUVIL_AOT_CUDA_WG_NMAJOR", True),
         cuda_tc_cluster=_flag(env, "CUVIL_AOT_CUDA_TC_CLUSTER", False),
         cuda_attention=_flag(env, "CUVIL_AOT_CUDA_ATTENTION", True),
+        cuda_attention_split=_flag(env, "CUVIL_AOT_CUDA_ATTENTION_SPLIT", False),
         cuda_graph=_int(env, "CUVIL_AOT_CUDA_GRAPH", 4, 0, 1024),
         cuda_home=(env.get("CUDA_HOME", "") or env.get("CUDA_PATH", "")).strip(),
         signing_key=env.get("CUVIL_AOT_SIGNING_KEY", ""),

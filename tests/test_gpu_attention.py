@@ -9,6 +9,7 @@ merged inside the function,
 and the bench models (bert_layer, gpt2_block, gpt2_decode) at small sizes. Under
 precision="bf16" (bfloat16 heads, one TF32 product each: cuda_attention_tc.h), BERT's
 padding mask and GPT-2's causal one, the latter's output rounded to bfloat16 for a matmul.
+All of it with the key split (CUVIL_AOT_CUDA_ATTENTION_SPLIT) off and on.
 
 Run on a machine with an NVIDIA GPU (tools/gpu_check.sh, or
 ``pytest -m gpu tests/test_gpu_attention.py``); skipped elsewhere."""
@@ -116,6 +117,18 @@ def causal_bf16(x, y, z, w):
     s = heads(x) @ heads(y).transpose(0, 1, 3, 2) * 0.125 + causal
     return (softmax(s) @ heads(z)).transpose(0, 2, 1, 3).reshape(b, t, 768) @ w
 '''
+
+
+@pytest.fixture(scope="module", autouse=True, params=[False, True], ids=["rows64", "split"])
+def attention_split(request):
+    """Every test with CUVIL_AOT_CUDA_ATTENTION_SPLIT off and on: where the blocks are few
+    (most shapes here), the split entry (_s) then runs."""
+    from cuvil_aot.runtime import native
+
+    before = native.info()["cuda_attention_split"]
+    native.configure(cuda_attention_split=request.param)
+    yield request.param
+    native.configure(cuda_attention_split=before)
 
 
 @pytest.fixture(scope="module")

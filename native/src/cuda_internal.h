@@ -24,6 +24,7 @@ typedef struct {
     int wg_nmajor;  /* CUVIL_AOT_CUDA_WG_NMAJOR=1 sets it: 3xTF32 wgmma reads N-major B */
     int tc_cluster; /* CUVIL_AOT_CUDA_TC_CLUSTER=1 sets it: split-K in clusters (sm_90) */
     int attention;  /* CUVIL_AOT_CUDA_ATTENTION=0 clears it: attentions as three kernels */
+    int attention_split; /* CUVIL_AOT_CUDA_ATTENTION_SPLIT=1 sets it: the _s entries */
 } cv_cuda_settings;
 extern cv_cuda_settings cv_cuda_config;
 

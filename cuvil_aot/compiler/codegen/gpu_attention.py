@@ -90,8 +90,8 @@ def plan(w: Writer, gp: GpuPlan, prefix: str, i: int, g: int, st: Storage) -> No
             w.line(f"int kid = {first};")
         w.line("int split = 1;")
         if ak.entries[-1] == f"{ak.name}_s":
-            w.line(f"split = ({dk}) <= 64 && ({dv}) <= 64 && t > {ROWS // 2} && "
-                   f"2 * ((t + {ROWS - 1}) / {ROWS}) * nz <= sm ? 2 : 1;")
+            w.line(f"split = (api->gpu->attention() & 2) && ({dk}) <= 64 && ({dv}) <= 64 && "
+                   f"t > {ROWS // 2} && 2 * ((t + {ROWS - 1}) / {ROWS}) * nz <= sm ? 2 : 1;")
             w.line(f"if (split == 2) kid = {first + len(ak.entries) - 1};")
         w.line(f"const int64_t rows = {ROWS} / split;")
         w.line(f"const uint32_t grid = (uint32_t)((t + rows - 1) / rows), "

@@ -196,7 +196,8 @@ typedef struct cv_gpu_api {
     int (*tensor_map)(void *map, int dtype, int rank, const void *base, const uint64_t *dims,
                       const uint64_t *strides, const uint32_t *box, int swizzle);
     /* 1 where a recognized attention may run as the fused kernel (cuda_attention.h), 0
-     * where CUVIL_AOT_CUDA_ATTENTION=0 asks for its three kernels. */
+     * where CUVIL_AOT_CUDA_ATTENTION=0 asks for its three kernels; | 2 where its split
+     * entry may run (the keys split within a block: CUVIL_AOT_CUDA_ATTENTION_SPLIT). */
     int (*attention)(void);
 } cv_gpu_api;
 

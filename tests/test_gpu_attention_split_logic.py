@@ -1,0 +1,71 @@
+"""Where a fused attention runs its split entry (``_s``: blocks of 32 query rows, the keys
+split between two halves of the warps), without a GPU: a module built with sm_90 code runs
+against the fake libcuda.so.1 (tests/data/fake_libcuda.c, 132 SMs), which logs each kernel
+by name and grid. GPT-2's causal attention at 1 x 128 (12 heads of 64: 24 blocks of 64
+rows) takes it with CUVIL_AOT_CUDA_ATTENTION_SPLIT, in 48 blocks; at 8 x 128 (192 blocks)
+it does not; without the setting (the default until it has run on a device) never. What
+the split kernel computes is tests/attention_emulator.cpp's on the CPU and
+tests/test_gpu_attention.py's on a device."""
+
+from __future__ import annotations
+
+import shutil
+
+import fake_driver
+import pytest
+
+CHILD = r'''
+import ctypes
+from pathlib import Path
+from conftest import compile_source
+from fake_driver import DeviceArray, Record
+from cuvil_aot.runtime import native
+
+SOURCE = """
+import numpy as np
+import cuvil_aot as cv
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+@cv.optimize
+def causal(q: cv.f32["B", "H", "T", 64], k: cv.f32["B", "H", "T", 64],
+           v: cv.f32["B", "H", "T", 64], mask: cv.f32["T", "T"]):
+    return softmax(q @ k.transpose(0, 1, 3, 2) * 0.125 + mask) @ v
+"""
+
+fake = ctypes.CDLL("libcuda.so.1")  # the runtime's own handle: the same file
+fake.fake_kernel_name.restype = ctypes.c_char_p
+buf = (Record * 4096)()
+
+def attention(b, t):
+    """The attention kernel fn's call launched: (name, grid.x, grid.y)."""
+    heads = (b, 12, t, 64)
+    m.causal(*[DeviceArray(0, *heads) for _ in range(3)], DeviceArray(0, t, t),
+             out=DeviceArray(0, *heads))
+    records = buf[:fake.fake_take(buf, 4096)]
+    got = [(fake.fake_kernel_name(r.kernel).decode(), r.grid_x, r.grid_y) for r in records]
+    return [g for g in got if "_a0" in g[0]]
+
+ctypes.c_int.in_dll(fake, "fake_pools").value = 1
+m = compile_source(Path(WORK), SOURCE, cuda_archs=("sm_90",))
+assert not native.info()["cuda_attention_split"]  # off until it has run on a device
+assert attention(1, 128) == [("f0_s0_a0", 2, 12)], attention(1, 128)
+native.configure(cuda_attention_split=True)
+assert attention(1, 128) == [("f0_s0_a0_s", 4, 12)], attention(1, 128)
+assert attention(8, 128) == [("f0_s0_a0", 2, 96)]  # 192 blocks: enough
+assert attention(1, 32) == [("f0_s0_a0", 1, 12)]  # one block of rows either way
+assert attention(1, 33) == [("f0_s0_a0_s", 2, 12)]
+native.configure(cuda_attention_split=False)
+print("ok")
+'''
+
+
+@pytest.mark.skipif(shutil.which("cc") is None or shutil.which("nvcc") is None,
+                    reason="needs a C compiler and nvcc (the module's sm_90 code)")
+def test_few_attention_blocks_split_their_keys_where_allowed(tmp_path):
+    child = f"WORK = {str(tmp_path)!r}\n" + CHILD
+    proc = fake_driver.run_child(tmp_path, child, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    assert proc.stdout.startswith("ok"), proc.stdout
