@@ -8,7 +8,7 @@ values, dtypes and edge cases (NaN, ±inf, -0.0, empty axes):
 - np.any, np.all, np.count_nonzero and the .any/.all methods (counts of nonzero values),
   np.ptp (max - min), np.nansum;
 - np.flip, np.roll (slices, or a gather where the axis length is symbolic), np.ravel,
-  np.diff, np.atleast_1d/2d, np.hstack, np.vstack, np.column_stack, np.dstack,
+  np.diff, np.atleast_1d/2d, np.hstack, np.vstack, np.column_stack, np.dstack, np.block,
   np.broadcast_arrays, np.meshgrid.
 """
 
@@ -323,6 +323,63 @@ def _at_least_3d(x: Node, ctx: Ctx) -> Node:
     return _at_least(x, 3, ctx)  # (1, 1, 1) of a 0-d one; 3 or more axes as they are
 
 
+def block(ctx: Ctx, arrays: Any) -> Node:
+    """NumPy's: nested lists of depth d arrange their leaves (arrays, or numbers as NumPy
+    scalars) in blocks, each promoted to the larger of d and the leaves' most axes (1s in
+    front), the innermost lists joined along the last axis, the next along the one before;
+    NumPy's errors for tuples, empty lists and mismatched depths, and concatenate's."""
+    if isinstance(arrays, tuple):
+        raise UserError("TypeError: arrays is a tuple. Only lists can be used to arrange "
+                        "blocks, and np.block does not allow implicit conversion from tuple "
+                        "to ndarray.", ctx.span)
+    leaves: list[tuple[str, int]] = []  # (where, depth)
+    _block_leaves(arrays, "arrays", 0, leaves, ctx)
+    depth = leaves[0][1]
+    for where, d in leaves:
+        if d != depth:
+            raise UserError(f"ValueError: List depths are mismatched. First element was at "
+                            f"depth {depth}, but there is an element at depth {d} ({where})",
+                            ctx.span)
+    nodes = _block_nodes(arrays, ctx)
+    ndim = max([depth] + [n.type.ndim for n in _flat(nodes)])
+
+    def join(x: Any, level: int) -> Node:
+        if level == depth:
+            return _at_least(x, ndim, ctx)
+        parts = [join(e, level + 1) for e in x]
+        return checked(B.concat, parts, ndim - (depth - level), ctx.span, span=ctx.span)
+
+    out = join(nodes, 0)
+    return copy(ctx, out) if depth == 0 else out  # a new array, as NumPy's
+
+
+def _block_leaves(x: Any, where: str, depth: int, out: list[tuple[str, int]],
+                  ctx: Ctx) -> None:
+    """Each leaf of np.block's nested lists with its depth, NumPy's error for an empty list."""
+    if isinstance(x, tuple):
+        raise UserError(f"TypeError: {where} is a tuple. Only lists can be used to arrange "
+                        "blocks, and np.block does not allow implicit conversion from tuple "
+                        "to ndarray.", ctx.span)
+    if not isinstance(x, list):
+        out.append((where, depth))
+        return
+    if not x:
+        raise UserError(f"ValueError: List at {where} cannot be empty", ctx.span)
+    for i, e in enumerate(x):
+        _block_leaves(e, f"{where}[{i}]", depth + 1, out, ctx)
+
+
+def _block_nodes(x: Any, ctx: Ctx) -> Any:
+    """np.block's lists with each leaf a node (numbers as NumPy scalars: np.asarray's)."""
+    if isinstance(x, list):
+        return [_block_nodes(e, ctx) for e in x]
+    return strong(to_node(x, ctx.span))
+
+
+def _flat(x: Any) -> list[Node]:
+    return [n for e in x for n in _flat(e)] if isinstance(x, list) else [x]
+
+
 FUNCTIONS: dict[Any, Handler] = {
     np.isnan: _elementwise(np.isnan, _isnan), np.isinf: _elementwise(np.isinf, _isinf),
     np.isfinite: _elementwise(np.isfinite, _isfinite), np.nan_to_num: nan_to_num,
@@ -334,7 +391,7 @@ FUNCTIONS: dict[Any, Handler] = {
     np.flip: flip, np.roll: roll, np.ravel: ravel, np.diff: diff,
     np.atleast_1d: atleast_1d, np.atleast_2d: atleast_2d, np.hstack: hstack, np.vstack: vstack,
     np.column_stack: column_stack, np.broadcast_arrays: broadcast_arrays,
-    np.meshgrid: meshgrid, np.dstack: dstack, np.fmax: _nan_aware(Op.GT),
+    np.meshgrid: meshgrid, np.dstack: dstack, np.block: block, np.fmax: _nan_aware(Op.GT),
     np.fmin: _nan_aware(Op.LT), np.ptp: ptp, np.nansum: nansum,
 }
 METHODS: dict[str, Handler] = {"any": any_, "all": all_}
