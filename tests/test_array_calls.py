@@ -1,8 +1,9 @@
 """np.array / np.asarray of arrays, numbers and (nested) lists of numbers known at compile
-time (frontend/array_calls.py, values.literal_array), and lists of numbers wherever an
-array operand is expected (np.maximum(x, [..]), np.interp's table), against NumPy:
-dtypes, shapes, values bit for bit, outputs poisoned; NumPy's error for a ragged list
-and a diagnostic for what is refused."""
+time (frontend/array_calls.py, values.literal_array; lists holding arrays:
+test_list_arrays.py), and lists of numbers wherever an array operand is expected
+(np.maximum(x, [..]), np.interp's table), against NumPy: dtypes, shapes, values bit for
+bit, outputs poisoned; NumPy's error for a ragged list and a diagnostic for what is
+refused."""
 
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ def test_list_tables(m, data, n):
 
 @pytest.mark.parametrize("body, message", [
     ("np.array([[1.0, 2.0], [3.0]]) + x", "NumPy cannot make an array of this list"),
-    ("np.array([x, x])", "np.stack"),
+    ("np.array([x, [x]])", "inhomogeneous shape"),
     ("x + list(range(300))", "pass the array as an argument"),
     ("np.array(['a', 'b'])", "not supported"),
 ])

@@ -1,7 +1,8 @@
 """np.array, np.asarray, np.asanyarray and np.ascontiguousarray: of an array, the array
 (asarray; cast where dtype= says) or a copy of it (np.array); of a number, a strongly
 typed 0-d constant; of a nested list or tuple of numbers, the constant array NumPy makes
-of it (values.literal_array: `mean = np.array([0.485, 0.456, 0.406])`)."""
+of it (values.literal_array: `mean = np.array([0.485, 0.456, 0.406])`); of one holding
+arrays, those arrays stacked (`np.array([a, b])`)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ import numpy as np
 from cuvil_aot.compiler.frontend import builder as B
 from cuvil_aot.compiler.frontend.handlers import Ctx, Handler
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
-from cuvil_aot.compiler.frontend.values import fold, to_node
+from cuvil_aot.compiler.frontend.values import fold, literal_array, to_node
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
@@ -31,11 +31,15 @@ MASK_HINT = "np.where(mask, x, 0) keeps the shape; a mask's selection has a data
 
 
 def index_node(value: Any, span: SourceSpan) -> Node:
-    """An index array (or an int, as a 0-d one) of an integer dtype."""
-    if isinstance(value, list | tuple | np.ndarray):
-        raise UserError("indexing with a constant list or NumPy array is not supported", span,
-                        "pass the indices as an argument, or use np.arange")
-    node = to_node(value, span)
+    """An index array (or an int, as a 0-d one) of an integer dtype; a list (``x[[0, 2]]``,
+    ``x[[i, j]]``) the array np.array makes of it, an empty one of no integers (NumPy's)."""
+    if isinstance(value, np.ndarray):
+        raise UserError("indexing with a NumPy array captured from outside the function is "
+                        "not supported", span, "pass the indices as an argument")
+    if isinstance(value, list | tuple):
+        node = literal_array(value, "int64" if not value else None, span)
+    else:
+        node = to_node(value, span)
     if node.dtype == "bool":
         raise UserError("boolean mask indexing is not supported: the result's shape would "
                         "depend on the data", span, MASK_HINT)

@@ -60,11 +60,11 @@ def literal_array(value: list[Any] | tuple[Any, ...], dtype: str | None,
                   span: SourceSpan) -> Node:
     """A (nested) list or tuple of numbers known now as the constant array NumPy makes of
     it (its dtype and shape rules, its errors for ragged lists): normalization constants,
-    a table's few points. Each element a constant, stacked and reshaped."""
+    a table's few points. Each element a constant, stacked and reshaped. A list holding
+    arrays (or sizes known only at the call) is those arrays stacked (_stacked)."""
     if any(isinstance(v, Node) or (isinstance(v, Dim) and not v.is_static)
            for v in _leaves(value)):
-        raise UserError("a list holding arrays or sizes known only at the call", span,
-                        "write np.stack([...]) of the arrays (np.asarray(...) of a number)")
+        return _stacked(value, dtype, span)
     try:
         array = np.array(_folded(value), dtype=dtype)
     except (ValueError, TypeError) as exc:
@@ -81,6 +81,41 @@ def literal_array(value: list[Any] | tuple[Any, ...], dtype: str | None,
                               tuple(Dim.of(d) for d in array.shape), span)
     flat = consts[0] if len(consts) == 1 else B.stack(consts, 0, span)
     return C.reshape(flat, tuple(Dim.of(d) for d in array.shape), span)
+
+
+def _stacked(value: Any, dtype: str | None, span: SourceSpan) -> Node:
+    """np.array of nested lists holding arrays: each list its elements stacked along a new
+    first axis (one shape throughout: NumPy's ValueError otherwise, at the call where sizes
+    are symbolic), numbers as np.array converts them (float64, int64, bool), the dtype the
+    elements' common one or ``dtype``."""
+    def build(v: Any) -> Node:
+        if isinstance(v, list | tuple):
+            if not v:
+                raise UserError("ValueError: setting an array element with a sequence: an "
+                                "empty list beside arrays", span)
+            parts = [build(e) for e in v]
+            return checked(B.stack, parts, 0, span, span=span)
+        if isinstance(v, Node):
+            return strong(v)
+        if isinstance(v, Dim):
+            return B.const(v, "int64", span)
+        value = np.asarray(fold(v))
+        if value.dtype.name not in DTYPES:
+            raise UserError(f"a list of {value.dtype.name} values is not supported", span)
+        return B.const(value.item(), value.dtype.name, span)
+
+    if len(set(_depths(value))) > 1:
+        raise UserError("ValueError: setting an array element with a sequence. The requested "
+                        "array has an inhomogeneous shape", span)
+    out = build(value)
+    return out if dtype is None else C.cast(out, dtype, span)
+
+
+def _depths(value: Any, depth: int = 0) -> list[int]:
+    """The depth of each leaf of nested lists."""
+    if isinstance(value, list | tuple):
+        return [d for v in value for d in _depths(v, depth + 1)]
+    return [depth]
 
 
 def _leaves(value: Any) -> list[Any]:
