@@ -4,11 +4,13 @@ values, dtypes and edge cases (NaN, ±inf, -0.0, empty axes):
 - float classification: np.isnan (x != x), np.isinf, np.isfinite, np.nan_to_num,
   np.signbit (of copysign(1, x), which sees the sign of -0.0 and of a NaN);
 - np.reciprocal of floats (1 / x), np.trunc and np.fix (toward zero), np.positive;
+- np.deg2rad/np.radians and np.rad2deg/np.degrees (NumPy's constants, in its loop's type);
+- np.isin (each element against every test element);
 - np.fmax, np.fmin (NaN-ignoring maximum and minimum);
 - np.any, np.all, np.count_nonzero and the .any/.all methods (counts of nonzero values),
   np.ptp (max - min), np.nansum;
 - np.flip, np.roll (slices, or a gather where the axis length is symbolic), np.ravel,
-  np.diff, np.atleast_1d/2d, np.hstack, np.vstack, np.column_stack, np.dstack, np.block,
+  np.diff, np.rot90, np.atleast_1d/2d, np.hstack, np.vstack, np.column_stack, np.dstack, np.block,
   np.broadcast_arrays, np.meshgrid.
 """
 
@@ -28,7 +30,7 @@ from cuvil_aot.compiler.frontend.values import apply, fold, is_number, strong, t
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
-from cuvil_aot.compiler.ir.types import Dim, TensorType, is_float
+from cuvil_aot.compiler.ir.types import Dim, TensorType, dtype_of, is_float, np_dtype
 
 INF = float("inf")
 
@@ -140,6 +142,25 @@ def _copy(x: Node, ctx: Ctx) -> Node:
     return copy(ctx, x)
 
 
+def _angle(fn: Any) -> Any:
+    """np.deg2rad or np.rad2deg as NumPy's loops compute them: x times the factor NumPy's
+    C code writes (float32: NPY_PIf / 180.0f, 180.0f / NPY_PIf, which is not the float32
+    nearest 180 / pi), in float32 for float16 and float32, else float64; the result in the
+    dtype NumPy's own call gives (float16 of bool and int8, float64 of int64)."""
+    to_rad = fn in (np.deg2rad, np.radians)
+
+    def build(x: Node, ctx: Ctx) -> Node:
+        out = dtype_of(fn(np.zeros(1, np_dtype(x.dtype))).dtype)
+        work = "float64" if out == "float64" else "float32"
+        pi, half_turn = (np.float64(np.pi), np.float64(180)) if work == "float64" else \
+            (np.float32(np.pi), np.float32(180))
+        factor = pi / half_turn if to_rad else half_turn / pi
+        y = apply(Op.MUL, [C.cast(x, work, ctx.span), B.const(factor.item(), work, ctx.span)],
+                  ctx.span)
+        return C.cast(y, out, ctx.span)
+    return build
+
+
 def _nonzero_count(x: Node, axis: Any, keepdims: bool, ctx: Ctx) -> Node:
     flags = C.cast(C.cast(x, "bool", ctx.span), "int64", ctx.span)
     return checked(B.reduce, Op.SUM, flags, axes_arg(axis, ctx), bool(keepdims), ctx.span,
@@ -185,6 +206,50 @@ def flip(ctx: Ctx, m: Any, axis: Any = None) -> Node:
     x = to_node(m, ctx.span)
     axes = checked(B.normalize_axes, axes_arg(axis, ctx), x.type.ndim, span=ctx.span)
     return _sliced(x, {a: slice(None, None, -1) for a in axes}, ctx)
+
+
+def rot90(ctx: Ctx, m: Any, k: Any = 1, axes: Any = (0, 1)) -> Node:
+    """NumPy's: k (known at compile time) quarter turns from the first of ``axes`` toward
+    the second, as flips and a transpose; its errors for bad axes."""
+    x = to_node(m, ctx.span)
+    turns = fold(k)
+    if isinstance(turns, bool) or not isinstance(turns, int | np.integer):
+        raise UserError("np.rot90's k must be an int known at compile time", ctx.span)
+    pair = tuple(fold(a) for a in axes) if isinstance(axes, tuple | list) else ()
+    if len(pair) != 2:
+        raise UserError("ValueError: len(axes) must be 2.", ctx.span)
+    ndim = x.type.ndim
+    if pair[0] == pair[1] or abs(pair[0] - pair[1]) == ndim:
+        raise UserError("ValueError: Axes must be different.", ctx.span)
+    if not all(-ndim <= a < ndim for a in pair):
+        raise UserError(f"ValueError: Axes={pair} out of range for array of ndim={ndim}.",
+                        ctx.span)
+    first, second = (a % ndim for a in pair)
+    turns = int(turns) % 4
+    if turns == 0:
+        return x
+    if turns == 2:
+        return flip(ctx, flip(ctx, x, first), second)
+    order = list(range(ndim))
+    order[first], order[second] = order[second], order[first]
+    if turns == 1:
+        return C.permute(flip(ctx, x, second), order, ctx.span)
+    return flip(ctx, C.permute(x, order, ctx.span), second)
+
+
+def isin(ctx: Ctx, element: Any, test_elements: Any, assume_unique: bool = False,
+         invert: bool = False, *, kind: Any = None) -> Node:
+    """Whether each element equals some test element (NaN none), of element's shape; the
+    test elements all compared (``kind`` picks NumPy's algorithm, not its answer)."""
+    if kind not in (None, "sort", "table"):
+        raise UserError(f"ValueError: Invalid kind: '{kind}'. Please use None, 'sort' or "
+                        "'table'.", ctx.span)
+    x, tests = to_node(element, ctx.span), flatten(ctx, to_node(test_elements, ctx.span))
+    pairs = apply(Op.EQ, [C.reshape(x, (*x.shape, Dim.of(1)), ctx.span), tests], ctx.span)
+    found = checked(B.reduce, Op.MAX, C.cast(pairs, "int64", ctx.span), (x.type.ndim,), False,
+                    ctx.span, span=ctx.span)
+    hit = apply(Op.NE, [found, 0], ctx.span)
+    return apply(Op.EQ, [hit, False], ctx.span) if fold(invert) else hit
 
 
 def roll(ctx: Ctx, a: Any, shift: Any, axis: Any = None) -> Node:
@@ -387,6 +452,9 @@ FUNCTIONS: dict[Any, Handler] = {
     np.reciprocal: _elementwise(np.reciprocal, _reciprocal),
     np.trunc: _elementwise(np.trunc, _toward_zero), np.fix: _elementwise(np.fix, _toward_zero),
     np.positive: _elementwise(np.positive, _copy),
+    **{fn: _elementwise(fn, _angle(fn)) for fn in (np.deg2rad, np.radians, np.rad2deg,
+                                                   np.degrees)},
+    np.rot90: rot90, np.isin: isin,
     np.any: any_, np.all: all_, np.count_nonzero: count_nonzero,
     np.flip: flip, np.roll: roll, np.ravel: ravel, np.diff: diff,
     np.atleast_1d: atleast_1d, np.atleast_2d: atleast_2d, np.hstack: hstack, np.vstack: vstack,

@@ -5,7 +5,8 @@ NumPy's values, result dtypes and edge cases (NaN, ±inf, ±0.0, empty axes):
   branch), np.heaviside, np.float_power (of real numbers);
 - np.nanmax, np.nanmin, np.nanmean (NaN where a slice is all NaN), np.average (unweighted);
 - np.isclose, np.allclose (NumPy's formula, its dtypes and its infinities);
-- np.diagonal and np.trace (a gather at a ramp's positions), np.inner (a matmul of rows).
+- np.diagonal and np.trace (a gather at a ramp's positions), np.inner (a matmul of rows),
+  np.vdot (of the flattened operands), np.linalg.matrix_power (NumPy's matmuls).
 
 A binary function here gets NumPy's own result dtype for its operands (int8 gives
 float16, int32 float64, a Python scalar follows NEP 50); the operands are rounded to it
@@ -22,6 +23,7 @@ import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
 from cuvil_aot.compiler.frontend.composed import all_
+from cuvil_aot.compiler.frontend.creation import ramp
 from cuvil_aot.compiler.frontend.gather import gather
 from cuvil_aot.compiler.frontend.handlers import Ctx, Handler, axes_arg, mean, now, np_matmul
 from cuvil_aot.compiler.frontend.operators import binary
@@ -277,6 +279,53 @@ def inner(ctx: Ctx, a: Any, b: Any, /) -> Node:
     return C.reshape(product, x.shape[:-1] + y.shape[:-1], ctx.span)
 
 
+def vdot(ctx: Ctx, a: Any, b: Any, /) -> Node:
+    """The dot product of the flattened operands (real: no conjugate), NumPy's ValueError
+    where their sizes differ."""
+    x, y = (C.reshape(v, (C.total(v.shape),), ctx.span)
+            for v in (to_node(a, ctx.span), to_node(b, ctx.span)))
+    return inner(ctx, x, y)
+
+
+def matrix_power(ctx: Ctx, a: Any, n: Any) -> Node:
+    """a raised to a power known at compile time by NumPy's own sequence of matmuls (n 1:
+    a; 2 and 3 directly; above, squarings of a with the set bits' products); n 0: the
+    identity in a's dtype. The last two axes must be square; a negative n (an inverse)
+    is refused."""
+    x = to_node(a, ctx.span)
+    power = fold(n)
+    if isinstance(power, bool) or not isinstance(power, int | np.integer):
+        raise UserError("TypeError: exponent must be an integer known at compile time",
+                        ctx.span)
+    if x.type.ndim < 2:
+        raise UserError(f"LinAlgError: {x.type.ndim}-dimensional array given. Array must be "
+                        "at least two-dimensional", ctx.span)
+    rows, cols = x.shape[-2], x.shape[-1]
+    if rows.is_static and cols.is_static and rows != cols:
+        raise UserError("LinAlgError: Last 2 dimensions of the array must be square", ctx.span)
+    if power < 0:
+        raise UserError("np.linalg.matrix_power with a negative exponent (a matrix inverse) "
+                        "is not supported", ctx.span, "a non-negative exponent")
+    if power == 0:
+        i = ramp(rows, ctx)
+        same = apply(Op.EQ, [C.reshape(i, (rows, Dim.of(1)), ctx.span), i], ctx.span)
+        return checked(B.broadcast_to, C.cast(same, x.dtype, ctx.span), x.shape, ctx.span,
+                       span=ctx.span)
+    if power <= 3:
+        out = x
+        for _ in range(int(power) - 1):
+            out = np_matmul(ctx, out, x)
+        return out
+    z = result = None
+    while power > 0:
+        z = x if z is None else np_matmul(ctx, z, z)
+        power, bit = divmod(power, 2)
+        if bit:
+            result = z if result is None else np_matmul(ctx, result, z)
+    assert result is not None
+    return result
+
+
 def _compile_time_int(value: Any, name: str, ctx: Ctx) -> int:
     value = fold(value)
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
@@ -290,5 +339,6 @@ FUNCTIONS: dict[Any, Handler] = {
     np.heaviside: heaviside, np.float_power: float_power,
     np.nanmax: _nan_extremum(Op.MAX, -math.inf), np.nanmin: _nan_extremum(Op.MIN, math.inf),
     np.nanmean: nanmean, np.average: average, np.isclose: isclose, np.allclose: allclose,
-    np.diagonal: diagonal, np.trace: trace, np.inner: inner,
+    np.diagonal: diagonal, np.trace: trace, np.inner: inner, np.vdot: vdot,
+    np.linalg.matrix_power: matrix_power,
 }
