@@ -23,6 +23,7 @@ from cuvil_aot.compiler.frontend import (
     composed,
     composed_arrays,
     composed_math,
+    covariance,
     creation,
     einsum,
     gather,
@@ -55,7 +56,8 @@ FUNCTIONS = {**CORE_FUNCTIONS, **creation.FUNCTIONS, **einsum.FUNCTIONS, **gathe
              **scans.FUNCTIONS, **composed.FUNCTIONS,
              **composed_math.FUNCTIONS, **composed_arrays.FUNCTIONS, **real_parts.FUNCTIONS,
              **linspace.FUNCTIONS, **quantiles.FUNCTIONS,
-             **searchsorted.FUNCTIONS, **interpolation.FUNCTIONS, **windows.FUNCTIONS}
+             **searchsorted.FUNCTIONS, **interpolation.FUNCTIONS, **windows.FUNCTIONS,
+             **covariance.FUNCTIONS}
 FUNCTIONS.update(ufunc_methods.registry(FUNCTIONS))  # np.add.outer, np.maximum.reduce, ...
 
 SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/square/tanh/sin/"
