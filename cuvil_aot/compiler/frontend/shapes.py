@@ -132,12 +132,21 @@ def _widths(pad_width: Any, ndim: int, ctx: Ctx) -> list[tuple[int, int]]:
 
 
 def pad(ctx: Ctx, array: Any, pad_width: Any, mode: str = "constant",
-        constant_values: Any = 0) -> Node:
-    """np.pad in its constant mode: each axis grown by filled blocks, concatenated."""
+        constant_values: Any = 0, reflect_type: str = "even") -> Node:
+    """np.pad: constant mode as filled blocks, concatenated along each axis; 'edge',
+    'wrap', 'reflect' and 'symmetric' as gathers of the array's own elements (pad_modes)."""
+    from cuvil_aot.compiler.frontend import pad_modes
     from cuvil_aot.compiler.frontend.creation import filled
 
+    if mode in pad_modes.MODES:
+        if reflect_type != "even":
+            raise UserError(f"np.pad reflect_type={reflect_type!r} is not supported", ctx.span,
+                            "reflect_type='even'")
+        x = to_node(array, ctx.span)
+        return pad_modes.padded(x, _widths(pad_width, x.type.ndim, ctx), mode, ctx)
     if mode != "constant":
-        raise UserError(f"np.pad mode {mode!r} is not supported", ctx.span, "mode='constant'")
+        raise UserError(f"np.pad mode {mode!r} is not supported", ctx.span,
+                        "mode='constant', 'edge', 'wrap', 'reflect' or 'symmetric'")
     x = to_node(array, ctx.span)
     for axis, (before, after) in enumerate(_widths(pad_width, x.type.ndim, ctx)):
         blocks = []
