@@ -95,6 +95,8 @@ class CLanguage:
         table = {op: formatted(f"({{0}} {symbol} {{1}})") for op, symbol in _INFIX.items()}
         return table | {
             Op.SQUARE: formatted("({0} * {0})"),
+            Op.LSHIFT: self.shift("<<"),
+            Op.RSHIFT: self.shift(">>"),
             Op.WHERE: formatted("({0} ? {1} : {2})"),
             Op.NEG: self.negative,
             Op.INVERT: self.invert,
@@ -151,6 +153,30 @@ class CLanguage:
         def lowering(fam: str, args: list[str]) -> str:
             suffix = float_suffix(fam) if fam in FLOATS else f"_{INT_HELPER[fam]}"
             return call(f"cv_{name}{suffix}", args)
+        return lowering
+
+    @staticmethod
+    def shift(symbol: str) -> Lowering:
+        """NumPy's left_shift / right_shift (npy_lshift, npy_rshift): a shift by the width
+        or more, or by a negative amount (compared unsigned), gives 0, or -1 for a right
+        shift of a negative value; else C's shift, a left one on the unsigned bits. In the
+        helper type: a small type's result wraps at its store, as NumPy's does (its own
+        width's threshold gives the same)."""
+        def lowering(fam: str, args: list[str]) -> str | None:
+            if fam not in INTEGERS:
+                return None
+            helper = INT_HELPER[fam]
+            ctype, bits, width = {"i32": ("int32_t", "uint32_t", 32),
+                                  "i64": ("int64_t", "uint64_t", 64),
+                                  "u64": ("uint64_t", "uint64_t", 64)}[helper]
+            a, b = args
+            if symbol == "<<":
+                shifted = f"({ctype})(({bits})({a}) << ({b}))"
+                beyond = f"({ctype})0"
+            else:
+                shifted = f"({ctype})(({ctype})({a}) >> ({b}))"
+                beyond = f"({ctype})0" if helper == "u64" else f"({ctype})(({a}) < 0 ? -1 : 0)"
+            return f"((uint64_t)({b}) < {width} ? {shifted} : {beyond})"
         return lowering
 
     @staticmethod

@@ -179,7 +179,8 @@ def _same_kind(result: Any, old: Node, op: ast.operator, span: SourceSpan) -> No
     if not np.can_cast(node.dtype, old.dtype, "same_kind"):
         ufunc = {"Add": "add", "Sub": "subtract", "Mult": "multiply", "Div": "divide",
                  "FloorDiv": "floor_divide", "Mod": "remainder", "Pow": "power",
-                 "BitAnd": "bitwise_and", "BitOr": "bitwise_or", "BitXor": "bitwise_xor"}
+                 "BitAnd": "bitwise_and", "BitOr": "bitwise_or", "BitXor": "bitwise_xor",
+                 "LShift": "left_shift", "RShift": "right_shift"}
         raise UserError(f"UFuncTypeError: Cannot cast ufunc "
                         f"'{ufunc.get(type(op).__name__, type(op).__name__)}' output from "
                         f"dtype('{node.dtype}') to dtype('{old.dtype}') with casting rule "

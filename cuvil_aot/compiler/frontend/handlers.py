@@ -454,6 +454,7 @@ BINARY = {np.add: Op.ADD, np.subtract: Op.SUB, np.multiply: Op.MUL, np.divide: O
           np.less: Op.LT, np.less_equal: Op.LE, np.greater: Op.GT, np.greater_equal: Op.GE,
           np.equal: Op.EQ, np.not_equal: Op.NE, np.bitwise_and: Op.AND, np.bitwise_or: Op.OR,
           np.bitwise_xor: Op.XOR, np.arctan2: Op.ARCTAN2, np.hypot: Op.HYPOT,
+          np.left_shift: Op.LSHIFT, np.right_shift: Op.RSHIFT,
           np.copysign: Op.COPYSIGN}
 REDUCTIONS = {np.sum: _reduction(Op.SUM), np.prod: _reduction(Op.PROD),
               np.max: _extremum(Op.MAX), np.amax: _extremum(Op.MAX), np.min: _extremum(Op.MIN),

@@ -29,13 +29,14 @@ from cuvil_aot.errors import SourceSpan
 
 _BINARY = {"Add": Op.ADD, "Sub": Op.SUB, "Mult": Op.MUL, "Div": Op.DIV, "FloorDiv": Op.FLOORDIV,
            "Mod": Op.MOD, "Pow": Op.POW, "Lt": Op.LT, "LtE": Op.LE, "Gt": Op.GT, "GtE": Op.GE,
-           "Eq": Op.EQ, "NotEq": Op.NE, "BitAnd": Op.AND, "BitOr": Op.OR, "BitXor": Op.XOR}
+           "Eq": Op.EQ, "NotEq": Op.NE, "BitAnd": Op.AND, "BitOr": Op.OR, "BitXor": Op.XOR,
+           "LShift": Op.LSHIFT, "RShift": Op.RSHIFT}
 _PY_BINARY = {"Add": operator.add, "Sub": operator.sub, "Mult": operator.mul,
               "Div": operator.truediv, "FloorDiv": operator.floordiv, "Mod": operator.mod,
               "Pow": operator.pow, "Lt": operator.lt, "LtE": operator.le, "Gt": operator.gt,
               "GtE": operator.ge, "Eq": operator.eq, "NotEq": operator.ne,
               "BitAnd": operator.and_, "BitOr": operator.or_, "BitXor": operator.xor,
-              "MatMult": operator.matmul}
+              "LShift": operator.lshift, "RShift": operator.rshift, "MatMult": operator.matmul}
 
 
 def binary(name: str, left: Any, right: Any, span: SourceSpan, left_span: SourceSpan,

@@ -73,6 +73,8 @@ class Op(enum.Enum):
     GE = enum.auto()
     EQ = enum.auto()
     NE = enum.auto()
+    LSHIFT = enum.auto()
+    RSHIFT = enum.auto()
     AND = enum.auto()
     OR = enum.auto()
     XOR = enum.auto()
@@ -139,7 +141,8 @@ UNARY = frozenset({Op.NEG, Op.ABS, Op.SIGN, Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, 
                    Op.LOG10, Op.CBRT, Op.FLOOR, Op.CEIL, Op.RINT, Op.INVERT, Op.CAST, Op.TF32})
 BINARY = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW, Op.ARCTAN2,
                     Op.HYPOT, Op.COPYSIGN, Op.MAXIMUM,
-                    Op.MINIMUM, Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE, Op.AND, Op.OR, Op.XOR})
+                    Op.MINIMUM, Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE, Op.AND, Op.OR, Op.XOR,
+                    Op.LSHIFT, Op.RSHIFT})
 COMPARE = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
 ELEMENTWISE = UNARY | BINARY | {Op.WHERE}
 REDUCE = frozenset({Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ARGMAX, Op.ARGMIN})
@@ -172,6 +175,7 @@ NUMPY: dict[Op, Callable[..., Any]] = {
     Op.MAXIMUM: np.maximum, Op.MINIMUM: np.minimum, Op.LT: np.less, Op.LE: np.less_equal,
     Op.GT: np.greater, Op.GE: np.greater_equal, Op.EQ: np.equal, Op.NE: np.not_equal,
     Op.AND: np.bitwise_and, Op.OR: np.bitwise_or, Op.XOR: np.bitwise_xor, Op.WHERE: np.where,
+    Op.LSHIFT: np.left_shift, Op.RSHIFT: np.right_shift,
     Op.SUM: np.sum, Op.PROD: np.prod, Op.MAX: np.max, Op.MIN: np.min,
     Op.ARGMAX: np.argmax, Op.ARGMIN: np.argmin, Op.MATMUL: np.matmul,
     Op.CUMSUM: np.cumsum, Op.CUMPROD: np.cumprod, Op.CUMMAX: np.maximum.accumulate,
