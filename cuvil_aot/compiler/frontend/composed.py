@@ -26,7 +26,14 @@ from cuvil_aot.compiler.frontend.gather import gather
 from cuvil_aot.compiler.frontend.handlers import Ctx, Handler, axes_arg, copy, flatten, now
 from cuvil_aot.compiler.frontend.shapes import axis_of, piece
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
-from cuvil_aot.compiler.frontend.values import apply, fold, is_number, strong, to_node
+from cuvil_aot.compiler.frontend.values import (
+    apply,
+    fold,
+    is_number,
+    python_value,
+    strong,
+    to_node,
+)
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
@@ -200,6 +207,32 @@ def _sliced(x: Node, slices: dict[int, slice], ctx: Ctx) -> Node:
                                            for a in range(x.type.ndim)), ctx.span)
     subscript.record(needs, ctx)
     return node
+
+
+def item(ctx: Ctx, a: Node, *args: Any) -> Any:
+    """``a.item()``: the one element of a size-1 array (NumPy's ValueError otherwise, at
+    the call where the size is symbolic), ``a.item(k)`` the k-th of the flattened array,
+    ``a.item(i, j)`` that element; a Python scalar (a weak float, int or bool)."""
+    x = to_node(a, ctx.span)
+    if not args:
+        total = C.total(x.shape)
+        message = "can only convert an array of size 1 to a Python scalar"
+        if total.is_static and total.value != 1:
+            raise UserError(f"ValueError: {message}", ctx.span)
+        if not total.is_static:
+            for need in (total - 1, 1 - total):
+                ctx.requirements.append((need, C.Raises("ValueError", (message,))))
+        index: Any = (0,) * x.type.ndim
+    elif len(args) == 1 and not isinstance(fold(args[0]), tuple):
+        x, index = flatten(ctx, x), args[0]
+    else:
+        index = tuple(args[0]) if len(args) == 1 else args
+    node, needs = subscript.index(x, index, ctx.span)
+    subscript.record(needs, ctx)
+    if node.shape:
+        raise UserError("ValueError: incorrect number of indices for array", ctx.span)
+    kind = float if is_float(node.dtype) else bool if node.dtype == "bool" else int
+    return python_value(node, kind, ctx.span)
 
 
 def flip(ctx: Ctx, m: Any, axis: Any = None) -> Node:
@@ -462,4 +495,4 @@ FUNCTIONS: dict[Any, Handler] = {
     np.meshgrid: meshgrid, np.dstack: dstack, np.block: block, np.fmax: _nan_aware(Op.GT),
     np.fmin: _nan_aware(Op.LT), np.ptp: ptp, np.nansum: nansum,
 }
-METHODS: dict[str, Handler] = {"any": any_, "all": all_}
+METHODS: dict[str, Handler] = {"any": any_, "all": all_, "item": item}

@@ -89,7 +89,7 @@ SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/s
 SUPPORTED_METHODS = ("sum, mean, max, min, prod, var, std, argmax, argmin, any, all, astype, "
                      "reshape, "
                      "transpose, swapaxes, clip, round, take, squeeze, repeat, cumsum, cumprod, "
-                     "argsort, argpartition, T, shape, ndim, size, dtype")
+                     "argsort, argpartition, item, T, shape, ndim, size, dtype")
 
 
 @dataclass(frozen=True)
