@@ -23,6 +23,7 @@ from cuvil_aot.compiler.frontend import (
     composed,
     composed_arrays,
     composed_math,
+    composed_more,
     covariance,
     creation,
     einsum,
@@ -57,7 +58,7 @@ FUNCTIONS = {**CORE_FUNCTIONS, **creation.FUNCTIONS, **einsum.FUNCTIONS, **gathe
              **composed_math.FUNCTIONS, **composed_arrays.FUNCTIONS, **real_parts.FUNCTIONS,
              **linspace.FUNCTIONS, **quantiles.FUNCTIONS,
              **searchsorted.FUNCTIONS, **interpolation.FUNCTIONS, **windows.FUNCTIONS,
-             **covariance.FUNCTIONS}
+             **covariance.FUNCTIONS, **composed_more.FUNCTIONS}
 FUNCTIONS.update(ufunc_methods.registry(FUNCTIONS))  # np.add.outer, np.maximum.reduce, ...
 
 SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/square/tanh/sin/"
@@ -66,7 +67,8 @@ SUPPORTED_FUNCTIONS = ("np.maximum/minimum/where/clip/exp/expm1/log/log1p/sqrt/s
                        "arcsinh/arccosh/arctanh/exp2/log2/log10/cbrt/hypot/copysign/logaddexp/"
                        "logaddexp2/heaviside/float_power/isclose/allclose/array_equal/real/"
                        "imag/conj/angle/deg2rad/rad2deg/radians/degrees/isin/left_shift/"
-                       "right_shift, np.add/multiply/maximum/...: .outer, "
+                       "right_shift/select/divmod/modf/sinc/polyval/trapezoid, "
+                       "np.add/multiply/maximum/...: .outer, "
                        "add/multiply/maximum/minimum/logical_and/logical_or: .reduce, "
                        "add/multiply/maximum/minimum: .accumulate, "
                        "sum/mean/max/min/prod/var/std/argmax/argmin/"
