@@ -35,7 +35,7 @@ from cuvil_aot.compiler.frontend import (
 from cuvil_aot.compiler.frontend.operators import binary
 from cuvil_aot.compiler.frontend.source import FunctionSource, function_source
 from cuvil_aot.compiler.frontend.user_error import UserError
-from cuvil_aot.compiler.frontend.values import apply, fold, python_value, to_node
+from cuvil_aot.compiler.frontend.values import apply, fold, literal_element, python_value, to_node
 from cuvil_aot.compiler.ir.construct import Requirement, ShapeError, derived_symbol
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
@@ -437,6 +437,9 @@ class Interpreter:
         # a run-time int as an index is a gather (gather.py); as a slice bound, a size the
         # call computes (runtime_slices.py)
         if isinstance(value, Node):
+            folded = literal_element(value, index, self.span(expr))
+            if folded is not None:
+                return folded
             node, needs = subscript.index(value, index, self.span(expr))
             subscript.record(needs, self)
             return node

@@ -75,12 +75,54 @@ def literal_array(value: list[Any] | tuple[Any, ...], dtype: str | None,
     if array.size > LITERAL_MAX:
         raise UserError(f"a list literal of {array.size} elements (more than {LITERAL_MAX})",
                         span, "pass the array as an argument")
+    return constant_array(array, span)
+
+
+# The values of the constant arrays made of lists (constant_array), by id of their node,
+# each kept with its node (an id is not reused while the node lives): indexing one with
+# numbers known now is folded (literal_element), so NumPy's own Python code that reads
+# back what it put in a list (np.hanning's `values = np.array([0.0, M]); M = values[1]`)
+# sees a number. The newest LITERALS_KEPT only: a cache, not a record.
+_LITERALS: dict[int, tuple[Node, np.ndarray]] = {}
+LITERALS_KEPT = 4096
+
+
+def constant_array(array: np.ndarray, span: SourceSpan) -> Node:
+    """The node of NumPy array ``array`` known at compile time (its elements constants,
+    stacked and reshaped), its values remembered for literal_element."""
     consts = [B.const(v.item(), array.dtype.name, span) for v in array.ravel()]
     if not consts:
-        return B.broadcast_to(B.const(0, array.dtype.name, span),
+        node = B.broadcast_to(B.const(0, array.dtype.name, span),
                               tuple(Dim.of(d) for d in array.shape), span)
-    flat = consts[0] if len(consts) == 1 else B.stack(consts, 0, span)
-    return C.reshape(flat, tuple(Dim.of(d) for d in array.shape), span)
+    else:
+        flat = consts[0] if len(consts) == 1 else B.stack(consts, 0, span)
+        node = C.reshape(flat, tuple(Dim.of(d) for d in array.shape), span)
+    if len(_LITERALS) >= LITERALS_KEPT:
+        del _LITERALS[next(iter(_LITERALS))]
+    _LITERALS[id(node)] = (node, array)
+    return node
+
+
+def literal_element(x: Node, index: Any, span: SourceSpan) -> Any:
+    """``x[index]`` folded where ``x`` is a constant array made of a list and ``index`` is
+    ints, slices, None and ... known now: a NumPy scalar, or again a constant array; None
+    where it cannot be folded."""
+    known = _LITERALS.get(id(x))
+    items = index if isinstance(index, tuple) else (index,)
+    if known is None or known[0] is not x or not all(
+            item is None or item is Ellipsis or isinstance(item, slice | int | np.integer)
+            and not isinstance(item, bool) for item in items):
+        return None
+    if any(isinstance(item, slice) and not all(
+            v is None or isinstance(v, int | np.integer) for v in (item.start, item.stop,
+                                                                    item.step))
+           for item in items):
+        return None
+    try:
+        value = known[1][index]
+    except IndexError as exc:
+        raise UserError(f"IndexError: {exc}", span) from None
+    return value if isinstance(value, np.generic) else constant_array(value, span)
 
 
 def _stacked(value: Any, dtype: str | None, span: SourceSpan) -> Node:
