@@ -105,7 +105,8 @@ def polyval(ctx: Ctx, p: Any, x: Any) -> Node:
                             ctx.span)
         coefficients = [B.const(c.item(), values.dtype.name, ctx.span) for c in values]
     v = to_node(x, ctx.span)
-    y = C.cast(apply(Op.MUL, [v, 0], ctx.span), v.dtype, ctx.span)  # zeros_like(x)
+    y = checked(B.broadcast_to, B.const(0, v.dtype, ctx.span), v.shape, ctx.span,
+                span=ctx.span)  # zeros_like(x): not x * 0, which is NaN at inf
     for c in coefficients:
         y = apply(Op.ADD, [apply(Op.MUL, [y, v], ctx.span), c], ctx.span)
     return strong(y)
