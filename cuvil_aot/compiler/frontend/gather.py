@@ -20,7 +20,7 @@ import numpy as np
 from cuvil_aot.compiler.frontend import builder as B
 from cuvil_aot.compiler.frontend.handlers import Ctx, Handler
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
-from cuvil_aot.compiler.frontend.values import fold, literal_array, to_node
+from cuvil_aot.compiler.frontend.values import apply, fold, literal_array, to_node
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
@@ -100,16 +100,30 @@ def _axis(axis: Any, ndim: int, ctx: Ctx) -> int:
 
 def take(ctx: Ctx, a: Any, indices: Any, axis: Any = None, out: Any = None,
          mode: str = "raise") -> Node:
-    if out is not None or mode != "raise":
-        raise UserError("np.take supports neither out= nor a mode other than 'raise'",
-                        ctx.span, "np.take(a, indices, axis)")
+    if out is not None:
+        raise UserError("np.take does not support out=", ctx.span, "np.take(a, indices, axis)")
+    if mode not in ("raise", "clip", "wrap"):
+        raise UserError(f"ValueError: clipmode must be one of 'clip', 'raise', or 'wrap' "
+                        f"(got {mode!r})", ctx.span)
     x = to_node(a, ctx.span)
     idx = index_node(indices, ctx.span)
     if axis is None:
-        flat = checked(C.reshape, x, (C.total(x.shape),), ctx.span, span=ctx.span)
-        return gather(flat, [0], [idx], [0], ctx.span, take=True)
-    ax = _axis(axis, x.type.ndim, ctx)
-    return gather(x, [ax], [idx], [ax], ctx.span, take=True)
+        x = checked(C.reshape, x, (C.total(x.shape),), ctx.span, span=ctx.span)
+    ax = 0 if axis is None else _axis(axis, x.type.ndim, ctx)
+    return gather(x, [ax], [_in_range(idx, x.shape[ax], mode, ctx)], [ax], ctx.span, take=True)
+
+
+def _in_range(idx: Node, n: Dim, mode: str, ctx: Ctx) -> Node:
+    """np.take's indices as its mode makes them: clipped to [0, n - 1] (a negative one to
+    0), or wrapped mod n; as they are for 'raise' (the gather's IndexError). An empty axis
+    still raises, as NumPy's 'cannot do a non-empty take'."""
+    if mode == "raise":
+        return idx
+    length = B.const(n, "int64", ctx.span)
+    if mode == "wrap":
+        return apply(Op.MOD, [idx, length], ctx.span)
+    last = apply(Op.SUB, [length, 1], ctx.span)
+    return apply(Op.MAXIMUM, [apply(Op.MINIMUM, [idx, last], ctx.span), 0], ctx.span)
 
 
 def take_along_axis(ctx: Ctx, arr: Any, indices: Any, axis: Any = -1) -> Node:
