@@ -325,9 +325,7 @@ def _roll_axis(x: Node, shift: int, axis: int, ctx: Ctx) -> Node:
 
 
 def ravel(ctx: Ctx, a: Any, order: str = "C") -> Node:
-    if order != "C":
-        raise UserError(f"np.ravel order={order!r} is not supported", ctx.span, "order='C'")
-    return flatten(ctx, a)
+    return flatten(ctx, to_node(a, ctx.span), order)
 
 
 def diff(ctx: Ctx, a: Any, n: int = 1, axis: int = -1) -> Node:

@@ -267,10 +267,20 @@ def shape_arg(shape: Any, ctx: Ctx) -> tuple[Any, ...]:
     return dims
 
 
-def reshape(ctx: Ctx, a: Any, shape: Any, /) -> Node:
+def reshape(ctx: Ctx, a: Any, shape: Any, /, order: str = "C") -> Node:
+    """NumPy's reshape; order 'F' reads and writes the elements first index fastest: the
+    reversed axes reshaped to the reversed shape, reversed back. 'A' (by the input's memory
+    layout, which a compiled function does not choose) is refused."""
     x = to_node(a, ctx.span)
+    if order not in ("C", "F"):
+        raise UserError(f"reshape order={order!r} is not supported", ctx.span,
+                        "order='C' or order='F'")
     dims = _floor_inferred(x, shape_arg(shape, ctx), ctx)
-    return checked(C.reshape, x, dims, ctx.span, span=ctx.span)
+    if order == "C":
+        return checked(C.reshape, x, dims, ctx.span, span=ctx.span)
+    flipped = C.permute(x, tuple(reversed(range(x.type.ndim))), ctx.span)
+    out = checked(C.reshape, flipped, tuple(reversed(dims)), ctx.span, span=ctx.span)
+    return C.permute(out, tuple(reversed(range(out.type.ndim))), ctx.span)
 
 
 def _floor_inferred(x: Node, dims: tuple[Any, ...], ctx: Ctx) -> tuple[Any, ...]:
@@ -292,12 +302,12 @@ def _floor_inferred(x: Node, dims: tuple[Any, ...], ctx: Ctx) -> tuple[Any, ...]
     return tuple(Dim.of(name) if i in minus else d for i, d in enumerate(dims))
 
 
-def method_reshape(ctx: Ctx, a: Node, *shape: Any) -> Node:
-    return reshape(ctx, a, shape[0] if len(shape) == 1 else shape)
+def method_reshape(ctx: Ctx, a: Node, *shape: Any, order: str = "C") -> Node:
+    return reshape(ctx, a, shape[0] if len(shape) == 1 else shape, order)
 
 
-def flatten(ctx: Ctx, a: Node) -> Node:
-    return reshape(ctx, a, (-1,))
+def flatten(ctx: Ctx, a: Node, order: str = "C") -> Node:
+    return reshape(ctx, a, (-1,), order)
 
 
 def expand_dims(ctx: Ctx, a: Any, axis: Any) -> Node:
