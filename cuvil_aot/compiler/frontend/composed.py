@@ -55,7 +55,7 @@ def _isnan(x: Node, ctx: Ctx) -> Node:
     return apply(Op.NE, [x, x], ctx.span)  # never true of an integer
 
 
-def _isinf(x: Node, ctx: Ctx) -> Node:
+def isinf_of(x: Node, ctx: Ctx) -> Node:
     if not is_float(x.dtype):
         return apply(Op.NE, [x, x], ctx.span)  # False
     return apply(Op.EQ, [apply(Op.ABS, [x], ctx.span), INF], ctx.span)
@@ -137,7 +137,7 @@ def _reciprocal(x: Node, ctx: Ctx) -> Node:
     return apply(Op.DIV, [1.0, x], ctx.span)
 
 
-def _toward_zero(x: Node, ctx: Ctx) -> Node:
+def toward_zero(x: Node, ctx: Ctx) -> Node:
     if not is_float(x.dtype):
         return _copy(x, ctx)
     negative = apply(Op.LT, [x, 0.0], ctx.span)
@@ -200,7 +200,7 @@ def _no_out(out: Any, name: str, ctx: Ctx) -> None:
                         f"y = np.{name}(x, axis)")
 
 
-def _sliced(x: Node, slices: dict[int, slice], ctx: Ctx) -> Node:
+def sliced(x: Node, slices: dict[int, slice], ctx: Ctx) -> Node:
     """``x[...]`` with ``slices`` on their axes, as Python clamps them (subscript.py; what
     the call must compute or check recorded in ``ctx``)."""
     node, needs = subscript.index(x, tuple(slices.get(a, slice(None))
@@ -238,7 +238,7 @@ def item(ctx: Ctx, a: Node, *args: Any) -> Any:
 def flip(ctx: Ctx, m: Any, axis: Any = None) -> Node:
     x = to_node(m, ctx.span)
     axes = checked(B.normalize_axes, axes_arg(axis, ctx), x.type.ndim, span=ctx.span)
-    return _sliced(x, {a: slice(None, None, -1) for a in axes}, ctx)
+    return sliced(x, {a: slice(None, None, -1) for a in axes}, ctx)
 
 
 def rot90(ctx: Ctx, m: Any, k: Any = 1, axes: Any = (0, 1)) -> Node:
@@ -335,8 +335,8 @@ def diff(ctx: Ctx, a: Any, n: int = 1, axis: int = -1) -> Node:
         raise UserError(f"order must be non-negative but got {count!r}", ctx.span)
     ax = axis_of(x, axis, ctx)
     for _ in range(int(count)):  # a[1:] - a[:-1], clamped as NumPy's slices are
-        later, earlier = _sliced(x, {ax: slice(1, None)}, ctx), \
-            _sliced(x, {ax: slice(None, -1)}, ctx)
+        later, earlier = sliced(x, {ax: slice(1, None)}, ctx), \
+            sliced(x, {ax: slice(None, -1)}, ctx)
         op = Op.NE if x.dtype == "bool" else Op.SUB  # NumPy's diff of booleans
         x = apply(op, [later, earlier], ctx.span)
     return x
@@ -477,11 +477,11 @@ def _flat(x: Any) -> list[Node]:
 
 
 FUNCTIONS: dict[Any, Handler] = {
-    np.isnan: _elementwise(np.isnan, _isnan), np.isinf: _elementwise(np.isinf, _isinf),
+    np.isnan: _elementwise(np.isnan, _isnan), np.isinf: _elementwise(np.isinf, isinf_of),
     np.isfinite: _elementwise(np.isfinite, _isfinite), np.nan_to_num: nan_to_num,
     np.signbit: _elementwise(np.signbit, _signbit),
     np.reciprocal: _elementwise(np.reciprocal, _reciprocal),
-    np.trunc: _elementwise(np.trunc, _toward_zero), np.fix: _elementwise(np.fix, _toward_zero),
+    np.trunc: _elementwise(np.trunc, toward_zero), np.fix: _elementwise(np.fix, toward_zero),
     np.positive: _elementwise(np.positive, _copy),
     **{fn: _elementwise(fn, _angle(fn)) for fn in (np.deg2rad, np.radians, np.rad2deg,
                                                    np.degrees)},

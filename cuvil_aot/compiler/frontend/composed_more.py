@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
-from cuvil_aot.compiler.frontend.composed import _isinf, _sliced, _toward_zero, diff
+from cuvil_aot.compiler.frontend.composed import diff, isinf_of, sliced, toward_zero
 from cuvil_aot.compiler.frontend.handlers import Ctx, Handler
 from cuvil_aot.compiler.frontend.shapes import axis_of
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
@@ -77,10 +77,10 @@ def modf(ctx: Ctx, x: Any, /) -> tuple[Any, Any]:
     node = to_node(x, ctx.span)
     dtype = dtype_of(np.modf(_stand_in(node))[0].dtype)
     v = C.cast(node, dtype, ctx.span)
-    whole = _toward_zero(v, ctx)
+    whole = toward_zero(v, ctx)
     fraction = apply(Op.COPYSIGN, [apply(Op.SUB, [v, whole], ctx.span), v], ctx.span)
     zero = apply(Op.COPYSIGN, [0.0, v], ctx.span)
-    return strong(apply(Op.WHERE, [_isinf(v, ctx), zero, fraction], ctx.span)), strong(whole)
+    return strong(apply(Op.WHERE, [isinf_of(v, ctx), zero, fraction], ctx.span)), strong(whole)
 
 
 def sinc(ctx: Ctx, x: Any) -> Any:
@@ -113,7 +113,7 @@ def polyval(ctx: Ctx, p: Any, x: Any) -> Node:
 
 
 def _element(p: Node, i: int, ctx: Ctx) -> Node:
-    return C.reshape(_sliced(p, {0: slice(i, i + 1)}, ctx), (), ctx.span)
+    return C.reshape(sliced(p, {0: slice(i, i + 1)}, ctx), (), ctx.span)
 
 
 def trapezoid(ctx: Ctx, y: Any, x: Any = None, dx: Any = 1.0, axis: Any = -1) -> Node:
@@ -127,8 +127,8 @@ def trapezoid(ctx: Ctx, y: Any, x: Any = None, dx: Any = 1.0, axis: Any = -1) ->
         if spacing.type.ndim == 1:  # along axis, broadcast over the others
             d = C.reshape(d, tuple(d.shape[0] if a == ax else Dim.of(1)
                                    for a in range(values.type.ndim)), ctx.span)
-    upper, lower = _sliced(values, {ax: slice(1, None)}, ctx), \
-        _sliced(values, {ax: slice(None, -1)}, ctx)
+    upper, lower = sliced(values, {ax: slice(1, None)}, ctx), \
+        sliced(values, {ax: slice(None, -1)}, ctx)
     heights = apply(Op.DIV, [apply(Op.MUL, [d, apply(Op.ADD, [upper, lower], ctx.span)],
                                    ctx.span), 2.0], ctx.span)
     return checked(B.reduce, Op.SUM, heights, (ax,), False, ctx.span, span=ctx.span)

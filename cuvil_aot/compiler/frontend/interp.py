@@ -22,15 +22,13 @@ from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from cuvil_aot.compiler.frontend import assign as assignment
 from cuvil_aot.compiler.frontend import (
     branches,
+    calls,
     local_functions,
     loops,
     numpy_api,
-    piecewise,
     subscript,
     unrolled,
     while_loops,
@@ -471,30 +469,8 @@ class Interpreter:
             kwargs[kw.arg] = self.eval(kw.value)
         if fn is POISON or any(map(_poisoned, [*args, *kwargs.values()])):
             return POISON
-        return self.call_value(fn, args, kwargs, self.span(expr),
-                               [self.span(a) for a in expr.args])
-
-    def call_value(self, fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
-                   arg_spans: list[SourceSpan]) -> Any:
-        """``fn(*args, **kwargs)``: the user's functions (and NumPy's in Python) inlined,
-        np.piecewise with its functions so called, NumPy's others by their handlers."""
-        if isinstance(fn, local_functions.LocalFunction):
-            return self.call_local(fn, args, kwargs, span)
-        if fn is np.piecewise:
-            return piecewise.piecewise(
-                lambda f, a: self.call_value(f, a, {}, span, [span] * len(a)), span,
-                *args, **kwargs)
-        target = getattr(fn, "py_func", fn)  # a decorated function inlines its Python body
-        if isinstance(target, types.FunctionType) and not numpy_api.is_numpy(target):
-            return self.call_function(target, args, kwargs, span)
-        implementation = getattr(target, "_implementation", None)
-        if isinstance(implementation, types.FunctionType) and not numpy_api.is_numpy(target):
-            try:  # a NumPy dispatcher without a handler: its Python code (np.i0)
-                return self.call_function(implementation, args, kwargs, span)
-            except UserError:  # that code does not compile: the call's own diagnostic
-                pass
-        return numpy_api.call(fn, args, kwargs, span, arg_spans, self.derived,
-                              self.requirements, self.run_time)
+        return calls.call_value(self, fn, args, kwargs, self.span(expr),
+                                [self.span(a) for a in expr.args])
 
     def describe(self, value: Any) -> str:
         if isinstance(value, Node):
