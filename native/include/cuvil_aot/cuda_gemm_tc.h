@@ -230,6 +230,23 @@ CV_DEV void cv_tc_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t n, 
     __syncthreads(); /* the stages are free for the next term or batch */
 }
 
+/* The tile at (row0, col0) of batch bat summed over k-chunk s of `split` of every term
+ * (cv_term_chunk) into acc; ends with a barrier: the stages are free again. */
+template <bool BT, int BM, bool X3>
+CV_DEV void cv_tc_tile(const cv_gpu_term *terms, int nterms, int64_t bat, int64_t m, int64_t n,
+                       int64_t row0, int64_t col0, int s, int split, cv_tc_smem<BT, BM> &sm,
+                       float (&acc)[BM / 32][4][4]) {
+#pragma unroll
+    for (int i = 0; i < BM / 32; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0;
+    for (int t = 0; t < nterms; t++)
+        cv_tc_term<BT, BM, X3>(cv_term_chunk<float>(terms[t], s, split), bat, m, n, row0, col0,
+                               sm, acc);
+}
+
 /* A warp's finished BM/2 x 32 tile (from row r0, column c0) to the epilogue, 16
  * rows at a time through its 16 x 33 floats of `stage` (the k-loop's shared memory,
  * free once it is done): one call site of out, in a loop, where calling it from the
@@ -284,15 +301,7 @@ CV_DEV void cv_gemm_tc(const cv_gpu_term *terms, int nterms, int64_t m, int64_t 
     const int warp = threadIdx.x >> 5, wm = warp >> 2, wn = warp & 3;
     for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
         float acc[BM / 32][4][4];
-#pragma unroll
-        for (int i = 0; i < BM / 32; i++)
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) acc[i][j][e] = 0;
-        for (int t = 0; t < nterms; t++)
-            cv_tc_term<BT, BM, X3>(cv_term_chunk<float>(terms[t], s, split), bat, m, n, row0,
-                                   col0, sm, acc);
+        cv_tc_tile<BT, BM, X3>(terms, nterms, bat, m, n, row0, col0, s, split, sm, acc);
         cv_tc_out<BM>(acc, reinterpret_cast<float *>(&sm), bat, m, n,
                       row0 + wm * (BM / 2), col0 + wn * 32, out);
     }
@@ -345,15 +354,7 @@ CV_DEV void cv_gemm_tc_cluster(const cv_gpu_term *terms, int nterms, int64_t m, 
     const int wm = warp >> 2, wn = warp & 3, g = lane >> 2, tq = lane & 3;
     for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
         float acc[BM / 32][4][4];
-#pragma unroll
-        for (int i = 0; i < BM / 32; i++)
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) acc[i][j][e] = 0;
-        for (int t = 0; t < nterms; t++) /* ends with a barrier: the stages are free */
-            cv_tc_term<BT, BM, X3>(cv_term_chunk<float>(terms[t], s, C), bat, m, n, row0,
-                                   col0, sm, acc);
+        cv_tc_tile<BT, BM, X3>(terms, nterms, bat, m, n, row0, col0, s, C, sm, acc);
 #pragma unroll
         for (int half = 0; half < 2; half++) {
             if (wm == half) /* rows i * 16 + g (+ 8), columns wn * 32 + j * 8 + 2 tq (+ 1) */
