@@ -133,12 +133,6 @@ def mask_beside(x: cv.f32["N", "M"], ids: cv.i64["K"]):
     return y
 
 @cv.optimize
-def constant_list(x: cv.f32["N"]):
-    y = x * 1
-    y[[0, 2]] = 0
-    return y
-
-@cv.optimize
 def too_many(x: cv.f32["N"], ids: cv.i64["K"]):
     y = x * 1
     y[ids, 0] = 0
@@ -375,7 +369,6 @@ def test_refusals_point_at_the_line(tmp_path: Path):
               (np.zeros(3, np.float32), np.zeros(1, np.int64))),
              ("mask_beside", "boolean mask beside other indices", "y[ids, x[0] > 0] = 0",
               (np.zeros((3, 2), np.float32), np.zeros(1, np.int64))),
-             ("constant_list", "constant list", "y[[0, 2]] = 0", (np.zeros(3, np.float32),)),
              ("too_many", "too many indices", "y[ids, 0] = 0",
               (np.zeros(3, np.float32), np.zeros(1, np.int64)))]
     for name, message, line, args in cases:
