@@ -223,7 +223,7 @@ CV_DEV void cv_attention_fma(const cv_att_in &q, const cv_att_in &k, const cv_at
 }
 
 /* the tensor-core kernel: it uses cv_att_batch and CV_ATT_NEG_INF above */
-#include "cuvil_aot/cuda_attention_tc.h"
+#include "cuvil_aot/cuda_attention_bf16.h" /* and through it cuda_attention_tc.h */
 
 /* DK, DV: the head dims dk and dv rounded up to a multiple of 32 where the code generator
  * knows them, else 128; X3QK / X3PV: 3xTF32 for Q Kᵀ / P V (else one TF32 product); TQ,
