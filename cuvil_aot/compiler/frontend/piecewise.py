@@ -29,8 +29,6 @@ def piecewise(call: Callable[[Any, list[Any]], Any], span: SourceSpan, x: Any, c
     values = to_node(x, span)
     conds = [to_node(c, span) for c in (condlist if isinstance(condlist, list | tuple)
                                         else [condlist])]
-    if values.type.ndim and conds and not conds[0].shape and not isinstance(condlist, list):
-        conds = [conds[0]]
     funcs = list(funclist) if isinstance(funclist, list | tuple) else [funclist]
     conds = [C.cast(c, "bool", span) for c in conds]
     if len(conds) == len(funcs) - 1:  # the last function where no condition holds
