@@ -128,6 +128,8 @@ PROBES = {
     "angle": "np.angle(x)",
     "repeat": "np.repeat(x, 2, axis=0)",
     "tile": "np.tile(x, (2, 1))",
+    "ufunc_out": "np.maximum(x * 2, 0, out=np.empty((3, 5), np.float32))",
+    "clip_out": "np.clip(x, -0.5, 0.5, out=np.zeros_like(x))",
 }
 
 

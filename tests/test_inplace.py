@@ -106,6 +106,13 @@ def view(x: cv.f32["N", "M"]):
     return y
 
 @cv.optimize
+def stale_view(x: cv.f32["N", "M"]):
+    y = x * 1
+    v = y.T[:1]
+    y[0, 0] = 5
+    return v
+
+@cv.optimize
 def mask_values(x: cv.f32["N"]):
     y = x * 1
     y[x > 0] = x[:1]
@@ -259,6 +266,9 @@ def test_refusals_point_at_the_line(tmp_path: Path):
     mod = compile_source(tmp_path, REFUSED)
     with pytest.raises(cv.CompileError, match="a view of another array"):
         mod.view(np.zeros((2, 2), np.float32))
+    with pytest.raises(cv.CompileError, match="'v' is a view of the array this assignment "
+                       "writes: in NumPy 'v' would show the write"):
+        mod.stale_view(np.zeros((2, 2), np.float32))  # not a value taken before the write
     with pytest.raises(cv.CompileError, match="through a boolean mask"):
         mod.mask_values(np.zeros(3, np.float32))
     with pytest.raises(cv.CompileError, match="Cannot cast ufunc 'add' output"):

@@ -68,7 +68,7 @@ def setitem(interp: Interpreter, target: ast.Subscript, value: Any, poison: Any)
             raise UserError(f"{type(exc).__name__}: {exc}", span) from None
         return
     owner = owner_of(interp, old, name, span)
-    rebind(interp, old, _update(interp, old, index, to_node(value, span), span), owner)
+    rebind(interp, old, update(interp, old, index, to_node(value, span), span), owner, span)
 
 
 def augmented(interp: Interpreter, stmt: ast.AugAssign, poison: Any) -> bool:
@@ -86,9 +86,9 @@ def augmented(interp: Interpreter, stmt: ast.AugAssign, poison: Any) -> bool:
         owner = owner_of(interp, old, target.id, span)
         result = _same_kind(interp.binop(stmt.op, old, value, stmt), old, stmt.op, span)
         if owner < 0:  # a local array: the new value is the write (no other name sees it)
-            rebind(interp, old, result, owner)
+            rebind(interp, old, result, owner, span)
             return True
-        rebind(interp, old, _update(interp, old, Ellipsis, result, span), owner)
+        rebind(interp, old, update(interp, old, Ellipsis, result, span), owner, span)
         return True
     if not isinstance(target, ast.Subscript):
         raise UserError("augmented assignment to this kind of target is not supported",
@@ -104,7 +104,7 @@ def augmented(interp: Interpreter, stmt: ast.AugAssign, poison: Any) -> bool:
     owner = owner_of(interp, old, name, span)
     current = interp.subscript(old, index, target)
     result = _same_kind(interp.binop(stmt.op, current, value, stmt), old, stmt.op, span)
-    rebind(interp, old, _update(interp, old, index, result, span), owner)
+    rebind(interp, old, update(interp, old, index, result, span), owner, span)
     return True
 
 
@@ -151,9 +151,17 @@ def owner_of(interp: Interpreter, old: Node, name: str, span: SourceSpan) -> int
     return -1
 
 
-def rebind(interp: Interpreter, old: Node, new: Node, owner: int) -> None:
+def rebind(interp: Interpreter, old: Node, new: Node, owner: int, span: SourceSpan) -> None:
     """Every name (of every frame, also inside tuples and lists) that held ``old`` holds
-    ``new``: they are one object, which the assignment changed."""
+    ``new``: they are one object, which the assignment changed. A name holding a view of
+    ``old`` (a slice, transpose, reshape or broadcast of it) is refused: NumPy's view would
+    show the write, a value here would not."""
+    viewer = _viewer(interp, old)
+    if viewer is not None:
+        raise UserError(f"'{viewer}' is a view of the array this assignment writes: in "
+                        f"NumPy '{viewer}' would show the write; not supported", span,
+                        f"copy it before the write ({viewer} = ....copy()), or take the view "
+                        "after it")
     record = writes(interp)
     record.objects[id(new)] = owner
     if owner >= 0:
@@ -161,6 +169,22 @@ def rebind(interp: Interpreter, old: Node, new: Node, owner: int) -> None:
     for frame in interp.frames:
         for key, value in list(frame.scope.items()):
             frame.scope[key] = _replaced(value, old, new)
+
+
+def _viewer(interp: Interpreter, old: Node) -> str | None:
+    """A name that holds a view of ``old`` (not ``old`` itself), if any."""
+    stack = [(key, value) for frame in interp.frames for key, value in frame.scope.items()]
+    while stack:
+        key, value = stack.pop()
+        if isinstance(value, tuple | list):
+            stack.extend((key, v) for v in value)
+            continue
+        base = value
+        while isinstance(base, Node) and base.op in MOVEMENT and base is not old:
+            base = base.srcs[0]
+        if base is old and value is not old:
+            return key
+    return None
 
 
 def _replaced(value: Any, old: Node, new: Node) -> Any:
@@ -188,7 +212,7 @@ def _same_kind(result: Any, old: Node, op: ast.operator, span: SourceSpan) -> No
     return strong(C.cast(node, old.dtype, span))
 
 
-def _update(interp: Interpreter, old: Node, index: Any, value: Node, span: SourceSpan) -> Node:
+def update(interp: Interpreter, old: Node, index: Any, value: Node, span: SourceSpan) -> Node:
     """``old`` with ``old[index]`` replaced by ``value`` (cast as __setitem__ casts)."""
     items = list(index) if isinstance(index, tuple) else [index]
     value = _cast(value, old.dtype, span)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from cuvil_aot.compiler.frontend import call_checks, loops
+from cuvil_aot.compiler.frontend import call_checks, loops, ufunc_out
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import apply, run_time_origin, to_node
 from cuvil_aot.compiler.ir.node import Node, rewrite, toposort
@@ -195,7 +195,8 @@ def _refuse_effects(interp: Any, stmt: ast.If) -> None:
         kinds: dict[type[ast.AST], str] = {ast.Break: "'break'", ast.Continue: "'continue'",
                                            ast.Raise: "'raise'"}
         what = kinds.get(type(node))
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) or \
+                isinstance(node, ast.Call) and ufunc_out.targets(node):
             what = "assignment into an array"
         if what is not None:
             raise UserError(f"{what} inside an if on a run-time condition is not supported: "

@@ -30,6 +30,7 @@ from cuvil_aot.compiler.frontend import (
     loops,
     numpy_api,
     subscript,
+    ufunc_out,
     unrolled,
     while_loops,
 )
@@ -461,6 +462,8 @@ class Interpreter:
 
     def expr_Call(self, expr: ast.Call) -> Any:
         fn = self.eval(expr.func)
+        if fn is not POISON and ufunc_out.applies(fn, expr):
+            return ufunc_out.call(self, fn, expr)
         args = self.eval_starred(expr.args)
         kwargs: dict[str, Any] = {}
         for kw in expr.keywords:

@@ -38,7 +38,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from cuvil_aot.compiler.frontend import assign, call_checks, while_trips
+from cuvil_aot.compiler.frontend import assign, call_checks, ufunc_out, while_trips
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import apply, is_symbolic, run_time_origin, to_node
 from cuvil_aot.compiler.ir.loop import LoopBody, RunTimeRange
@@ -120,7 +120,7 @@ def run_loop(interp: Any, stmt: ast.For, args: list[Any] | None, poison: Any,
     for j, name in enumerate(carried):
         scope[name] = Node(Op.LOOP_OUT, types[j], srcs, attrs=(loop[0], j), span=span)
         if name in written:  # the same array, written: its other names (and the caller) see it
-            assign.rebind(interp, inits[j], scope[name], owners[name])
+            assign.rebind(interp, inits[j], scope[name], owners[name], span)
     trips = to_node(Dim.of(loop[0].range.size_symbol), span)
     call_checks.guard(interp.run_time, mark, apply(Op.GT, [trips, 0], span))  # a first trip
     interp.run_time.append(loop[0].range)
@@ -222,6 +222,8 @@ def _written(body: list[ast.stmt]) -> set[str]:
             names.add(node.value.id)
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
+        if isinstance(node, ast.Call):  # np.exp(y, out=y)
+            names |= ufunc_out.written_names(node)
         stack.extend(ast.iter_child_nodes(node))
     return names
 
