@@ -43,6 +43,16 @@ def write_a_copy(x):
     w[:, 2] = 7
     return y, z, w, x + 0
 
+@cv.optimize(signatures=["f32[N,3]"])
+def astype_copies(x):
+    y = x * 2
+    same = y.astype(np.float32, copy=False)  # y itself: the write shows in both
+    same[:, 0] = 5
+    fresh = y.astype(np.float32)
+    fresh[:, 1] = 6
+    return (y, same, fresh, x.astype(np.float64, casting="safe"),
+            x.astype(np.int16, order="C", casting="unsafe"))
+
 @cv.optimize(signatures=["f64[N]", "f32[N]"])
 def tables(x):
     return (np.interp(x, [0.0, 1.0, 3.0], [0.0, 2.0, 1.0]), np.digitize(x, [0.0, 1.0]),
@@ -72,6 +82,7 @@ def test_np_array_copies(m, data, n):
     before = x.copy()
     check_exact(m.write_a_copy, x)  # np.array copies: writing it leaves x as it was
     np.testing.assert_array_equal(x, before)
+    check_exact(m.astype_copies, x)
 
 
 @settings(max_examples=20, deadline=None)
@@ -86,6 +97,9 @@ def test_list_tables(m, data, n):
     ("np.array([x, [x]])", "inhomogeneous shape"),
     ("x + list(range(300))", "pass the array as an argument"),
     ("np.array(['a', 'b'])", "not supported"),
+    ("x.astype(np.int32, casting='same_kind') + x", r"Cannot cast array data from "
+     r"dtype\('float64'\) to dtype\('int32'\) according to the rule 'same_kind'"),
+    ("x.astype(np.float64, copy=False, order='C')", "is not supported"),
 ])
 def test_refused_with_a_diagnostic(tmp_path, body, message):
     source = f"import numpy as np\nimport cuvil_aot as cv\n\n@cv.optimize\n" \

@@ -1,5 +1,5 @@
-"""np.array, np.asarray, np.asanyarray and np.ascontiguousarray: of an array, the array
-(asarray; cast where dtype= says) or a copy of it (np.array); of a number, a strongly
+"""np.array, np.asarray, np.asanyarray, np.ascontiguousarray and ``.astype``: of an array,
+the array (asarray; cast where dtype= says) or a copy of it (np.array); of a number, a strongly
 typed 0-d constant; of a nested list or tuple of numbers, the constant array NumPy makes
 of it (values.literal_array: `mean = np.array([0.485, 0.456, 0.406])`); of one holding
 arrays, those arrays stacked (`np.array([a, b])`)."""
@@ -60,7 +60,25 @@ def _converter(name: str) -> Handler:
     return handler
 
 
+def astype(ctx: Ctx, a: Node, dtype: Any, order: str = "K", casting: str = "unsafe",
+           subok: bool = True, copy: bool = True) -> Node:
+    """A copy, or with copy=False (order 'K') and the same dtype the array itself: a write
+    through either name shows in both, as in NumPy. subok changes nothing seen here."""
+    target = dtype_arg(dtype, ctx.span)
+    if casting not in ("no", "equiv", "safe", "same_kind", "unsafe") or order not in "KACF" \
+            or (copy is False and order != "K"):
+        raise UserError(f"astype(casting={casting!r}, order={order!r}, copy={copy!r}) is not "
+                        "supported", ctx.span, "casting='unsafe' ... 'no', order='K'")
+    if not np.can_cast(a.dtype, target, casting):  # type: ignore[arg-type]
+        raise UserError(f"TypeError: Cannot cast array data from dtype('{a.dtype}') to "
+                        f"dtype('{target}') according to the rule '{casting}'", ctx.span)
+    cast = C.cast(a, target, ctx.span)
+    return copy_of(ctx, a) if cast is a and copy is not False else cast
+
+
 FUNCTIONS: dict[Any, Handler] = {
     np.array: array, np.asarray: _converter("asarray"), np.asanyarray: _converter("asanyarray"),
     np.ascontiguousarray: _converter("ascontiguousarray"),
 }
+
+METHODS: dict[str, Handler] = {"astype": astype}

@@ -352,11 +352,6 @@ def broadcast_to(ctx: Ctx, array: Any, shape: Any) -> Node:
     return checked(B.broadcast_to, to_node(array, ctx.span), dims, ctx.span, span=ctx.span)
 
 
-def astype(ctx: Ctx, a: Node, dtype: Any) -> Node:
-    cast = C.cast(a, dtype_arg(dtype, ctx.span), ctx.span)
-    return copy(ctx, a) if cast is a else cast  # a copy, as NumPy's (assign.py writes it)
-
-
 def copy(ctx: Ctx, a: Node) -> Node:
     """A new array (assign.py must not write the original through it); fusion drops it."""
     return Node(Op.CAST, TensorType(a.dtype, a.shape), (a,), span=ctx.span)
@@ -490,7 +485,7 @@ METHODS: dict[str, Handler] = {
     "sum": _reduction(Op.SUM), "prod": _reduction(Op.PROD), "max": _extremum(Op.MAX),
     "min": _extremum(Op.MIN), "mean": mean, "var": var, "std": std,
     "argmax": _arg_reduction(Op.ARGMAX), "argmin": _arg_reduction(Op.ARGMIN),
-    "astype": astype, "reshape": method_reshape, "transpose": method_transpose, "clip": clip,
+    "reshape": method_reshape, "transpose": method_transpose, "clip": clip,
     "squeeze": squeeze, "flatten": flatten, "ravel": flatten, "copy": copy, "dot": dot,
 }
 

@@ -51,7 +51,7 @@ from cuvil_aot.compiler.ir.types import Dim
 from cuvil_aot.errors import SourceSpan
 
 METHODS = {**CORE_METHODS, **creation.METHODS, **gather.METHODS, **shapes.METHODS,
-           **scans.METHODS, **composed.METHODS}
+           **scans.METHODS, **composed.METHODS, **array_calls.METHODS}
 FUNCTIONS = {**CORE_FUNCTIONS, **creation.FUNCTIONS, **einsum.FUNCTIONS, **gather.FUNCTIONS,
              **linalg.FUNCTIONS, **array_calls.FUNCTIONS, **shapes.FUNCTIONS,
              **scans.FUNCTIONS, **composed.FUNCTIONS,
