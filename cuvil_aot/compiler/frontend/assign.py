@@ -152,7 +152,7 @@ def owner_of(interp: Interpreter, old: Node, name: str, span: SourceSpan) -> int
 
 
 def rebind(interp: Interpreter, old: Node, new: Node, owner: int, span: SourceSpan) -> None:
-    """Every name (of every frame, also inside tuples and lists) that held ``old`` holds
+    """Every name (of every frame, also inside tuples, lists and dicts) that held ``old`` holds
     ``new``: they are one object, which the assignment changed. A name holding a view of
     ``old`` (a slice, transpose, reshape or broadcast of it) is refused: NumPy's view would
     show the write, a value here would not."""
@@ -176,8 +176,8 @@ def _viewer(interp: Interpreter, old: Node) -> str | None:
     stack = [(key, value) for frame in interp.frames for key, value in frame.scope.items()]
     while stack:
         key, value = stack.pop()
-        if isinstance(value, tuple | list):
-            stack.extend((key, v) for v in value)
+        if isinstance(value, tuple | list | dict):
+            stack.extend((key, v) for v in (value.values() if isinstance(value, dict) else value))
             continue
         base = value
         while isinstance(base, Node) and base.op in MOVEMENT and base is not old:
@@ -194,6 +194,8 @@ def _replaced(value: Any, old: Node, new: Node) -> Any:
         return tuple(_replaced(v, old, new) for v in value)
     if isinstance(value, list):
         value[:] = [_replaced(v, old, new) for v in value]
+    if isinstance(value, dict):
+        value.update((k, _replaced(v, old, new)) for k, v in value.items())
     return value
 
 

@@ -1,11 +1,13 @@
-"""What a call in a compiled function does, by what it calls: a ``def`` of the function
-(local_functions.py) or a user's Python function, inlined by the interpreter; NumPy's own
+"""What a call in a compiled function does, by what it calls: a ``def`` or lambda of the
+function (local_functions.py) or a user's Python function, inlined by the interpreter;
+``map`` of one over lists known at compile time, unrolled; NumPy's own
 Python functions likewise, and those behind a dispatcher through its ``_implementation``
 where that code compiles (np.i0), else the call's own diagnostic (numpy_api); np.piecewise
 with its pieces called here (piecewise.py); everything else by its handler (numpy_api)."""
 
 from __future__ import annotations
 
+import ast
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +26,9 @@ def call_value(interp: Interpreter, fn: Any, args: list[Any], kwargs: dict[str, 
     """``fn(*args, **kwargs)`` in ``interp``'s function."""
     if isinstance(fn, local_functions.LocalFunction):
         return interp.call_local(fn, args, kwargs, span)
+    if fn is map and args and not kwargs:  # unrolled: a list, which list() and for take
+        return [call_value(interp, args[0], list(a), {}, span, [span] * len(a))
+                for a in zip(*args[1:])]
     if fn is np.piecewise:
         return piecewise.piecewise(
             lambda f, a: call_value(interp, f, a, {}, span, [span] * len(a)), span,
@@ -39,3 +44,45 @@ def call_value(interp: Interpreter, fn: Any, args: list[Any], kwargs: dict[str, 
             pass
     return numpy_api.call(fn, args, kwargs, span, arg_spans, interp.derived,
                           interp.requirements, interp.run_time)
+
+
+def keywords(interp: Interpreter, nodes: list[ast.keyword], poison: Any) -> dict[str, Any]:
+    """A call's keyword arguments, ``**d`` of a dict merged in as Python merges it."""
+    out: dict[str, Any] = {}
+    for kw in nodes:
+        value = interp.eval(kw.value)
+        pairs = [(kw.arg, value)] if kw.arg is not None else \
+            [("**", value)] if value is poison else _mapping(value, interp.span(kw.value))
+        for key, item in pairs:
+            if key in out:
+                raise UserError(f"TypeError: got multiple values for keyword argument '{key}'",
+                                interp.span(kw.value))
+            out[key] = item
+    return out
+
+
+def dict_display(interp: Interpreter, expr: ast.Dict, poison: Any) -> Any:
+    """``{"w": w, "b": b, **d}``: a Python dict, its keys known at compile time."""
+    out: dict[Any, Any] = {}
+    for key_node, value_node in zip(expr.keys, expr.values):
+        value = interp.eval(value_node)
+        if value is poison:
+            return poison
+        if key_node is None:
+            out.update(_mapping(value, interp.span(value_node)))
+            continue
+        key = interp.eval(key_node)
+        if key is poison:
+            return poison
+        if not isinstance(key, str | int | float | bool | tuple | type(None)):
+            raise UserError("a dict key must be known at compile time", interp.span(key_node),
+                            '{"w": w}')
+        out[key] = value
+    return out
+
+
+def _mapping(value: Any, span: SourceSpan) -> list[tuple[str, Any]]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise UserError(f"** of {type(value).__name__} is not supported: a dict with str "
+                        "keys", span)
+    return list(value.items())

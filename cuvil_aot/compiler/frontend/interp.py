@@ -29,6 +29,7 @@ from cuvil_aot.compiler.frontend import (
     local_functions,
     loops,
     numpy_api,
+    python_forms,
     subscript,
     ufunc_out,
     unrolled,
@@ -178,13 +179,10 @@ class Interpreter:
         self.eval(stmt.value)
 
     def stmt_FunctionDef(self, stmt: ast.FunctionDef) -> None:
-        why = local_functions.unsupported_parts(stmt)
-        if why is not None:
-            raise UserError(f"{why} is not supported", self.span(stmt), "def f(a, b=1):")
-        defaults = [self.eval(d) for d in stmt.args.defaults]
-        frame = self.frames[-1]
-        frame.scope[stmt.name] = local_functions.LocalFunction(
-            stmt, local_functions.signature(stmt, defaults), frame.scope)
+        self.frames[-1].scope[stmt.name] = local_functions.define(self, stmt)
+
+    def expr_Lambda(self, expr: ast.Lambda) -> Any:
+        return local_functions.define(self, local_functions.as_def(expr))
 
     def call_local(self, fn: local_functions.LocalFunction, args: list[Any],
                    kwargs: dict[str, Any], span: SourceSpan) -> Any:
@@ -219,6 +217,15 @@ class Interpreter:
 
     def stmt_Return(self, stmt: ast.Return) -> None:
         raise branches.FunctionReturn(None if stmt.value is None else self.eval(stmt.value))
+
+    def stmt_Assert(self, stmt: ast.Assert) -> None:
+        python_forms.assert_statement(self, stmt, POISON)
+
+    def stmt_Delete(self, stmt: ast.Delete) -> None:
+        python_forms.delete(self, stmt)
+
+    def expr_NamedExpr(self, expr: ast.NamedExpr) -> Any:
+        return python_forms.named(self, expr)
 
     def stmt_If(self, stmt: ast.If) -> None:
         branches.if_statement(self, stmt, POISON)
@@ -261,10 +268,7 @@ class Interpreter:
                     raise UserError("unpacking an array needs a static first dimension",
                                     self.span(target))
                 value = tuple(self.subscript(value, i, target) for i in range(value.shape[0].value))
-            if not isinstance(value, tuple | list) or len(value) != len(target.elts):
-                raise UserError(f"cannot unpack {self.describe(value)} into "
-                                f"{len(target.elts)} names", self.span(target))
-            for elt, item in zip(target.elts, value):
+            for elt, item in python_forms.unpacked(self, target, value):
                 self.assign(elt, item)
         elif isinstance(target, ast.Subscript):  # x[i] = v (assign.py)
             assignment.setitem(self, target, value, POISON)
@@ -317,6 +321,9 @@ class Interpreter:
     def expr_List(self, expr: ast.List) -> Any:
         return list(self.eval_starred(expr.elts))
 
+    def expr_Dict(self, expr: ast.Dict) -> Any:
+        return calls.dict_display(self, expr, POISON)
+
     def eval_starred(self, elts: list[ast.expr]) -> list[Any]:
         out: list[Any] = []
         for e in elts:
@@ -328,6 +335,9 @@ class Interpreter:
 
     def expr_ListComp(self, expr: ast.ListComp) -> Any:
         return unrolled.list_comp(self, expr, POISON, MAX_UNROLL)
+
+    def expr_DictComp(self, expr: ast.DictComp) -> Any:
+        return unrolled.dict_comp(self, expr, POISON, MAX_UNROLL)
 
     def expr_IfExp(self, expr: ast.IfExp) -> Any:
         return branches.if_exp(self, expr, POISON)
@@ -465,11 +475,7 @@ class Interpreter:
         if fn is not POISON and ufunc_out.applies(fn, expr):
             return ufunc_out.call(self, fn, expr)
         args = self.eval_starred(expr.args)
-        kwargs: dict[str, Any] = {}
-        for kw in expr.keywords:
-            if kw.arg is None:
-                raise UserError("**kwargs in calls is not supported", self.span(kw.value))
-            kwargs[kw.arg] = self.eval(kw.value)
+        kwargs = calls.keywords(self, expr.keywords, POISON)
         if fn is POISON or any(map(_poisoned, [*args, *kwargs.values()])):
             return POISON
         return calls.call_value(self, fn, args, kwargs, self.span(expr),

@@ -243,6 +243,8 @@ def _owners(interp: Any, stmt: ast.For, poison: Any, span: SourceSpan) -> dict[s
         owners[name] = assign.owner_of(interp, value, name, span)
         for other in sorted(loads - {name}):
             held = scope.get(other)
+            if isinstance(held, dict):
+                held = tuple(held.values())
             if held is value or (isinstance(held, tuple | list) and any(v is value for v in held)):
                 raise UserError(f"'{other}' holds the array '{name}' that a run-time loop "
                                 "writes into, and the loop reads it: not supported",

@@ -177,8 +177,14 @@ def call(fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
     py_handler = PY_FUNCTIONS.get(_key(fn))
     if run_time is not None and py_handler is not None and not has_array:
         return _invoke(py_handler, ctx, args, kwargs, f"{name}()")
-    if _is_list_method(fn):  # a list built in the function holds arrays as Python does
-        return fn(*args, **kwargs)
+    if fn is range and run_time is not None and not has_array and not kwargs:
+        # of a length the call knows: the array NumPy makes of it (wpe[range(len(ids))])
+        return _invoke(FUNCTIONS[_key(np.arange)], ctx, args, {}, "range()")
+    if _is_list_method(fn) or fn is dict:  # lists and dicts hold arrays as Python's do
+        try:
+            return fn(*args, **kwargs)
+        except (TypeError, ValueError, IndexError, KeyError) as exc:
+            raise UserError(f"{type(exc).__name__}: {exc}", span) from None
     if _is_python_builtin(fn) and not has_array:
         try:  # dimensions add and multiply as Python ints do: sum(x.shape), len(x.shape)
             return fold(fn(*args, **kwargs))

@@ -1,5 +1,5 @@
 """Iteration known at compile time, unrolled: what a ``for`` over a constant range or a
-tuple iterates, and list comprehensions.
+tuple iterates, and list and dict comprehensions.
 
 A loop over ``range`` of constants, a tuple or a list runs its body once per item as the
 interpreter goes; so does one over ``enumerate``, ``zip`` or ``reversed`` of those (the
@@ -51,6 +51,18 @@ def list_comp(interp: Any, expr: ast.ListComp, poison: Any, max_items: int) -> A
             scope.pop(n, None)
         scope.update(saved)
     return out
+
+
+def dict_comp(interp: Any, expr: ast.DictComp, poison: Any, max_items: int) -> Any:
+    """``{key: value for target in iter if cond ...}``, unrolled as the list of its pairs."""
+    pair = ast.copy_location(ast.Tuple([expr.key, expr.value], ast.Load()), expr.key)
+    pairs = list_comp(interp, ast.copy_location(ast.ListComp(pair, expr.generators), expr),
+                      poison, max_items)
+    if pairs is poison:
+        return poison
+    if not all(isinstance(k, str | int | float | bool | tuple) for k, _ in pairs):
+        raise UserError("a dict key must be known at compile time", interp.span(expr.key))
+    return dict(pairs)
 
 
 def _clauses(interp: Any, expr: ast.ListComp, k: int, out: list[Any], poison: Any,

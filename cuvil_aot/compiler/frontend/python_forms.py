@@ -1,0 +1,109 @@
+"""Python's smaller forms, as the interpreter runs them: ``assert test, message`` (the
+``if not test: raise AssertionError(message)`` it stands for: a check at the call where the
+test reads dimensions or int arguments, a diagnostic where it fails for every call of the
+signature), ``del`` of names and of list or dict items, the walrus ``(n := x.shape[-1])``,
+and unpacking with a starred name (``*lead, c = x.shape``)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from cuvil_aot.compiler.frontend import branches
+from cuvil_aot.compiler.frontend.user_error import UserError
+from cuvil_aot.compiler.frontend.values import fold
+from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.types import Dim
+
+
+def assert_statement(interp: Any, stmt: ast.Assert, poison: Any) -> None:
+    test = interp.eval(stmt.test)
+    if test is poison:
+        return
+    truth = interp.truth(test, stmt.test)
+    message = "" if stmt.msg is None else _message(interp, stmt.msg)
+    if not isinstance(truth, Node):
+        if not truth:
+            raise UserError(f"AssertionError: {message}".rstrip(": "), interp.span(stmt),
+                            "this assert fails for every call of this signature")
+        return
+    name, text = ast.Name("AssertionError", ast.Load()), ast.Constant(message)
+    call = ast.Call(func=name, args=[text], keywords=[])
+    failure, negation = ast.Raise(exc=call), ast.UnaryOp(ast.Not(), stmt.test)
+    check = ast.If(test=negation, body=[failure], orelse=[])
+    for node in (check, negation, failure, call, name, text):
+        ast.copy_location(node, stmt)
+    branches.if_statement(interp, check, poison)
+
+
+def _message(interp: Any, node: ast.expr) -> str:
+    """An assert's message as Python would format it, where the values are known now
+    (``{expression}`` in its place where not)."""
+    parts = node.values if isinstance(node, ast.JoinedStr) else [node]
+    text = []
+    for part in parts:
+        if isinstance(part, ast.Constant):
+            text.append(str(part.value))
+            continue
+        expr = part.value if isinstance(part, ast.FormattedValue) else part
+        try:
+            value = fold(interp.eval(expr))
+        except UserError:
+            value = None
+        known = isinstance(value, str | int | float | tuple) and not isinstance(value, Dim) \
+            and not (isinstance(value, tuple) and any(isinstance(v, Dim | Node) for v in value))
+        text.append(str(value) if known else "{" + ast.unparse(expr) + "}")
+    return "".join(text)
+
+
+def delete(interp: Any, stmt: ast.Delete) -> None:
+    """``del name``, ``del items[i]`` of a list or dict built in the function."""
+    for target in stmt.targets:
+        span = interp.span(target)
+        if isinstance(target, ast.Name):
+            try:
+                del interp.frames[-1].scope[target.id]
+            except KeyError:
+                raise UserError(f"NameError: name '{target.id}' is not defined", span) from None
+        elif isinstance(target, ast.Subscript):
+            container, key = interp.eval(target.value), interp.eval(target.slice)
+            if not isinstance(container, list | dict):
+                raise UserError(f"del of an item of {interp.describe(container)} is not "
+                                "supported", span, "del of a list's or dict's item")
+            try:
+                del container[fold(key)]
+            except (TypeError, IndexError, KeyError) as exc:
+                raise UserError(f"{type(exc).__name__}: {exc}", span) from None
+        else:
+            raise UserError("del of this kind of target is not supported", span, "del name")
+
+
+def named(interp: Any, expr: ast.NamedExpr) -> Any:
+    """``(name := value)``: bound in the function's scope, as Python binds it."""
+    value = interp.eval(expr.value)
+    interp.assign(expr.target, value)
+    return value
+
+
+def unpacked(interp: Any, target: ast.Tuple | ast.List, values: Any) -> list[tuple[ast.expr, Any]]:
+    """(name, value) pairs of ``a, *rest, b = values``, with Python's errors."""
+    span, elts = interp.span(target), target.elts
+    if not isinstance(values, tuple | list):
+        raise UserError(f"cannot unpack {interp.describe(values)} into {len(elts)} names", span)
+    stars = [i for i, e in enumerate(elts) if isinstance(e, ast.Starred)]
+    if len(stars) > 1:
+        raise UserError("multiple starred expressions in assignment", span)
+    if not stars:
+        if len(values) != len(elts):
+            raise UserError(f"ValueError: {'too many' if len(values) > len(elts) else 'not enough'}"
+                            f" values to unpack (expected {len(elts)}, got {len(values)})", span)
+        return list(zip(elts, values))
+    i, after = stars[0], len(elts) - stars[0] - 1
+    if len(values) < len(elts) - 1:
+        raise UserError(f"ValueError: not enough values to unpack (expected at least "
+                        f"{len(elts) - 1}, got {len(values)})", span)
+    middle = list(values[i:len(values) - after])
+    star = elts[i]
+    assert isinstance(star, ast.Starred)
+    return [*zip(elts[:i], values[:i]), (star.value, middle),
+            *zip(elts[i + 1:], values[len(values) - after:])]

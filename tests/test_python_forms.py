@@ -1,0 +1,76 @@
+"""Python's smaller forms in compiled functions (frontend/python_forms.py, unrolled.dict_comp)
+against the Python function on NumPy, on random shapes (hypothesis), outputs poisoned:
+``assert`` known at compile time and on dimensions (AssertionError with the message at
+the call, as Python raises it), ``del``, the walrus, starred unpacking, dict
+comprehensions; and what Python rejects, refused at the user's line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import check, compile_source
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_elementwise import view_of
+
+import cuvil_aot as cv
+
+SOURCE = '''
+import numpy as np
+import cuvil_aot as cv
+
+N_HEAD = 4
+
+@cv.optimize(signatures=["f32[B,T,C]"])
+def forms(x):
+    assert x.ndim == 3, f"expected 3 dims, got {x.ndim}"
+    B, T, C = x.shape
+    assert C % N_HEAD == 0, f"width {C} is not a multiple of {N_HEAD} heads"
+    *lead, c = x.shape
+    first, *rest = [x[..., :1], x[..., 1:2], x[..., 2:3]]
+    parts = {i: x[..., i * (c // 4):(i + 1) * (c // 4)] for i in range(4) if i != 2}
+    scratch = [1.0, 2.0, 3.0]
+    del scratch[1], parts[1]
+    y = x * scratch[1]
+    del y
+    z = x[..., :(half := c // 2)] * half
+    return parts[0] + parts[3], z, first + rest[1], len(lead) + len(rest) + len(parts) + half
+'''
+
+
+@pytest.fixture(scope="module")
+def m(tmp_path_factory):
+    return compile_source(tmp_path_factory.mktemp("python_forms"), SOURCE)
+
+
+@settings(max_examples=20, deadline=None)
+@given(data=st.data(), b=st.integers(1, 3), t=st.integers(1, 4), heads=st.integers(1, 4))
+def test_against_python(m, data: st.DataObject, b: int, t: int, heads: int) -> None:
+    check(m.forms, data.draw(view_of((b, t, 4 * heads), "float32")))
+
+
+def test_an_assert_on_dimensions_raises_at_the_call(m) -> None:
+    x = np.ones((2, 3, 6), np.float32)
+    with pytest.raises(AssertionError, match="width {C} is not a multiple of 4 heads"):
+        m.forms(x)  # C is known only at the call: the message keeps the expression
+    with pytest.raises(AssertionError, match="width 6 is not a multiple of 4 heads"):
+        m.forms.py_func(x)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("assert x.shape[0] == 2, 'two rows'\n    return x", "AssertionError: two rows"),
+    ("a, b = x.shape[0], 1, 2\n    return x", r"too many values to unpack \(expected 2, got 3\)"),
+    ("*a, b, c = (1,)\n    return x", r"not enough values to unpack \(expected at least 2"),
+    ("del y\n    return x", "NameError: name 'y' is not defined"),
+    ("del x[0]\n    return x", "del of an item of an array"),
+    ("d = {k: 1 for k in [x]}\n    return x", "a dict key must be known at compile time"),
+])
+def test_what_python_rejects_is_refused(tmp_path: Path, body: str, message: str) -> None:
+    source = ("import numpy as np\nimport cuvil_aot as cv\n\n@cv.optimize\n"
+              f"def f(x: cv.f32[3]):\n    {body}\n")
+    mod = compile_source(tmp_path, source)
+    with pytest.raises(cv.CompileError, match=message) as e:
+        mod.f(np.ones(3, np.float32))
+    assert "^" in str(e.value)
