@@ -302,6 +302,9 @@ def _buffer(w: Writer, comp: Compiled, b: int, buffer: Node) -> None:
 def _result(w: Writer, comp: Compiled, index: dict[int, int]) -> None:
     items = [f"(user[{index[id(o)]}] ? user[{index[id(o)]}] : obj[{index[id(o)]}])"
              for o in comp.fn.outputs[:inplace_args.returned(comp)]]
+    if not comp.fn.returns_tuple and not items:  # the function returns None
+        w.line("result = Py_None; Py_INCREF(result);")
+        return
     if not comp.fn.returns_tuple:
         w.line(f"result = {items[0]}; Py_INCREF(result);")
         return

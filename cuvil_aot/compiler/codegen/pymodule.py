@@ -235,6 +235,9 @@ def _result(w: Writer, comp: Compiled) -> None:
     for o in comp.fn.outputs[:inplace_args.returned(comp)]:
         b = index[id(o)]
         items.append(f"(user[{b}] ? (PyObject *)user[{b}] : (PyObject *)arr[{b}])")
+    if not comp.fn.returns_tuple and not items:  # the function returns None
+        w.line("result = Py_None; Py_INCREF(result);")
+        return
     if not comp.fn.returns_tuple:
         w.line(f"result = {items[0]};")
         w.line("Py_INCREF(result);")

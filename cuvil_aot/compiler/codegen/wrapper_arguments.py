@@ -161,7 +161,11 @@ def out_argument(w: Writer, comp: Compiled) -> None:
     n = inplace_args.returned(comp)  # (not the written arguments)
     w.line(f"PyObject *outs[{max(1, len(comp.fn.outputs))}] = {{0}};")
     with w.block("if (out && out != Py_None)"):
-        if n == 1:
+        if n == 0:
+            msg = f"{comp.name}(): the function returns None: out= takes no arrays"
+            w.line(f"PyErr_SetString(PyExc_TypeError, {c_string(msg)});")
+            w.line("goto done;")
+        elif n == 1:
             w.line("outs[0] = (PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1) ? "
                    "PyTuple_GET_ITEM(out, 0) : out;")
         else:

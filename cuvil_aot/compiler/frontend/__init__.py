@@ -153,12 +153,12 @@ def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Tra
         return None
     src = function_source(fn)
     outputs = []
-    for out in value if isinstance(value, tuple) else (value,):
+    for out in value if isinstance(value, tuple) else () if value is None else (value,):
         node = _returned(out, src.span(src.tree))
         if node is None:
             diagnostics.append(Diagnostic(
                 src.span(src.tree), f"{name} must return arrays or numbers (or a tuple of "
-                f"them), got a {type(out).__name__}", "return NumPy array expressions"))
+                f"them, or None), got a {type(out).__name__}", "return NumPy array expressions"))
             return None
         outputs.append(node)
     outputs, writes = assign.finish(interp, outputs, facts)  # arguments written into
