@@ -2,7 +2,8 @@
 against the Python function on NumPy, on random shapes (hypothesis), outputs poisoned:
 ``assert`` known at compile time and on dimensions (AssertionError with the message at
 the call, as Python raises it), ``del``, the walrus, starred unpacking, dict
-comprehensions; and what Python rejects, refused at the user's line."""
+comprehensions, f-strings, ``sum`` of arrays, ``isinstance``, np.shape/ndim/size and
+itemsize/nbytes; and what Python rejects, refused at the user's line."""
 
 from __future__ import annotations
 
@@ -37,6 +38,18 @@ def forms(x):
     del y
     z = x[..., :(half := c // 2)] * half
     return parts[0] + parts[3], z, first + rest[1], len(lead) + len(rest) + len(parts) + half
+
+SCALES = {"layer1": 2.0, "layer2": 3.0}
+
+@cv.optimize(signatures=["f32[B,T,C]", "f64[B,T,C]"])
+def builtins_(x):
+    i = 2
+    heads = [x[..., :1], x[..., 1:2], x[..., 2:3]]
+    total = sum(heads) + sum(heads, 1.5)
+    flat = x.reshape(np.shape(x)[0], np.size(x) // np.size(x, 0))
+    ok = isinstance(x, np.ndarray) and isinstance(i, int) and not isinstance(x, (int, float))
+    return (total * SCALES[f"layer{i}"], flat * (2 if ok else 3),
+            np.ndim(x) + x.itemsize + x.nbytes)
 '''
 
 
@@ -49,6 +62,13 @@ def m(tmp_path_factory):
 @given(data=st.data(), b=st.integers(1, 3), t=st.integers(1, 4), heads=st.integers(1, 4))
 def test_against_python(m, data: st.DataObject, b: int, t: int, heads: int) -> None:
     check(m.forms, data.draw(view_of((b, t, 4 * heads), "float32")))
+
+
+@settings(max_examples=10, deadline=None)
+@given(data=st.data(), b=st.integers(1, 3), t=st.integers(1, 4), c=st.integers(3, 6))
+def test_builtins_on_arrays(m, data: st.DataObject, b: int, t: int, c: int) -> None:
+    for dtype in ("float32", "float64"):
+        check(m.builtins_, data.draw(view_of((b, t, c), dtype)))
 
 
 def test_an_assert_on_dimensions_raises_at_the_call(m) -> None:
@@ -66,6 +86,8 @@ def test_an_assert_on_dimensions_raises_at_the_call(m) -> None:
     ("del y\n    return x", "NameError: name 'y' is not defined"),
     ("del x[0]\n    return x", "del of an item of an array"),
     ("d = {k: 1 for k in [x]}\n    return x", "a dict key must be known at compile time"),
+    ("return x * len(f'{x.sum()}')", "an f-string of a value known only at run time"),
+    ("return x * isinstance(x.sum(), float)", r"isinstance\(\) of a 0-d array"),
 ])
 def test_what_python_rejects_is_refused(tmp_path: Path, body: str, message: str) -> None:
     source = ("import numpy as np\nimport cuvil_aot as cv\n\n@cv.optimize\n"

@@ -1,6 +1,7 @@
 """What a call in a compiled function does, by what it calls: a ``def`` or lambda of the
 function (local_functions.py) or a user's Python function, inlined by the interpreter;
-``map`` of one over lists known at compile time, unrolled; NumPy's own
+``map`` of one over lists known at compile time, unrolled; ``sum`` of a list of arrays,
+``isinstance`` of an array; NumPy's own
 Python functions likewise, and those behind a dispatcher through its ``_implementation``
 where that code compiles (np.i0), else the call's own diagnostic (numpy_api); np.piecewise
 with its pieces called here (piecewise.py); everything else by its handler (numpy_api)."""
@@ -14,7 +15,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cuvil_aot.compiler.frontend import local_functions, numpy_api, piecewise
+from cuvil_aot.compiler.frontend.operators import binary
 from cuvil_aot.compiler.frontend.user_error import UserError
+from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.types import is_float, is_int
 from cuvil_aot.errors import SourceSpan
 
 if TYPE_CHECKING:
@@ -26,6 +30,14 @@ def call_value(interp: Interpreter, fn: Any, args: list[Any], kwargs: dict[str, 
     """``fn(*args, **kwargs)`` in ``interp``'s function."""
     if isinstance(fn, local_functions.LocalFunction):
         return interp.call_local(fn, args, kwargs, span)
+    if fn is sum and 1 <= len(args) <= 2 and not kwargs and isinstance(args[0], list | tuple) \
+            and any(isinstance(a, Node) for a in args[0]):  # sum(heads): Python's additions
+        total = args[1] if len(args) == 2 else 0
+        for item in args[0]:
+            total = binary("Add", total, item, span, span, span)
+        return total
+    if fn is isinstance and len(args) == 2 and isinstance(args[0], Node):
+        return _isinstance(args[0], args[1], span)
     if fn is map and args and not kwargs:  # unrolled: a list, which list() and for take
         return [call_value(interp, args[0], list(a), {}, span, [span] * len(a))
                 for a in zip(*args[1:])]
@@ -86,3 +98,19 @@ def _mapping(value: Any, span: SourceSpan) -> list[tuple[str, Any]]:
         raise UserError(f"** of {type(value).__name__} is not supported: a dict with str "
                         "keys", span)
     return list(value.items())
+
+
+def _isinstance(value: Node, classes: Any, span: SourceSpan) -> bool:
+    """``isinstance`` of an array (np.ndarray) or of a Python number known only at run
+    time (its int, float or bool); a 0-d array could be NumPy's scalar: refused."""
+    if value.shape:
+        kind: type = np.ndarray
+    elif value.type.weak:
+        kind = float if is_float(value.dtype) else int if is_int(value.dtype) else bool
+    else:
+        raise UserError("isinstance() of a 0-d array, which NumPy may hand out as a scalar, "
+                        "is not supported", span, "x.ndim == 0")
+    try:
+        return isinstance(classes, type | tuple) and issubclass(kind, classes)
+    except TypeError as exc:
+        raise UserError(f"TypeError: {exc}", span) from None

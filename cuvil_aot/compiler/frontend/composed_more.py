@@ -7,7 +7,8 @@ Python or C code computes it (its dtypes from NumPy's own call on stand-in array
   sign of x, 0 with its sign for an infinity; the integral part trunc(x));
 - np.sinc (NumPy's sin(pi y) / (pi y) with y = 1e-20 at 0), np.polyval (Horner's rule
   from zeros_like(x), the coefficients as NumPy scalars of their array's dtype) and
-  np.trapezoid (the trapezoids' mean heights times dx or diff(x), summed).
+  np.trapezoid (the trapezoids' mean heights times dx or diff(x), summed);
+- np.shape, np.ndim and np.size: the array's own facts, as its attributes.
 """
 
 from __future__ import annotations
@@ -134,7 +135,21 @@ def trapezoid(ctx: Ctx, y: Any, x: Any = None, dx: Any = 1.0, axis: Any = -1) ->
     return checked(B.reduce, Op.SUM, heights, (ax,), False, ctx.span, span=ctx.span)
 
 
+def shape(ctx: Ctx, a: Any) -> tuple[Any, ...]:
+    return tuple(fold(d) for d in to_node(a, ctx.span).shape)
+
+
+def ndim(ctx: Ctx, a: Any) -> int:
+    return to_node(a, ctx.span).type.ndim
+
+
+def size(ctx: Ctx, a: Any, axis: int | None = None) -> Any:
+    x = to_node(a, ctx.span)
+    return fold(C.total(x.shape) if axis is None else x.shape[axis_of(x, axis, ctx)])
+
+
 FUNCTIONS: dict[Any, Handler] = {
+    np.shape: shape, np.ndim: ndim, np.size: size,
     np.select: select, np.divmod: divmod_, np.modf: modf, np.sinc: sinc, np.polyval: polyval,
     np.trapezoid: trapezoid,
 }

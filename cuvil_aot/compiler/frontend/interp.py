@@ -47,11 +47,11 @@ from cuvil_aot.compiler.ir.types import Dim
 from cuvil_aot.digest import Undigestible, describe
 from cuvil_aot.errors import Diagnostic, SourceSpan, internal_diagnostic
 
-MAX_UNROLL = 4096
+MAX_UNROLL = unrolled.MAX_UNROLL
 MAX_INLINE_DEPTH = 64
 
-SUPPORTED_STATEMENTS = ("assignments (also tuple unpacking and +=), return, "
-                        "if on compile-time values, for _ in range(...), while, def")
+SUPPORTED_STATEMENTS = ("assignments (also tuple unpacking and +=), return, if, for, while, "
+                        "def, assert, del")
 
 
 class _Poison:
@@ -168,10 +168,14 @@ class Interpreter:
 
     def run_stmt(self, stmt: ast.stmt) -> None:
         method = getattr(self, "stmt_" + type(stmt).__name__, None)
-        if method is None:
+        if method is not None:
+            method(stmt)
+            return
+        form = python_forms.STATEMENTS.get(type(stmt))
+        if form is None:
             raise UserError(f"the statement '{type(stmt).__name__}' is not supported",
                             self.span(stmt), SUPPORTED_STATEMENTS)
-        method(stmt)
+        form(self, stmt, POISON)
 
     def stmt_Expr(self, stmt: ast.Expr) -> None:
         if isinstance(stmt.value, ast.Constant):  # docstring
@@ -217,15 +221,6 @@ class Interpreter:
 
     def stmt_Return(self, stmt: ast.Return) -> None:
         raise branches.FunctionReturn(None if stmt.value is None else self.eval(stmt.value))
-
-    def stmt_Assert(self, stmt: ast.Assert) -> None:
-        python_forms.assert_statement(self, stmt, POISON)
-
-    def stmt_Delete(self, stmt: ast.Delete) -> None:
-        python_forms.delete(self, stmt)
-
-    def expr_NamedExpr(self, expr: ast.NamedExpr) -> Any:
-        return python_forms.named(self, expr)
 
     def stmt_If(self, stmt: ast.If) -> None:
         branches.if_statement(self, stmt, POISON)
@@ -279,10 +274,13 @@ class Interpreter:
     # Expressions -------------------------------------------------------------
     def eval(self, expr: ast.expr) -> Any:
         method = getattr(self, "expr_" + type(expr).__name__, None)
-        if method is None:
+        if method is not None:
+            return method(expr)
+        form = python_forms.EXPRESSIONS.get(type(expr))
+        if form is None:
             raise UserError(f"the expression '{type(expr).__name__}' is not supported",
                             self.span(expr), "arithmetic, NumPy calls, indexing, attributes")
-        return method(expr)
+        return form(self, expr, POISON)
 
     def expr_Constant(self, expr: ast.Constant) -> Any:
         return expr.value
@@ -335,9 +333,6 @@ class Interpreter:
 
     def expr_ListComp(self, expr: ast.ListComp) -> Any:
         return unrolled.list_comp(self, expr, POISON, MAX_UNROLL)
-
-    def expr_DictComp(self, expr: ast.DictComp) -> Any:
-        return unrolled.dict_comp(self, expr, POISON, MAX_UNROLL)
 
     def expr_IfExp(self, expr: ast.IfExp) -> Any:
         return branches.if_exp(self, expr, POISON)

@@ -117,6 +117,9 @@ def attribute(value: Any, attr: str, span: SourceSpan) -> Any:
             return fold(C.total(value.shape))
         if attr == "dtype":
             return np.dtype(value.dtype)
+        if attr in ("itemsize", "nbytes"):
+            itemsize = np.dtype(value.dtype).itemsize
+            return itemsize if attr == "itemsize" else fold(C.total(value.shape) * itemsize)
         if attr in METHODS:
             return Method(value, attr)
         raise UserError(f"the array attribute '{attr}' is not supported", span, SUPPORTED_METHODS)

@@ -2,14 +2,17 @@
 ``if not test: raise AssertionError(message)`` it stands for: a check at the call where the
 test reads dimensions or int arguments, a diagnostic where it fails for every call of the
 signature), ``del`` of names and of list or dict items, the walrus ``(n := x.shape[-1])``,
-and unpacking with a starred name (``*lead, c = x.shape``)."""
+unpacking with a starred name (``*lead, c = x.shape``), f-strings of values known at
+compile time, dict comprehensions (unrolled.py); ``STATEMENTS`` and ``EXPRESSIONS`` are
+what the interpreter runs them by."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import Any
 
-from cuvil_aot.compiler.frontend import branches
+from cuvil_aot.compiler.frontend import branches, unrolled
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import fold
 from cuvil_aot.compiler.ir.node import Node
@@ -36,6 +39,20 @@ def assert_statement(interp: Any, stmt: ast.Assert, poison: Any) -> None:
     branches.if_statement(interp, check, poison)
 
 
+def joined_str(interp: Any, expr: ast.JoinedStr, poison: Any) -> str:
+    """``f"layer{i}"``: the string, of values known at compile time."""
+    for part in expr.values:
+        if isinstance(part, ast.FormattedValue) and (part.format_spec or part.conversion != -1):
+            raise UserError("an f-string's format spec or conversion is not supported",
+                            interp.span(part), 'f"{name}"')
+    text = _message(interp, expr)
+    for part in expr.values:
+        if isinstance(part, ast.FormattedValue) and "{" + ast.unparse(part.value) + "}" in text:
+            raise UserError("an f-string of a value known only at run time is not supported",
+                            interp.span(part.value))
+    return text
+
+
 def _message(interp: Any, node: ast.expr) -> str:
     """An assert's message as Python would format it, where the values are known now
     (``{expression}`` in its place where not)."""
@@ -56,7 +73,7 @@ def _message(interp: Any, node: ast.expr) -> str:
     return "".join(text)
 
 
-def delete(interp: Any, stmt: ast.Delete) -> None:
+def delete(interp: Any, stmt: ast.Delete, poison: Any) -> None:
     """``del name``, ``del items[i]`` of a list or dict built in the function."""
     for target in stmt.targets:
         span = interp.span(target)
@@ -78,7 +95,7 @@ def delete(interp: Any, stmt: ast.Delete) -> None:
             raise UserError("del of this kind of target is not supported", span, "del name")
 
 
-def named(interp: Any, expr: ast.NamedExpr) -> Any:
+def named(interp: Any, expr: ast.NamedExpr, poison: Any) -> Any:
     """``(name := value)``: bound in the function's scope, as Python binds it."""
     value = interp.eval(expr.value)
     interp.assign(expr.target, value)
@@ -107,3 +124,11 @@ def unpacked(interp: Any, target: ast.Tuple | ast.List, values: Any) -> list[tup
     assert isinstance(star, ast.Starred)
     return [*zip(elts[:i], values[:i]), (star.value, middle),
             *zip(elts[i + 1:], values[len(values) - after:])]
+
+
+STATEMENTS: dict[type, Callable[[Any, Any, Any], None]] = {
+    ast.Assert: assert_statement, ast.Delete: delete}
+EXPRESSIONS: dict[type, Callable[[Any, Any, Any], Any]] = {
+    ast.NamedExpr: named, ast.JoinedStr: joined_str,
+    ast.DictComp: lambda interp, expr, poison: unrolled.dict_comp(interp, expr, poison,
+                                                                  unrolled.MAX_UNROLL)}

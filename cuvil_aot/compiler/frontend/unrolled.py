@@ -26,6 +26,9 @@ LOOP_HINT = "for t in range(x.shape[0]): ... x[t] ..."
 RUN_TIME_HINT = ("a loop that writes into an array made before it: out = np.empty((n, N), "
                  "x.dtype); for i in range(n): out[i] = ...")
 
+MAX_UNROLL = 4096
+"""the most iterations or items a loop or comprehension known at compile time unrolls"""
+
 
 def items(value: Any) -> list[Any] | None:
     """The items of a compile-time iterable (range, tuple, list, or enumerate, zip or
