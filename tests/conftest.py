@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import cuvil_aot as cv
 from cuvil_aot.compiler import pipeline
 from cuvil_aot.runtime import binding, extension
 
@@ -159,6 +160,18 @@ def assert_close(got: np.ndarray, ref: np.ndarray, dtype: np.dtype | None = None
         magnitude = np.maximum(np.abs(r[finite]), 1.0)
         err = np.abs(g[finite] - r[finite]) / magnitude
         assert err.max() <= rtol, f"max relative error {err.max():.3g} > {rtol:.3g}"
+
+
+def assert_refused(directory: Path, body: str, message: str,
+                   params: str = "x: cv.f32[3]", args: tuple[Any, ...] | None = None) -> None:
+    """``def f(params): body`` compiles to a refusal whose diagnostic matches ``message``
+    and points at the line with a caret (raised when f is called)."""
+    source = (f"import numpy as np\nimport cuvil_aot as cv\n\n@cv.optimize\n"
+              f"def f({params}):\n    {body}\n")
+    mod = compile_source(directory, source)
+    with pytest.raises(cv.CompileError, match=message) as e:
+        mod.f(*(args if args is not None else (np.ones(3, np.float32),)))
+    assert "^" in str(e.value)
 
 
 def check_exact(fn: Any, *args: object) -> None:
