@@ -30,7 +30,7 @@ import numpy as np
 from cuvil_aot.compiler.frontend import builder as B
 from cuvil_aot.compiler.frontend import scatter, subscript
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
-from cuvil_aot.compiler.frontend.values import fold, run_time_origin, strong, to_node
+from cuvil_aot.compiler.frontend.values import Unbound, fold, run_time_origin, strong, to_node
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node, toposort
 from cuvil_aot.compiler.ir.ops import ELEMENTWISE, MOVEMENT, Op
@@ -154,14 +154,21 @@ def owner_of(interp: Interpreter, old: Node, name: str, span: SourceSpan) -> int
 def rebind(interp: Interpreter, old: Node, new: Node, owner: int, span: SourceSpan) -> None:
     """Every name (of every frame, also inside tuples, lists and dicts) that held ``old`` holds
     ``new``: they are one object, which the assignment changed. A name holding a view of
-    ``old`` (a slice, transpose, reshape or broadcast of it) is refused: NumPy's view would
-    show the write, a value here would not."""
+    ``old`` (a slice, transpose, reshape or broadcast of it), whose NumPy view would show
+    the write and whose value here would not, is unbound: reading it is refused; a list,
+    tuple or dict holding one refuses the write."""
+    for frame in interp.frames:
+        for key, value in list(frame.scope.items()):
+            if value is not old and _views(value, old):
+                frame.scope[key] = Unbound(
+                    f"'{key}' is a view of an array written after it was taken: in NumPy it "
+                    f"shows the write, here it would not; take the view again after the "
+                    f"write, or copy it before ({key} = ....copy())")
     viewer = _viewer(interp, old)
     if viewer is not None:
-        raise UserError(f"'{viewer}' is a view of the array this assignment writes: in "
-                        f"NumPy '{viewer}' would show the write; not supported", span,
-                        f"copy it before the write ({viewer} = ....copy()), or take the view "
-                        "after it")
+        raise UserError(f"'{viewer}' holds a view of the array this assignment writes: in "
+                        f"NumPy that view would show the write; not supported", span,
+                        "copy it before the write (....copy()), or take the view after it")
     record = writes(interp)
     record.objects[id(new)] = owner
     if owner >= 0:
@@ -171,18 +178,23 @@ def rebind(interp: Interpreter, old: Node, new: Node, owner: int, span: SourceSp
             frame.scope[key] = _replaced(value, old, new)
 
 
+def _views(value: Any, old: Node) -> bool:
+    """Whether ``value`` is a view of ``old`` (not ``old`` itself)."""
+    base = value
+    while isinstance(base, Node) and base.op in MOVEMENT and base is not old:
+        base = base.srcs[0]
+    return base is old and value is not old
+
+
 def _viewer(interp: Interpreter, old: Node) -> str | None:
-    """A name that holds a view of ``old`` (not ``old`` itself), if any."""
-    stack = [(key, value) for frame in interp.frames for key, value in frame.scope.items()]
+    """A name whose list, tuple or dict holds a view of ``old``, if any."""
+    stack = [(key, value) for frame in interp.frames for key, value in frame.scope.items()
+             if isinstance(value, tuple | list | dict)]
     while stack:
         key, value = stack.pop()
         if isinstance(value, tuple | list | dict):
             stack.extend((key, v) for v in (value.values() if isinstance(value, dict) else value))
-            continue
-        base = value
-        while isinstance(base, Node) and base.op in MOVEMENT and base is not old:
-            base = base.srcs[0]
-        if base is old and value is not old:
+        elif _views(value, old):
             return key
     return None
 

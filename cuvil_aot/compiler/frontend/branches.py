@@ -37,9 +37,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from cuvil_aot.compiler.frontend import call_checks, loops, ufunc_out
+from cuvil_aot.compiler.frontend import call_checks, ufunc_out
 from cuvil_aot.compiler.frontend.user_error import UserError
-from cuvil_aot.compiler.frontend.values import apply, run_time_origin, to_node
+from cuvil_aot.compiler.frontend.values import Unbound, apply, run_time_origin, to_node
 from cuvil_aot.compiler.ir.node import Node, rewrite, toposort
 from cuvil_aot.compiler.ir.ops import Op
 from cuvil_aot.compiler.ir.run_time import CallCheck
@@ -125,7 +125,7 @@ def if_statement(interp: Any, stmt: ast.If, poison: Any) -> None:
         if sides[0] is sides[1]:
             scope[name] = sides[0]
         elif any(v is None for v in sides):
-            scope[name] = loops.Unbound(f"'{name}' is assigned in one block of an if on a "
+            scope[name] = Unbound(f"'{name}' is assigned in one block of an if on a "
                                         "run-time condition only: Python leaves it unbound "
                                         "when the other block runs")
         elif any(v is poison for v in sides):

@@ -33,6 +33,7 @@ from cuvil_aot.compiler.frontend import (
     subscript,
     ufunc_out,
     unrolled,
+    values,
     while_loops,
 )
 from cuvil_aot.compiler.frontend.operators import binary
@@ -291,7 +292,7 @@ class Interpreter:
     def load_name(self, name: str, where: ast.AST) -> Any:
         frame = self.frames[-1]
         if name in frame.scope:
-            if isinstance(frame.scope[name], loops.Unbound):
+            if isinstance(frame.scope[name], values.Unbound):
                 raise UserError(frame.scope[name].why, self.span(where))
             return frame.scope[name]
         if name in frame.globals:

@@ -40,7 +40,13 @@ from typing import Any
 
 from cuvil_aot.compiler.frontend import assign, call_checks, ufunc_out, while_trips
 from cuvil_aot.compiler.frontend.user_error import UserError
-from cuvil_aot.compiler.frontend.values import apply, is_symbolic, run_time_origin, to_node
+from cuvil_aot.compiler.frontend.values import (
+    Unbound,
+    apply,
+    is_symbolic,
+    run_time_origin,
+    to_node,
+)
 from cuvil_aot.compiler.ir.loop import LoopBody, RunTimeRange
 from cuvil_aot.compiler.ir.node import Function, Node, Param, toposort
 from cuvil_aot.compiler.ir.ops import ELEMENTWISE, Op
@@ -52,13 +58,6 @@ CARRY_HINT = "give it its final dtype and shape before the loop: h = np.zeros((B
 NESTED_HINT = ("bounds from int arguments and dimensions (for j in range(n)), a constant trip "
                "count for the inner loop (it unrolls), or mask: for j in range(n): "
                "... np.where(j < i, ...)")
-
-
-class Unbound:
-    """The value of a name a run-time loop leaves without a value the compiler knows."""
-
-    def __init__(self, why: str):
-        self.why = why
 
 
 def run_time_range(call: ast.expr, evaluate: Callable[[ast.expr], Any]) -> list[Any] | None:

@@ -28,6 +28,15 @@ from cuvil_aot.errors import SourceSpan
 PY_KINDS = {float: "float64", int: "int64", bool: "bool"}  # the dtype a Python scalar is in
 
 
+class Unbound:
+    """The value of a name that has none the compiler can give: a read raises ``why``
+    (a run-time loop's variable, a name one block of a run-time if assigns, a view of an
+    array written after it was taken)."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+
 def fold(value: Any) -> Any:
     """Static dimensions become plain ints; everything else stays as it is."""
     if isinstance(value, Dim) and value.is_static:
