@@ -261,5 +261,6 @@ def _invoke(handler: Callable[..., Any], ctx: Ctx, args: list[Any], kwargs: dict
     try:
         inspect.signature(handler).bind(ctx, *args, **kwargs)
     except TypeError as exc:
-        raise UserError(f"{what}: {exc}", ctx.span) from None
+        hint = f"y[...] = {what[:-1]}...)" if "'out'" in str(exc) else ""
+        raise UserError(f"{what}: {exc}", ctx.span, hint) from None
     return handler(ctx, *args, **kwargs)
