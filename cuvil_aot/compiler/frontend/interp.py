@@ -469,7 +469,7 @@ class Interpreter:
     def expr_Call(self, expr: ast.Call) -> Any:
         fn = self.eval(expr.func)
         if fn is not POISON and ufunc_out.applies(fn, expr):
-            return ufunc_out.call(self, fn, expr)
+            return ufunc_out.call(self, fn, expr, POISON)
         args = self.eval_starred(expr.args)
         kwargs = calls.keywords(self, expr.keywords, POISON)
         if fn is POISON or any(map(_poisoned, [*args, *kwargs.values()])):

@@ -30,6 +30,7 @@ from cuvil_aot.errors import SourceSpan
 if TYPE_CHECKING:
     from cuvil_aot.compiler.frontend.interp import Interpreter
 
+
 def targets(call: ast.Call) -> list[ast.expr]:
     """The expressions a call names as its outputs with out= (one, or a tuple; None
     entries left out)."""
@@ -61,7 +62,7 @@ def applies(fn: Any, call: ast.Call) -> bool:
     return bool(targets(call)) or positional
 
 
-def call(interp: Interpreter, fn: Any, expr: ast.Call) -> Any:
+def call(interp: Interpreter, fn: Any, expr: ast.Call, poison: Any) -> Any:
     """``fn(..., out=...)``: the result written into out, out the value."""
     span = interp.span(expr)
     name = getattr(fn, "__name__", repr(fn))
@@ -74,11 +75,10 @@ def call(interp: Interpreter, fn: Any, expr: ast.Call) -> Any:
         raise UserError(f"ValueError: The 'out' tuple must have exactly {nout} entries: one "
                         "per ufunc output", span)
     args = interp.eval_starred(expr.args)
-    if any(kw.arg is None for kw in expr.keywords):
-        raise UserError("**kwargs in calls is not supported", span)
-    kwargs = {str(kw.arg): interp.eval(kw.value) for kw in expr.keywords
-              if kw.arg not in ("out", "where")}
-    where = [interp.eval(kw.value) for kw in expr.keywords if kw.arg == "where"]
+    kwargs = calls.keywords(interp, [kw for kw in expr.keywords if kw.arg != "out"], poison)
+    where = [kwargs.pop("where")] if "where" in kwargs else []
+    if any(v is poison for v in [*args, *kwargs.values(), *where]):
+        return poison
     result = calls.call_value(interp, fn, args, kwargs, span, [interp.span(a) for a in expr.args])
     results = result if nout > 1 else (result,)
     stored = tuple(_store(interp, t, r, where, name, span) for t, r in zip(outs, results))
