@@ -3,7 +3,8 @@ against the Python function on NumPy, on random shapes (hypothesis), outputs poi
 ``assert`` known at compile time and on dimensions (AssertionError with the message at
 the call, as Python raises it), ``del``, the walrus, starred unpacking, dict
 comprehensions, f-strings, ``sum`` of arrays, ``isinstance``, np.shape/ndim/size and
-itemsize/nbytes; and what Python rejects, refused at the user's line."""
+itemsize/nbytes; and what Python rejects, refused at the user's line (print(), which would
+run at the build, not at each call, too)."""
 
 from __future__ import annotations
 
@@ -86,6 +87,8 @@ def test_an_assert_on_dimensions_raises_at_the_call(m) -> None:
     ("d = {k: 1 for k in [x]}\n    return x", "a dict key must be known at compile time"),
     ("return x * len(f'{x.sum()}')", "an f-string of a value known only at run time"),
     ("return x * isinstance(x.sum(), float)", r"isinstance\(\) of a 0-d array"),
+    ("print(x.shape)\n    return x", r"print\(\) in a compiled function is not supported: it "
+     "would run when the module is built"),
 ])
 def test_what_python_rejects_is_refused(tmp_path: Path, body: str, message: str) -> None:
     assert_refused(tmp_path, body, message)

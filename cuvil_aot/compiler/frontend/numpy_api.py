@@ -188,6 +188,10 @@ def call(fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
             return fn(*args, **kwargs)
         except (TypeError, ValueError, IndexError, KeyError) as exc:
             raise UserError(f"{type(exc).__name__}: {exc}", span) from None
+    if fn in (print, input, breakpoint):  # they would run once, at the build
+        raise UserError(f"{fn.__name__}() in a compiled function is not supported: it would run "
+                        "when the module is built, not at each call", span,
+                        "call it outside, or debug in NumPy with f.py_func(...)")
     if _is_python_builtin(fn) and not has_array:
         try:  # dimensions add and multiply as Python ints do: sum(x.shape), len(x.shape)
             return fold(fn(*args, **kwargs))
