@@ -46,7 +46,8 @@ def call_value(interp: Interpreter, fn: Any, args: list[Any], kwargs: dict[str, 
             lambda f, a: call_value(interp, f, a, {}, span, [span] * len(a)), span,
             *args, **kwargs)
     target = getattr(fn, "py_func", fn)  # a decorated function inlines its Python body
-    if isinstance(target, types.FunctionType) and not numpy_api.is_numpy(target):
+    if isinstance(target, types.FunctionType) and not numpy_api.is_numpy(target) \
+            and not numpy_api.runs_now(target):
         return interp.call_function(target, args, kwargs, span)
     implementation = getattr(target, "_implementation", None)
     if isinstance(implementation, types.FunctionType) and not numpy_api.is_numpy(target):

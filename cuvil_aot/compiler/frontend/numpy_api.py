@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 
 from cuvil_aot.compiler.frontend import (
     array_calls,
@@ -244,8 +245,21 @@ def _is_list_method(fn: Any) -> bool:
         in LIST_METHODS
 
 
+# NumPy's functions of dtypes and axes alone, which its own Python code calls
+# (np.put_along_axis: issubdtype, normalize_axis_index): run now, on values known now.
+COMPILE_TIME = frozenset({np.issubdtype, np.result_type, np.promote_types, np.can_cast,
+                          normalize_axis_index})
+
+
+def runs_now(fn: Any) -> bool:
+    """Whether ``fn`` is one of COMPILE_TIME (not inlined: run on the values)."""
+    return _key(fn) in COMPILE_TIME
+
+
 def _is_python_builtin(fn: Any) -> bool:
-    return fn in vars(builtins).values() or getattr(fn, "__module__", None) == "math"
+    """Python's builtins and math, and COMPILE_TIME: run now, on numbers known now."""
+    return fn in vars(builtins).values() or getattr(fn, "__module__", None) == "math" \
+        or runs_now(fn)
 
 
 def _run_time(args: list[Any], kwargs: dict[str, Any]) -> str | None:
