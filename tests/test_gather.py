@@ -384,3 +384,18 @@ def test_cuda_kernels_compile(tmp_path: Path):
     cu = cuda_text(artifact.sources)
     assert "atomicCAS((unsigned long long *)&a->gerr[0]" in cu
     assert re.search(r"const int flat = 0;", artifact.sources["module.c"])
+
+
+def test_index_arrays_that_do_not_broadcast_raise_numpys_index_error(tmp_path: Path) -> None:
+    source = ("import numpy as np\nimport cuvil_aot as cv\n\n@cv.optimize\n"
+              "def f(x: cv.f32['N', 'M'], i: cv.i64['A'], j: cv.i64['B']):\n"
+              "    return x[i, j]\n")
+    mod = compile_source(tmp_path, source)
+    x, i, j = np.ones((4, 4), np.float32), np.array([0, 1]), np.array([0, 1, 2])
+    message = r"shape mismatch: indexing arrays could not be broadcast together with shapes " \
+              r"\(2,\) \(3,\)"
+    with pytest.raises(IndexError, match=message):
+        mod.f.py_func(x, i, j)
+    with pytest.raises(IndexError, match=message):
+        mod.f(x, i, j)
+    np.testing.assert_array_equal(mod.f(x, i, i), x[i, i])

@@ -102,7 +102,7 @@ def shape_text(e: Extent) -> str:
 
 def assumption_checks(w: Writer, comp: Compiled) -> None:
     """The dimensions the body assumed equal (``construct.Assumption``), in program order,
-    once the symbols are bound: where they differ, NumPy's ValueError (the match function
+    once the symbols are bound: where they differ, NumPy's error (the match function
     returns -1); where NumPy would broadcast the operands instead (a size-1 dimension), no
     match, with the refusal as the reason."""
     for a in comp.fn.assumptions:
@@ -115,7 +115,7 @@ def assumption_checks(w: Writer, comp: Compiled) -> None:
                         w.line(f"snprintf(why, nwhy, {printf_args(a.refusal)});")
                         w.line("*shape_err = 1;")
                         w.line("return 0;")
-                w.line(f"PyErr_Format(PyExc_ValueError, {printf_args(a.error)});")
+                w.line(f"PyErr_Format(PyExc_{a.kind}, {printf_args(a.error)});")
                 w.line("return -1;")
 
 

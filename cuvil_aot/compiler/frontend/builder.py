@@ -98,11 +98,14 @@ def broadcast_shapes(a: Shape, b: Shape, span: SourceSpan | None = None,
 
 
 def broadcast_all(shapes: Sequence[Shape], span: SourceSpan | None = None,
-                  shown: Sequence[Shape] | None = None) -> Shape:
+                  shown: Sequence[Shape] | None = None, index: bool = False) -> Shape:
     """NumPy's broadcast of ``shapes``: symbolic dimensions that differ are assumed equal
-    and checked at the call, where one of them being 1 is a failed match (module docstring)."""
+    and checked at the call, where one of them being 1 is a failed match (module docstring).
+    ``index``: the shapes of index arrays, whose mismatch is NumPy's IndexError."""
     shown = shapes if shown is None else shown
-    numpy: list[str | Dim] = ["operands could not be broadcast together with shapes "]
+    numpy: list[str | Dim] = [
+        "shape mismatch: indexing arrays could not be broadcast together with shapes "
+        if index else "operands could not be broadcast together with shapes "]
     for shape in shown:
         numpy += [*C.numpy_shape(shape), " "]
     ndim = max((len(s) for s in shapes), default=0)
@@ -118,7 +121,8 @@ def broadcast_all(shapes: Sequence[Shape], span: SourceSpan | None = None,
             if C.same(kept, 1):
                 kept = d
                 continue
-            if not C.unify(kept, d, numpy, fits, _refusal(shown, kept, d, span)):
+            if not C.unify(kept, d, numpy, fits, _refusal(shown, kept, d, span),
+                           kind="IndexError" if index else "ValueError"):
                 why = "differ" if kept.is_static and d.is_static else "may differ at run time"
                 raise ShapeError(f"shapes {' and '.join(shape_str(s) for s in shown)} cannot be "
                                  f"broadcast together: dimensions {kept} and {d} {why}")

@@ -54,7 +54,7 @@ def gather(table: Node, axes: Sequence[int], indices: Sequence[Node],
     """``table`` indexed along ``axes`` by ``indices`` (broadcast together), the other axes
     whole; ``user_axes`` name the axes in the user's array for IndexError's message
     (``take``: np.take's, which says so when the axis is empty)."""
-    shape = checked(B.broadcast_all, [i.shape for i in indices], span, span=span)
+    shape = checked(B.broadcast_all, [i.shape for i in indices], span, None, True, span=span)
     idx = tuple(checked(B.broadcast_to, i, shape, span, span=span) for i in indices)
     axes = list(axes)
     if axes != list(range(axes[0], axes[0] + len(axes))):  # not adjacent: to the front

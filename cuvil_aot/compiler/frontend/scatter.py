@@ -75,7 +75,7 @@ def update(old: Node, items: list[Any], value: Node, span: SourceSpan,
         axes.append(axis)
         basic.append(slice(None))
     view, _, starts, steps = region(basic)
-    shape = checked(B.broadcast_all, [i.shape for i in indices], span, span=span)
+    shape = checked(B.broadcast_all, [i.shape for i in indices], span, None, True, span=span)
     idx = tuple(checked(B.broadcast_to, i, shape, span, span=span) for i in indices)
     at = axes[0] if axes == list(range(axes[0], axes[0] + len(axes))) else 0
     rest = [d for a, d in enumerate(view.shape) if a not in axes]

@@ -140,7 +140,8 @@ Requirement = tuple[Dim, str | Raises]
 class Assumption:
     """``left == right``, assumed while lowering and checked by the wrapper at the call.
 
-    Where they differ the call raises NumPy's ValueError, ``error``, unless NumPy would
+    Where they differ the call raises NumPy's ``kind`` (ValueError; IndexError for index
+    arrays that do not broadcast), ``error``, unless NumPy would
     broadcast the op's operands instead: where every ``(p, q, both)`` of ``fits`` has
     ``p == q`` or ``p == 1`` (or ``q == 1``, where ``both``). The compiled code does not
     broadcast a symbolic dimension (it was built for equal sizes, and a silent wrong
@@ -152,6 +153,7 @@ class Assumption:
     error: Message
     fits: tuple[tuple[Dim, Dim, bool], ...] = ()
     refusal: Message = ()
+    kind: str = "ValueError"
 
 
 class Assumptions:
@@ -245,7 +247,7 @@ def same_shape(a: Shape, b: Shape) -> bool:
 
 def unify(left: Dim, right: Dim, error: Sequence[str | Dim],
           fits: Sequence[tuple[Dim, Dim, bool]] = (), refusal: Sequence[str | Dim] = (),
-          one_symbol: bool = True) -> bool:
+          one_symbol: bool = True, kind: str = "ValueError") -> bool:
     """Whether ``left == right`` holds, or is now assumed (to be checked at the call,
     ``Assumption``); False where they differ for every size, or no function is being
     lowered, or no symbol of theirs can be solved for and ``one_symbol`` (the op needs
@@ -257,7 +259,7 @@ def unify(left: Dim, right: Dim, error: Sequence[str | Dim],
         return False
     if not facts.solve(left, right) and one_symbol:
         return False
-    facts.made.append(Assumption(left, right, tuple(error), tuple(fits), tuple(refusal)))
+    facts.made.append(Assumption(left, right, tuple(error), tuple(fits), tuple(refusal), kind))
     return True
 
 
