@@ -17,6 +17,7 @@ import numpy as np
 from cuvil_aot.compiler.frontend import local_functions, numpy_api, piecewise
 from cuvil_aot.compiler.frontend.operators import binary
 from cuvil_aot.compiler.frontend.user_error import UserError
+from cuvil_aot.compiler.frontend.values import is_dict_key
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.types import is_float, is_int
 from cuvil_aot.errors import SourceSpan
@@ -64,8 +65,9 @@ def keywords(interp: Interpreter, nodes: list[ast.keyword], poison: Any) -> dict
     out: dict[str, Any] = {}
     for kw in nodes:
         value = interp.eval(kw.value)
-        pairs = [(kw.arg, value)] if kw.arg is not None else \
-            [("**", value)] if value is poison else _mapping(value, interp.span(kw.value))
+        if value is poison:
+            return {kw.arg or "**": poison}
+        pairs = [(kw.arg, value)] if kw.arg is not None else _mapping(value, interp.span(kw.value))
         for key, item in pairs:
             if key in out:
                 raise UserError(f"TypeError: got multiple values for keyword argument '{key}'",
@@ -87,7 +89,7 @@ def dict_display(interp: Interpreter, expr: ast.Dict, poison: Any) -> Any:
         key = interp.eval(key_node)
         if key is poison:
             return poison
-        if not isinstance(key, str | int | float | bool | tuple | type(None)):
+        if not is_dict_key(key):
             raise UserError("a dict key must be known at compile time", interp.span(key_node),
                             '{"w": w}')
         out[key] = value

@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from cuvil_aot.compiler.frontend import loops
 from cuvil_aot.compiler.frontend.user_error import UserError
+from cuvil_aot.compiler.frontend.values import is_dict_key
 from cuvil_aot.compiler.ir.node import Node
 
 ITERATORS: tuple[type, ...] = (enumerate, zip, reversed, type(reversed([])),
@@ -63,7 +64,7 @@ def dict_comp(interp: Any, expr: ast.DictComp, poison: Any, max_items: int) -> A
                       poison, max_items)
     if pairs is poison:
         return poison
-    if not all(isinstance(k, str | int | float | bool | tuple) for k, _ in pairs):
+    if not all(is_dict_key(k) for k, _ in pairs):
         raise UserError("a dict key must be known at compile time", interp.span(expr.key))
     return dict(pairs)
 

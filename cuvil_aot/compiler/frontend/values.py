@@ -37,6 +37,11 @@ class Unbound:
         self.why = why
 
 
+def is_dict_key(value: Any) -> bool:
+    """Whether ``value`` may key a dict built in a compiled function (known now)."""
+    return isinstance(value, str | int | float | bool | tuple | type(None))
+
+
 def fold(value: Any) -> Any:
     """Static dimensions become plain ints; everything else stays as it is."""
     if isinstance(value, Dim) and value.is_static:
