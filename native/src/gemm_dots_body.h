@@ -41,7 +41,7 @@ dots_block(int r, int jn, int64_t k, const T *ap, const T *const *bcol,
     for (; p + VL <= k; p += VL) {
 #pragma GCC unroll 3
         for (int j = 0; j < npf; j++)
-            __builtin_prefetch(pf[j] + p);
+            __builtin_prefetch(pf[j] + p, 0, 2);
         dots_step(r, 0, VL, acc, ap + 4 * p, bcol, p);
     }
     if (p < k)
@@ -106,8 +106,12 @@ CV_TARGET static void dots_pack_a(int64_t m, int64_t kb, const T *a, int64_t a_r
  * them (8 and 6 rows x BERT's three shapes, B in L3: 0.96x, 0.86x the time;
  * 8 x 768 x 16384 0.93x; bert_stack_1x8 0.985x, memory-bound); with one row
  * block it costs more than it brings (3 and 5 x 768 x 512 from L3, one
- * thread: 0.85x the speed). Into L2 (prefetcht1) instead was slower from
- * memory and from L3 (8 x 768 x 16384: 1.6x the time). */
+ * thread: 0.85x the speed). Into L2 (prefetcht1), not L1: the L1's few miss
+ * buffers held the prefetches back (Zen 4, 2 threads, 8 x 768 rows of B,
+ * bench/cpu_dots_prefetch_probe.c: 96 MB from memory 25-27 -> 32-35 GB/s,
+ * a plain read 33-66; 16 MB in L3 50 -> 52, the FMA bound's side;
+ * bench/ab_native.py bert_stack_1x8 --turns 8: 4,579 -> 3,326 us a call,
+ * bert_1x16 0.99x). */
 CV_TARGET static void dots_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs, const T *b,
                                   int64_t b_cs, int64_t ncols, T *c, int64_t ldc,
                                   int accumulate) {
