@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gemm_kernels.h"
+#include "gemm_reuse.h"
 #include "gemm_ws.h"
 #include "internal.h"
 

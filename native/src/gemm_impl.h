@@ -429,7 +429,7 @@ static void FN(small_range)(void *ctx, int64_t begin, int64_t end) {
             const T *a = tm->a + bt * tm->a_bs + i0 * tm->a_rs, *b = tm->b + bt * tm->b_bs;
             if (tm->b_cs == 1)
                 jb->kt->rows(m, tm->k, a, tm->a_rs, tm->a_cs, b + j0, tm->b_rs, cols, c,
-                             jb->width, !first);
+                             jb->width, !first, 0);
             else
                 jb->kt->dots(m, tm->k, a, tm->a_rs, b + j0 * tm->b_cs, tm->b_cs, cols, c,
                              jb->width, !first);

@@ -262,7 +262,7 @@ stream_step(int g, int pf, const T *a, int64_t a_cs, const T *b, int64_t b_rs, i
     for (int64_t j = 0; j < nfull * VL; j += VL) {
 #pragma GCC unroll 8
         for (int i = 0; pf && i < g; i++)
-            __builtin_prefetch(b + (i + SR) * b_rs + j);
+            __builtin_prefetch(b + (i + SR) * b_rs + j, 0, 2); /* into L2: gemm_reuse.h */
         V sum = V_LOAD(c + j);
 #pragma GCC unroll 8
         for (int i = 0; i < g; i++)
@@ -287,14 +287,17 @@ stream_step(int g, int pf, const T *a, int64_t a_cs, const T *b, int64_t b_rs, i
  * the FFN's 1x768x3072 then 1x3072x768 149 -> 135 us. For longer runs
  * rows_blocks stays faster (1x768x3072: 57 vs 64 us) unless the rows are
  * contiguous. Contiguous rows are one sequential run that the hardware
- * prefetchers follow alone: no prefetch there (Zen 4, k split on 2 threads,
- * 1x3072x768 0.72x the time, 1x768x768 0.63x). */
+ * prefetchers follow alone from the L3: no prefetch there (Zen 4, k split
+ * on 2 threads, 1x3072x768 0.72x the time, 1x768x768 0.63x) unless B is
+ * `cold` (gemm_reuse.h), out of the L3 since its last use. The prefetches go
+ * to L2: into L1 they gained nothing from memory (the decode step 1.02x). */
 CV_TARGET static __attribute__((noinline)) void
-rows_stream(int64_t k, const T *a, int64_t a_cs, const T *b, int64_t b_rs, int64_t ncols, T *c) {
+rows_stream(int64_t k, const T *a, int64_t a_cs, const T *b, int64_t b_rs, int64_t ncols, T *c,
+            int cold) {
     int64_t nfull = ncols / VL;
     int tail = (int)(ncols - nfull * VL);
     int64_t p = 0;
-    for (; b_rs != ncols && p + 2 * SR <= k; p += SR)
+    for (; (b_rs != ncols || cold) && p + 2 * SR <= k; p += SR)
         stream_step(SR, 1, a + p * a_cs, a_cs, b + p * b_rs, b_rs, nfull, tail, c);
     for (; p + SR <= k; p += SR)
         stream_step(SR, 0, a + p * a_cs, a_cs, b + p * b_rs, b_rs, nfull, tail, c);
@@ -324,14 +327,14 @@ static inline int rows_lead(const T *b, int64_t b_rs, int64_t ncols) {
  * RG-row blocks, 1x768x3072 0.91x). */
 CV_TARGET static void rows_kernel(int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs,
                                   const T *b, int64_t b_rs, int64_t ncols, T *c, int64_t ldc,
-                                  int accumulate) {
+                                  int accumulate, int cold) {
     int64_t width = (ncols + RW - 1) / RW * RW;
     for (int64_t i = 0; i < m && !accumulate; i++)
         memset(c + i * ldc, 0, (size_t)width * sizeof(T));
     int64_t run = ncols * (int64_t)sizeof(T);
     int lead = rows_lead(b, b_rs, ncols);
     if (m == 1 && (run <= RG_SHORT || b_rs == ncols) && k * run > RG_CACHED)
-        rows_stream(k, a, a_cs, b, b_rs, ncols, c);
+        rows_stream(k, a, a_cs, b, b_rs, ncols, c, cold);
     else if (k * run <= RG_CACHED || (m <= RMAX && run <= RG_SHORT))
         rows_wide(m, k, a, a_rs, a_cs, b, b_rs, lead, ncols, c, ldc);
     else if (m >= 2 * RMAX)

@@ -51,7 +51,7 @@ typedef struct {
         void (*pack_b)(int64_t k, const T *b, int64_t rs, T *dst);                        \
         void (*rows)(int64_t m, int64_t k, const T *a, int64_t a_rs, int64_t a_cs,       \
                      const T *b, int64_t b_rs, int64_t ncols, T *c, int64_t ldc,         \
-                     int accumulate);                                                     \
+                     int accumulate, int cold);                                           \
         void (*dots)(int64_t m, int64_t k, const T *a, int64_t a_rs, const T *b,          \
                      int64_t b_cs, int64_t ncols, T *c, int64_t ldc, int accumulate);     \
     } cv_kernels_##SFX;                                                                   \

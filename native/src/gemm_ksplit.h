@@ -11,6 +11,7 @@ typedef struct {
     const FN(cv_gemm) *g;
     const FN(cv_kernels) *kt;
     int parts;
+    int cold;        /* B likely comes from memory (gemm_reuse.h) */
     int64_t ld;      /* columns of each part's sums */
     T *sums;         /* parts x ld */
     atomic_int left; /* parts not finished */
@@ -23,7 +24,8 @@ static void FN(ksplit_range)(void *ctx, int64_t begin, int64_t end) {
     for (int64_t q = begin; q < end; q++) {
         int64_t p0 = tm->k * q / jb->parts, p1 = tm->k * (q + 1) / jb->parts;
         jb->kt->rows(1, p1 - p0, tm->a + p0 * tm->a_cs, tm->a_rs, tm->a_cs,
-                     tm->b + p0 * tm->b_rs, tm->b_rs, g->n, jb->sums + q * jb->ld, jb->ld, 0);
+                     tm->b + p0 * tm->b_rs, tm->b_rs, g->n, jb->sums + q * jb->ld, jb->ld, 0,
+                     jb->cold);
         if (atomic_fetch_sub(&jb->left, 1) != 1)
             continue;
         for (int s = 1; s < jb->parts; s++) /* the same order whichever part ends last */
@@ -45,7 +47,9 @@ static int FN(ksplit_fits)(const FN(cv_gemm) *g, int nthreads) {
 }
 
 static int FN(ksplit)(const FN(cv_gemm) *g, const FN(cv_kernels) *kt, int nthreads) {
-    FN(ksplit_job) jb = {.g = g, .kt = kt, .parts = nthreads};
+    const FN(cv_gemm_term) *tm = &g->terms[0];
+    FN(ksplit_job) jb = {.g = g, .kt = kt, .parts = nthreads,
+                         .cold = cv_reuse_cold(tm->b, tm->k * tm->b_rs * (int64_t)sizeof(T))};
     jb.ld = (g->n + kt->rw - 1) / kt->rw * kt->rw;
     jb.sums = cv_ws_get((size_t)nthreads * jb.ld * sizeof(T));
     if (!jb.sums)

@@ -263,6 +263,10 @@ static PyMethodDef methods[] = {
      "Test hook: cv_gpu_launch_list on device 0 over a module of kernels k0..k7 with no\n"
      "real image (for a fake libcuda.so.1): launches are (kernel, grid_x, grid_y, block,\n"
      "32 bytes of arguments); site picks one of four call sites' graphs."},
+    {"_reuse_cold", cv_py_reuse_cold, METH_VARARGS,
+     "_reuse_cold(address, bytes)\n--\n\n"
+     "Test hook: whether the GEMM would take the matrix of `bytes` at `address` as out of\n"
+     "the L3 (new, or more than half the L3 streamed since its last use); records the use."},
     {NULL, NULL, 0, NULL},
 };
 

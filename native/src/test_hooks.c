@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "gemm_reuse.h"
 #include "internal.h"
 #include "test_hooks.h"
 
@@ -271,6 +272,17 @@ PyObject *cv_py_gemm(PyObject *self, PyObject *args, PyObject *kw) {
         return PyErr_NoMemory();
     return Py_BuildValue("LLLL", (long long)s.calls, (long long)s.overwrites,
                          (long long)s.max_rows, (long long)s.max_cols);
+}
+
+/* ---- the reuse-distance estimate ------------------------------------------- */
+
+PyObject *cv_py_reuse_cold(PyObject *self, PyObject *args) {
+    unsigned long long address;
+    long long bytes;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "KL:_reuse_cold", &address, &bytes))
+        return NULL;
+    return PyBool_FromLong(cv_reuse_cold((const void *)(uintptr_t)address, bytes));
 }
 
 /* ---- the graph path's choices against a fake driver ------------------------ */
