@@ -70,21 +70,22 @@ class Knobs:
     they are split (cuda_wg_split.h); 0 copies it K-major first at each call, as
     CUVIL_AOT_CUDA_WGMMA_TRANSPOSE allows. GPT-2 at 8 × 128: 0.94x the time of the copies
     (2026-12-05, H100, bench/gpu/h100_2026-12-05/)."""
-    cuda_tc_cluster: bool = False
-    """CUVIL_AOT_CUDA_TC_CLUSTER: 1 lets a float32 GEMM whose tensor-core tiles are too few
-    split k over the blocks of a thread-block cluster on sm_90, the chunks added up in
-    distributed shared memory (cuda_gemm_tc.h's cv_gemm_tc_cluster); 0 (default until it
-    has run on a device): partial sums in global memory, added by a kernel of their own
-    (_ksum)."""
+    cuda_tc_cluster: bool = True
+    """CUVIL_AOT_CUDA_TC_CLUSTER: 1 (default) lets a float32 GEMM whose tensor-core tiles are
+    too few split k over the blocks of a thread-block cluster on sm_90, the chunks added up
+    in distributed shared memory (cuda_gemm_tc.h's cv_gemm_tc_cluster); 0: partial sums in
+    global memory, added by a kernel of their own (_ksum). On (2026-12-06, H100,
+    bench/gpu/h100_2026-12-06/knob_ab.md): GPT-2 at 1 x 128 0.87x the time, 8 x 128 1.00x."""
     cuda_attention: bool = True
     """CUVIL_AOT_CUDA_ATTENTION: 0 runs a recognized attention as its three kernels (two
     GEMMs and the softmax) instead of the fused flash-style kernel (to compare); 1
     (default) runs the fused kernel where the head dims fit it."""
-    cuda_attention_split: bool = False
-    """CUVIL_AOT_CUDA_ATTENTION_SPLIT: 1 lets a fused attention whose blocks would fill less
-    than half the SMs (GPT-2 at 1 x 128: 24 blocks on 132) run its split entry: blocks of
-    32 query rows whose two halves of warps take alternate tiles of keys, merged at the end
-    (cuda_attention_tc.h); 0 (default until it has run on a device): blocks of 64 rows."""
+    cuda_attention_split: bool = True
+    """CUVIL_AOT_CUDA_ATTENTION_SPLIT: 1 (default) lets a fused attention whose blocks would
+    fill less than half the SMs (GPT-2 at 1 x 128: 24 blocks on 132) run its split entry:
+    blocks of 32 query rows whose two halves of warps take alternate tiles of keys, merged
+    at the end (cuda_attention_tc.h); 0: blocks of 64 rows. On (2026-12-06, H100): GPT-2 at
+    1 x 128 0.96x the time, with the cluster split-K 0.85x."""
     cuda_graph: int = 4
     """CUVIL_AOT_CUDA_GRAPH: a GPU call of this many kernel launches or more replays a CUDA
     graph of them (built the second time the same kernels and grids come on a device and
@@ -183,9 +184,9 @@ def read(env: Mapping[str, str] | None = None) -> Knobs:
         cuda_wgmma_transpose=_flag(env, "CUVIL_AOT_CUDA_WGMMA_TRANSPOSE", True),
         cuda_wg_tail=_flag(env, "CUVIL_AOT_CUDA_WG_TAIL", True),
         cuda_wg_nmajor=_flag(env, "CUVIL_AOT_CUDA_WG_NMAJOR", True),
-        cuda_tc_cluster=_flag(env, "CUVIL_AOT_CUDA_TC_CLUSTER", False),
+        cuda_tc_cluster=_flag(env, "CUVIL_AOT_CUDA_TC_CLUSTER", True),
         cuda_attention=_flag(env, "CUVIL_AOT_CUDA_ATTENTION", True),
-        cuda_attention_split=_flag(env, "CUVIL_AOT_CUDA_ATTENTION_SPLIT", False),
+        cuda_attention_split=_flag(env, "CUVIL_AOT_CUDA_ATTENTION_SPLIT", True),
         cuda_graph=_int(env, "CUVIL_AOT_CUDA_GRAPH", 4, 0, 1024),
         cuda_home=(env.get("CUDA_HOME", "") or env.get("CUDA_PATH", "")).strip(),
         signing_key=env.get("CUVIL_AOT_SIGNING_KEY", ""),

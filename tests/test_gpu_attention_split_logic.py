@@ -2,8 +2,8 @@
 split between two halves of the warps), without a GPU: a module built with sm_90 code runs
 against the fake libcuda.so.1 (tests/data/fake_libcuda.c, 132 SMs), which logs each kernel
 by name and grid. GPT-2's causal attention at 1 x 128 (12 heads of 64: 24 blocks of 64
-rows) takes it with CUVIL_AOT_CUDA_ATTENTION_SPLIT, in 48 blocks; at 8 x 128 (192 blocks)
-it does not; without the setting (the default until it has run on a device) never. What
+rows) takes it with CUVIL_AOT_CUDA_ATTENTION_SPLIT (the default), in 48 blocks; at 8 x 128
+(192 blocks) it does not; without the setting never. What
 the split kernel computes is tests/attention_emulator.cpp's on the CPU and
 tests/test_gpu_attention.py's on a device."""
 
@@ -50,14 +50,14 @@ def attention(b, t):
 
 ctypes.c_int.in_dll(fake, "fake_pools").value = 1
 m = compile_source(Path(WORK), SOURCE, cuda_archs=("sm_90",))
-assert not native.info()["cuda_attention_split"]  # off until it has run on a device
+assert native.info()["cuda_attention_split"]  # on by default
+native.configure(cuda_attention_split=False)
 assert attention(1, 128) == [("f0_s0_a0", 2, 12)], attention(1, 128)
 native.configure(cuda_attention_split=True)
 assert attention(1, 128) == [("f0_s0_a0_s", 4, 12)], attention(1, 128)
 assert attention(8, 128) == [("f0_s0_a0", 2, 96)]  # 192 blocks: enough
 assert attention(1, 32) == [("f0_s0_a0", 1, 12)]  # one block of rows either way
 assert attention(1, 33) == [("f0_s0_a0_s", 2, 12)]
-native.configure(cuda_attention_split=False)
 print("ok")
 '''
 

@@ -2,9 +2,9 @@
 built with sm_90 code runs against the fake libcuda.so.1 (tests/data/fake_libcuda.c, 132
 SMs of compute capability 9.0), which logs each kernel by name and grid. GPT-2's 128-row
 projections (an N-major weight the wgmma loop does not take at 128 rows) split k: with
-CUVIL_AOT_CUDA_TC_CLUSTER in clusters (``_tcc``, CV_TC_CLUSTER blocks a tile, no ``_ksum``),
-without it (the default, until it has run on a device) through partial sums and ``_ksum``,
-as where k splits in fewer chunks. What
+CUVIL_AOT_CUDA_TC_CLUSTER (the default) in clusters (``_tcc``, CV_TC_CLUSTER blocks a tile,
+no ``_ksum``), without it through partial sums and ``_ksum``, as where k splits in fewer
+chunks. What
 the cluster kernel computes is tests/test_gpu_gemm.py's on a device."""
 
 from __future__ import annotations
@@ -43,8 +43,7 @@ def gemms(fn, out, *shapes):
 
 ctypes.c_int.in_dll(fake, "fake_pools").value = 1
 m = compile_source(Path(WORK), SOURCE, cuda_archs=("sm_90",))
-assert not native.info()["cuda_tc_cluster"]  # off until it has run on a device
-native.configure(cuda_tc_cluster=True)
+assert native.info()["cuda_tc_cluster"]  # on by default
 qkv = [(1, 128, 2304), (1, 128, 768), (768, 2304), (2304,)]
 assert gemms(m.proj, *qkv) == [("tcc", 2 * 18 * 8)], gemms(m.proj, *qkv)
 fc2 = [(1, 128, 768), (1, 128, 3072), (3072, 768), (768,)]

@@ -22,9 +22,9 @@ typedef struct {
     int wgmma_copy; /* CUVIL_AOT_CUDA_WGMMA_TRANSPOSE=0 clears it: none over K-major copies */
     int wg_tail;    /* CUVIL_AOT_CUDA_WG_TAIL=1 sets it: wgmma may split its tail's k only */
     int wg_nmajor;  /* CUVIL_AOT_CUDA_WG_NMAJOR=1 sets it: 3xTF32 wgmma reads N-major B */
-    int tc_cluster; /* CUVIL_AOT_CUDA_TC_CLUSTER=1 sets it: split-K in clusters (sm_90) */
+    int tc_cluster; /* CUVIL_AOT_CUDA_TC_CLUSTER (default 1): split-K in clusters (sm_90) */
     int attention;  /* CUVIL_AOT_CUDA_ATTENTION=0 clears it: attentions as three kernels */
-    int attention_split; /* CUVIL_AOT_CUDA_ATTENTION_SPLIT=1 sets it: the _s entries */
+    int attention_split; /* CUVIL_AOT_CUDA_ATTENTION_SPLIT (default 1): the _s entries */
 } cv_cuda_settings;
 extern cv_cuda_settings cv_cuda_config;
 
