@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import linecache
 import sys
 import threading
 import types
@@ -9,7 +10,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cuvil_aot.errors import SignatureError
+from cuvil_aot.errors import Diagnostic, SignatureError, SourceSpan
 from cuvil_aot.marks import PRECISIONS, Marked
 
 if TYPE_CHECKING:
@@ -44,10 +45,18 @@ class Dispatcher(Marked):
                               stacklevel=2)
             return self.py_func(*args, **kwargs)
 
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        """As a method, called with the instance first, as the original would be."""
+        return self if obj is None else types.MethodType(self, obj)
+
     def _compile(self) -> Callable[..., Any]:
         from cuvil_aot import knobs
         from cuvil_aot.load import artifacts  # a cache hit needs no compiler import
+        from cuvil_aot.runtime.binding import Refused
 
+        if "." in self.py_func.__qualname__:  # a method, or a def inside a function
+            self.compiled = Refused(self, not_module_level(self.py_func).render())
+            return self.compiled
         module = sys.modules[self.py_func.__module__]
         artifacts.ensure_bound(module, artifacts.Settings.from_knobs(knobs.read()))
         if self.compiled is None:
@@ -57,6 +66,30 @@ class Dispatcher(Marked):
 
     def __repr__(self) -> str:
         return f"<cuvil_aot function {self.py_func.__module__}.{self.py_func.__qualname__}>"
+
+
+def not_module_level(fn: types.FunctionType) -> Diagnostic:
+    """Why a method or a function defined inside another is not compiled (a module's build
+    compiles the functions at its top level), at its ``def`` line, with what to write."""
+    code, name = fn.__code__, fn.__qualname__
+    line = code.co_firstlineno  # its first decorator's line: the def follows
+    while (text := linecache.getline(code.co_filename, line)) and \
+            not text.lstrip().startswith(("def ", "async def ")):
+        line += 1
+    col = len(text) - len(text.lstrip())
+    span = SourceSpan(code.co_filename, line, col, line, col + len(f"def {fn.__name__}"),
+                      text.rstrip("\n")) if text else None
+    if "<locals>" in name:
+        return Diagnostic(span, f"{name} is defined inside another function; cuvil_aot "
+                          "compiles the functions a module defines at its top level",
+                          f"define {fn.__name__} at the module's top level and pass it what "
+                          "it reads from the enclosing function as arguments")
+    owner = name.rsplit(".", 1)[0]
+    return Diagnostic(span, f"{name} is a method of {owner}; cuvil_aot compiles the "
+                      "functions a module defines at its top level",
+                      f"a module-level function of the arrays the method reads, called from "
+                      f"it: `def {fn.__name__}(x, w): ...` and, in the method, `return "
+                      f"{fn.__name__}(x, self.w)`")
 
 
 def optimize(fn: Callable[..., Any] | None = None, *, signatures: Sequence[str] | None = None,
