@@ -20,7 +20,8 @@ from cuvil_aot.compiler.ir.ops import ELEMENTWISE, MOVEMENT, Op
 from cuvil_aot.compiler.ir.types import Dim, Shape
 
 # Ops costly enough that recomputing them costs more than a store and a load from cache.
-COSTLY = frozenset({Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.TANH, Op.SIN, Op.COS, Op.POW,
+COSTLY = frozenset({Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.TANH, Op.ERF, Op.SIN, Op.COS,
+                    Op.POW,
                     *ops_c.LIBM})
 
 

@@ -53,7 +53,8 @@ Lowering = Callable[[str, list[str]], str | None]
 _INFIX = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*", Op.DIV: "/", Op.LT: "<", Op.LE: "<=",
           Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!=", Op.AND: "&", Op.OR: "|",
           Op.XOR: "^"}
-_VMATH = {Op.EXP: "exp", Op.EXPM1: "expm1", Op.LOG: "log", Op.LOG1P: "log1p", Op.TANH: "tanh"}
+_VMATH = {Op.EXP: "exp", Op.EXPM1: "expm1", Op.LOG: "log", Op.LOG1P: "log1p", Op.TANH: "tanh",
+          Op.ERF: "erf"}
 # Float ufuncs whose NumPy loops are the C library's (float64; float32 within a few ulp):
 # libm's functions here, CUDA's of the same names on the device
 LIBM = {Op.TAN: "tan", Op.ARCSIN: "asin", Op.ARCCOS: "acos", Op.ARCTAN: "atan", Op.SINH: "sinh",

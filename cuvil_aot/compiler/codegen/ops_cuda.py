@@ -24,7 +24,7 @@ from cuvil_aot.compiler.codegen.ops_c import (
 from cuvil_aot.compiler.ir.ops import Op
 
 _LIBDEVICE = {Op.EXP: "exp", Op.EXPM1: "expm1", Op.LOG: "log", Op.LOG1P: "log1p",
-              Op.TANH: "tanh", Op.SIN: "sin", Op.COS: "cos", **LIBM}
+              Op.TANH: "tanh", Op.ERF: "erf", Op.SIN: "sin", Op.COS: "cos", **LIBM}
 _FLOAT_HELPERS = {Op.MAXIMUM: "maximum", Op.MINIMUM: "minimum", Op.FLOORDIV: "floordiv",
                   Op.MOD: "remainder", Op.SIGN: "sign"}
 _INT_HELPERS = {Op.FLOORDIV: "floordiv", Op.MOD: "remainder", Op.POW: "power"}

@@ -72,7 +72,7 @@ def now(fn: Any, args: Sequence[Any], ctx: Ctx) -> Any:
     return out
 
 
-def _unary(fn: Any, op: Op) -> Handler:
+def unary(fn: Any, op: Op) -> Handler:
     def handler(ctx: Ctx, x: Any, /) -> Any:
         if is_number(x):
             return now(fn, [x], ctx)
@@ -436,13 +436,13 @@ PY_FUNCTIONS: dict[Any, Handler] = {
     min: _py_extremum("Lt"), max: _py_extremum("Gt"), math.pow: py_pow,
     math.floor: _py_math(math.floor, Op.FLOOR, True),
     math.ceil: _py_math(math.ceil, Op.CEIL, True),
-    **{getattr(math, name): _py_math(getattr(math, name), op) for name, op in (
+    **{getattr(math, name): _py_math(getattr(math, name), op) for name, op in (  # exp2: 3.11
         ("sqrt", Op.SQRT), ("exp", Op.EXP), ("expm1", Op.EXPM1), ("log", Op.LOG),
         ("log1p", Op.LOG1P), ("tanh", Op.TANH), ("sin", Op.SIN), ("cos", Op.COS),
         ("fabs", Op.ABS), ("tan", Op.TAN), ("asin", Op.ARCSIN), ("acos", Op.ARCCOS),
         ("atan", Op.ARCTAN), ("sinh", Op.SINH), ("cosh", Op.COSH), ("asinh", Op.ARCSINH),
         ("acosh", Op.ARCCOSH), ("atanh", Op.ARCTANH), ("log2", Op.LOG2), ("log10", Op.LOG10),
-        ("exp2", Op.EXP2), ("cbrt", Op.CBRT)) if hasattr(math, name)},  # exp2, cbrt: 3.11
+        ("exp2", Op.EXP2), ("cbrt", Op.CBRT), ("erf", Op.ERF)) if hasattr(math, name)},
 }
 
 UNARY = {np.exp: Op.EXP, np.expm1: Op.EXPM1, np.log: Op.LOG, np.log1p: Op.LOG1P,
@@ -466,7 +466,7 @@ REDUCTIONS = {np.sum: _reduction(Op.SUM), np.prod: _reduction(Op.PROD),
               np.amin: _extremum(Op.MIN)}
 
 FUNCTIONS: dict[Any, Handler] = {
-    **{fn: _unary(fn, op) for fn, op in UNARY.items()},
+    **{fn: unary(fn, op) for fn, op in UNARY.items()},
     **{fn: _binary(fn, op) for fn, op in BINARY.items()},
     **REDUCTIONS,
     np.logical_and: _logical(Op.AND), np.logical_or: _logical(Op.OR),

@@ -35,6 +35,7 @@ from cuvil_aot.compiler.frontend import (
     quantiles,
     real_parts,
     scans,
+    scipy_special,
     searchsorted,
     shapes,
     ufunc_methods,
@@ -139,7 +140,7 @@ def _describe(value: Any) -> str:
 
 def is_numpy(fn: Any) -> bool:
     """Whether ``fn`` is a NumPy function with a handler (not inlined as Python)."""
-    return _key(fn) in FUNCTIONS
+    return _key(fn) in FUNCTIONS or scipy_special.handler(fn) is not None
 
 
 def _key(fn: Any) -> Any:
@@ -166,7 +167,7 @@ def call(fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
         return _invoke(handler, ctx, [fn.node, *args], kwargs, f"{fn.name}()")
     if fn is np.where and len(args) == 1 and not kwargs:
         _value_shaped("where", "np.where(cond) (np.nonzero(cond))", span)
-    found = FUNCTIONS.get(_key(fn))
+    found = FUNCTIONS.get(_key(fn)) or scipy_special.handler(fn)
     if found is not None:
         return _invoke(found, ctx, args, kwargs, f"np.{getattr(fn, '__name__', fn)}()")
     has_array = any(isinstance(a, Node) and a.shape for a in [*args, *kwargs.values()])

@@ -10,6 +10,7 @@ permutations in ``cuvil_aot.compiler.ir.construct``); C lowerings are keyed by
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,7 @@ class Op(enum.Enum):
     SQRT = enum.auto()
     SQUARE = enum.auto()
     TANH = enum.auto()
+    ERF = enum.auto()  # scipy.special.erf and math.erf (BERT's exact GELU)
     SIN = enum.auto()
     COS = enum.auto()
     # the C library's (libm / CUDA's) functions of NumPy's float ufuncs of the same names
@@ -136,9 +138,10 @@ class Op(enum.Enum):
 
 
 UNARY = frozenset({Op.NEG, Op.ABS, Op.SIGN, Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.SQRT,
-                   Op.SQUARE, Op.TANH, Op.SIN, Op.COS, Op.TAN, Op.ARCSIN, Op.ARCCOS, Op.ARCTAN,
-                   Op.SINH, Op.COSH, Op.ARCSINH, Op.ARCCOSH, Op.ARCTANH, Op.EXP2, Op.LOG2,
-                   Op.LOG10, Op.CBRT, Op.FLOOR, Op.CEIL, Op.RINT, Op.INVERT, Op.CAST, Op.TF32})
+                   Op.SQUARE, Op.TANH, Op.ERF, Op.SIN, Op.COS, Op.TAN, Op.ARCSIN, Op.ARCCOS,
+                   Op.ARCTAN, Op.SINH, Op.COSH, Op.ARCSINH, Op.ARCCOSH, Op.ARCTANH, Op.EXP2,
+                   Op.LOG2, Op.LOG10, Op.CBRT, Op.FLOOR, Op.CEIL, Op.RINT, Op.INVERT, Op.CAST,
+                   Op.TF32})
 BINARY = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW, Op.ARCTAN2,
                     Op.HYPOT, Op.COPYSIGN, Op.MAXIMUM,
                     Op.MINIMUM, Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE, Op.AND, Op.OR, Op.XOR,
@@ -150,6 +153,20 @@ MOVEMENT = frozenset({Op.PERMUTE, Op.SLICE, Op.BROADCAST, Op.RESHAPE, Op.WINDOW}
 SCANS = frozenset({Op.CUMSUM, Op.CUMPROD, Op.CUMMAX, Op.CUMMIN, Op.SORT,
                    Op.ARGSORT})  # a kernel of whole rows
 WRITES = frozenset({Op.SETITEM, Op.SCATTER})  # assignments, written in place
+
+def scipy_erf(x: Any) -> Any:
+    """scipy.special.erf, what Op.ERF means (its dtypes: float32 stays, the rest float64).
+    Only a module that calls it (or math.erf) builds the op, and such a module has SciPy,
+    or calls math.erf on float64 Python numbers, which NumPy's float64 loop stands for."""
+    try:
+        from scipy import special
+    except ImportError:  # math.erf without SciPy: float64 numbers
+        return np.vectorize(math.erf, otypes=[np.float64])(x)
+    return special.erf(x)
+
+
+scipy_erf.__name__ = "erf"
+
 
 def round_tf32(x: Any) -> Any:
     """Float32 values rounded to TF32 as Op.TF32 does; inf and NaN as they are."""
@@ -163,7 +180,8 @@ def round_tf32(x: Any) -> Any:
 NUMPY: dict[Op, Callable[..., Any]] = {
     Op.NEG: np.negative, Op.ABS: np.absolute, Op.SIGN: np.sign, Op.EXP: np.exp,
     Op.EXPM1: np.expm1, Op.LOG: np.log, Op.LOG1P: np.log1p, Op.SQRT: np.sqrt,
-    Op.SQUARE: np.square, Op.TANH: np.tanh, Op.SIN: np.sin, Op.COS: np.cos,
+    Op.SQUARE: np.square, Op.TANH: np.tanh, Op.ERF: scipy_erf, Op.SIN: np.sin,
+    Op.COS: np.cos,
     Op.TAN: np.tan, Op.ARCSIN: np.arcsin, Op.ARCCOS: np.arccos, Op.ARCTAN: np.arctan,
     Op.SINH: np.sinh, Op.COSH: np.cosh, Op.ARCSINH: np.arcsinh, Op.ARCCOSH: np.arccosh,
     Op.ARCTANH: np.arctanh, Op.EXP2: np.exp2, Op.LOG2: np.log2, Op.LOG10: np.log10,
