@@ -159,7 +159,7 @@ def scipy_erf(x: Any) -> Any:
     Only a module that calls it (or math.erf) builds the op, and such a module has SciPy,
     or calls math.erf on float64 Python numbers, which NumPy's float64 loop stands for."""
     try:
-        from scipy import special
+        from scipy import special  # type: ignore[import-untyped,unused-ignore]
     except ImportError:  # math.erf without SciPy: float64 numbers
         return np.vectorize(math.erf, otypes=[np.float64])(x)
     return special.erf(x)
