@@ -2,6 +2,7 @@
  * streamed, each with the running count of bytes streamed at its last use. */
 #include "gemm_reuse.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 
@@ -32,7 +33,14 @@ static int64_t half_l3(void) {
     return (kb > 0 ? (int64_t)kb << 10 : (int64_t)32 << 20) / 2;
 }
 
+/* After fork only the forking thread exists: another may have held the flag. */
+static void reset_after_fork(void) { atomic_flag_clear(&busy); }
+
+static void register_atfork(void) { pthread_atfork(NULL, NULL, reset_after_fork); }
+
 int cv_reuse_cold(const void *p, int64_t bytes) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_atfork);
     while (atomic_flag_test_and_set_explicit(&busy, memory_order_acquire))
         ;
     if (!limit)
