@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cuvil_aot.compiler.frontend import local_functions, numpy_api, piecewise
+from cuvil_aot.compiler.frontend import local_functions, numpy_api, piecewise, scipy_special
 from cuvil_aot.compiler.frontend.operators import binary
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import is_dict_key
@@ -46,6 +46,9 @@ def call_value(interp: Interpreter, fn: Any, args: list[Any], kwargs: dict[str, 
         return piecewise.piecewise(
             lambda f, a: call_value(interp, f, a, {}, span, [span] * len(a)), span,
             *args, **kwargs)
+    form = scipy_special.python_form(fn)  # scipy.special.softmax: its NumPy form
+    if form is not None:
+        return interp.call_function(form, args, kwargs, span)
     target = getattr(fn, "py_func", fn)  # a decorated function inlines its Python body
     if isinstance(target, types.FunctionType) and not numpy_api.is_numpy(target) \
             and not numpy_api.runs_now(target):

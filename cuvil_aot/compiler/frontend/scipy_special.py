@@ -1,12 +1,16 @@
 """SciPy's special functions that inference code calls: ``scipy.special.erf`` (BERT's exact
 GELU, ``0.5 * x * (1 + erf(x / np.sqrt(2)))``), a ufunc of float32 to float32 and of
-everything else to float64. Found by identity in ``scipy.special`` as the user's module
-imported it: SciPy is never imported here, nor needed where no code calls it."""
+everything else to float64; ``softmax``, ``log_softmax`` and ``expit``, whose SciPy code
+goes through its array-API helpers, compiled from their NumPy forms here (SciPy's formulas
+and dtypes), inlined as the user's Python is. Found by identity in ``scipy.special`` as the
+user's module imported it: SciPy is never imported here, nor needed where no code calls it."""
 
 from __future__ import annotations
 
 import sys
 from typing import Any
+
+import numpy as np
 
 from cuvil_aot.compiler.frontend.handlers import Handler, unary
 from cuvil_aot.compiler.ir.ops import Op
@@ -21,3 +25,34 @@ def handler(fn: Any) -> Handler | None:
     if special is None or name not in _OPS or getattr(special, name, None) is not fn:
         return None
     return unary(fn, _OPS[name])
+
+
+def softmax(x: Any, axis: Any = None) -> Any:
+    x_max = np.max(x, axis=axis, keepdims=True)
+    exp_x_shifted = np.exp(x - x_max)
+    return exp_x_shifted / np.sum(exp_x_shifted, axis=axis, keepdims=True)
+
+
+def log_softmax(x: Any, axis: Any = None) -> Any:
+    x_max = np.max(x, axis=axis, keepdims=True)
+    x_max = np.where(np.isfinite(x_max), x_max, 0)  # an all -inf or inf slice
+    tmp = x - x_max
+    return tmp - np.log(np.sum(np.exp(tmp), axis=axis, keepdims=True))
+
+
+def expit(x: Any) -> Any:
+    x = np.asarray(x)
+    x = x if x.dtype == np.float32 else x.astype(np.float64)  # SciPy's loops: f and d
+    return 1 / (1 + np.exp(-x))
+
+
+_FORMS = {"softmax": softmax, "log_softmax": log_softmax, "expit": expit}
+
+
+def python_form(fn: Any) -> Any:
+    """The NumPy form of ``fn`` where it is one of ``_FORMS``' functions of scipy.special."""
+    special = sys.modules.get("scipy.special")
+    name = getattr(fn, "__name__", None)
+    if special is None or name not in _FORMS or getattr(special, name, None) is not fn:
+        return None
+    return _FORMS[name]

@@ -1,7 +1,9 @@
 """``scipy.special.erf`` and ``math.erf`` (BERT's exact GELU, ``0.5 * x * (1 + erf(x /
 math.sqrt(2)))``) against SciPy in float64 on random shapes and values (hypothesis),
 outputs poisoned: SciPy's dtypes (float32 stays, ints and float64 give float64), fused
-into the GELU's loop on the CPU (vmath.h's cv_erff) and libdevice's erff on the GPU."""
+into the GELU's loop on the CPU (vmath.h's cv_erff) and libdevice's erff on the GPU; and
+``scipy.special.softmax``, ``log_softmax`` and ``expit`` (compiled from their NumPy
+forms) the same way, infinite slices and SciPy's dtypes included."""
 
 from __future__ import annotations
 
@@ -30,6 +32,17 @@ def gelu(x):
 @cv.optimize(signatures=["f32[N], i32[N], f64[N], float"])
 def erfs(x, i, d, s):
     return scipy.special.erf(x), erf(i), erf(d) * 2, math.erf(s), erf(s)
+
+@cv.optimize(signatures=["f32[A,B,C]", "f64[A,B,C]", "i32[A,B,C]"])
+def softmaxes(x):
+    return (scipy.special.softmax(x, axis=-1), scipy.special.softmax(x, axis=(0, 2)),
+            scipy.special.softmax(x), scipy.special.log_softmax(x, axis=1),
+            scipy.special.log_softmax(x))
+
+@cv.optimize(signatures=["f32[N], f64[N], i16[N], f16[N], float"])
+def expits(x, d, i, h, s):
+    return (scipy.special.expit(x), scipy.special.expit(d), scipy.special.expit(i),
+            scipy.special.expit(h), scipy.special.expit(s))
 '''
 
 
@@ -57,11 +70,38 @@ def test_dtypes_and_numbers(m, n: int, seed: int) -> None:
           float(rng.standard_normal() * 2))
 
 
+@settings(max_examples=15, deadline=None)
+@given(a=st.integers(1, 4), b=st.integers(1, 5), c=st.integers(1, 6),
+       dtype=st.sampled_from([np.float32, np.float64, np.int32]), special=st.booleans(),
+       seed=st.integers(0, 2**32 - 1))
+def test_softmax_and_log_softmax(m, a: int, b: int, c: int, dtype: type, special: bool,
+                                 seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((a, b, c)) * 4).astype(dtype)
+    if special and dtype != np.int32:  # a slice all -inf, one +inf
+        x[0, :, 0] = -np.inf
+        x[-1, -1, -1] = np.inf
+    check(m.softmaxes, x)
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(1, 40), seed=st.integers(0, 2**32 - 1))
+def test_expit(m, n: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n) * 30
+    x[rng.integers(0, n)] = rng.choice([np.inf, -np.inf, np.nan, -100.0, 100.0])
+    check(m.expits, x.astype(np.float32), x, rng.integers(-50, 50, n).astype(np.int16),
+          x.astype(np.float16), float(x[0]))
+
+
 def test_the_results_keep_scipys_dtypes(m) -> None:
     got = m.erfs(np.ones(2, np.float32), np.ones(2, np.int32), np.ones(2), 0.5)
     assert [np.asarray(g).dtype for g in got] == [np.float32, np.float64, np.float64,
                                                   np.float64, np.float64]
     assert got[3] == math.erf(0.5)  # libm's erf, as Python's math module computes it
+    ones = (np.ones(2, np.float32), np.ones(2), np.ones(2, np.int16), np.ones(2, np.float16))
+    assert [np.asarray(g).dtype for g in m.expits(*ones, 0.5)] == [
+        np.float32, np.float64, np.float64, np.float64, np.float64]
 
 
 def test_the_gpu_code_calls_libdevice(tmp_path: Path) -> None:
