@@ -436,7 +436,7 @@ PY_FUNCTIONS: dict[Any, Handler] = {
     min: _py_extremum("Lt"), max: _py_extremum("Gt"), math.pow: py_pow,
     math.floor: _py_math(math.floor, Op.FLOOR, True),
     math.ceil: _py_math(math.ceil, Op.CEIL, True),
-    **{getattr(math, name): _py_math(getattr(math, name), op) for name, op in (  # exp2: 3.11
+    **{getattr(math, name): _py_math(getattr(math, name), op) for name, op in (  # exp2, cbrt: 3.11
         ("sqrt", Op.SQRT), ("exp", Op.EXP), ("expm1", Op.EXPM1), ("log", Op.LOG),
         ("log1p", Op.LOG1P), ("tanh", Op.TANH), ("sin", Op.SIN), ("cos", Op.COS),
         ("fabs", Op.ABS), ("tan", Op.TAN), ("asin", Op.ARCSIN), ("acos", Op.ARCCOS),

@@ -18,13 +18,18 @@ from cuvil_aot.compiler.ir.ops import Op
 _OPS = {"erf": Op.ERF}
 
 
-def handler(fn: Any) -> Handler | None:
-    """The handler of ``fn`` where it is one of ``_OPS``' functions of scipy.special."""
+def _name_in(fn: Any, names: dict[str, Any]) -> str | None:
+    """``fn``'s name where it is scipy.special's function of that name among ``names``."""
     special = sys.modules.get("scipy.special")
     name = getattr(fn, "__name__", None)
-    if special is None or name not in _OPS or getattr(special, name, None) is not fn:
-        return None
-    return unary(fn, _OPS[name])
+    found = special is not None and name in names and getattr(special, name, None) is fn
+    return name if found else None
+
+
+def handler(fn: Any) -> Handler | None:
+    """The handler of ``fn`` where it is one of ``_OPS``' functions of scipy.special."""
+    name = _name_in(fn, _OPS)
+    return unary(fn, _OPS[name]) if name else None
 
 
 def softmax(x: Any, axis: Any = None) -> Any:
@@ -51,8 +56,5 @@ _FORMS = {"softmax": softmax, "log_softmax": log_softmax, "expit": expit}
 
 def python_form(fn: Any) -> Any:
     """The NumPy form of ``fn`` where it is one of ``_FORMS``' functions of scipy.special."""
-    special = sys.modules.get("scipy.special")
-    name = getattr(fn, "__name__", None)
-    if special is None or name not in _FORMS or getattr(special, name, None) is not fn:
-        return None
-    return _FORMS[name]
+    name = _name_in(fn, _FORMS)
+    return _FORMS[name] if name else None

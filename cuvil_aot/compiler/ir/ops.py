@@ -154,18 +154,12 @@ SCANS = frozenset({Op.CUMSUM, Op.CUMPROD, Op.CUMMAX, Op.CUMMIN, Op.SORT,
                    Op.ARGSORT})  # a kernel of whole rows
 WRITES = frozenset({Op.SETITEM, Op.SCATTER})  # assignments, written in place
 
-def scipy_erf(x: Any) -> Any:
-    """scipy.special.erf, what Op.ERF means (its dtypes: float32 stays, the rest float64).
-    Only a module that calls it (or math.erf) builds the op, and such a module has SciPy,
-    or calls math.erf on float64 Python numbers, which NumPy's float64 loop stands for."""
-    try:
-        from scipy import special  # type: ignore[import-untyped,unused-ignore]
-    except ImportError:  # math.erf without SciPy: float64 numbers
-        return np.vectorize(math.erf, otypes=[np.float64])(x)
-    return special.erf(x)
-
-
-scipy_erf.__name__ = "erf"
+def erf(x: Any) -> Any:
+    """What Op.ERF means: scipy.special.erf's dtypes (float32 stays, the rest float64; the
+    builder reads them here) with libm's values, as math.erf's. SciPy is not needed."""
+    x = np.asarray(x)
+    out = np.vectorize(math.erf, otypes=[np.float64])(x)
+    return out.astype(np.float32) if x.dtype == np.float32 else out
 
 
 def round_tf32(x: Any) -> Any:
@@ -180,7 +174,7 @@ def round_tf32(x: Any) -> Any:
 NUMPY: dict[Op, Callable[..., Any]] = {
     Op.NEG: np.negative, Op.ABS: np.absolute, Op.SIGN: np.sign, Op.EXP: np.exp,
     Op.EXPM1: np.expm1, Op.LOG: np.log, Op.LOG1P: np.log1p, Op.SQRT: np.sqrt,
-    Op.SQUARE: np.square, Op.TANH: np.tanh, Op.ERF: scipy_erf, Op.SIN: np.sin,
+    Op.SQUARE: np.square, Op.TANH: np.tanh, Op.ERF: erf, Op.SIN: np.sin,
     Op.COS: np.cos,
     Op.TAN: np.tan, Op.ARCSIN: np.arcsin, Op.ARCCOS: np.arccos, Op.ARCTAN: np.arctan,
     Op.SINH: np.sinh, Op.COSH: np.cosh, Op.ARCSINH: np.arcsinh, Op.ARCCOSH: np.arccosh,
