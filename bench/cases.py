@@ -10,8 +10,11 @@ import numpy as np
 Shape = tuple[int, ...]
 CORE = ("cuvil_aot", "NumPy", "numexpr", "Numba", "PyTorch eager", "torch.compile",
         "ONNX Runtime")
-TRANSFORMER = ("cuvil_aot", "NumPy", "PyTorch eager", "torch.compile", "ONNX Runtime",
-               "ONNX Runtime fused")
+TRANSFORMER = ("cuvil_aot", "cuvil_aot frozen", "NumPy", "PyTorch eager", "torch.compile",
+               "ONNX Runtime", "ONNX Runtime fused")
+OURS = ("cuvil_aot", "cuvil_aot frozen")
+"""cuvil_aot frozen: the same compiled function with the weights passed through
+cuvil_aot.freeze (packed once, as ONNX Runtime's initializers are)"""
 COMPETITORS = tuple(dict.fromkeys(CORE + TRANSFORMER))
 
 

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import report_transformers
-from cases import BY_NAME, Case
+from cases import BY_NAME, OURS, Case
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("numpy", "numexpr", "numba", "llvmlite", "scipy", "torch", "onnx", "onnxruntime",
@@ -146,7 +146,7 @@ def _ok(res: dict) -> bool:
 def case_section(case: Case, results: dict[str, dict], fl: dict, l3: int) -> list[str]:
     floor_s, why = floor_of(case, fl, l3)
     np_s = results.get("NumPy", {}).get("median_s")
-    anchors = {c: r["median_s"] for c, r in results.items() if c != "cuvil_aot" and _ok(r)}
+    anchors = {c: r["median_s"] for c, r in results.items() if c not in OURS and _ok(r)}
     best = min(anchors.values()) if anchors else None
     out_bytes = sum(4 * math.prod(s) for s in case.outputs)
     lines = [f"### {case.title}", "",
@@ -181,7 +181,7 @@ def summary_row(case: Case, results: dict[str, dict], fl: dict, l3: int) -> list
                 case.target, "", ""]
     cells = []
     for key in ("median_s", "min_s"):
-        anchors = {c: r[key] for c, r in ok.items() if c != "cuvil_aot"}
+        anchors = {c: r[key] for c, r in ok.items() if c not in OURS}
         t = cv[key]
         cells.append((t, anchors, _target_met(case, t, floor_s, anchors),
                       all(t < v for v in anchors.values())))

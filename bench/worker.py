@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from cases import BY_NAME, Case
+from cases import BY_NAME, OURS, Case
 
 RTOL = 2e-3
 ATOL_REL = 2e-4
@@ -56,12 +56,18 @@ def _as_tuple(result) -> tuple:
 
 def prepare(competitor: str, case: Case, inputs: tuple[np.ndarray, ...]):
     """A no-argument call of the competitor on the inputs, and a converter to NumPy."""
-    if competitor == "cuvil_aot":
+    if competitor in OURS:
         _bind_prebuilt()
     dispatcher = getattr(importlib.import_module(case.module), case.model)
     transformer = case.group == "transformers"
     if competitor == "cuvil_aot":
         return lambda: dispatcher(*inputs), _as_tuple
+    if competitor == "cuvil_aot frozen":
+        import cuvil_aot
+
+        first = len(inputs) - case.weight_inputs
+        frozen = inputs[:first] + tuple(cuvil_aot.freeze(w) for w in inputs[first:])
+        return lambda: dispatcher(*frozen), _as_tuple
     if competitor == "NumPy":
         py_func = dispatcher.py_func  # bert_stack, a plain function, sets its own
         return lambda: py_func(*inputs), _as_tuple

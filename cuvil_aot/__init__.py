@@ -22,6 +22,7 @@ __all__ = [
     "f16",
     "f32",
     "f64",
+    "freeze",
     "i8",
     "i16",
     "i32",
@@ -37,12 +38,17 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """``quantize_weights`` (cuvil_aot.quantize) is imported on first use: a cache hit runs
-    no module it does not need (tests/test_security.py)."""
+    """``quantize_weights`` (cuvil_aot.quantize) and ``freeze`` (cuvil_aot.frozen) are
+    imported on first use: a cache hit runs no module it does not need
+    (tests/test_security.py)."""
     if name == "quantize_weights":
         from cuvil_aot.quantize import quantize_weights
 
         return quantize_weights
+    if name == "freeze":
+        from cuvil_aot.frozen import freeze
+
+        return freeze
     raise AttributeError(f"module 'cuvil_aot' has no attribute {name!r}")
 
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "frozen.h"
 #include "gemm_kernels.h"
 #include "gemm_reuse.h"
 #include "gemm_ws.h"

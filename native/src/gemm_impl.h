@@ -24,6 +24,10 @@
  * chunk sum tile that goes to the epilogue. Tiny products with up to
  * CV_GEMM_SMALL_M_TINY rows take it too, in groups of CV_GEMM_SMALL_M rows.
  * One row against a large B splits k over the threads instead (gemm_ksplit.h).
+ *
+ * A term whose B lies in a frozen buffer (frozen.h) reads B's panels from its packed form,
+ * made at the first call: the packed path then packs only A (GPT-2's prefill at 128
+ * tokens packed 28 MB of weights a call, 18% of its CPU time).
  */
 #include "gemm_pack.h"
 
@@ -47,6 +51,7 @@ typedef struct {
     const FN(cv_gemm) *g;
     const FN(cv_kernels) *kt;
     const int64_t *koff;        /* offset of each term's k range in a panel */
+    const T *const *form;       /* each term's packed B (all panels, its k only), or NULL */
     int64_t ksum;               /* sum of the terms' k */
     int64_t m_panels, n_panels; /* per batch */
     int64_t upanels, npu;       /* row / column panels per unit */
@@ -88,14 +93,13 @@ static void FN(pack_a_task)(const FN(plan) *pl, int64_t x) {
     }
 }
 
-/* Rows [p0, p0 + rows) of one B panel of term t. */
+/* Rows [p0, p0 + rows) of one B panel of term t, to dst (where row p0 goes). */
 static void FN(pack_b_rows)(const FN(plan) *pl, int t, int64_t panel, int64_t p0, int64_t rows,
                             T *dst) {
     const FN(cv_gemm_term) *tm = &pl->g->terms[t];
     int nr = pl->kt->nr;
     int64_t j0 = panel * nr, cols = pl->g->n - j0 < nr ? pl->g->n - j0 : nr;
     const T *b = tm->b + pl->b_batch * tm->b_bs + j0 * tm->b_cs + p0 * tm->b_rs;
-    dst += (pl->koff[t] + p0) * nr;
     if (cols == nr && tm->b_cs == 1)
         pl->kt->pack_b(rows, b, tm->b_rs, dst);
     else
@@ -110,12 +114,13 @@ static void FN(pack_b_task)(const FN(plan) *pl, int64_t y) {
     end = end < pl->n_panels ? end : pl->n_panels;
     T *unit = pl->bp + y * pl->npu * pl->ksum * pl->kt->nr;
     for (int t = 0; t < pl->g->nterms; t++) {
-        int64_t k = FN(term_k)(&pl->g->terms[t]);
+        int64_t k = pl->form[t] ? 0 : FN(term_k)(&pl->g->terms[t]);
         int64_t step = pl->g->terms[t].b_cs == 1 ? CV_GEMM_PACK_ROWS : (k ? k : 1);
         for (int64_t p0 = 0; p0 < k; p0 += step)
             for (int64_t panel = first; panel < end; panel++)
                 FN(pack_b_rows)(pl, t, panel, p0, k - p0 < step ? k - p0 : step,
-                                unit + (panel - first) * pl->ksum * pl->kt->nr);
+                                unit + ((panel - first) * pl->ksum + pl->koff[t] + p0) *
+                                           pl->kt->nr);
     }
 }
 
@@ -130,20 +135,22 @@ static void FN(pack_range)(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
-/* One term's k blocks over the unit's panels; returns 0 once acc is live. */
-static int FN(unit_term)(const FN(plan) *pl, int t, const T *a, const T *b, int64_t npr,
-                         int64_t npc, int64_t last_rows, T *acc, int64_t ldc, int first) {
+/* One term's k blocks over the unit's panels; returns 0 once acc is live. B's panels
+ * are b_step apart, the term's rows from b_off on (its own form: k apart, from 0). */
+static int FN(unit_term)(const FN(plan) *pl, int t, const T *a, const T *b, int64_t b_step,
+                         int64_t b_off, int64_t npr, int64_t npc, int64_t last_rows, T *acc,
+                         int64_t ldc, int first) {
     const FN(cv_kernels) *kt = pl->kt;
     int64_t k = FN(term_k)(&pl->g->terms[t]), nblk = (k + kt->kc - 1) / kt->kc;
     int64_t kcb = nblk ? (k + nblk - 1) / nblk : 0; /* even blocks */
-    int64_t a_step = pl->ksum * kt->mr, b_step = pl->ksum * kt->nr;
+    int64_t a_step = pl->ksum * kt->mr;
     for (int64_t pc = 0; pc < k; pc += kcb, first = 0) {
         int64_t kc = k - pc < kcb ? k - pc : kcb, off = pl->koff[t] + pc;
         int64_t a_lines = (kc * kt->mr * (int64_t)sizeof(T) + 63) / 64;
         int64_t b_lines = (kc * kt->nr * (int64_t)sizeof(T) + 63) / 64;
         int64_t slice = (b_lines + npr - 1) / npr;
         for (int64_t jr = 0; jr < npc; jr++) {
-            const T *bpan = b + jr * b_step + off * kt->nr;
+            const T *bpan = b + jr * b_step + (b_off + pc) * kt->nr;
             for (int64_t ir = 0; ir < npr; ir++) {
                 /* Prefetch a slice of the next B micro-panel and, in the
                  * first column, the next A micro-panel: both come from L3 or
@@ -182,8 +189,13 @@ static void FN(unit)(const FN(plan) *pl, int64_t u, T *acc) {
     const T *b = pl->bp + (cu - pl->cu0) * pl->npu * pl->ksum * kt->nr;
     int64_t last_rows = i1 - i0 - (npr - 1) * kt->mr; /* real rows of the last panel */
     int first = 1;
-    for (int t = 0; t < g->nterms; t++)
-        first = FN(unit_term)(pl, t, a, b, npr, npc, last_rows, acc, ldc, first);
+    for (int t = 0; t < g->nterms; t++) {
+        int64_t k = FN(term_k)(&g->terms[t]);
+        first = pl->form[t] ? FN(unit_term)(pl, t, a, pl->form[t] + cu * pl->npu * k * kt->nr,
+                                            k * kt->nr, 0, npr, npc, last_rows, acc, ldc, first)
+                            : FN(unit_term)(pl, t, a, b, pl->ksum * kt->nr, pl->koff[t], npr,
+                                            npc, last_rows, acc, ldc, first);
+    }
     for (int64_t i = 0; first && i < i1 - i0; i++) /* k == 0: the tile is zeros */
         memset(acc + i * ldc, 0, (size_t)(j1 - j0) * sizeof(T));
     g->epilogue(g->ctx, bt, i0, i1, j0, j1, acc, ldc);
@@ -330,7 +342,45 @@ static int FN(stream_units)(FN(plan) *pl, int nthreads) {
     return 1;
 }
 
-/* Carve the workspace: term offsets and slot flags, then the rest. */
+/* Term t's B packed whole, panel by panel, into its form (dst). */
+typedef struct {
+    const FN(plan) *pl;
+    int t;
+    T *dst;
+} FN(form_job);
+
+static void FN(form_range)(void *ctx, int64_t begin, int64_t end) {
+    const FN(form_job) *jb = ctx;
+    int64_t k = FN(term_k)(&jb->pl->g->terms[jb->t]);
+    for (int64_t panel = begin; panel < end; panel++)
+        FN(pack_b_rows)(jb->pl, jb->t, panel, 0, k, jb->dst + panel * k * jb->pl->kt->nr);
+}
+
+static void FN(form_fill)(void *ctx, void *dst) {
+    FN(form_job) *jb = ctx;
+    jb->dst = dst;
+    cv_parallel_for(jb->pl->n_panels, 1, FN(form_range), jb);
+}
+
+/* Term t's packed B kept by the frozen buffer it lies in (every batch reading the same
+ * B), else NULL. */
+static const T *FN(term_form)(const FN(plan) *pl, int t) {
+    const FN(cv_gemm_term) *tm = &pl->g->terms[t];
+    int64_t k = FN(term_k)(tm), n = pl->g->n;
+    if (!k || (pl->g->nbatch > 1 && tm->b_bs != 0))
+        return NULL;
+    const char *lo = (const char *)tm->b, *hi = lo + sizeof(T);
+    int64_t reach[2] = {(k - 1) * tm->b_rs * (int64_t)sizeof(T),
+                        (n - 1) * tm->b_cs * (int64_t)sizeof(T)};
+    for (int i = 0; i < 2; i++)
+        reach[i] < 0 ? (lo += reach[i]) : (hi += reach[i]);
+    cv_form_key key = {tm->b, tm->b_rs, tm->b_cs, k, n, pl->kt->nr, (int)sizeof(T)};
+    FN(form_job) jb = {pl, t, NULL};
+    size_t bytes = (size_t)(pl->n_panels * k * pl->kt->nr) * sizeof(T);
+    return cv_frozen_form(lo, hi, &key, bytes, FN(form_fill), &jb);
+}
+
+/* Carve the workspace: term offsets, forms and slot flags, then the rest. */
 static char *FN(carve_header)(FN(plan) *pl, char *ws) {
     int64_t *koff = (int64_t *)ws, off = 0;
     for (int t = 0; t < pl->g->nterms; t++) {
@@ -339,6 +389,11 @@ static char *FN(carve_header)(FN(plan) *pl, char *ws) {
     }
     pl->koff = koff;
     ws += cv_ws_round((size_t)pl->g->nterms * sizeof(int64_t));
+    const T **form = (const T **)ws;
+    for (int t = 0; t < pl->g->nterms; t++)
+        form[t] = FN(term_form)(pl, t);
+    pl->form = form;
+    ws += cv_ws_round((size_t)pl->g->nterms * sizeof(T *));
     pl->busy = (atomic_int *)ws;
     for (int s = 0; s < pl->nslots; s++)
         atomic_init(&pl->busy[s], 0);
@@ -347,6 +402,7 @@ static char *FN(carve_header)(FN(plan) *pl, char *ws) {
 
 static size_t FN(header_bytes)(const FN(plan) *pl) {
     return cv_ws_round((size_t)pl->g->nterms * sizeof(int64_t)) +
+           cv_ws_round((size_t)pl->g->nterms * sizeof(T *)) +
            cv_ws_round((size_t)pl->nslots * sizeof(atomic_int));
 }
 

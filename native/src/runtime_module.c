@@ -279,17 +279,27 @@ static struct PyModuleDef module = {
 };
 
 extern PyTypeObject cv_CompiledFunctionType; /* compiled_function.c */
+extern PyTypeObject cv_FrozenType;           /* frozen.c */
+
+/* Ready `type` and add it to m under `name`; -1 with an exception set on failure. */
+static int add_type(PyObject *m, const char *name, PyTypeObject *type) {
+    if (PyType_Ready(type) < 0)
+        return -1;
+    Py_INCREF(type);
+    if (PyModule_AddObject(m, name, (PyObject *)type) < 0) {
+        Py_DECREF(type);
+        return -1;
+    }
+    return 0;
+}
 
 PyMODINIT_FUNC PyInit_native(void) {
     cv_out_init();
-    if (PyType_Ready(&cv_CompiledFunctionType) < 0)
-        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
         return NULL;
-    Py_INCREF(&cv_CompiledFunctionType);
-    if (PyModule_AddObject(m, "CompiledFunction", (PyObject *)&cv_CompiledFunctionType) < 0) {
-        Py_DECREF(&cv_CompiledFunctionType);
+    if (add_type(m, "CompiledFunction", &cv_CompiledFunctionType) < 0 ||
+        add_type(m, "Frozen", &cv_FrozenType) < 0) {
         Py_DECREF(m);
         return NULL;
     }
