@@ -26,9 +26,9 @@ def freeze(array: Any) -> Any:
         return a
     if a.dtype.hasobject:
         raise TypeError(f"freeze: array must hold numbers, not {a.dtype} objects")
-    c = np.ascontiguousarray(a)
+    c = a if a.flags.c_contiguous else a.copy(order="C")  # ascontiguousarray makes 0-d 1-d
     return np.frombuffer(native.Frozen(c.reshape(-1).view(np.uint8)), dtype=c.dtype).reshape(
-        c.shape)
+        a.shape)
 
 
 def is_frozen(array: Any) -> bool:

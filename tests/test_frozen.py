@@ -73,6 +73,10 @@ def test_a_frozen_copy_is_equal_read_only_and_stays_so() -> None:
         memoryview(owner(f)).cast("B")[0:1] = b"\0"  # type: ignore[arg-type]
     assert cv.freeze(f) is f
     assert cv.freeze([1.0, 2.0]).tolist() == [1.0, 2.0]
+    for a in (np.float64(2.5), np.zeros((0, 3), np.float32), np.asfortranarray(w[:3, :4]),
+              np.array([True, False]), np.arange(6, dtype=np.int8).reshape(2, 3)):
+        f = cv.freeze(a)
+        assert f.shape == np.shape(a) and f.dtype == a.dtype and np.array_equal(f, a)
     with pytest.raises(TypeError, match="numbers"):
         cv.freeze(np.array([object()]))
 
