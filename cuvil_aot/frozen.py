@@ -12,8 +12,8 @@ def freeze(array: Any) -> Any:
     the first call only, where an ordinary array is packed at every call (a write into it
     between two calls must show in the next result).
 
-    The copy is C-contiguous, 64-byte aligned and owned by the runtime; its views (``w.T``,
-    slices) are frozen too, and its packed forms are freed with it. Writing into it raises
+    The copy is C-contiguous and owned by the runtime; its views (``w.T``, slices) are
+    frozen too, and its packed forms are freed with it. Writing into it raises
     NumPy's ``ValueError: assignment destination is read-only``. An array that is already
     frozen is returned as it is.
     """

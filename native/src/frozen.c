@@ -1,4 +1,4 @@
-/* The Frozen type of frozen.h: a 64-byte aligned copy of a C-contiguous buffer, exported
+/* The Frozen type of frozen.h: a private copy of a C-contiguous buffer, exported
  * read-only (NumPy refuses to make an array over it writable), registered by address while
  * it lives so a GEMM finds it from an operand's pointer alone: the generated code passes
  * nothing new. Forms are made outside the lock (packing runs on the pool) and published
@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "frozen.h"
 
@@ -20,6 +21,7 @@ typedef struct form {
 
 typedef struct {
     PyObject_HEAD
+    Py_buffer view; /* of the private copy; data and nbytes are its buf and len */
     char *data;
     Py_ssize_t nbytes;
     form *forms; /* under `lock` */
@@ -30,6 +32,20 @@ static frozen **live;
 static Py_ssize_t nlive, cap;
 static atomic_long any_live; /* nlive, read without the lock: most processes have none */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Memory for a form: 64-byte aligned; from 4 MiB on 2 MiB aligned and advised into huge
+ * pages, as NumPy's allocator advises its large arrays. */
+static void *block(size_t bytes) {
+    size_t huge = (size_t)2 << 20;
+    void *p = NULL;
+    if (bytes >= 2 * huge) {
+        if (posix_memalign(&p, huge, bytes) != 0)
+            return NULL;
+        madvise(p, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE); /* advice: may fail */
+        return p;
+    }
+    return posix_memalign(&p, 64, bytes ? bytes : 64) == 0 ? p : NULL;
+}
 
 static void take(void) { pthread_mutex_lock(&lock); }
 static void give(void) { pthread_mutex_unlock(&lock); }
@@ -76,7 +92,8 @@ static frozen *holder(const char *lo, const char *hi, const cv_form_key *key, vo
     *found = NULL;
     for (Py_ssize_t i = 0; i < nlive; i++) {
         frozen *f = live[i];
-        if (lo >= f->data && hi <= f->data + f->nbytes) {
+        uintptr_t start = (uintptr_t)f->data;
+        if ((uintptr_t)lo >= start && (uintptr_t)hi <= start + (uintptr_t)f->nbytes) {
             for (form *x = f->forms; x; x = x->next)
                 if (same_key(&x->key, key))
                     *found = x->data;
@@ -97,8 +114,8 @@ void *cv_frozen_form(const char *lo, const char *hi, const cv_form_key *key, siz
     if (!f || found)
         return found;
     form *made = malloc(sizeof *made);
-    void *data = NULL;
-    if (!made || posix_memalign(&data, 64, bytes ? bytes : 64) != 0) {
+    void *data = made ? block(bytes) : NULL;
+    if (!data) {
         free(made);
         return NULL;
     }
@@ -121,31 +138,32 @@ void *cv_frozen_form(const char *lo, const char *hi, const cv_form_key *key, siz
 
 /* ---- the Python type -------------------------------------------------------- */
 
+/* Frozen(source): a private NumPy copy of source's bytes (numpy.array copies; NumPy's
+ * allocator, which advises large arrays into huge pages: the weights stream as fast as the
+ * user's own arrays), held through a buffer view no one else can reach. */
 static PyObject *frozen_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     PyObject *source;
     static char *kwlist[] = {"source", NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O:Frozen", kwlist, &source))
         return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(source, &view, PyBUF_C_CONTIGUOUS) < 0)
+    PyObject *numpy = PyImport_ImportModule("numpy");
+    PyObject *copy = numpy ? PyObject_CallMethod(numpy, "array", "O", source) : NULL;
+    Py_XDECREF(numpy);
+    if (!copy)
         return NULL;
     frozen *f = (frozen *)type->tp_alloc(type, 0);
-    void *data = NULL;
-    if (f && posix_memalign(&data, 64, view.len ? (size_t)view.len : 64) != 0) {
+    if (f && PyObject_GetBuffer(copy, &f->view, PyBUF_C_CONTIGUOUS) < 0) {
         Py_DECREF(f);
         f = NULL;
-        PyErr_NoMemory();
-    }
-    if (f) {
-        memcpy(data, view.buf, (size_t)view.len);
-        f->data = data, f->nbytes = view.len;
+    } else if (f) {
+        f->data = f->view.buf, f->nbytes = f->view.len;
         if (add_live(f) < 0) {
-            Py_DECREF(f); /* dealloc frees data; drop_live finds nothing */
+            Py_DECREF(f);
             f = NULL;
             PyErr_NoMemory();
         }
     }
-    PyBuffer_Release(&view);
+    Py_DECREF(copy);
     return (PyObject *)f;
 }
 
@@ -157,7 +175,8 @@ static void frozen_dealloc(PyObject *self) {
         free(x->data);
         free(x);
     }
-    free(f->data);
+    if (f->view.obj)
+        PyBuffer_Release(&f->view);
     Py_TYPE(self)->tp_free(self);
 }
 

@@ -44,6 +44,11 @@
  * 0.77x the time, 24x3072x768 0.53x, 32x3072x768 0.52x, 20x512x1000 0.56x;
  * 32x128x64: 3.9 -> 2.0 us). */
 #define CV_GEMM_SMALL_M_TINY 16
+/* From this many rows a frozen (in, out) weight runs the dots kernel on its transpose: the
+ * rows kernel keeps up to 4 rows of sums a pass over B (RMAX), so more rows pass again
+ * (frozen / plain time, 8 weights from memory, Zen 4: 768 x 3072 at 3-4 rows 1.12-1.17,
+ * at 8 0.61, at 16 0.57; 3072 x 768 at 2-4 rows 0.60-0.64, at 8-16 0.57-0.60). */
+#define CV_GEMM_DOTS_FORM_M 5
 #define CV_GEMM_SMALL_TILE ((int64_t)32 << 10)
 #define CV_GEMM_SMALL_SPLIT 1 /* one contiguous run of columns per thread: each streams
                                  its part of every row in one piece, which the prefetcher

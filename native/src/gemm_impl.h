@@ -534,8 +534,62 @@ static void FN(small_chunks)(FN(small_job) *jb, int nthreads) {
     jb->chunks = (n + jb->width - 1) / jb->width;
 }
 
+/* A frozen (in, out) weight's transpose, n x k row-major: the dots kernel's B. */
+typedef struct {
+    const FN(cv_gemm_term) *tm;
+    int64_t n;
+} FN(transpose_job);
+
+static void FN(transpose_fill)(void *ctx, void *dst) {
+    const FN(transpose_job) *jb = ctx;
+    const T *b = jb->tm->b;
+    int64_t k = jb->tm->k, n = jb->n, rs = jb->tm->b_rs;
+    T *d = dst;
+    for (int64_t p0 = 0; p0 < k; p0 += 16) /* 16 x 16 blocks: both sides in L1 */
+        for (int64_t j0 = 0; j0 < n; j0 += 16)
+            for (int64_t p = p0; p < p0 + 16 && p < k; p++)
+                for (int64_t j = j0; j < j0 + 16 && j < n; j++)
+                    d[j * k + p] = b[p * rs + j];
+}
+
+/* g with each frozen (in, out) B that the rows kernel would stream replaced by its
+ * transpose, kept by the frozen buffer, which the dots kernel reads along k (from
+ * CV_GEMM_DOTS_FORM_M rows); g itself where nothing is swapped. */
+static const FN(cv_gemm) *FN(with_dots_forms)(const FN(cv_gemm) *g, FN(cv_gemm) *h,
+                                              FN(cv_gemm_term) *terms, int max_terms) {
+    if (g->m < CV_GEMM_DOTS_FORM_M || g->nterms > max_terms)
+        return g;
+    int swapped = 0;
+    for (int t = 0; t < g->nterms; t++) {
+        const FN(cv_gemm_term) *tm = &g->terms[t];
+        terms[t] = *tm;
+        if (tm->k <= 0 || tm->b_cs != 1 || tm->a_cs != 1 || (g->nbatch > 1 && tm->b_bs != 0))
+            continue;
+        const char *lo = (const char *)tm->b, *hi = lo + sizeof(T);
+        int64_t reach = (tm->k - 1) * tm->b_rs * (int64_t)sizeof(T);
+        reach < 0 ? (lo += reach) : (hi += reach);
+        hi += (g->n - 1) * (int64_t)sizeof(T);
+        cv_form_key key = {tm->b, tm->b_rs, 1, tm->k, g->n, -1, (int)sizeof(T)};
+        FN(transpose_job) jb = {tm, g->n};
+        const T *form = cv_frozen_form(lo, hi, &key, (size_t)(tm->k * g->n) * sizeof(T),
+                                       FN(transpose_fill), &jb);
+        if (form) {
+            terms[t].b = form, terms[t].b_rs = 1, terms[t].b_cs = tm->k, terms[t].b_bs = 0;
+            swapped = 1;
+        }
+    }
+    if (!swapped)
+        return g;
+    *h = *g;
+    h->terms = terms;
+    return h;
+}
+
 static int FN(small)(const FN(cv_gemm) *g, const FN(cv_kernels) *kt) {
     int nthreads = cv_num_threads();
+    FN(cv_gemm) h;
+    FN(cv_gemm_term) terms[8];
+    g = FN(with_dots_forms)(g, &h, terms, 8);
     FN(small_job) jb = {.g = g, .kt = kt};
     int64_t ksum = FN(ksum)(g), group = FN(tiny)(g, ksum) ? CV_GEMM_SMALL_M_TINY : CV_GEMM_SMALL_M;
     jb.rows = g->m < group ? g->m : group;
