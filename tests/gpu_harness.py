@@ -100,13 +100,15 @@ def dim_size(spec: str, sizes: dict[str, int]) -> int:
 
 def random_array(rng: np.random.Generator, dtype: str, shape: tuple[int, ...],
                  special: bool) -> np.ndarray:
+    # np.asarray: of shape () the generators and ufuncs give NumPy scalars, which an
+    # f32[()] signature refuses as NumPy's own functions would not; a 0-d array it takes
     if dtype == "bool":
-        return rng.random(shape) < 0.5
+        return np.asarray(rng.random(shape) < 0.5)
     if dtype.startswith("int"):
-        return rng.integers(-50, 51, shape).astype(dtype)
+        return np.asarray(rng.integers(-50, 51, shape).astype(dtype))
     if dtype.startswith("uint"):
-        return rng.integers(0, 101, shape).astype(dtype)
-    a = (rng.standard_normal(shape) * 3).astype(dtype)
+        return np.asarray(rng.integers(0, 101, shape).astype(dtype))
+    a = np.asarray((rng.standard_normal(shape) * 3).astype(dtype))
     if special and a.size:
         mask = rng.random(shape) < 0.1
         a[mask] = rng.choice(np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], dtype), mask.sum())
