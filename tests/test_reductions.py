@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import check
+from conftest import check, compile_source
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_elementwise import view_of
+
+from cuvil_aot import SignatureError
 
 REDUCTIONS = ["sum", "mean", "max", "min", "prod", "var", "std"]
 AXES = ["None", "0", "1", "-1", "(0, 2)", "(1, 2)", "(0, 1, 2)"]
@@ -135,6 +137,32 @@ def test_reductions_of_a_0d_array(compiled, value, dtype):
         x = np.array(value).astype(dtype)
     for got, want in zip(compiled.zero_d(x), compiled.zero_d.py_func(x)):
         _same(got, want)
+    scalar = x[()]  # a NumPy scalar where the signature says a 0-d array: NumPy takes it
+    assert not isinstance(scalar, np.ndarray)
+    for got, want in zip(compiled.zero_d(scalar), compiled.zero_d.py_func(scalar)):
+        _same(got, want)
+
+
+BUMP = """
+import cuvil_aot as cv
+
+@cv.optimize(signatures=['f32[()]'])
+def bump(x):
+    x[...] = x + 1
+    return x
+"""
+
+
+def test_a_numpy_scalar_is_not_written_in_place(tmp_path):
+    """A 0-d parameter the function writes stays an array: NumPy cannot write a scalar."""
+    mod = compile_source(tmp_path, BUMP)
+    with pytest.raises(TypeError):
+        mod.bump.py_func(np.float32(1.0))
+    with pytest.raises(SignatureError, match="argument 'x': expected a float32 array"):
+        mod.bump(np.float32(1.0))
+    x = np.zeros((), np.float32)
+    mod.bump(x)
+    assert x == 1.0
 
 
 @settings(max_examples=15, deadline=None)

@@ -255,18 +255,21 @@ def _result(w: Writer, comp: Compiled) -> None:
             w.line(f"PyTuple_SET_ITEM(result, {i}, o);")
 
 
+def zero_d_params(comps: list[Compiled]) -> list[int]:
+    """The parameters some signature takes as a 0-d array that no signature writes: a NumPy
+    scalar passed there is made a 0-d array, as NumPy's functions take it (a written one
+    stays refused: NumPy raises TypeError writing into a scalar)."""
+    written = {p for comp in comps for _, p in comp.fn.inplace}
+    return [i for i in range(len(comps[0].sig.params)) if i not in written and any(
+        not c.sig.params[i].is_scalar and c.sig.params[i].type.ndim == 0 for c in comps)]
+
+
 def wrapper_function(w: Writer, index: int, name: str, comps: list[Compiled]) -> None:
     params = comps[0].sig.params
+    n = max(1, len(params))
     names = ", ".join(c_string(p.name) for p in params)
     w.line(f"static const char *const f{index}_names[] = {{{names or '0'}}};")
-    sig = f"static PyObject *py_f{index}(PyObject *self, PyObject *const *args, " \
-          "Py_ssize_t nargs, PyObject *kwnames)"
-    with w.block(sig):
-        w.line("(void)self;")
-        w.line(f"PyObject *argv[{max(1, len(params))}]; PyObject *out, *stream;")
-        w.line(f"if (cv_parse_args({c_string(name)}, f{index}_names, {len(params)}, args, nargs, "
-               "kwnames, argv, &out, &stream) < 0) return NULL;")
-        gpu_wrapper.branch(w, index, name, len(params))
+    with w.block(f"static PyObject *py_f{index}_cpu(PyObject **argv, PyObject *out)"):
         if any(not p.is_scalar for p in params):  # np.matrix, masked arrays: refused
             w.line(f"if (cv_refuse_odd_arrays({c_string(name)}, f{index}_names, "
                    f"{len(params)}, argv) < 0) return NULL;")
@@ -280,6 +283,25 @@ def wrapper_function(w: Writer, index: int, name: str, comps: list[Compiled]) ->
                 w.line(f"if (r) return {comp.prefix}_run(argv, out, &c);")
         no_match_error(w, name, comps)
         w.line("return NULL;")
+    sig = f"static PyObject *py_f{index}(PyObject *self, PyObject *const *args, " \
+          "Py_ssize_t nargs, PyObject *kwnames)"
+    with w.block(sig):
+        w.line("(void)self;")
+        w.line(f"PyObject *argv[{n}]; PyObject *out, *stream;")
+        w.line(f"if (cv_parse_args({c_string(name)}, f{index}_names, {len(params)}, args, nargs, "
+               "kwnames, argv, &out, &stream) < 0) return NULL;")
+        gpu_wrapper.branch(w, index, name, len(params))
+        zero_d = zero_d_params(comps)
+        if not zero_d:
+            w.line(f"return py_f{index}_cpu(argv, out);")
+            return
+        w.line(f"PyObject *held[{len(zero_d)}] = {{0}}, *res = NULL;")
+        made = " && ".join(f"cv_scalar_as_array(&argv[{i}], &held[{j}]) == 0"
+                           for j, i in enumerate(zero_d))
+        w.line(f"if ({made}) res = py_f{index}_cpu(argv, out);")
+        for j in range(len(zero_d)):
+            w.line(f"Py_XDECREF(held[{j}]);")
+        w.line("return res;")
 
 
 def module_source(ext_name: str, functions: dict[str, list[Compiled]], levels: list[int],

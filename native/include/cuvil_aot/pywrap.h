@@ -219,6 +219,19 @@ static int cv_refuse_odd_arrays(const char *fname, const char *const *names, Py_
     return 0;
 }
 
+/* NumPy's functions take a NumPy scalar where an array goes: *arg, when it is one, is
+ * replaced by a 0-d array of its value and dtype (a new reference, also in *held, which the
+ * caller releases). -1 with an exception set where that fails. */
+static int cv_scalar_as_array(PyObject **arg, PyObject **held) {
+    if (!PyArray_IsScalar(*arg, Generic))
+        return 0;
+    *held = PyArray_FromScalar(*arg, NULL);
+    if (!*held)
+        return -1;
+    *arg = *held;
+    return 0;
+}
+
 /* A native-endian, aligned array whose strides are multiples of the item size
  * (C-contiguous too when `contiguous`): the array itself when it already is,
  * else a copy. New reference. */
