@@ -65,11 +65,14 @@
 #define RG 8
 #define PF_ROWS 2
 /* Rows of B per block with two or more full row groups of A (m >= 2 RMAX): the
- * groups share each block of B from L1, and the sums are loaded and stored once
- * per block and group, so longer blocks pay (Zen 5, 2 threads, in-process A/B
+ * groups share each block of B, and the sums are loaded and stored once per block
+ * and group, so longer blocks than RG pay (Zen 5, 2 threads, in-process A/B, 32
  * against 8: 16x768x3072 0.80x, 8x3072x768 0.72x the time; 5 and 6 rows 1.10x,
- * 7 rows 0.98x, so not there; bench/cpu_small_m_ab.txt). */
-#define RG_MANY 32
+ * 7 rows 0.98x, so not there; bench/cpu_small_m_ab.txt). 16 against 32 (Zen 4, 2
+ * threads, three interleaved turns over 6 weights from memory): 8x768x3072 0.78x,
+ * 16x768x3072 0.91x, 8x768x2304 0.85x, 8 and 16x3072x768 0.93-0.94x, 32 rows
+ * 0.96-1.00x: 32 row streams at once outrun the prefetchers there. */
+#define RG_MANY 16
 /* Rows per block when B comes from cache (at most RG_CACHED bytes) or, for
  * up to RMAX rows of A, in short runs (at most RG_SHORT bytes per row): the
  * sums' loads and stores and the loop setup once per RG rows then cost more
