@@ -46,6 +46,7 @@ def mm_tf32(x: cv.f32["M", "K"], w: cv.f32["K", "N"]):
 
 CASES = {
     "gemm_bias_gelu_qkv": [(128, 768), (768, 2304), (2304,)],  # GPT-2's c_attn at 1 x 128
+    "gemm_bias_gelu_fc1": [(128, 768), (768, 3072), (3072,)],  # its c_fc: 48 tiles
     "gemm_bias_gelu_fc2": [(128, 3072), (3072, 768), (768,)],  # its c_proj after the MLP
     "gemm_bias_gelu_ragged": [(100, 1001), (1001, 200), (200,)],
     "bmm": [(2, 70, 700), (2, 700, 130)],

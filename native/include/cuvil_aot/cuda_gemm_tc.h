@@ -315,7 +315,9 @@ CV_DEV void cv_gemm_tc(const cv_gpu_term *terms, int nterms, int64_t m, int64_t 
  * Where the tiles are too few, this replaces the partial sums in global memory and the
  * _ksum kernel that added them: GPT-2 at 1 x 128 ran four such sums, 30.6 of its 147 us
  * of kernels (H100, bench/gpu/h100_2026-12-05c/). The tile goes through in two halves of
- * 32 rows: a half (32 x 132 floats) fits the k-loop's stages, the whole would not. */
+ * 32 rows: a half (32 x 132 floats) fits the k-loop's stages, the whole would not. A
+ * block's sums load four floats of every chunk before the first add: one scalar load
+ * after another took 2-3% longer at GPT-2's 128-row GEMMs (bench/gpu/tcc_probe.cu). */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define CV_TC_CLUSTER_DIMS __cluster_dims__(CV_TC_CLUSTER, 1, 1)
 /* Every thread of every block of the cluster arrives; the shared memory writes before
@@ -324,12 +326,14 @@ CV_DEV void cv_cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\n"
                  "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
-/* The float at p in the shared memory of cluster block `rank`. */
-CV_DEV float cv_cluster_ld(const float *p, int rank) {
+/* The four floats at p (16-byte aligned) in the shared memory of cluster block `rank`. */
+CV_DEV float4 cv_cluster_ld4(const float *p, int rank) {
     uint32_t a = (uint32_t)__cvta_generic_to_shared(p), r;
-    float v;
+    float4 v;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(r) : "memory");
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(r));
     return v;
 }
 #else
@@ -368,13 +372,19 @@ CV_DEV void cv_gemm_tc_cluster(const cv_gpu_term *terms, int nterms, int64_t m, 
                                   (e & 1)] = acc[i][j][e];
             cv_cluster_sync();
 #pragma unroll 1
-            for (int e = threadIdx.x; e < SHARE * 128; e += CV_GEMM_THREADS) {
-                const int r = s * SHARE + e / 128, c = e % 128;
-                float v = 0;
+            for (int e = threadIdx.x; e < SHARE * 32; e += CV_GEMM_THREADS) {
+                const int r = s * SHARE + e / 32, c = (e % 32) * 4;
+                float4 part[C]; /* every chunk's four floats loaded before any is added */
 #pragma unroll
-                for (int q = 0; q < C; q++) v += cv_cluster_ld(stage + r * W + c, q);
-                const int64_t i = row0 + half * 32 + r, j = col0 + c;
-                if (i < m && j < n) epi(bat, i, j, v);
+                for (int q = 0; q < C; q++) part[q] = cv_cluster_ld4(stage + r * W + c, q);
+                float v[4] = {0, 0, 0, 0};
+#pragma unroll
+                for (int q = 0; q < C; q++)
+                    v[0] += part[q].x, v[1] += part[q].y, v[2] += part[q].z, v[3] += part[q].w;
+                const int64_t i = row0 + half * 32 + r;
+#pragma unroll
+                for (int u = 0; u < 4; u++)
+                    if (i < m && col0 + c + u < n) epi(bat, i, col0 + c + u, v[u]);
             }
             cv_cluster_sync(); /* every block has read this half: the stages are free */
         }
