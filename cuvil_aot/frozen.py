@@ -16,7 +16,41 @@ def freeze(array: Any) -> Any:
     frozen too, and its packed forms are freed with it. Writing into it raises
     NumPy's ``ValueError: assignment destination is read-only``. An array that is already
     frozen is returned as it is.
+
+    A model's parameters freeze in one call: a dict, or a list or tuple holding arrays
+    (named tuples too, nested), comes back as the same structure with every NumPy array
+    in it frozen and anything else (numbers, strings, None) as it was: ``params =
+    cv.freeze(params)``. A list of numbers is an array, as for ``np.asarray``.
     """
+    import numpy as np
+
+    if _holds_arrays(array, np.ndarray):
+        return _freeze_arrays(array, np.ndarray)
+    return _freeze_one(array)
+
+
+def _holds_arrays(item: Any, ndarray: type) -> bool:
+    """A dict, or a list or tuple with a NumPy array somewhere in it."""
+    if isinstance(item, dict):
+        return True
+    return isinstance(item, (list, tuple)) and any(
+        isinstance(v, ndarray) or _holds_arrays(v, ndarray) for v in item)
+
+
+def _freeze_arrays(item: Any, ndarray: type) -> Any:
+    """``item`` with the NumPy arrays in its dicts, lists and tuples frozen."""
+    if isinstance(item, ndarray):
+        return _freeze_one(item)
+    if isinstance(item, dict):
+        return {key: _freeze_arrays(value, ndarray) for key, value in item.items()}
+    if isinstance(item, tuple) and hasattr(item, "_fields"):  # a named tuple
+        return type(item)(*(_freeze_arrays(value, ndarray) for value in item))
+    if isinstance(item, (list, tuple)):
+        return type(item)(_freeze_arrays(value, ndarray) for value in item)
+    return item
+
+
+def _freeze_one(array: Any) -> Any:
     import numpy as np
 
     from cuvil_aot.runtime import native

@@ -202,3 +202,34 @@ def test_compiled_functions_read_frozen_weights(compiled) -> None:
     with pytest.raises(ValueError, match="read-only"):
         compiled.bump(fw)
     assert np.array_equal(fw, w)
+
+
+def test_a_models_parameters_freeze_in_one_call(compiled) -> None:
+    """A dict, or a list or tuple holding arrays (named, nested), comes back as the same
+    structure, its NumPy arrays frozen and everything else as it was (a list of numbers
+    is an array, as for np.asarray); the frozen weights then run compiled."""
+    from collections import namedtuple
+
+    rng = np.random.default_rng(6)
+    Layer = namedtuple("Layer", "w b")
+    w = rng.standard_normal((200, 300)).astype(np.float32)
+    b = rng.standard_normal(300).astype(np.float32)
+    params = {"layers": [Layer(w, b), (w.T, 3)], "n_head": 12, "name": "gpt2", "none": None,
+              "sizes": [1, 2]}
+    frozen = cv.freeze(params)
+    assert type(frozen) is dict and list(frozen) == list(params)
+    first, second = frozen["layers"]
+    assert type(frozen["layers"]) is list and type(first) is Layer and type(second) is tuple
+    assert all(is_frozen(a) for a in (first.w, first.b, second[0]))
+    assert np.array_equal(first.w, w) and np.array_equal(second[0], w.T)
+    assert (second[1], frozen["n_head"], frozen["name"], frozen["none"]) == (3, 12, "gpt2", None)
+    assert frozen["sizes"] == [1, 2] and type(frozen["sizes"]) is list
+    pair = cv.freeze((w, b))
+    assert type(pair) is tuple and all(is_frozen(a) for a in pair)
+    assert not is_frozen(w) and params["layers"][0].w is w  # the input is left alone
+    x = rng.standard_normal((128, 200)).astype(np.float32)
+    want = np.maximum(x.astype(np.float64) @ w + b, 0.0)
+    np.testing.assert_allclose(compiled.linear(x, *first), want, rtol=1e-4, atol=1e-4)
+    assert forms(first.w) == 1
+    with pytest.raises(TypeError, match="numbers"):
+        cv.freeze([np.array([object()])])
