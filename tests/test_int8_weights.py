@@ -45,6 +45,14 @@ def grouped128(x: cv.f32["M", "K"], q: cv.i8["N", "K"], s: cv.f32["N", "G"]):
     return np.tanh(x @ (q.reshape(n, k // 128, 128) * s[:, :, None]).reshape(n, k).T)
 
 @cv.optimize
+def repeated(x: cv.f32["M", "K"], q: cv.i8["N", "K"], s: cv.f32["N", "G"]):
+    return x @ (q.astype(np.float32) * np.repeat(s, 64, axis=1)).T
+
+@cv.optimize
+def repeated_left(q: cv.i8["N", "K"], s: cv.f32["N", "G"], x: cv.f32["K", "M"]):
+    return (q * s.repeat(32, axis=1)) @ x
+
+@cv.optimize
 def gathered(x: cv.f32["M", "K"], q: cv.i8["N", "K"], s: cv.f32["N", "G"]):
     return x @ (q * s[:, np.arange(q.shape[1]) // 32]).T
 
@@ -74,7 +82,8 @@ def also_stored(x: cv.f32["M", "K"], q: cv.i8["N", "K"], s: cv.f32["N"]):
     return x @ w.T, w
 '''
 
-FUSED = ("linear", "left", "grouped32", "grouped128", "batched", "vector", "two_terms")
+FUSED = ("linear", "left", "grouped32", "grouped128", "repeated", "repeated_left", "batched",
+         "vector", "two_terms")
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +151,7 @@ def test_per_channel_against_float64(mod, m, k, n, seed):
 @given(m=ms, g=st.integers(1, 9), n=ns, seed=seeds)
 def test_per_group_against_float64(mod, m, g, n, seed):
     rng = _rng(seed)
-    for group, fn in ((32, mod.grouped32), (128, mod.grouped128)):
+    for group, fn in ((32, mod.grouped32), (128, mod.grouped128), (64, mod.repeated)):
         k = g * group
         x = rng.standard_normal((m, k)).astype(np.float32)
         q, s = _int8(rng, (n, k)), _scales(rng, (n, g))
@@ -153,6 +162,13 @@ def test_per_group_against_float64(mod, m, g, n, seed):
                 exact = np.tanh(exact)
             np.testing.assert_allclose(exp, exact, rtol=1e-12, atol=1e-12)
             np.testing.assert_array_less(np.abs(got - exp), _bound(x, w, k) + 2e-7)
+    k = g * 32  # the scales spread by s.repeat, the weight on the left
+    x = rng.standard_normal((k, m)).astype(np.float32)
+    q, s = _int8(rng, (n, k)), _scales(rng, (n, g))
+    w = _dequant(q, s, 32)
+    for got, exp in _check(mod.repeated_left, [q, s, x], mod.repeated_left.py_func):
+        np.testing.assert_allclose(exp, w @ x.astype(np.float64), rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_less(np.abs(got - exp), _bound(x.T, w, k).T + 2e-7)
 
 
 @settings(max_examples=25, deadline=None)
@@ -259,6 +275,9 @@ def test_no_float32_weight_is_stored(mod, tmp_path):
             assert any(g.kind is Kind.GEMM for g in fn.groups), name
             assert not any(b.dtype == "float32" and b.shape in (q.shape, q.shape[::-1])
                            for b in stored), name
+    for name in ("repeated", "repeated_left"):  # np.repeat's spread of the scales: not stored
+        (_, fn), = fused[name]
+        assert [g.kind for g in fn.groups] == [Kind.GEMM], name
     (_, gathered), = fused["gathered"]
     assert any(g.kind is Kind.ELEMENTWISE for g in gathered.groups)  # not fused (yet)
     sources = mod.__artifact__.sources
@@ -360,10 +379,11 @@ def test_the_gpu_build_fuses_the_int8_gemv(tmp_path):
     assert artifact.manifest["refused"] == {}
     units = {n: t for n, t in artifact.sources.items() if n.endswith(".cu")}
     fused = [n for n, t in units.items() if "_gemm_f32_q8x1(const __grid_constant__" in t]
-    assert len(fused) == 9  # each unit with an int8 GEMM of one term x @ (q * s).T
+    assert len(fused) == 10  # each unit with an int8 GEMM of one term x @ (q * s).T
     assert all("cv_gemv_q8<1>(j.t[0], *q" in units[n] and "cv_gemv_q8<4>(j.t[0], *q"
                in units[n] for n in fused)
-    assert sum('#include "cuvil_aot/cuda_q8.h"' in t for t in units.values()) == len(fused) + 1
+    # and the two with the weight on the left, which dequantize
+    assert sum('#include "cuvil_aot/cuda_q8.h"' in t for t in units.values()) == len(fused) + 2
     wrapper = artifact.sources["module.c"]
     assert wrapper.count("const int q8 = a.n[0] <= 16 && ") >= 7
     assert "const int q8 = a.n[0] * a.n[1] <= 16 && " in wrapper  # batched: all its rows

@@ -6,6 +6,7 @@ The weight is an int8 parameter ``q`` of shape (out, k) times float32 scales ``s
     x @ (q.astype(np.float32) * s[:, None]).T          # per output channel, s: (out,)
     (q * s[:, None]) @ x                                 # the weight on the left
     x @ (q.reshape(out, k // g, g) * s[:, :, None]).reshape(out, k).T   # per group of g
+    x @ (q.astype(np.float32) * np.repeat(s, g, axis=1)).T              # the same
 
 In the IR (per channel, the weight on the right)::
 
@@ -54,7 +55,8 @@ def match(matmul: Node, side: int) -> Quantized | None:
         operand = operand.srcs[0]
     if len(operand.shape) != 2:
         return None
-    found = _per_channel(operand) if operand.op is Op.MUL else _per_group(operand)
+    found = _per_channel(operand) or _per_group_repeated(operand) if operand.op is Op.MUL \
+        else _per_group(operand)
     if found is None:
         return None
     q, scale, out_axis, group_axis, group = found
@@ -77,6 +79,15 @@ def read_only_as_weight(weight: Node, uses: dict[int, list[Node]]) -> bool:
     return bool(readers) and all(
         reads(u, 0) or (u.op is Op.PERMUTE and bool(uses.get(id(u))) and all(
             reads(v, 1) for v in uses[id(u)])) for u in readers)
+
+
+def spreads_scales(reshape: Node, uses: dict[int, list[Node]]) -> bool:
+    """Whether ``reshape`` is ``np.repeat``'s spread of an int8 weight's scales that only the
+    weight reads, and only GEMMs read the weight: then the spread is never stored."""
+    readers = uses.get(id(reshape), [])
+    return bool(readers) and all(
+        u.op is Op.MUL and _per_group_repeated(u) is not None and read_only_as_weight(u, uses)
+        for u in readers)
 
 
 Found = tuple[Node, Node, "int | None", "int | None", "Dim | None"]
@@ -148,3 +159,17 @@ def _per_group(reshape: Node) -> Found | None:
     if q is None or scale is None or not mul.shape[2].is_static:
         return None
     return q, scale, _axis(scale, 0), _axis(scale, 1), mul.shape[2]
+
+
+def _per_group_repeated(mul: Node) -> Found | None:
+    """``cast(q) * np.repeat(s, g, axis=1)`` over (out, k), s of (out, G): the repeat is
+    ``reshape(broadcast(reshape(s) : (out, G, 1)) : (out, G, g)) : (out, k)``."""
+    sides = _split(mul)
+    if sides is None or sides[1].op is not Op.RESHAPE or sides[1].shape != mul.shape:
+        return None
+    spread = sides[1].srcs[0]
+    q, scale = _int8_param(sides[0]), _scale_param(spread, 3)
+    if q is None or scale is None or q.shape != mul.shape or spread.shape[0] != mul.shape[0] \
+            or not spread.shape[2].is_static:
+        return None
+    return q, scale, _axis(scale, 0), _axis(scale, 1), spread.shape[2]
