@@ -81,9 +81,12 @@ def read_only_as_weight(weight: Node, uses: dict[int, list[Node]]) -> bool:
             reads(v, 1) for v in uses[id(u)])) for u in readers)
 
 
-def spreads_scales(reshape: Node, uses: dict[int, list[Node]]) -> bool:
-    """Whether ``reshape`` is ``np.repeat``'s spread of an int8 weight's scales that only the
-    weight reads, and only GEMMs read the weight: then the spread is never stored."""
+def regroups_unstored(reshape: Node, uses: dict[int, list[Node]]) -> bool:
+    """Whether a regrouping ``reshape`` needs no stored source: it is a per-group weight
+    that only GEMMs read (the reshape form), or ``np.repeat``'s spread of such a weight's
+    scales that only the weight reads."""
+    if read_only_as_weight(reshape, uses):
+        return True
     readers = uses.get(id(reshape), [])
     return bool(readers) and all(
         u.op is Op.MUL and _per_group_repeated(u) is not None and read_only_as_weight(u, uses)

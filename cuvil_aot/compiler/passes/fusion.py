@@ -162,8 +162,7 @@ def _required_buffers(plan: Plan) -> None:
         elif node.op is Op.RESHAPE and through(node, identity(len(node.shape)),
                                                len(node.shape)) is None:
             src = node.srcs[0]
-            if quantized.read_only_as_weight(node, plan.uses) \
-                    or quantized.spreads_scales(node, plan.uses):
+            if quantized.regroups_unstored(node, plan.uses):
                 continue  # a per-group int8 weight: the GEMM reads q and its scales
             if src.op is not Op.PARAM:
                 plan.add_buffer(src, "source of a reshape that regroups elements")
