@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 
 def freeze(array: Any) -> Any:
     """A read-only copy of ``array`` that no one can make writable again: pass it where a
@@ -22,37 +24,31 @@ def freeze(array: Any) -> Any:
     in it frozen and anything else (numbers, strings, None) as it was: ``params =
     cv.freeze(params)``. A list of numbers is an array, as for ``np.asarray``.
     """
-    import numpy as np
-
-    if _holds_arrays(array, np.ndarray):
-        return _freeze_arrays(array, np.ndarray)
-    return _freeze_one(array)
+    return _freeze_arrays(array) if _holds_arrays(array) else _freeze_one(array)
 
 
-def _holds_arrays(item: Any, ndarray: type) -> bool:
+def _holds_arrays(item: Any) -> bool:
     """A dict, or a list or tuple with a NumPy array somewhere in it."""
     if isinstance(item, dict):
         return True
     return isinstance(item, (list, tuple)) and any(
-        isinstance(v, ndarray) or _holds_arrays(v, ndarray) for v in item)
+        isinstance(v, np.ndarray) or _holds_arrays(v) for v in item)
 
 
-def _freeze_arrays(item: Any, ndarray: type) -> Any:
+def _freeze_arrays(item: Any) -> Any:
     """``item`` with the NumPy arrays in its dicts, lists and tuples frozen."""
-    if isinstance(item, ndarray):
+    if isinstance(item, np.ndarray):
         return _freeze_one(item)
     if isinstance(item, dict):
-        return {key: _freeze_arrays(value, ndarray) for key, value in item.items()}
+        return {key: _freeze_arrays(value) for key, value in item.items()}
     if isinstance(item, tuple) and hasattr(item, "_fields"):  # a named tuple
-        return type(item)(*(_freeze_arrays(value, ndarray) for value in item))
+        return type(item)(*(_freeze_arrays(value) for value in item))
     if isinstance(item, (list, tuple)):
-        return type(item)(_freeze_arrays(value, ndarray) for value in item)
+        return type(item)(_freeze_arrays(value) for value in item)
     return item
 
 
 def _freeze_one(array: Any) -> Any:
-    import numpy as np
-
     from cuvil_aot.runtime import native
 
     a = np.asarray(array)
@@ -67,8 +63,6 @@ def _freeze_one(array: Any) -> Any:
 
 def is_frozen(array: Any) -> bool:
     """Whether ``array`` is a view of a buffer made by ``freeze``."""
-    import numpy as np
-
     from cuvil_aot.runtime import native
 
     base = array
