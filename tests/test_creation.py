@@ -38,6 +38,16 @@ def causal_by_tril_ones(s):
 def triangles(x):
     return np.tril(x), np.triu(x, 1), np.tril(x, -2), np.triu(x, -1)
 
+@cv.optimize(signatures=["f32[T,S]"])
+def causal_over_a_cache(s):
+    t, n = s.shape  # the last t of n positions: query i sees keys up to n - t + i
+    return np.where(np.triu(np.ones((t, n), dtype=bool), k=n - t + 1), -np.inf, s)
+
+@cv.optimize(signatures=["f64[N,M], int", "i32[N,M], int"])
+def triangles_at(x, k):
+    n, m = x.shape
+    return np.tril(x, k), np.triu(x, -k), np.tri(n, m, k), np.eye(n, m, k=k + 1, dtype=x.dtype)
+
 @cv.optimize(signatures=["f32[N]"])
 def triangle_of_a_vector(x):
     return np.tril(x), np.triu(x, 1)
@@ -111,6 +121,15 @@ def test_causal_masks(m, t: int, q: int, k: int, seed: int) -> None:
         check(m.causal_by_ramps, values((t, t), dtype, seed))
     check(m.causal_by_triu, values((q, k), "float32", seed))
     check(m.causal_by_tril_ones, values((q, k), "float32", seed))
+
+
+@settings(max_examples=25, deadline=None)
+@given(t=dims, n=dims, k=st.integers(-12, 12), seed=st.integers(0, 2**32 - 1))
+def test_diagonal_offsets_known_at_the_call(m, t: int, n: int, k: int, seed: int) -> None:
+    """The offset from dimensions (a KV cache's causal mask) or an int argument."""
+    check(m.causal_over_a_cache, values((t, n), "float32", seed))
+    for dtype in ("float64", "int32"):
+        check(m.triangles_at, values((t, n), dtype, seed), k)
 
 
 @settings(max_examples=25, deadline=None)

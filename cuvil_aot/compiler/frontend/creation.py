@@ -177,10 +177,16 @@ def _offsets(rows: Dim, cols: Dim, ctx: Ctx) -> Node:
     return apply(Op.SUB, [j, i], ctx.span)
 
 
-def _diagonal_k(k: Any, ctx: Ctx) -> int:
+def _diagonal_k(k: Any, ctx: Ctx) -> int | Dim | Node:
+    """The diagonal offset: an int, or one known at the call (a KV cache's causal mask,
+    np.triu(ones, k=S - T + 1): a symbolic dimension or an int argument)."""
     k = fold(k)
+    if isinstance(k, Dim):
+        return k
+    if isinstance(k, Node) and not k.shape and is_int(k.dtype):
+        return k
     if isinstance(k, bool) or not isinstance(k, int | np.integer):
-        raise UserError("the diagonal offset k must be an int known at compile time", ctx.span)
+        raise UserError("the diagonal offset k must be an int", ctx.span)
     return int(k)
 
 
