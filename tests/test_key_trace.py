@@ -27,3 +27,42 @@ def test_constants_of_other_modules_are_part_of_the_key(tmp_path, monkeypatch):
     assert before["globals"] != after["globals"]
     assert before["inlined"] == after["inlined"]
     assert {k for k in before if before[k] != after[k]} == {"globals"}
+
+
+def test_names_imported_inside_the_function_are_part_of_the_key(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "kdep_inner.py").write_text("SCALE = 2.0\n")
+    module = load_source(tmp_path, """
+        import cuvil_aot as cv
+
+        @cv.optimize
+        def f(x: cv.f32["N"]):
+            from kdep_inner import SCALE
+            return x * SCALE
+    """)
+    before = pipeline.key_components(module)
+    import kdep_inner
+
+    monkeypatch.setattr(kdep_inner, "SCALE", 3.0)
+    after = pipeline.key_components(module)
+    assert {k for k in before if before[k] != after[k]} == {"globals"}
+
+
+def test_attributes_of_a_module_imported_inside_the_function_are_part_of_the_key(
+        tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "kdep_mod.py").write_text("SCALE = 2.0\n")
+    module = load_source(tmp_path, """
+        import cuvil_aot as cv
+
+        @cv.optimize
+        def f(x: cv.f32["N"]):
+            import kdep_mod as k
+            return x * k.SCALE
+    """)
+    before = pipeline.key_components(module)
+    import kdep_mod
+
+    monkeypatch.setattr(kdep_mod, "SCALE", 3.0)
+    after = pipeline.key_components(module)
+    assert {k for k in before if before[k] != after[k]} == {"globals"}

@@ -79,6 +79,29 @@ def test_cheap_key_follows_what_the_full_key_follows(tmp_syspath: Path) -> None:
     sys.modules.pop("pk_helper")
 
 
+def test_cheap_key_follows_imports_inside_the_function(tmp_syspath: Path) -> None:
+    """``from pk_inner import K`` in the body: the module's file and K's value are in the
+    key; a module not loaded yet gives no cheap key (the full key decides)."""
+    tmp = tmp_syspath
+    (tmp / "pk_inner.py").write_text("K = 2.0\n")
+    importlib.invalidate_caches()
+    src = MOD.replace("    return {body}", "    from pk_inner import K\n    return {body}")
+    load = lambda: load_source(tmp, src.format(body="x * K", scale="2.0", unrelated="1",
+                                               imports=""), "pk_i")  # noqa: E731
+    sys.modules.pop("pk_inner", None)
+    assert prekey.components(load()) is None  # pk_inner not imported yet
+    import pk_inner
+
+    base = prekey.components(load())
+    assert base is not None
+    pk_inner.K = 3.0  # a value changed at run time
+    assert prekey.components(load())["deps"] != base["deps"]
+    pk_inner.K = 2.0
+    (tmp / "pk_inner.py").write_text("K = 2.0  # edited\n")  # the file's bytes
+    assert prekey.components(load())["deps"] != base["deps"]
+    sys.modules.pop("pk_inner")
+
+
 def test_runtime_values_are_seen_even_when_the_bytes_are_equal(tmp_path: Path) -> None:
     mod = module(tmp_path, "pk_rt")
     before = prekey.dependencies(mod)

@@ -3,8 +3,9 @@ against the Python function on NumPy, on random shapes (hypothesis), outputs poi
 ``assert`` known at compile time and on dimensions (AssertionError with the message at
 the call, as Python raises it), ``del``, the walrus, starred unpacking, dict
 comprehensions, f-strings, ``sum`` of arrays, ``isinstance``, np.shape/ndim/size and
-itemsize/nbytes; and what Python rejects, refused at the user's line (print(), which would
-run at the build, not at each call, too)."""
+itemsize/nbytes, ``import`` in the function and ``with np.errstate``; and what Python
+rejects, refused at the user's line (print(), which would run at the build, not at each
+call, too)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,17 @@ def builtins_(x):
     ok = isinstance(x, np.ndarray) and isinstance(i, int) and not isinstance(x, (int, float))
     return (total * SCALES[f"layer{i}"], flat * (2 if ok else 3),
             np.ndim(x) + x.itemsize + x.nbytes)
+
+@cv.optimize(signatures=["f32[N,C]", "f64[N,C]"])
+def imports_and_errstate(x):
+    import math
+    import numpy.linalg
+    from math import pi, sqrt as root
+    from numpy import tanh as th
+    with np.errstate(divide="ignore", invalid="ignore"), np.errstate(over="warn"):
+        y = np.log(np.abs(x)) / x
+    gelu = 0.5 * x * (1.0 + th(root(2.0 / pi) * (x + 0.044715 * x ** 3)))
+    return gelu, math.e * y, numpy.linalg.norm(x, axis=1)
 '''
 
 
@@ -70,6 +82,15 @@ def test_builtins_on_arrays(m, data: st.DataObject, b: int, t: int, c: int) -> N
         check(m.builtins_, data.draw(view_of((b, t, c), dtype)))
 
 
+@settings(max_examples=10, deadline=None)
+@given(data=st.data(), n=st.integers(0, 4), c=st.integers(1, 6))
+def test_imports_and_errstate_in_the_function(m, data: st.DataObject, n: int, c: int) -> None:
+    for dtype in ("float32", "float64"):
+        x = data.draw(view_of((n, c), dtype))
+        x[..., 0] = 0  # log(0) / 0: the warnings errstate silences in NumPy
+        check(m.imports_and_errstate, x)
+
+
 def test_an_assert_on_dimensions_raises_at_the_call(m) -> None:
     x = np.ones((2, 3, 6), np.float32)
     with pytest.raises(AssertionError, match="width {C} is not a multiple of 4 heads"):
@@ -89,6 +110,13 @@ def test_an_assert_on_dimensions_raises_at_the_call(m) -> None:
     ("return x * isinstance(x.sum(), float)", r"isinstance\(\) of a 0-d array"),
     ("print(x.shape)\n    return x", r"print\(\) in a compiled function is not supported: it "
      "would run when the module is built"),
+    ("import no_such_module_here\n    return x", "ModuleNotFoundError: No module named"),
+    ("from math import no_such_name\n    return x",
+     "ImportError: cannot import name 'no_such_name' from 'math'"),
+    ("with np.errstate(divide='raise'):\n        y = 1 / x\n    return y",
+     r"np.errstate\(divide='raise'\) is not supported: compiled code raises no"),
+    ("with open('f') as f:\n        pass\n    return x",
+     r"of with statements only `with np.errstate\(...\):` is supported"),
 ])
 def test_what_python_rejects_is_refused(tmp_path: Path, body: str, message: str) -> None:
     assert_refused(tmp_path, body, message)

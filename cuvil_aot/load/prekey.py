@@ -18,7 +18,9 @@ makes it ``None`` and the caller computes the full key.
 
 from __future__ import annotations
 
+import dis
 import hashlib
+import importlib.util
 import json
 import sys
 import types
@@ -69,6 +71,22 @@ def _code_names(code: types.CodeType) -> Iterator[str]:
             yield from _code_names(const)
 
 
+def _imported_modules(code: types.CodeType, package: str | None) -> Iterator[str]:
+    """The absolute names of the modules an ``import`` inside the function names."""
+    level = 0
+    for ins in dis.get_instructions(code):
+        if ins.opname == "LOAD_CONST" and isinstance(ins.argval, int):
+            level = ins.argval  # IMPORT_NAME's level is loaded two instructions before it
+        elif ins.opname == "IMPORT_NAME":
+            try:
+                yield importlib.util.resolve_name("." * level + ins.argval, package)
+            except (ImportError, ValueError):
+                yield "?"  # a relative import without a package: never loaded
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _imported_modules(const, package)
+
+
 def describe(value: object) -> str:
     """A stable, process-independent description of a global a function reads: the
     full key's (digest.describe), hashed when long. A value the frontend would refuse
@@ -89,6 +107,7 @@ class _Walk:
         self.globals_: dict[str, str] = {}
         self.modules: set[str] = set()
         self.todo: list[types.FunctionType] = []
+        self.unknown = False  # a module imported inside a function and not loaded yet
 
     def follow(self, owner: str, name: str, value: object, names: set[str]) -> None:
         self.globals_[f"{owner}.{name}"] = describe(value)
@@ -110,6 +129,12 @@ class _Walk:
         for name in sorted(names):
             if name in fn.__globals__:
                 self.follow(owner, name, fn.__globals__[name], names)
+        for name in sorted(set(_imported_modules(fn.__code__, fn.__globals__.get("__package__")))):
+            if _user_module(name):  # its file, and the names the function reads from it
+                inner = sys.modules.get(name)
+                self.unknown |= inner is None
+                if inner is not None:
+                    self.follow(owner, f"<import {name}>", inner, names)
         extras = [c.cell_contents for c in fn.__closure__ or () if _cell_set(c)]
         extras += list(fn.__defaults__ or ()) + list((fn.__kwdefaults__ or {}).values())
         for i, value in enumerate(extras):
@@ -143,6 +168,8 @@ def dependencies(module: types.ModuleType) -> dict[str, Any] | None:
         if id(fn) not in seen:
             seen.add(id(fn))
             walk.visit(fn)
+    if walk.unknown:
+        return None
     files: dict[str, str] = {}
     for name in sorted(walk.modules):
         if not _user_module(name):

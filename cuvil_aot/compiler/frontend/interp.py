@@ -52,7 +52,7 @@ MAX_UNROLL = unrolled.MAX_UNROLL
 MAX_INLINE_DEPTH = 64
 
 SUPPORTED_STATEMENTS = ("assignments (also tuple unpacking and +=), return, if, for, while, "
-                        "def, assert, del")
+                        "def, assert, del, import, with np.errstate(...)")
 
 
 class _Poison:

@@ -3,14 +3,18 @@
 test reads dimensions or int arguments, a diagnostic where it fails for every call of the
 signature), ``del`` of names and of list or dict items, the walrus ``(n := x.shape[-1])``,
 unpacking with a starred name (``*lead, c = x.shape``), f-strings of values known at
-compile time, dict comprehensions (unrolled.py); ``STATEMENTS`` and ``EXPRESSIONS`` are
-what the interpreter runs them by."""
+compile time, dict comprehensions (unrolled.py), ``import`` inside the function and
+``with np.errstate(...):``; ``STATEMENTS`` and ``EXPRESSIONS`` are what the interpreter
+runs them by."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from cuvil_aot.compiler.frontend import branches, unrolled
 from cuvil_aot.compiler.frontend.user_error import UserError
@@ -126,8 +130,70 @@ def unpacked(interp: Any, target: ast.Tuple | ast.List, values: Any) -> list[tup
             *zip(elts[i + 1:], values[len(values) - after:])]
 
 
+def import_statement(interp: Any, stmt: ast.Import | ast.ImportFrom, poison: Any) -> None:
+    """``import math``, ``from scipy.special import erf`` in the function: the names bound
+    as Python binds them at the call, the modules imported now; each bound value goes into
+    the cache key as a global read would (an edit to an imported table is a miss)."""
+    frame, span = interp.frames[-1], interp.span(stmt)
+    try:
+        if isinstance(stmt, ast.Import):
+            bound, owner = [_imported(a) for a in stmt.names], "<import>"
+        else:
+            module = importlib.import_module("." * stmt.level + (stmt.module or ""),
+                                             frame.globals.get("__package__"))
+            bound = [(a.asname or a.name, _attribute(module, a.name)) for a in stmt.names]
+            owner = module.__name__
+    except ImportError as exc:
+        raise UserError(f"{type(exc).__name__}: {exc}", span) from None
+    for name, value in bound:
+        interp.record_global(owner, name, value, stmt)
+        frame.scope[name] = value
+
+
+def _imported(alias: ast.alias) -> tuple[str, Any]:
+    """``import a.b`` binds ``a`` (a.b loaded), ``import a.b as c`` binds ``c`` to a.b."""
+    module = importlib.import_module(alias.name)
+    if alias.asname:
+        return alias.asname, module
+    top = alias.name.partition(".")[0]
+    return top, importlib.import_module(top)
+
+
+def _attribute(module: Any, name: str) -> Any:
+    """``from module import name``: an attribute, else a submodule (as Python looks)."""
+    if hasattr(module, name):
+        return getattr(module, name)
+    try:
+        return importlib.import_module(f"{module.__name__}.{name}")
+    except ModuleNotFoundError:
+        raise ImportError(f"cannot import name {name!r} from {module.__name__!r}") from None
+
+
+_ERRSTATE = ("all", "divide", "over", "under", "invalid")
+
+
+def with_statement(interp: Any, stmt: ast.With, poison: Any) -> None:
+    """``with np.errstate(divide="ignore"):``: the body as it stands. Compiled code warns of
+    nothing, so every setting but "raise" (a FloatingPointError, which it does not raise)
+    means what NumPy's does."""
+    for item in stmt.items:
+        call, span = item.context_expr, interp.span(item.context_expr)
+        if not isinstance(call, ast.Call) or interp.eval(call.func) is not np.errstate \
+                or item.optional_vars is not None or call.args:
+            raise UserError("of with statements only `with np.errstate(...):` is supported",
+                            span, "the body without the with")
+        for kw in call.keywords:
+            value = fold(interp.eval(kw.value))
+            if kw.arg not in _ERRSTATE or value not in ("ignore", "warn", "print", "log"):
+                raise UserError(f"np.errstate({kw.arg}={value!r}) is not supported: compiled "
+                                "code raises no FloatingPointError", interp.span(kw),
+                                'np.errstate(divide="ignore") and the like')
+    interp.run_block(stmt.body)
+
+
 STATEMENTS: dict[type, Callable[[Any, Any, Any], None]] = {
-    ast.Assert: assert_statement, ast.Delete: delete}
+    ast.Assert: assert_statement, ast.Delete: delete, ast.Import: import_statement,
+    ast.ImportFrom: import_statement, ast.With: with_statement}
 EXPRESSIONS: dict[type, Callable[[Any, Any, Any], Any]] = {
     ast.NamedExpr: named, ast.JoinedStr: joined_str,
     ast.DictComp: lambda interp, expr, poison: unrolled.dict_comp(interp, expr, poison,
