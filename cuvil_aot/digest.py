@@ -13,13 +13,15 @@ raises ``Undigestible``; the frontend turns it into a diagnostic.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import sys
 import types
 from typing import Any
 
 _SCALARS = (bool, int, float, complex, str, bytes, type(None))
-_LIBRARIES = frozenset({"numpy", "builtins", "math", "cuvil_aot", "operator", "_operator"})
+_LIBRARIES = frozenset({"numpy", "builtins", "math", "cuvil_aot", "operator", "_operator",
+                        "functools"})
 
 
 class Undigestible(TypeError):
@@ -89,6 +91,9 @@ class _Describer:
             return f"dict({', '.join(items)})"
         if isinstance(value, types.ModuleType):
             return f"module {value.__name__}"
+        if isinstance(value, functools.partial):  # a library type holding the user's values
+            return (f"partial {self.of(value.func)} args {self.of(value.args)} "
+                    f"keywords {self.of(value.keywords)}")
         if isinstance(value, types.FunctionType):
             return self._function(value)
         if isinstance(value, types.MethodType):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
 from conftest import load_source
 
 from cuvil_aot.compiler import pipeline
@@ -64,5 +67,23 @@ def test_attributes_of_a_module_imported_inside_the_function_are_part_of_the_key
     import kdep_mod
 
     monkeypatch.setattr(kdep_mod, "SCALE", 3.0)
+    after = pipeline.key_components(module)
+    assert {k for k in before if before[k] != after[k]} == {"globals"}
+
+
+def test_the_arguments_of_a_functools_partial_are_part_of_the_key(tmp_path, monkeypatch):
+    module = load_source(tmp_path, """
+        import functools
+        import numpy as np
+        import cuvil_aot as cv
+
+        ACT = functools.partial(np.clip, a_min=-1.0)
+
+        @cv.optimize
+        def f(x: cv.f32["N"]):
+            return ACT(x, a_max=1.0)
+    """)
+    before = pipeline.key_components(module)
+    monkeypatch.setattr(module, "ACT", functools.partial(np.clip, a_min=-2.0))
     after = pipeline.key_components(module)
     assert {k for k in before if before[k] != after[k]} == {"globals"}

@@ -3,9 +3,9 @@ against the Python function on NumPy, on random shapes (hypothesis), outputs poi
 ``assert`` known at compile time and on dimensions (AssertionError with the message at
 the call, as Python raises it), ``del``, the walrus, starred unpacking, dict
 comprehensions, f-strings, ``sum`` of arrays, ``isinstance``, np.shape/ndim/size and
-itemsize/nbytes, ``import`` in the function and ``with np.errstate``; and what Python
-rejects, refused at the user's line (print(), which would run at the build, not at each
-call, too)."""
+itemsize/nbytes, ``import`` in the function, ``with np.errstate``, ``functools.partial``;
+and what Python rejects, refused at the user's line (print(), which would run at the build,
+not at each call, too)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,18 @@ def forms(x):
     return parts[0] + parts[3], z, first + rest[1], len(lead) + len(rest) + len(parts) + half
 
 SCALES = {"layer1": 2.0, "layer2": 3.0}
+
+import functools
+CLIP = functools.partial(np.clip, a_min=-1.0)
+
+def gelu_tanh(x, scale, cube=0.044715):
+    return 0.5 * x * (1.0 + np.tanh(scale * (x + cube * x ** 3)))
+
+@cv.optimize(signatures=["f32[N,C]", "f64[N,C]"])
+def partials(x):
+    act = functools.partial(gelu_tanh, scale=0.7978845608, cube=0.05)
+    shifted = functools.partial(np.add, x)  # an array of the function among its arguments
+    return act(x), CLIP(x, a_max=0.5), shifted(1.0), functools.partial(act, cube=0.0)(x)
 
 @cv.optimize(signatures=["f32[B,T,C]", "f64[B,T,C]"])
 def builtins_(x):
@@ -89,6 +101,13 @@ def test_imports_and_errstate_in_the_function(m, data: st.DataObject, n: int, c:
         x = data.draw(view_of((n, c), dtype))
         x[..., 0] = 0  # log(0) / 0: the warnings errstate silences in NumPy
         check(m.imports_and_errstate, x)
+
+
+@settings(max_examples=10, deadline=None)
+@given(data=st.data(), n=st.integers(0, 4), c=st.integers(1, 6))
+def test_functools_partial(m, data: st.DataObject, n: int, c: int) -> None:
+    for dtype in ("float32", "float64"):
+        check(m.partials, data.draw(view_of((n, c), dtype)))
 
 
 def test_an_assert_on_dimensions_raises_at_the_call(m) -> None:

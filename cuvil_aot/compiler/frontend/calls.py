@@ -1,6 +1,7 @@
 """What a call in a compiled function does, by what it calls: a ``def`` or lambda of the
 function (local_functions.py) or a user's Python function, inlined by the interpreter;
-``map`` of one over lists known at compile time, unrolled; ``sum`` of a list of arrays,
+``map`` of one over lists known at compile time, unrolled; ``functools.partial`` of any of
+them, its arguments put in front at the call; ``sum`` of a list of arrays,
 ``isinstance`` of an array; NumPy's own
 Python functions likewise, and those behind a dispatcher through its ``_implementation``
 where that code compiles (np.i0), else the call's own diagnostic (numpy_api); np.piecewise
@@ -9,6 +10,8 @@ with its pieces called here (piecewise.py); everything else by its handler (nump
 from __future__ import annotations
 
 import ast
+import dataclasses
+import functools
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +34,11 @@ def call_value(interp: Interpreter, fn: Any, args: list[Any], kwargs: dict[str, 
     """``fn(*args, **kwargs)`` in ``interp``'s function."""
     if isinstance(fn, local_functions.LocalFunction):
         return interp.call_local(fn, args, kwargs, span)
+    if fn is functools.partial and args:  # made in the function: what it will call with
+        return Partial(args[0], tuple(args[1:]), kwargs)
+    if isinstance(fn, Partial | functools.partial):  # Python's order: its arguments first
+        return call_value(interp, fn.func, [*fn.args, *args], {**fn.keywords, **kwargs}, span,
+                          [span] * len(fn.args) + arg_spans)
     if fn is sum and 1 <= len(args) <= 2 and not kwargs and isinstance(args[0], list | tuple) \
             and any(isinstance(a, Node) for a in args[0]):  # sum(heads): Python's additions
         total = args[1] if len(args) == 2 else 0
@@ -61,6 +69,15 @@ def call_value(interp: Interpreter, fn: Any, args: list[Any], kwargs: dict[str, 
             pass
     return numpy_api.call(fn, args, kwargs, span, arg_spans, interp.derived,
                           interp.requirements, interp.run_time)
+
+
+@dataclasses.dataclass(frozen=True)
+class Partial:
+    """``functools.partial(f, *args, **keywords)`` made in the compiled function (its
+    arguments may be arrays of the function, which a real partial could not hold here)."""
+    func: Any
+    args: tuple[Any, ...]
+    keywords: dict[str, Any]
 
 
 def keywords(interp: Interpreter, nodes: list[ast.keyword], poison: Any) -> dict[str, Any]:
