@@ -1,15 +1,13 @@
 // The cluster split-K GEMM (cuda_gemm_tc.h's cv_gemm_tc_cluster, float32 3xTF32, B N-major)
-// at GPT-2's four shapes at 1 x 128 tokens, against variants of its last step, on the device
+// at GPT-2's four shapes at 1 x 128 tokens, against variants, on the device
 // machine: µs per launch back to back, the weights warm in L2 and rotated over copies that
 // exceed it, the error against a double reference on sampled rows, and a hash of the
 // output's bits (builds of the probe against two versions of the headers compared).
-//   base      the header's kernel as shipped, a tile a cluster of 8 blocks (before
-//             2026-12-06 each block added its rows of a half from the 8 blocks' shared memory
-//             one scalar load after the other; since, as v4 C=8)
-//   v4 C=8/4/2  the same sums, each thread's float4 of every block loaded before it adds
-//             them (in chunk order: the same total), clusters of C blocks
-//   main C=8  the main loop alone: each block stores its k-chunk's partial tile (no sum)
-//   main 1xTF32  the same with one TF32 product (no split, one mma in three)
+//   base      the header's kernel as shipped, a tile a cluster of 8 blocks (built against
+//             headers with h100_2026-12-06d/tcc_deep_port.patch applied, its deep-slab loop)
+//   deep KSxS  slabs of KS k (not 8) in S stages of dynamic shared memory, the same
+//             arithmetic in the same order (the same bits as base); C=16: clusters of 16
+//             (non-portable size), C=1: one block a tile over all of k, no sums
 //   tc64 1    one block a 64 x 128 tile over all of k (no split)
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I../../native/include tcc_probe.cu -o t && ./t
 #include <cmath>
@@ -22,41 +20,135 @@ struct Store {
     __device__ void operator()(int64_t, int64_t i, int64_t j, float acc) const { c[i * n + j] = acc; }
 };
 
+#ifdef CV_TCC_SMEM  // the port's kernel (tcc_deep_port.patch): k-slabs of CV_TCC_KS, dynamic smem
+#define BASE_SMEM CV_TCC_SMEM
+extern "C" __global__ void CV_TC_CLUSTER_DIMS __launch_bounds__(256, 2)
+    base(const __grid_constant__ cv_gpu_term t, int64_t m, int64_t n, float *c) {
+    cv_gemm_tc_cluster<true>(&t, 1, m, n, 1, Store{c, n});
+}
+#else
+#define BASE_SMEM 0
 extern "C" __global__ void CV_TC_CLUSTER_DIMS __launch_bounds__(256, 2)
     base(const __grid_constant__ cv_gpu_term t, int64_t m, int64_t n, float *c) {
     cv_gemm_tc_cluster<false, true>(&t, 1, m, n, 1, Store{c, n});
 }
+#endif
 
-// RED 1: float4 sums, loads first; RED 2: no sum, the partial tile of chunk s at c + s m n.
-template <int C, int RED, bool X3 = true>
+// Deeper k-slabs in dynamic shared memory: KS (16 or 32) k a slab in S stages, the
+// same 3xTF32 arithmetic in the same order as the header's slabs of 8 (so the same bits):
+// fewer barriers and cp.async waits a k, more bytes in flight a block.
+template <int KS>
+struct Deep {
+    static constexpr int BM = 64, LDA = KS + 8, LDB = 128 + 4;  // rows of A and B in floats
+    static constexpr int STAGE = BM * LDA + KS * LDB;             // floats a stage
+    static constexpr int NA = BM * KS / 4 / 256, NB = KS / 8;     // 16-byte chunks a thread
+    static constexpr int AROWS = 256 / (KS / 4);                  // A rows apart for u + 1
+};
+
+template <int KS, int S, bool X3>
+__device__ void deep_tile(const cv_gpu_term &t, int64_t m, int64_t n, int64_t row0, int64_t col0,
+                          float *sm, float (&acc)[2][4][4]) {
+    using D = Deep<KS>;
+    const int tid = threadIdx.x;
+    const int ar = tid / (KS / 4), ak = (tid % (KS / 4)) * 4, bk = tid / 32, bc = (tid % 32) * 4;
+    const float *pa = reinterpret_cast<const float *>(t.a) + ak;
+    const float *pb = reinterpret_cast<const float *>(t.b) + bc;
+    const int64_t left = n - (col0 + bc);
+    const int b_bytes = left <= 0 ? 0 : left >= 4 ? 16 : (int)left * 4;
+    if (b_bytes) pb += col0;
+    const int64_t k = t.k, slabs = (k + KS - 1) / KS;
+    auto load = [&](int64_t s, int st) {
+        float *a = sm + st * D::STAGE, *b = a + D::BM * D::LDA;
+        const int64_t kk = s * KS;
+#pragma unroll
+        for (int u = 0; u < D::NA; u++) {
+            const int r = ar + u * D::AROWS;
+            const int64_t kl = k - (kk + ak);
+            const int bytes = row0 + r < m && kl > 0 ? (kl >= 4 ? 16 : (int)kl * 4) : 0;
+            cv_cp_async16(a + r * D::LDA + ak, bytes ? pa + (row0 + r) * t.a_rs + kk : pa, bytes);
+        }
+#pragma unroll
+        for (int u = 0; u < D::NB; u++) {
+            const int64_t kr = kk + bk + 8 * u;
+            const int bytes = kr < k ? b_bytes : 0;
+            cv_cp_async16(b + (bk + 8 * u) * D::LDB + bc, bytes ? pb + kr * t.b_rs : pb, bytes);
+        }
+    };
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++)
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0;
+    const int warp = tid >> 5, lane = tid & 31, wm = warp >> 2, wn = warp & 3, g = lane >> 2,
+              tq = lane & 3;
+#pragma unroll
+    for (int s = 0; s < S - 1; s++) {
+        if (s < slabs) load(s, s);
+        cv_cp_async_commit();
+    }
+    for (int64_t s = 0; s < slabs; s++) {
+        cv_cp_async_wait<S - 2>();
+        __syncthreads();
+        const int64_t next = s + S - 1;
+        if (next < slabs) load(next, (int)(next % S));
+        cv_cp_async_commit();
+        const float *a = sm + (s % S) * D::STAGE, *b = a + D::BM * D::LDA;
+#pragma unroll 2
+        for (int q = 0; q < KS / 8; q++) {  // the header's slab of 8, at k 8q of this one
+            uint32_t bb[4][2], bs[4][2];
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int c = wn * 32 + j * 8 + g;
+                cv_split_tf32(b[(8 * q + 2 * tq) * D::LDB + c], bb[j][0], bs[j][0]);
+                cv_split_tf32(b[(8 * q + 2 * tq + 1) * D::LDB + c], bb[j][1], bs[j][1]);
+            }
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const int r = wm * 32 + i * 16 + g;
+                const float2 lo = *reinterpret_cast<const float2 *>(a + r * D::LDA + 8 * q + 2 * tq);
+                const float2 hi =
+                    *reinterpret_cast<const float2 *>(a + (r + 8) * D::LDA + 8 * q + 2 * tq);
+                uint32_t ab[4], as[4];
+                cv_split_tf32(lo.x, ab[0], as[0]);
+                cv_split_tf32(hi.x, ab[1], as[1]);
+                cv_split_tf32(lo.y, ab[2], as[2]);
+                cv_split_tf32(hi.y, ab[3], as[3]);
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    float part[4] = {0, 0, 0, 0};
+                    if (X3) {
+                        cv_mma_tf32(part, as, bb[j]);
+                        cv_mma_tf32(part, ab, bs[j]);
+                    }
+                    cv_mma_tf32(part, ab, bb[j]);
+#pragma unroll
+                    for (int e = 0; e < 4; e++) acc[i][j][e] += part[e];
+                }
+            }
+        }
+    }
+    cv_cp_async_wait<0>();
+    __syncthreads();
+}
+
+// The cluster kernel's sums (the header's, v4) after deep_tile.
+template <int KS, int S, int C = 8, bool X3 = true>
 __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(256, 2)
-    var(const __grid_constant__ cv_gpu_term t, int64_t m, int64_t n, float *c) {
+    deep(const __grid_constant__ cv_gpu_term t0, int64_t m, int64_t n, float *c) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(16) float dsm[];
     constexpr int BM = 64, W = 128 + 4, SHARE = 32 / C;
     const int s = (int)(blockIdx.x % C);
     const int64_t tiles_n = (n + 127) / 128, tile = blockIdx.x / C;
     const int64_t row0 = (tile / tiles_n) * BM, col0 = (tile % tiles_n) * 128;
-    __shared__ __align__(16) cv_tc_smem<false, BM> sm;
-    float *stage = reinterpret_cast<float *>(&sm);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int wm = warp >> 2, wn = warp & 3, g = lane >> 2, tq = lane & 3;
-    float acc[BM / 32][4][4];
-    cv_tc_tile<false, BM, X3>(&t, 1, 0, m, n, row0, col0, s, C, sm, acc);
-    if (RED == 2) {
-        for (int i = 0; i < BM / 32; i++)
-            for (int j = 0; j < 4; j++)
-                for (int e = 0; e < 4; e++) {
-                    const int64_t r = row0 + wm * 32 + i * 16 + g + (e >> 1) * 8;
-                    const int64_t q = col0 + wn * 32 + j * 8 + 2 * tq + (e & 1);
-                    if (r < m && q < n) c[s * m * n + r * n + q] = acc[i][j][e];
-                }
-        return;
-    }
+    float acc[2][4][4];
+    deep_tile<KS, S, X3>(cv_term_chunk<float>(t0, s, C), m, n, row0, col0, dsm, acc);
+    float *stage = dsm;
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         if (wm == half)
 #pragma unroll
-            for (int i = 0; i < BM / 32; i++)
+            for (int i = 0; i < 2; i++)
 #pragma unroll
                 for (int j = 0; j < 4; j++)
 #pragma unroll
@@ -67,27 +159,31 @@ __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(256, 2)
 #pragma unroll 1
         for (int e = threadIdx.x; e < SHARE * 32; e += 256) {
             const int r = s * SHARE + e / 32, c4 = (e % 32) * 4;
-            const uint32_t a = (uint32_t)__cvta_generic_to_shared(stage + r * W + c4);
             float4 p[C];
 #pragma unroll
-            for (int q = 0; q < C; q++) {
-                uint32_t ra;
-                asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(ra) : "r"(a), "r"(q));
-                asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                             : "=f"(p[q].x), "=f"(p[q].y), "=f"(p[q].z), "=f"(p[q].w)
-                             : "r"(ra));
-            }
-            float4 v = make_float4(0, 0, 0, 0);
+            for (int q = 0; q < C; q++) p[q] = cv_cluster_ld4(stage + r * W + c4, q);
+            float v[4] = {0, 0, 0, 0};
 #pragma unroll
-            for (int q = 0; q < C; q++) v.x += p[q].x, v.y += p[q].y, v.z += p[q].z, v.w += p[q].w;
+            for (int q = 0; q < C; q++) v[0] += p[q].x, v[1] += p[q].y, v[2] += p[q].z, v[3] += p[q].w;
             const int64_t i = row0 + half * 32 + r, j = col0 + c4;
-            const float vs[4] = {v.x, v.y, v.z, v.w};
             for (int u = 0; u < 4; u++)
-                if (i < m && j + u < n) c[i * n + j + u] = vs[u];
+                if (i < m && j + u < n) c[i * n + j + u] = v[u];
         }
         cv_cluster_sync();
     }
 #endif
+}
+
+template <int KS, int S, int C = 8>
+static void launch_deep(uint32_t tiles, cv_gpu_term t, int m, int n, float *dc) {
+    constexpr int bytes = S * Deep<KS>::STAGE * 4;
+    static bool set = false;
+    if (!set) {
+        CK(cudaFuncSetAttribute(deep<KS, S, C>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+        if (C > 8) CK(cudaFuncSetAttribute(deep<KS, S, C>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+        set = true;
+    }
+    deep<KS, S, C><<<tiles * C, 256, bytes>>>(t, m, n, dc);
 }
 
 __global__ void __launch_bounds__(256, 2)
@@ -100,8 +196,8 @@ int main() {
     const int COPIES = 8;  // rotated weights: 8 x 9.4 MB at the largest, past the 50 MB L2
     srand(5);
     printf("µs per launch, warm (one B) / rotated (%d copies of B); max err / max |ref|\n", COPIES);
-    printf("%-16s %25s %25s %25s %25s %25s %25s %25s\n", "m x k x n", "base", "v4 C=8", "v4 C=4",
-           "v4 C=2", "main C=8", "main 1xTF32", "tc64 1");
+    printf("%-16s %25s %25s %25s %25s %25s %25s %25s %25s %25s\n", "m x k x n", "base", "deep 16x3", "deep 16x4", "deep 32x3",
+           "deep 32x4", "deep 16x6", "deep 32x3 C=16", "deep 32x4 C=1", "tc64 1");
     for (auto &s : shapes) {
         const int m = s[0], k = s[1], n = s[2];
         auto a = random_floats((size_t)m * k, 1), w = random_floats((size_t)k * n, 1);
@@ -139,12 +235,16 @@ int main() {
             printf(" %5.1f/%5.1f %.0e %08x", warm, cold, partial ? 0.0 : err / top, hash);
         };
         const uint32_t tiles = (uint32_t)(((m + 63) / 64) * ((n + 127) / 128));
-        run([&](cv_gpu_term t) { base<<<tiles * CV_TC_CLUSTER, 256>>>(t, m, n, dc); }, false);
-        run([&](cv_gpu_term t) { var<8, 1><<<tiles * 8, 256>>>(t, m, n, dc); }, false);
-        run([&](cv_gpu_term t) { var<4, 1><<<tiles * 4, 256>>>(t, m, n, dc); }, false);
-        run([&](cv_gpu_term t) { var<2, 1><<<tiles * 2, 256>>>(t, m, n, dc); }, false);
-        run([&](cv_gpu_term t) { var<8, 2><<<tiles * 8, 256>>>(t, m, n, dc); }, true);
-        run([&](cv_gpu_term t) { var<8, 2, false><<<tiles * 8, 256>>>(t, m, n, dc); }, true);
+        if (BASE_SMEM > 48 * 1024)
+            CK(cudaFuncSetAttribute(base, cudaFuncAttributeMaxDynamicSharedMemorySize, BASE_SMEM));
+        run([&](cv_gpu_term t) { base<<<tiles * CV_TC_CLUSTER, 256, BASE_SMEM>>>(t, m, n, dc); }, false);
+        run([&](cv_gpu_term t) { launch_deep<16, 3>(tiles, t, m, n, dc); }, false);
+        run([&](cv_gpu_term t) { launch_deep<16, 4>(tiles, t, m, n, dc); }, false);
+        run([&](cv_gpu_term t) { launch_deep<32, 3>(tiles, t, m, n, dc); }, false);
+        run([&](cv_gpu_term t) { launch_deep<32, 4>(tiles, t, m, n, dc); }, false);
+        run([&](cv_gpu_term t) { launch_deep<16, 6>(tiles, t, m, n, dc); }, false);
+        run([&](cv_gpu_term t) { launch_deep<32, 3, 16>(tiles, t, m, n, dc); }, false);
+        run([&](cv_gpu_term t) { launch_deep<32, 4, 1>(tiles, t, m, n, dc); }, false);
         run([&](cv_gpu_term t) { tc64<<<tiles, 256>>>(t, m, n, dc); }, false);
         printf("\n");
         CK(cudaFree(da)); CK(cudaFree(dc));
