@@ -1,10 +1,11 @@
 """Iteration known at compile time (frontend/unrolled.py) against NumPy in float64 on
 random shapes: list comprehensions (one or two generators, filters, over enumerate, zip
-and reversed, inside np.stack / np.concatenate, a 1-D convolution's shifted windows) and
-for loops over enumerate, zip and reversed of tuples and ranges, as real models write them (``for i,
-w in enumerate(layers)``). A comprehension's names stay its own, as in Python 3.
-Comprehensions over a range known only at run time, filters on run-time values and
-generator expressions are refused at the user's line."""
+and reversed, inside np.stack / np.concatenate, a 1-D convolution's shifted windows),
+generator expressions in Python's builtins (used up once, as Python's) and for loops over
+enumerate, zip and reversed of tuples and ranges, as real models write them (``for i, w in
+enumerate(layers)``). A comprehension's names stay its own, as in Python 3.
+Comprehensions over a range known only at run time, filters on run-time values and a
+generator expression where NumPy wants a sequence are refused at the user's line."""
 
 from __future__ import annotations
 
@@ -49,6 +50,18 @@ def layers(x: cv.f32["N", 4], w1: cv.f32[4, 4], w2: cv.f32[4, 4], w3: cv.f32[4, 
     for j in reversed(range(1, 3)):
         h = h * 0.5 + ws[j][0]
     return np.stack(outs), h, x * i
+
+@cv.optimize
+def generated(x: cv.f32["N", 6]):
+    half = x.reshape(tuple(d // 2 for d in (4 * x.shape[0], x.shape[1])))
+    parts = (x[:, 2 * j:2 * j + 2] * (j + 1) for j in range(3))
+    total = sum(p * p for p in parts)
+    again = sum(parts, 0.5)  # used up: Python's sum of nothing, 0.5
+    widest = max(d * 2 for d in (x.shape[1], 1)) + len(list(h for h in range(4) if h % 2))
+    stacked = np.stack(list(x[:, j] for j in range(2)))
+    for w in (x[:, j:j + 1] for j in range(2)):
+        total = total + w
+    return half, total, again, widest, stacked, any(d > 5 for d in x.shape[1:])
 '''
 
 REFUSED = '''
@@ -66,6 +79,10 @@ def run_time_filter(x: cv.f32["N"], s: float):
 @cv.optimize
 def generator(x: cv.f32["N"]):
     return np.stack(x * i for i in range(3))
+
+@cv.optimize
+def run_time_truth(x: cv.f32["N"]):  # Python's any of a size the call knows
+    return x * any([d > 5 for d in x.shape])
 '''
 
 
@@ -85,6 +102,7 @@ def test_against_numpy(m, a: int, b: int, seed: int) -> None:
     check(m.conv1d, f32(a, b), f32(5, a, 3), f32(5), scale=4)
     check(m.heads, f32(b, 12))
     check(m.layers, f32(a, 4), f32(4, 4), f32(4, 4), f32(4, 4), scale=8)
+    check(m.generated, f32(a, 6))
 
 
 def test_refused_at_the_users_line(tmp_path: Path) -> None:
@@ -95,5 +113,8 @@ def test_refused_at_the_users_line(tmp_path: Path) -> None:
     assert "range(n)" in str(e.value) and "^" in str(e.value)
     with pytest.raises(cv.CompileError, match="condition must be known at compile time"):
         mod.run_time_filter(x, 1.0)
-    with pytest.raises(cv.CompileError, match="'GeneratorExp' is not supported"):
+    with pytest.raises(cv.CompileError, match=r"stack\(\) of a generator expression: NumPy "
+                       "wants a sequence here"):
         mod.generator(x)
+    with pytest.raises(cv.CompileError, match=r"any\(\) of a number known only at run time"):
+        mod.run_time_truth(x)  # was any() of nodes, each true: a silent wrong answer

@@ -20,7 +20,7 @@ import numpy as np
 from cuvil_aot.compiler.frontend import local_functions, numpy_api, piecewise, scipy_special
 from cuvil_aot.compiler.frontend.operators import binary
 from cuvil_aot.compiler.frontend.user_error import UserError
-from cuvil_aot.compiler.frontend.values import is_dict_key
+from cuvil_aot.compiler.frontend.values import GENERATED, is_dict_key
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.types import is_float, is_int
 from cuvil_aot.errors import SourceSpan
@@ -39,6 +39,13 @@ def call_value(interp: Interpreter, fn: Any, args: list[Any], kwargs: dict[str, 
     if isinstance(fn, Partial | functools.partial):  # Python's order: its arguments first
         return call_value(interp, fn.func, [*fn.args, *args], {**fn.keywords, **kwargs}, span,
                           [span] * len(fn.args) + arg_spans)
+    if any(isinstance(a, GENERATED) for a in [*args, *kwargs.values()]) \
+            and _numpy_function(fn):
+        raise UserError(f"{getattr(fn, '__name__', 'this NumPy function')}() of a generator "
+                        "expression: NumPy wants a sequence here (its TypeError)", span,
+                        "a list: [... for ...]")
+    if fn is sum and args and isinstance(args[0], GENERATED):
+        args = [list(args[0]), *args[1:]]  # used up, as Python's sum uses it up
     if fn is sum and 1 <= len(args) <= 2 and not kwargs and isinstance(args[0], list | tuple) \
             and any(isinstance(a, Node) for a in args[0]):  # sum(heads): Python's additions
         total = args[1] if len(args) == 2 else 0
@@ -78,6 +85,12 @@ class Partial:
     func: Any
     args: tuple[Any, ...]
     keywords: dict[str, Any]
+
+
+def _numpy_function(fn: Any) -> bool:
+    """``fn`` is one of NumPy's (a ufunc, a function, an array's method)."""
+    module = getattr(getattr(fn, "py_func", fn), "__module__", None) or ""
+    return isinstance(fn, np.ufunc | numpy_api.Method) or module.partition(".")[0] == "numpy"
 
 
 def keywords(interp: Interpreter, nodes: list[ast.keyword], poison: Any) -> dict[str, Any]:

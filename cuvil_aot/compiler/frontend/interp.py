@@ -335,6 +335,9 @@ class Interpreter:
     def expr_ListComp(self, expr: ast.ListComp) -> Any:
         return unrolled.list_comp(self, expr, POISON, MAX_UNROLL)
 
+    def expr_GeneratorExp(self, expr: ast.GeneratorExp) -> Any:
+        return unrolled.generator(self, expr, POISON, MAX_UNROLL)
+
     def expr_IfExp(self, expr: ast.IfExp) -> Any:
         return branches.if_exp(self, expr, POISON)
 

@@ -6,8 +6,9 @@ interpreter goes; so does one over ``enumerate``, ``zip`` or ``reversed`` of tho
 builtins ran on compile-time sequences; their items are listed). A list comprehension is
 the same loop with ``append``: ``[xp[:, i:i + n] for i in range(3)]``, ``[x @ w for w in
 ws if ...]``, its filters known at compile time, its names local to it as in Python 3.
-A generator expression is not made a list: NumPy refuses one where it wants a sequence
-(``np.stack(x for ...)``), so it stays unsupported.
+A generator expression is the same items behind an iterator, used up once as Python's:
+Python's builtins take it (``tuple(d // 2 for d in x.shape)``, ``sum(w * h for ...)``),
+NumPy's functions refuse it where they want a sequence (``np.stack(x for ...)``: calls.py).
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from typing import Any, cast
 
 from cuvil_aot.compiler.frontend import loops
 from cuvil_aot.compiler.frontend.user_error import UserError
-from cuvil_aot.compiler.frontend.values import is_dict_key
+from cuvil_aot.compiler.frontend.values import GENERATED, is_dict_key
 from cuvil_aot.compiler.ir.node import Node
 
 ITERATORS: tuple[type, ...] = (enumerate, zip, reversed, type(reversed([])),
-                               type(reversed(range(0))))
+                               type(reversed(range(0))), GENERATED)
 LOOP_HINT = "for t in range(x.shape[0]): ... x[t] ..."
 RUN_TIME_HINT = ("a loop that writes into an array made before it: out = np.empty((n, N), "
                  "x.dtype); for i in range(n): out[i] = ...")
@@ -55,6 +56,14 @@ def list_comp(interp: Any, expr: ast.ListComp, poison: Any, max_items: int) -> A
             scope.pop(n, None)
         scope.update(saved)
     return out
+
+
+def generator(interp: Any, expr: ast.GeneratorExp, poison: Any, max_items: int) -> Any:
+    """``(elt for target in iter if cond ...)``: its items now (nothing the code does can
+    change them before they are read), behind an iterator."""
+    listed = list_comp(interp, ast.copy_location(ast.ListComp(expr.elt, expr.generators), expr),
+                       poison, max_items)
+    return poison if listed is poison else iter(listed)
 
 
 def dict_comp(interp: Any, expr: ast.DictComp, poison: Any, max_items: int) -> Any:

@@ -11,7 +11,7 @@ parameter, a number computed from a symbolic dimension: ``D ** 0.5``) is a
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,10 @@ class Unbound:
 def is_dict_key(value: Any) -> bool:
     """Whether ``value`` may key a dict built in a compiled function (known now)."""
     return isinstance(value, str | int | float | bool | tuple | type(None))
+
+
+GENERATED: type[Iterator[Any]] = type(iter([]))
+"""a generator expression's items (unrolled.generator): an iterator, used up once"""
 
 
 def fold(value: Any) -> Any:

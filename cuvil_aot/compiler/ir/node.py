@@ -36,6 +36,13 @@ class Node:
     def replace(self, **changes: Any) -> Node:
         return dataclasses.replace(self, **changes)
 
+    def __bool__(self) -> bool:
+        """A value of the compiled code has no truth at compile time: Python's ``any``,
+        ``all``, ``sorted`` or ``if`` run by the compiler on one (a comparison of a dimension
+        known only at the call) would see every node as true, a silent wrong answer."""
+        raise TypeError("the truth value of an array or number known only at run time is "
+                        "not known when the function is compiled")
+
 
 @dataclass(frozen=True, slots=True)
 class Param:
