@@ -51,7 +51,8 @@ class Record(ctypes.Structure):
     _fields_ = [("kernel", ctypes.c_int), ("via_graph", ctypes.c_int),
                 ("grid_x", ctypes.c_uint), ("grid_y", ctypes.c_uint), ("block", ctypes.c_uint),
                 ("stream", ctypes.c_ulonglong), ("args", ctypes.c_ubyte * 32),
-                ("device", ctypes.c_int), ("context_device", ctypes.c_int)]
+                ("device", ctypes.c_int), ("context_device", ctypes.c_int),
+                ("smem", ctypes.c_uint)]
 
 
 class DeviceArray:

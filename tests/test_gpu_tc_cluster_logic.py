@@ -34,18 +34,28 @@ fake = ctypes.CDLL("libcuda.so.1")  # the runtime's own handle: the same file
 fake.fake_kernel_name.restype = ctypes.c_char_p
 buf = (Record * 4096)()
 
-def gemms(fn, out, *shapes):
-    """The GEMM kernels fn's call launched: (name suffix, grid.x) each."""
+def launches(fn, out, *shapes):
+    """The GEMM kernels fn's call launched: (name suffix, grid.x, dynamic smem) each."""
     fn(*[DeviceArray(0, *s) for s in shapes], out=DeviceArray(0, *out))
     records = buf[:fake.fake_take(buf, 4096)]
-    names = [(fake.fake_kernel_name(r.kernel).decode(), r.grid_x) for r in records]
-    return [(n.rsplit("_", 1)[1], x) for n, x in names if "_gemm_" in n]
+    names = [(fake.fake_kernel_name(r.kernel).decode(), r.grid_x, r.smem) for r in records]
+    return [(n.rsplit("_", 1)[1], x, s) for n, x, s in names if "_gemm_" in n]
+
+def gemms(fn, out, *shapes):
+    return [(n, x) for n, x, _ in launches(fn, out, *shapes)]
 
 ctypes.c_int.in_dll(fake, "fake_pools").value = 1
 m = compile_source(Path(WORK), SOURCE, cuda_archs=("sm_90",))
 assert native.info()["cuda_tc_cluster"]  # on by default
 qkv = [(1, 128, 2304), (1, 128, 768), (768, 2304), (2304,)]
 assert gemms(m.proj, *qkv) == [("tcc", 2 * 18 * 8)], gemms(m.proj, *qkv)
+# its k-slabs' stages are dynamic shared memory (CV_TCC_SMEM), asked for by every launch path
+for graphs in (0, 4):
+    native.configure(cuda_graph=graphs)
+    for _ in range(3):  # a graph is built on a later call
+        smem = {s for n, _, s in launches(m.proj, *qkv) if n == "tcc"}
+    assert smem == {4 * (64 * 40 + 32 * 132) * 4}, (graphs, smem)
+native.configure(cuda_graph=4)  # the default
 fc2 = [(1, 128, 768), (1, 128, 3072), (3072, 768), (768,)]
 assert gemms(m.proj, *fc2) == [("tcc", 2 * 6 * 8)]
 native.configure(cuda_tc_cluster=False)

@@ -10,6 +10,7 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I../../native/include q8_probe.cu -o q && ./q
 // (-I a directory holding an older cuda_q8.h first: the runtime's kernel as it was.)
 #include <cmath>
+#include <cuda_fp16.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -160,6 +161,112 @@ __global__ void __launch_bounds__(BT) blockk(const float *x, const int8_t *q, co
             float v = 0.f;
 #pragma unroll
             for (int w = 0; w < BT / 32; w++) v += red[w][tid];
+            y[o0 + tid] = v * __ldg(s + o0 + tid);
+        }
+        __syncthreads();
+    }
+}
+
+// The weight on the tensor cores: mma.sync m16n8k16 (f16 operands, f32 sums). A weight byte is
+// exactly an f16 (a byte permute makes 1024 + (q + 128), one HSUB2 takes 1152 off, two bytes an
+// instruction each), x is NS f16 terms (hi, x - hi, ...) made once a block into shared memory,
+// each MMA's k permuted alike on both sides: a lane's 16 bytes of a row feed 4 MMAs (slots 2t,
+// 2t + 1 <- bytes 4j, 4j + 1; slots 2t + 8, 2t + 9 <- 4j + 2, 4j + 3), and its x fragments are
+// x[16t + 4j ...] in natural order. All 8 columns of B are x (column 0 is used; up to 8 rows
+// of x would be free). A block takes 16 TILES rows, its warps split k in steps of 64, U steps
+// of loads in flight; |x| < 2^15 here (the kernel proper would scale x by a power of two).
+__device__ __forceinline__ uint32_t q8_f16x2(uint32_t u, uint32_t sel) {
+    const uint32_t v = __byte_perm(u, 0x64646464u, sel);
+    uint32_t r;
+    asm("sub.f16x2 %0, %1, %2;" : "=r"(r) : "r"(v), "r"(0x64806480u)); /* 1152, 1152 */
+    return r;
+}
+__device__ __forceinline__ void mma_f16(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <int WARPS, int TILES, int NS, int U>
+__global__ void __launch_bounds__(32 * WARPS) mmaq(const float *x, const int8_t *q, const float *s,
+                                                  float *y, int n, int k) {
+    extern __shared__ __align__(16) unsigned short xs[]; /* NS x k f16 */
+    __shared__ float red[WARPS][16 * TILES];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+    for (int i = tid; i < k; i += 32 * WARPS) {
+        float r = x[i];
+#pragma unroll
+        for (int e = 0; e < NS; e++) {
+            const __half h = __float2half_rn(r);
+            xs[e * k + i] = __half_as_ushort(h);
+            r -= __half2float(h);
+        }
+    }
+    __syncthreads();
+    constexpr int ROWS = 16 * TILES;
+    const int steps = k / 64;
+    for (int o0 = blockIdx.x * ROWS; o0 < n; o0 += gridDim.x * ROWS) {
+        const int4 *wr[TILES][2];
+#pragma unroll
+        for (int i = 0; i < TILES; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                wr[i][h] = reinterpret_cast<const int4 *>(q + (size_t)min(o0 + 16 * i + g + 8 * h, n - 1) * k) + t;
+        float acc[TILES][2] = {};
+        for (int st = warp; st < steps; st += WARPS * U) {
+            int4 w[U][TILES][2];
+#pragma unroll
+            for (int u = 0; u < U; u++)
+#pragma unroll
+                for (int i = 0; i < TILES; i++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+                        w[u][i][h] = st + WARPS * u < steps ? load16<true>(wr[i][h] + 4 * (st + WARPS * u))
+                                                            : make_int4(0, 0, 0, 0);
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int su = st + WARPS * u;
+                if (su >= steps) break;
+                uint32_t xb[NS][8];
+#pragma unroll
+                for (int e = 0; e < NS; e++) {
+                    const uint4 *p = reinterpret_cast<const uint4 *>(xs + e * k + 64 * su + 16 * t);
+                    const uint4 v0 = p[0], v1 = p[1];
+                    xb[e][0] = v0.x, xb[e][1] = v0.y, xb[e][2] = v0.z, xb[e][3] = v0.w;
+                    xb[e][4] = v1.x, xb[e][5] = v1.y, xb[e][6] = v1.z, xb[e][7] = v1.w;
+                }
+#pragma unroll
+                for (int i = 0; i < TILES; i++) {
+                    const uint32_t lo[4] = {(uint32_t)w[u][i][0].x, (uint32_t)w[u][i][0].y,
+                                            (uint32_t)w[u][i][0].z, (uint32_t)w[u][i][0].w};
+                    const uint32_t hi[4] = {(uint32_t)w[u][i][1].x, (uint32_t)w[u][i][1].y,
+                                            (uint32_t)w[u][i][1].z, (uint32_t)w[u][i][1].w};
+                    float part[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        const uint32_t ul = lo[j] ^ 0x80808080u, uh = hi[j] ^ 0x80808080u;
+                        const uint32_t a[4] = {q8_f16x2(ul, 0x4140), q8_f16x2(uh, 0x4140),
+                                               q8_f16x2(ul, 0x4342), q8_f16x2(uh, 0x4342)};
+#pragma unroll
+                        for (int e = NS - 1; e >= 0; e--) mma_f16(part, a, xb[e][2 * j], xb[e][2 * j + 1]);
+                    }
+                    acc[i][0] += part[0];
+                    acc[i][1] += part[2];
+                }
+            }
+        }
+        if (t == 0)
+#pragma unroll
+            for (int i = 0; i < TILES; i++) {
+                red[warp][16 * i + g] = acc[i][0];
+                red[warp][16 * i + g + 8] = acc[i][1];
+            }
+        __syncthreads();
+        if (tid < ROWS && o0 + tid < n) {
+            float v = 0.f;
+#pragma unroll
+            for (int w = 0; w < WARPS; w++) v += red[w][tid];
             y[o0 + tid] = v * __ldg(s + o0 + tid);
         }
         __syncthreads();
@@ -334,6 +441,26 @@ int main() {
     }
         BLOCKP(64, 4, 2)
         BLOCKP(128, 8, 1)
+// the weight on the tensor cores (mmaq): W warps a block, 16 T rows, NS terms of x, U steps
+#define MMAQ(W, T, NS, U)                                                                      \
+    {                                                                                          \
+        auto kern = mmaq<W, T, NS, U>;                                                         \
+        const int shm = NS * k * 2;                                                            \
+        CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, shm));      \
+        int occ;                                                                               \
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, 32 * W, shm));            \
+        const int blocks = std::min((n + 16 * T - 1) / (16 * T), occ * sms);                   \
+        char name[64];                                                                         \
+        snprintf(name, sizeof name, "mma%d T%d NS%d U%d (%d/SM)", 32 * W, T, NS, U, occ);     \
+        report(name, [&](int c) { kern<<<blocks, 32 * W, shm>>>(dx, dq + (size_t)c * n * k, ds, dy, n, k); }); \
+    }
+        MMAQ(8, 4, 2, 2)
+        MMAQ(8, 2, 2, 2)
+        MMAQ(4, 2, 2, 2)
+        MMAQ(8, 1, 2, 2)
+        MMAQ(8, 4, 3, 2)
+        MMAQ(8, 2, 2, 4)
+        MMAQ(16, 4, 2, 1)
 // the copy engine's stream (q8_bulk.cuh): BT threads, R rows a group, S stages of R x KC
 #define BULK(BT, R, S, KC)                                                                     \
     {                                                                                          \

@@ -22,6 +22,7 @@ typedef struct {
     unsigned long long stream;
     unsigned char args[32];
     int device, context_device; /* the function's module's, the current context's */
+    unsigned smem;              /* dynamic shared memory asked for */
 } record;
 
 typedef struct {
@@ -33,7 +34,7 @@ typedef struct {
 
 typedef struct {
     int func; /* its function handle - 0x1000 */
-    unsigned gx, gy, bx;
+    unsigned gx, gy, bx, smem;
     unsigned char args[32];
     int ndeps, deps[64]; /* the nodes it waits for, by index */
 } node;
@@ -77,7 +78,7 @@ int fake_take(record *out, int max) {
 static int kernel_of(void *f) { return (int)(((uintptr_t)f - 0x1000) & 0xffff); }
 static int device_of(void *f) { return (int)(((uintptr_t)f - 0x1000) >> 16); }
 
-static void note(void *f, int via_graph, unsigned gx, unsigned gy, unsigned bx,
+static void note(void *f, int via_graph, unsigned gx, unsigned gy, unsigned bx, unsigned smem,
                  unsigned long long stream, const void *args) {
     expect_device(device_of(f));
     int i = __atomic_fetch_add(&nlog, 1, __ATOMIC_RELAXED); /* threads may launch at once */
@@ -89,7 +90,7 @@ static void note(void *f, int via_graph, unsigned gx, unsigned gy, unsigned bx,
     r->kernel = kernel_of(f), r->via_graph = via_graph, r->grid_x = gx, r->grid_y = gy;
     r->block = bx, r->stream = stream;
     memcpy(r->args, args, 32);
-    r->device = device_of(f), r->context_device = current_device();
+    r->device = device_of(f), r->context_device = current_device(), r->smem = smem;
 }
 
 /* "k<n>" (the graph test's launches) is kernel n; other names get 100, 101, ... */
@@ -140,8 +141,8 @@ int cuModuleGetFunction(void **f, void *m, const char *name) {
 }
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                    unsigned bz, unsigned smem, void *stream, void **params, void **extra) {
-    (void)gz, (void)by, (void)bz, (void)smem, (void)extra;
-    note(f, 0, gx, gy, bx, (uintptr_t)stream, params[0]);
+    (void)gz, (void)by, (void)bz, (void)extra;
+    note(f, 0, gx, gy, bx, smem, (uintptr_t)stream, params[0]);
     return 0;
 }
 int cuLaunchCooperativeKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -256,7 +257,7 @@ int cuGraphAddKernelNode_v2(node **out, graph *g, node *const *deps, size_t ndep
     }
     last_graph = g, g->n++;
     nd->func = (int)((uintptr_t)p->func - 0x1000), nd->gx = p->gx, nd->gy = p->gy;
-    nd->bx = p->bx;
+    nd->bx = p->bx, nd->smem = p->smem;
     memcpy(nd->args, p->params[0], 32);
     *out = nd;
     return 0;
@@ -275,7 +276,7 @@ int cuGraphInstantiateWithFlags(exec_t **e, const graph *g, unsigned long long f
 int cuGraphLaunch(const exec_t *e, void *stream) {
     for (int i = 0; i < e->n; i++) {
         const node *nd = &e->nodes[i];
-        note((void *)(uintptr_t)(0x1000 + nd->func), 1, nd->gx, nd->gy, nd->bx,
+        note((void *)(uintptr_t)(0x1000 + nd->func), 1, nd->gx, nd->gy, nd->bx, nd->smem,
              (uintptr_t)stream, nd->args);
     }
     return 0;
@@ -285,6 +286,7 @@ int cuGraphExecKernelNodeSetParams_v2(exec_t *e, const node *nd, const node_para
     if (i < 0 || i >= e->n || (int)((uintptr_t)p->func - 0x1000) != e->nodes[i].func)
         return 1;
     e->nodes[i].gx = p->gx, e->nodes[i].gy = p->gy, e->nodes[i].bx = p->bx;
+    e->nodes[i].smem = p->smem;
     memcpy(e->nodes[i].args, p->params[0], 32);
     fake_set_params++;
     return 0;

@@ -221,7 +221,7 @@ def cluster_entry(name: str, kernels: list[CudaKernel]) -> str:
     with w.block(f'extern "C" __global__ void CV_TC_CLUSTER_DIMS __launch_bounds__({BLOCK}, 2) '
                  f"{name}{CLUSTER_SUFFIX}(const __grid_constant__ {name}_args a_)"):
         w.line(f"const cv_gemm_job j = {name}_job(&a_);")
-        w.line(f"cv_gemm_tc_cluster<false, {x3}>(j.t, j.nterms, j.m, j.n, j.nb, "
+        w.line(f"cv_gemm_tc_cluster<{x3}>(j.t, j.nterms, j.m, j.n, j.nb, "
                f"{name}_epi{{&a_}});")
     return w.text()
 

@@ -371,7 +371,7 @@ def _cluster_choice(w: Writer, k: CudaKernel, kid: int) -> None:
     depth = " + ".join(f"a.t[{t}].k" for t in range(len(k.group.terms)))
     w.line(f"cl = !wg && tc == 1 && (wgl & 16) && few_tiles && cv_gpu_split(ftiles * nb, "
            f"{depth}, nb * m * n, sm) >= CV_TC_CLUSTER / 2;")
-    w.line(f"if (cl) kid = {kid};")
+    w.line(f"if (cl) {{ kid = {kid}; wsmem = CV_TCC_SMEM; }}")
 
 
 def _transposed_weights(k: CudaKernel) -> str:

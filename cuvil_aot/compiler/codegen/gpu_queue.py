@@ -60,7 +60,7 @@ def queue_one(w: Writer, k: CudaKernel, gp: GpuPlan, g: int) -> None:
         w.line(f"memset(&sh{g}, 0, sizeof sh{g}); sh{g}.tag = {tag}; "
                f"sh{g}.u.m{tag} = one.a{g};")
         main = f"(cv_gpu_launch){{&{table}, L[{g}].kid, L[{g}].grid, L[{g}].gy, " \
-               f"L[{g}].block, 0, sizeof sh{g}, &sh{g}}}"
+               f"L[{g}].block, L[{g}].smem, sizeof sh{g}, &sh{g}}}"  # _tcc's stages
         if gp.wg_kid(k) is not None:  # its maps and sh{g}, with its shared memory
             wg = f"(cv_gpu_launch){{&{table}, L[{g}].kid, L[{g}].grid, 1, L[{g}].block, " \
                  f"L[{g}].smem, sizeof wg{g}, &wg{g}}}"

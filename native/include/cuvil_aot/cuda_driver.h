@@ -55,8 +55,13 @@ typedef struct cv_gpu_term {
 #define CV_KSUM_ROWS 8
 
 /* Blocks of a cluster of cuda_gemm_tc.h's cv_gemm_tc_cluster (split-K in a thread-block
- * cluster, sm_90): its k-chunks; the host sizes its grid by them. */
+ * cluster, sm_90): its k-chunks; the host sizes its grid by them. Its main loop's k-slabs
+ * (CV_TCC_KS deep, CV_TCC_STAGES of them) lie in dynamic shared memory, CV_TCC_SMEM bytes
+ * a block: a stage of A (64 rows of CV_TCC_KS + 8 floats) and B (CV_TCC_KS rows of 132). */
 #define CV_TC_CLUSTER 8
+#define CV_TCC_KS 32
+#define CV_TCC_STAGES 4
+#define CV_TCC_SMEM (CV_TCC_STAGES * (64 * (CV_TCC_KS + 8) + CV_TCC_KS * 132) * 4)
 
 /* A fused attention's operand (cuda_attention.h): its (rows, columns) matrices, batch z at
  * element (z / nh) * sb + (z % nh) * sh, strides in elements. */

@@ -340,9 +340,116 @@ CV_DEV float4 cv_cluster_ld4(const float *p, int rank) {
 #define CV_TC_CLUSTER_DIMS /* sm_90 only: the host launches it there alone */
 #endif
 
+/* The cluster kernel's main loop: k-slabs of CV_TCC_KS (not cv_tc_term's 8) in
+ * CV_TCC_STAGES stages of dynamic shared memory, the same 3xTF32 arithmetic in the same
+ * order (the same bits). A block's k-chunk is short (GPT-2's 768 over 8 blocks: 96), and
+ * with slabs of 8 its loop waited on a barrier and a cp.async group every 8 k with 24 k
+ * of loads in flight; now the whole chunk is in flight at once. Rows of A are KS + 8
+ * floats (a fragment's float2 loads hit 32 banks), of B 128 + CV_TC_BPAD. */
+struct cv_tcc_slab {
+    static constexpr int BM = 64, KS = CV_TCC_KS, LDA = KS + 8, LDB = 128 + CV_TC_BPAD;
+    static constexpr int STAGE = BM * LDA + KS * LDB; /* floats a stage */
+    static constexpr int NA = BM * KS / 4 / CV_GEMM_THREADS, NB = KS / 8; /* 16-byte chunks a thread */
+    static constexpr int AROWS = CV_GEMM_THREADS / (KS / 4); /* A rows between a thread's chunks */
+};
+static_assert(CV_TCC_SMEM == CV_TCC_STAGES * cv_tcc_slab::STAGE * 4, "cuda_driver.h's size");
+static_assert(CV_TCC_KS % 8 == 0 && cv_tcc_slab::NA >= 1, "whole chunks a thread");
+
+/* Term t (one k-chunk) of batch bat added into acc: the tile at (row0, col0), B N-major. */
+template <bool X3>
+CV_DEV void cv_tcc_term(const cv_gpu_term &t, int64_t bat, int64_t m, int64_t n, int64_t row0,
+                        int64_t col0, float *sm, float (&acc)[2][4][4]) {
+    using D = cv_tcc_slab;
+    const int tid = threadIdx.x;
+    const int ar = tid / (D::KS / 4), ak = (tid % (D::KS / 4)) * 4, bk = tid / 32,
+              bc = (tid % 32) * 4;
+    /* each chunk's next source, advanced a slab at a time (the slabs load in order) */
+    const float *a0 = reinterpret_cast<const float *>(t.a) + bat * t.a_bs + ak, *pa[D::NA];
+    int a_rows = 0; /* bit u: A chunk u's row exists */
+#pragma unroll
+    for (int u = 0; u < D::NA; u++) {
+        const int64_t r = row0 + ar + u * D::AROWS;
+        a_rows |= (r < m) << u;
+        pa[u] = r < m ? a0 + r * t.a_rs : a0;
+    }
+    const int64_t left = n - (col0 + bc);
+    const int b_bytes = left <= 0 ? 0 : left >= 4 ? 16 : (int)left * 4;
+    const float *pb = reinterpret_cast<const float *>(t.b) + bat * t.b_bs + bk * t.b_rs + bc +
+                      (b_bytes ? col0 : 0);
+    const int64_t b8 = 8 * t.b_rs, k = t.k, slabs = (k + D::KS - 1) / D::KS;
+    int64_t ka = ak, kb = bk; /* the k of this thread's A and first B chunk in the next slab */
+    auto load = [&](int st) { /* the next slab into stage st, zeros past m, n, k */
+        float *a = sm + st * D::STAGE, *b = a + D::BM * D::LDA;
+#pragma unroll
+        for (int u = 0; u < D::NA; u++) {
+            const int bytes = (a_rows >> u & 1) && ka < k ? (k - ka >= 4 ? 16 : (int)(k - ka) * 4) : 0;
+            cv_cp_async16(a + (ar + u * D::AROWS) * D::LDA + ak, bytes ? pa[u] : a0, bytes);
+            pa[u] += D::KS;
+        }
+#pragma unroll
+        for (int u = 0; u < D::NB; u++) {
+            const int bytes = kb + 8 * u < k ? b_bytes : 0;
+            cv_cp_async16(b + (bk + 8 * u) * D::LDB + bc, bytes ? pb + u * b8 : pb, bytes);
+        }
+        pb += D::KS * t.b_rs;
+        ka += D::KS;
+        kb += D::KS;
+    };
+    const int warp = tid >> 5, lane = tid & 31, wm = warp >> 2, wn = warp & 3, g = lane >> 2,
+              tq = lane & 3;
+#pragma unroll
+    for (int s = 0; s < CV_TCC_STAGES - 1; s++) {
+        if (s < slabs) load(s);
+        cv_cp_async_commit(); /* empty groups keep the count */
+    }
+    for (int64_t s = 0; s < slabs; s++) {
+        cv_cp_async_wait<CV_TCC_STAGES - 2>(); /* slab s has landed (this thread's chunks) */
+        __syncthreads(); /* ... everyone's; and slab s - 1's stage is free again */
+        const int64_t next = s + CV_TCC_STAGES - 1;
+        if (next < slabs) load((int)(next % CV_TCC_STAGES));
+        cv_cp_async_commit();
+        const float *a = sm + (s % CV_TCC_STAGES) * D::STAGE, *b = a + D::BM * D::LDA;
+#pragma unroll 1
+        for (int q = 0; q < D::KS / 8; q++) { /* cv_tc_slab's 8 k, at k 8q of the slab */
+            uint32_t bb[4][2], bs[4][2];
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int c = wn * 32 + j * 8 + g;
+                cv_split_tf32(b[(8 * q + 2 * tq) * D::LDB + c], bb[j][0], bs[j][0]);
+                cv_split_tf32(b[(8 * q + 2 * tq + 1) * D::LDB + c], bb[j][1], bs[j][1]);
+            }
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const float *ra = a + (wm * 32 + i * 16 + g) * D::LDA + 8 * q + 2 * tq;
+                const float2 lo = *reinterpret_cast<const float2 *>(ra);
+                const float2 hi = *reinterpret_cast<const float2 *>(ra + 8 * D::LDA);
+                uint32_t ab[4], as[4];
+                cv_split_tf32(lo.x, ab[0], as[0]);
+                cv_split_tf32(hi.x, ab[1], as[1]);
+                cv_split_tf32(lo.y, ab[2], as[2]);
+                cv_split_tf32(hi.y, ab[3], as[3]);
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    float part[4] = {0, 0, 0, 0};
+                    if (X3) {
+                        cv_mma_tf32(part, as, bb[j]); /* the small terms first */
+                        cv_mma_tf32(part, ab, bs[j]);
+                    }
+                    cv_mma_tf32(part, ab, bb[j]);
+#pragma unroll
+                    for (int e = 0; e < 4; e++) acc[i][j][e] += part[e];
+                }
+            }
+        }
+    }
+    cv_cp_async_wait<0>();
+    __syncthreads(); /* the stages are free for the next term, the sums or the next batch */
+}
+
 /* grid.x: CV_TC_CLUSTER x tiles of 64 x 128 (clusters along x), grid.y: batches
- * (grid-strided, the same for every block of a cluster); block: CV_GEMM_THREADS. */
-template <bool BT, bool X3, class Epi>
+ * (grid-strided, the same for every block of a cluster); block: CV_GEMM_THREADS; dynamic
+ * shared memory: CV_TCC_SMEM bytes. B N-major (unit column stride). */
+template <bool X3, class Epi>
 CV_DEV void cv_gemm_tc_cluster(const cv_gpu_term *terms, int nterms, int64_t m, int64_t n,
                                int64_t nbatch, const Epi &epi) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -351,14 +458,15 @@ CV_DEV void cv_gemm_tc_cluster(const cv_gpu_term *terms, int nterms, int64_t m, 
     const int s = (int)(blockIdx.x % C); /* the cluster rank: clusters of C along x */
     const int64_t tiles_n = (n + 127) / 128, tile = blockIdx.x / C;
     const int64_t row0 = (tile / tiles_n) * BM, col0 = (tile % tiles_n) * 128;
-    __shared__ __align__(16) cv_tc_smem<BT, BM> sm;
-    float *stage = reinterpret_cast<float *>(&sm);
-    static_assert(sizeof(sm) >= 32 * W * sizeof(float), "a half tile fits the stages");
+    extern __shared__ __align__(16) float stage[];
+    static_assert(CV_TCC_SMEM >= 32 * W * sizeof(float), "a half tile fits the stages");
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int wm = warp >> 2, wn = warp & 3, g = lane >> 2, tq = lane & 3;
     for (int64_t bat = blockIdx.y; bat < nbatch; bat += gridDim.y) {
-        float acc[BM / 32][4][4];
-        cv_tc_tile<BT, BM, X3>(terms, nterms, bat, m, n, row0, col0, s, C, sm, acc);
+        float acc[BM / 32][4][4] = {};
+        for (int t = 0; t < nterms; t++)
+            cv_tcc_term<X3>(cv_term_chunk<float>(terms[t], s, C), bat, m, n, row0, col0, stage,
+                            acc);
 #pragma unroll
         for (int half = 0; half < 2; half++) {
             if (wm == half) /* rows i * 16 + g (+ 8), columns wn * 32 + j * 8 + 2 tq (+ 1) */
