@@ -4,7 +4,8 @@ causal mask, np.hstack, positions as ``wpe[range(len(inputs))]``) against NumPy 
 float64 on random weights and lengths (hypothesis), outputs poisoned; and the pieces on
 their own: dict displays (also ``**d`` inside), a write into an array a dict holds, lambdas
 with defaults, ``map`` over two lists, ``range`` of a length the call knows as an index; what
-Python rejects is refused at the user's line."""
+Python rejects is refused at the user's line. Its whole ``gpt2`` takes picoGPT's params as
+they load, a list of nested dicts (`test_struct_arguments.py`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from conftest import assert_refused, check, compile_source
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_struct_arguments import check as check_nested
 
 SOURCE = '''
 import numpy as np
@@ -68,6 +70,25 @@ def block(x, wa, ba, wp, bp, wf, bf, wo, bo, g1, b1, g2, b2):
         attn={"c_attn": {"w": wa, "b": ba}, "c_proj": {"w": wp, "b": bp}},
         ln_1={**ln}, ln_2=dict(g=g2, b=b2), n_head=4)
 
+def gpt2(inputs, wte, wpe, blocks, ln_f, n_head):
+    x = wte[inputs] + wpe[range(len(inputs))]
+    for block in blocks:
+        x = transformer_block(x, **block, n_head=n_head)
+    return layer_norm(x, **ln_f) @ wte.T
+
+def linear_type(n_in, n_out):
+    return {"w": cv.f32[n_in, n_out], "b": cv.f32[n_out]}
+
+NORM = {"g": cv.f32[32], "b": cv.f32[32]}
+BLOCK = {"mlp": {"c_fc": linear_type(32, 128), "c_proj": linear_type(128, 32)},
+         "attn": {"c_attn": linear_type(32, 96), "c_proj": linear_type(32, 32)},
+         "ln_1": NORM, "ln_2": NORM}
+
+@cv.optimize
+def logits(inputs: cv.i64["T"], wte: cv.f32[50, 32], wpe: cv.f32[16, 32], blocks: [BLOCK] * 2,
+           ln_f: NORM):
+    return gpt2(inputs, wte, wpe, blocks, ln_f, n_head=4)  # picoGPT's params, as they load
+
 @cv.optimize(signatures=["i64[T], f32[50,32], f32[16,32]"])
 def embed(inputs, wte, wpe):
     return wte[inputs] + wpe[range(len(inputs))]
@@ -101,6 +122,26 @@ def test_pico_gpt_block_and_embedding(m, t: int, seed: int) -> None:
     check(m.block, *weights, scale=2e7)
     check(m.embed, rng.integers(-50, 50, t), rng.standard_normal((50, 32)).astype(np.float32),
           rng.standard_normal((16, 32)).astype(np.float32))
+
+
+@settings(max_examples=8, deadline=None)
+@given(t=st.integers(1, 9), seed=st.integers(0, 2**32 - 1))
+def test_pico_gpt_with_its_params_as_arguments(m, t: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+
+    def w(*shape: int, mean: float = 0.0) -> np.ndarray:
+        return (mean + rng.standard_normal(shape) * 0.2).astype(np.float32)
+
+    def norm() -> dict[str, np.ndarray]:
+        return {"g": w(32, mean=1.0), "b": w(32)}
+
+    blocks = [{"mlp": {"c_fc": {"w": w(32, 128), "b": w(128)},
+                       "c_proj": {"w": w(128, 32), "b": w(32)}},
+               "attn": {"c_attn": {"w": w(32, 96), "b": w(96)},
+                        "c_proj": {"w": w(32, 32), "b": w(32)}},
+               "ln_1": norm(), "ln_2": norm()} for _ in range(2)]
+    check_nested(m.logits, rng.integers(0, 50, t), w(50, 32), w(16, 32), blocks, norm(),
+                 scale=2e7)
 
 
 @settings(max_examples=15, deadline=None)

@@ -35,6 +35,7 @@ from cuvil_aot.compiler.codegen.wrapper_arguments import (
     match_scalar,
     no_match_error,
     out_argument,
+    shown,
 )
 from cuvil_aot.compiler.codegen.writer import Writer, c_string
 from cuvil_aot.compiler.gpu_targets import GpuTargets
@@ -96,7 +97,7 @@ def function(w: Writer, index: int, name: str, comps: list[Compiled], gp: GpuPla
     params = comps[0].sig.params
     n = max(1, len(params))
     w.line(f"static const char *const f{index}_gnames[] = "
-           f"{{{', '.join(c_string(p.name) for p in params) or '0'}}};")
+           f"{{{', '.join(c_string(p.shown) for p in params) or '0'}}};")
     with w.block(f"static PyObject *py_f{index}_gpu(PyObject **argv, PyObject *out, "
                  "PyObject *stream)"):
         w.line(f"cv_gpu_array ga[{n}]; int dev[{n}] = {{0}}; int first = -1;")
@@ -161,16 +162,16 @@ def _match(w: Writer, comp: Compiled) -> None:
         w.line("char got[200]; (void)got; (void)ga; (void)dev;")
         for i, p in enumerate(params):
             if p.is_scalar:
-                match_scalar(w, i, p.name, p)
+                match_scalar(w, i, p)
                 continue
             want = render_type(p)
             with w.block(f"if (!dev[{i}] || ga[{i}].dtype != {DT[p.type.dtype]})"):
                 w.line(f"cv_gpu_describe(argv[{i}], &ga[{i}], dev[{i}], got, sizeof got);")
-                fail(w, False, f"argument '{p.name}': expected a {p.type.dtype} array {want}, "
+                fail(w, False, f"argument '{shown(p)}': expected a {p.type.dtype} array {want}, "
                       "got %s", "got")
             with w.block(f"if (ga[{i}].ndim != {p.type.ndim})"):
                 w.line(f"cv_gpu_describe(argv[{i}], &ga[{i}], 1, got, sizeof got);")
-                fail(w, True, f"argument '{p.name}': expected {p.type.ndim} dimensions {want}, "
+                fail(w, True, f"argument '{shown(p)}': expected {p.type.ndim} dimensions {want}, "
                       "got %s", "got")
         match_dims(w, comp, lambda i, axis: f"ga[{i}].shape[{axis}]")
         w.line("return 1;")

@@ -17,6 +17,7 @@ from cuvil_aot.compiler.codegen import (
     inplace_args,
     ops_c,
     run_time_loops,
+    struct_arguments,
 )
 from cuvil_aot.compiler.codegen.compiled import Compiled, lower_signature
 from cuvil_aot.compiler.codegen.gather_access import index_error, param_checks
@@ -30,6 +31,7 @@ from cuvil_aot.compiler.codegen.wrapper_arguments import (
     match_scalar,
     no_match_error,
     out_argument,
+    shown,
 )
 from cuvil_aot.compiler.codegen.writer import Writer, c_string
 from cuvil_aot.compiler.gpu_targets import GpuTargets
@@ -98,7 +100,7 @@ def match_function(w: Writer, comp: Compiled) -> None:
         w.line("char got[160];")
         w.line("(void)got;")
         for i, p in enumerate(params):
-            _match_param(w, i, p.name, p)
+            _match_param(w, i, shown(p), p)
         match_dims(w, comp, lambda i, axis: f"PyArray_DIM((PyArrayObject *)argv[{i}], {axis})")
         w.line("return 1;")
 
@@ -106,7 +108,7 @@ def match_function(w: Writer, comp: Compiled) -> None:
 def _match_param(w: Writer, i: int, name: str, p: Param) -> None:
     """Argument ``argv[i]``: a scalar, or a NumPy array of the dtype and rank of ``p``."""
     if p.is_scalar:
-        match_scalar(w, i, name, p)
+        match_scalar(w, i, p)
         return
     obj = f"argv[{i}]"
     want = f"{render_type(p)}"
@@ -267,7 +269,7 @@ def zero_d_params(comps: list[Compiled]) -> list[int]:
 def wrapper_function(w: Writer, index: int, name: str, comps: list[Compiled]) -> None:
     params = comps[0].sig.params
     n = max(1, len(params))
-    names = ", ".join(c_string(p.name) for p in params)
+    names = ", ".join(c_string(p.shown) for p in params)
     w.line(f"static const char *const f{index}_names[] = {{{names or '0'}}};")
     with w.block(f"static PyObject *py_f{index}_cpu(PyObject **argv, PyObject *out)"):
         if any(not p.is_scalar for p in params):  # np.matrix, masked arrays: refused
@@ -283,25 +285,34 @@ def wrapper_function(w: Writer, index: int, name: str, comps: list[Compiled]) ->
                 w.line(f"if (r) return {comp.prefix}_run(argv, out, &c);")
         no_match_error(w, name, comps)
         w.line("return NULL;")
-    sig = f"static PyObject *py_f{index}(PyObject *self, PyObject *const *args, " \
-          "Py_ssize_t nargs, PyObject *kwnames)"
-    with w.block(sig):
-        w.line("(void)self;")
-        w.line(f"PyObject *argv[{n}]; PyObject *out, *stream;")
-        w.line(f"if (cv_parse_args({c_string(name)}, f{index}_names, {len(params)}, args, nargs, "
-               "kwnames, argv, &out, &stream) < 0) return NULL;")
+    with w.block(f"static PyObject *py_f{index}_leaves(PyObject **argv, PyObject *out, "
+                 "PyObject *stream)"):
+        w.line("(void)stream;")
         gpu_wrapper.branch(w, index, name, len(params))
         zero_d = zero_d_params(comps)
         if not zero_d:
             w.line(f"return py_f{index}_cpu(argv, out);")
-            return
-        w.line(f"PyObject *held[{len(zero_d)}] = {{0}}, *res = NULL;")
-        made = " && ".join(f"cv_scalar_as_array(&argv[{i}], &held[{j}]) == 0"
-                           for j, i in enumerate(zero_d))
-        w.line(f"if ({made}) res = py_f{index}_cpu(argv, out);")
-        for j in range(len(zero_d)):
-            w.line(f"Py_XDECREF(held[{j}]);")
-        w.line("return res;")
+        else:
+            w.line(f"PyObject *held[{len(zero_d)}] = {{0}}, *res = NULL;")
+            made = " && ".join(f"cv_scalar_as_array(&argv[{i}], &held[{j}]) == 0"
+                               for j, i in enumerate(zero_d))
+            w.line(f"if ({made}) res = py_f{index}_cpu(argv, out);")
+            for j in range(len(zero_d)):
+                w.line(f"Py_XDECREF(held[{j}]);")
+            w.line("return res;")
+    sig = f"static PyObject *py_f{index}(PyObject *self, PyObject *const *args, " \
+          "Py_ssize_t nargs, PyObject *kwnames)"
+    structure = comps[0].sig.structure
+    with w.block(sig):
+        w.line("(void)self;")
+        w.line(f"PyObject *argv[{n}]; PyObject *out, *stream;")
+        if structure is None:
+            w.line(f"if (cv_parse_args({c_string(name)}, f{index}_names, {len(params)}, args, "
+                   "nargs, kwnames, argv, &out, &stream) < 0) return NULL;")
+            w.line(f"return py_f{index}_leaves(argv, out, stream);")
+        else:
+            closed = frozenset(label for comp in comps for label in comp.fn.closed)
+            struct_arguments.unpack(w, index, name, structure, closed)
 
 
 def module_source(ext_name: str, functions: dict[str, list[Compiled]], levels: list[int],
@@ -328,7 +339,7 @@ def module_source(ext_name: str, functions: dict[str, list[Compiled]], levels: l
         wrapper_function(w, index, name, comps)
     with w.block("static PyMethodDef methods[] =", "};"):
         for index, (name, comps) in enumerate(functions.items()):
-            doc = name + "(" + ", ".join(p.name for p in comps[0].sig.params) + ")\n" + \
+            doc = name + "(" + ", ".join(a for a, _ in comps[0].sig.arguments) + ")\n" + \
                 "\n".join(f"  ({c.sig})" for c in comps)
             w.line(f"{{{c_string(name)}, (PyCFunction)(void (*)(void))py_f{index}, "
                    f"METH_FASTCALL | METH_KEYWORDS, {c_string(doc)}}},")

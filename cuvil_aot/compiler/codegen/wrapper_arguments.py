@@ -44,26 +44,32 @@ def fail(w: Writer, shape: bool, fmt: str, *args: str) -> None:
     w.line("return 0;")
 
 
-def match_scalar(w: Writer, i: int, name: str, p: Param) -> None:
-    """Scalar argument ``argv[i]`` into ``c->arg_{name}``: a float, or an int of 64 bits."""
-    obj = f"argv[{i}]"
+def shown(p: Param) -> str:
+    """The parameter's name for a printf format: ``p['w%']`` of a dict's item escaped."""
+    return p.shown.replace("%", "%%")
+
+
+def match_scalar(w: Writer, i: int, p: Param) -> None:
+    """Scalar argument ``argv[i]`` into ``c->arg_{p.name}``: a float, or an int of 64 bits."""
+    obj, name = f"argv[{i}]", p.name
+    label = shown(p)
     if p.type.dtype == "float64":
         with w.block(f"if (PyArray_Check({obj}) || !PyNumber_Check({obj}) || "
                      f"PyComplex_Check({obj}))"):
             w.line(f"cv_describe({obj}, got, sizeof got);")
-            fail(w, False, f"argument '{name}': expected a float, got %s", "got")
+            fail(w, False, f"argument '{label}': expected a float, got %s", "got")
         w.line(f"c->arg_{name} = PyFloat_AsDouble({obj});")
         with w.block(f"if (c->arg_{name} == -1.0 && PyErr_Occurred())"):
             w.line("PyErr_Clear();")
-            fail(w, False, f"argument '{name}': expected a float")
+            fail(w, False, f"argument '{label}': expected a float")
     else:
         with w.block(f"if (PyArray_Check({obj}) || !PyIndex_Check({obj}))"):
             w.line(f"cv_describe({obj}, got, sizeof got);")
-            fail(w, False, f"argument '{name}': expected an int, got %s", "got")
+            fail(w, False, f"argument '{label}': expected an int, got %s", "got")
         w.line(f"c->arg_{name} = PyLong_AsLongLong({obj});")
         with w.block(f"if (c->arg_{name} == -1 && PyErr_Occurred())"):
             w.line("PyErr_Clear();")
-            fail(w, False, f"argument '{name}': expected an int that fits in 64 bits")
+            fail(w, False, f"argument '{label}': expected an int that fits in 64 bits")
 
 
 def match_dims(w: Writer, comp: Compiled, dim_of: Callable[[int, int], str]) -> None:
@@ -109,7 +115,7 @@ def _match_dim(w: Writer, n: int, step: Bind | Check, comp: Compiled,
                origin: dict[str, tuple[int, int]], actual: str) -> None:
     """One step of the plan; ``n``: its index (for the names of its locals)."""
     p = comp.sig.params[step.param]
-    dim_text = f"argument '{p.name}': dimension {step.axis} is"
+    dim_text = f"argument '{shown(p)}': dimension {step.axis} is"
     if isinstance(step, Bind):
         value = f"({actual} - {dim(step.rest)})"
         if can_overflow(step.rest):
@@ -130,7 +136,7 @@ def _match_dim(w: Writer, n: int, step: Bind | Check, comp: Compiled,
         with w.block("if (ovf)"):
             text, args = values([step.expected])
             fail(w, True, f"{dim_text} {step.expected}{text}: {TOO_BIG}", *args)
-    sources = ", ".join(f"{s} from '{comp.sig.params[origin[s][0]].name}' dimension "
+    sources = ", ".join(f"{s} from '{shown(comp.sig.params[origin[s][0]])}' dimension "
                         f"{origin[s][1]}" for s in sorted(step.expected.symbols))
     with w.block(f"if ({actual} != {expected})"):
         if step.expected.is_static:

@@ -15,6 +15,7 @@ from cuvil_aot.compiler.frontend.source import (
     function_source,
     signature_diagnostic,
 )
+from cuvil_aot.compiler.frontend.struct_arguments import argument_value
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import to_node
 from cuvil_aot.compiler.ir.construct import assuming
@@ -140,12 +141,14 @@ def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Tra
                    diagnostics: list[Diagnostic]) -> Function | None:
     before = len(diagnostics)
     interp = Interpreter(trace, diagnostics)
+    closed: set[str] = set()  # dict arguments whose keys the code looks at
     params = tuple(Node(Op.PARAM, p.type, attrs=(i, p.name)) for i, p in enumerate(sig.params))
     try:
         # dimensions NumPy checks at the call (construct.unify), and Python's and NumPy's
         # errors on numbers the call knows (call_checks.py)
         with assuming() as facts, call_checks.recording(interp.run_time):
-            value = interp.call_function(fn, list(params), {}, None)
+            value = interp.call_function(fn, [argument_value(a, t, params, closed)
+                                              for a, t in sig.arguments], {}, None)
     except UserError as err:
         diagnostics.append(err.diagnostic)
         return None
@@ -168,7 +171,7 @@ def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Tra
                     requirements=tuple(dict.fromkeys(interp.requirements)),
                     derived=tuple(dict.fromkeys(interp.derived)),
                     assumptions=tuple(dict.fromkeys(facts.made)),
-                    run_time=tuple(dict.fromkeys(interp.run_time)))
+                    run_time=tuple(dict.fromkeys(interp.run_time)), closed=tuple(sorted(closed)))
 
 
 def _returned(value: Any, span: SourceSpan) -> Node | None:

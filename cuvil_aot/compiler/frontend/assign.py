@@ -29,6 +29,7 @@ import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
 from cuvil_aot.compiler.frontend import scatter, subscript
+from cuvil_aot.compiler.frontend.struct_arguments import ArgumentDict
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
 from cuvil_aot.compiler.frontend.values import Unbound, fold, run_time_origin, strong, to_node
 from cuvil_aot.compiler.ir import construct as C
@@ -61,6 +62,10 @@ def setitem(interp: Interpreter, target: ast.Subscript, value: Any, poison: Any)
     if old is None or value is poison:
         return
     span = interp.span(target)
+    if isinstance(old, ArgumentDict):
+        raise UserError(f"assignment into the dict argument {old.label} is not supported: "
+                        "the caller's dict would not change", span,
+                        f"a new dict: {name} = {{**{name}, ...}}")
     if isinstance(old, list | dict):  # a Python list known at compile time: Python's own
         try:
             old[fold(index)] = value
@@ -110,14 +115,30 @@ def augmented(interp: Interpreter, stmt: ast.AugAssign, poison: Any) -> bool:
 
 def _target(interp: Interpreter, target: ast.Subscript, poison: Any) -> tuple[str, Any, Any]:
     """(name, its value, the index): the value None where something already failed."""
-    if not isinstance(target.value, ast.Name):
-        raise UserError("assignment into this expression is not supported: only into a "
-                        "name's array", interp.span(target), "x[i, j] = v, not x[i][j] = v")
-    old = interp.load_name(target.value.id, target.value)
+    if isinstance(target.value, ast.Name):
+        old = interp.load_name(target.value.id, target.value)
+    else:
+        old = _item_of_container(interp, target.value, poison)
     index = interp.eval(target.slice)
     if old is poison or index is poison:
-        return target.value.id, None, None
-    return target.value.id, old, index
+        return ast.unparse(target.value), None, None
+    return ast.unparse(target.value), old, index
+
+
+def _item_of_container(interp: Interpreter, expr: ast.expr, poison: Any) -> Any:
+    """``cache["k"]`` of ``cache["k"][t] = v``: an array held by a dict, list or tuple (a
+    dict argument's item, written in place as an argument is); not a view of an array
+    (``x[i][j] = v``)."""
+    if isinstance(expr, ast.Subscript):
+        container = interp.eval(expr.value)
+        if container is poison:
+            return poison
+        if isinstance(container, dict | list | tuple | ArgumentDict):
+            key = interp.eval(expr.slice)
+            return poison if key is poison else interp.subscript(container, key, expr)
+    raise UserError("assignment into this expression is not supported: only into a "
+                    "name's array or an array a dict or list holds", interp.span(expr),
+                    "x[i, j] = v, not x[i][j] = v")
 
 
 def writes(interp: Interpreter) -> Writes:
@@ -208,6 +229,8 @@ def _replaced(value: Any, old: Node, new: Node) -> Any:
         value[:] = [_replaced(v, old, new) for v in value]
     if isinstance(value, dict):
         value.update((k, _replaced(v, old, new)) for k, v in value.items())
+    if isinstance(value, ArgumentDict):
+        value.replace_items(lambda v: _replaced(v, old, new))
     return value
 
 

@@ -13,6 +13,7 @@ import ast
 import dataclasses
 import functools
 import types
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -130,7 +131,7 @@ def dict_display(interp: Interpreter, expr: ast.Dict, poison: Any) -> Any:
 
 
 def _mapping(value: Any, span: SourceSpan) -> list[tuple[str, Any]]:
-    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         raise UserError(f"** of {type(value).__name__} is not supported: a dict with str "
                         "keys", span)
     return list(value.items())

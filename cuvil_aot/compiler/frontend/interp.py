@@ -38,6 +38,7 @@ from cuvil_aot.compiler.frontend import (
 )
 from cuvil_aot.compiler.frontend.operators import binary
 from cuvil_aot.compiler.frontend.source import FunctionSource, function_source
+from cuvil_aot.compiler.frontend.struct_arguments import ArgumentDict
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import apply, fold, literal_element, python_value, to_node
 from cuvil_aot.compiler.ir.construct import Requirement, ShapeError, derived_symbol
@@ -483,7 +484,7 @@ class Interpreter:
     def describe(self, value: Any) -> str:
         if isinstance(value, Node):
             return f"an array {value.type}"
-        return f"a {type(value).__name__}"
+        return repr(value) if isinstance(value, ArgumentDict) else f"a {type(value).__name__}"
 
 
 def _numpy_source(fn: types.FunctionType) -> bool:

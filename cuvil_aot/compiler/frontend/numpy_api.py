@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, KeysView, Sequence, ValuesView
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -44,6 +44,7 @@ from cuvil_aot.compiler.frontend import (
 from cuvil_aot.compiler.frontend.handlers import FUNCTIONS as CORE_FUNCTIONS
 from cuvil_aot.compiler.frontend.handlers import METHODS as CORE_METHODS
 from cuvil_aot.compiler.frontend.handlers import PY_FUNCTIONS, Ctx
+from cuvil_aot.compiler.frontend.struct_arguments import DICT_METHODS, ArgumentDict
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import apply, fold, is_symbolic, run_time_origin
 from cuvil_aot.compiler.ir import construct as C
@@ -185,9 +186,10 @@ def call(fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
     if fn is range and run_time is not None and not has_array and not kwargs:
         # of a length the call knows: the array NumPy makes of it (wpe[range(len(ids))])
         return _invoke(FUNCTIONS[_key(np.arange)], ctx, args, {}, "range()")
-    if _is_list_method(fn) or fn is dict:  # lists and dicts hold arrays as Python's do
+    if _is_list_method(fn) or _is_dict_method(fn) or fn is dict:  # as Python's, of arrays
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            return list(result) if isinstance(result, KeysView | ValuesView) else result
         except (TypeError, ValueError, IndexError, KeyError) as exc:
             raise UserError(f"{type(exc).__name__}: {exc}", span) from None
     if fn in (print, input, breakpoint):  # they would run once, at the build
@@ -244,6 +246,11 @@ LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "reverse", "copy"
 def _is_list_method(fn: Any) -> bool:
     return type(getattr(fn, "__self__", None)) is list and getattr(fn, "__name__", "") \
         in LIST_METHODS
+
+
+def _is_dict_method(fn: Any) -> bool:
+    return isinstance(getattr(fn, "__self__", None), dict | ArgumentDict) \
+        and getattr(fn, "__name__", "") in DICT_METHODS
 
 
 # NumPy's functions of dtypes and axes alone, which its own Python code calls

@@ -1,5 +1,9 @@
 """Signatures: from annotations (``cv.f32["B", 128]``) or strings ("f32[B,4H], float").
 
+A dict or list of such types (``{"w": cv.f32["I", "O"], "b": cv.f32["O"]}``, ``[layer] * 4``;
+in strings ``{w: f32[I, O], b: f32[O]}``) declares an argument that is a dict or list of
+arrays and numbers; each of its leaves is a parameter (`ir/signature.Struct`).
+
 The Signature type itself is in ir/signature.py; this module parses into it.
 """
 
@@ -13,12 +17,13 @@ from typing import Any
 
 from cuvil_aot.compiler.ir.node import Param
 from cuvil_aot.compiler.ir.signature import Signature as Signature  # re-exported
+from cuvil_aot.compiler.ir.signature import Struct, Tree
 from cuvil_aot.compiler.ir.types import Dim, TensorType, np_dtype
 from cuvil_aot.marks import ARRAY_DTYPES, ArrayType, DType, Marked, bool_
 
 _DTYPES = {d.short: d for d in ARRAY_DTYPES} | {"bool": bool_}
 _SCALARS = {"float": "float64", "int": "int64", "bool": "bool"}
-SYNTAX = ("f32[B, 128], f64[4H], i64[N], float, int "
+SYNTAX = ("f32[B, 128], f64[4H], i64[N], float, int, or a dict or list of them "
           f"(dtypes: {' '.join(d.short for d in ARRAY_DTYPES)})")
 
 
@@ -62,9 +67,9 @@ def _dim_expr(node: ast.expr, spec: str) -> Dim:
                                "names and integers")
 
 
-def param_from_spec(name: str, spec: Any) -> Param:
+def param_from_spec(name: str, spec: Any, label: str = "") -> Param:
     if spec in (float, int, bool):
-        return Param(name, TensorType(_SCALARS[spec.__name__], (), weak=True), True)
+        return Param(name, TensorType(_SCALARS[spec.__name__], (), weak=True), True, label)
     if isinstance(spec, DType):
         spec = ArrayType(spec, ())
     if isinstance(spec, ArrayType):
@@ -72,10 +77,46 @@ def param_from_spec(name: str, spec: Any) -> Param:
         try:  # bfloat16: registers ml_dtypes' dtype with NumPy, or says to install it
             np_dtype(spec.dtype.np_dtype)
         except ValueError as exc:
-            raise SignatureSyntaxError(f"parameter '{name}': {exc}") from None
-        return Param(name, TensorType(spec.dtype.np_dtype, dims), False)
-    raise SignatureSyntaxError(f"parameter '{name}': unsupported annotation {spec!r}; "
+            raise SignatureSyntaxError(f"parameter '{label or name}': {exc}") from None
+        return Param(name, TensorType(spec.dtype.np_dtype, dims), False, label)
+    raise SignatureSyntaxError(f"parameter '{label or name}': unsupported annotation {spec!r}; "
                                f"expected {SYNTAX}")
+
+
+def signature_from_specs(names: list[str], specs: list[Any]) -> Signature:
+    """The parameters ``names`` typed by ``specs``; a dict or list spec becomes a `Struct`
+    whose leaves are parameters named ``p__key`` (C identifiers), labelled ``p['key']``."""
+    params: list[Param] = []
+    taken = set(names)
+
+    def leaf_name(path: str) -> str:
+        base = re.sub(r"\W", "_", path)
+        name, n = base, 1
+        while name in taken:
+            name, n = f"{base}_{n}", n + 1
+        taken.add(name)
+        return name
+
+    def walk(spec: Any, path: str, label: str) -> Tree:
+        if isinstance(spec, dict):
+            if not spec or not all(isinstance(k, str) for k in spec):
+                raise SignatureSyntaxError(f"parameter '{label}': a dict type needs string "
+                                           f"keys and at least one item, got {spec!r}")
+            return Struct(True, tuple((k, walk(v, f"{path}__{k}", f"{label}[{k!r}]"))
+                                      for k, v in spec.items()))
+        if isinstance(spec, list | tuple):
+            if not spec:
+                raise SignatureSyntaxError(f"parameter '{label}': a list type needs at least "
+                                           "one item")
+            return Struct(False, tuple((i, walk(v, f"{path}__{i}", f"{label}[{i}]"))
+                                       for i, v in enumerate(spec)))
+        params.append(param_from_spec(leaf_name(path) if path != label else path, spec,
+                                      "" if path == label else label))
+        return len(params) - 1
+
+    trees = [(n, walk(s, n, n)) for n, s in zip(names, specs)]
+    plain = all(isinstance(t, int) for _, t in trees)
+    return Signature(tuple(params), None if plain else tuple(trees))
 
 
 def parse_signature_string(text: str) -> list[Any]:
@@ -89,6 +130,16 @@ def parse_signature_string(text: str) -> list[Any]:
 
 
 def _spec(node: ast.expr, text: str) -> Any:
+    if isinstance(node, ast.Dict) and all(isinstance(k, ast.Name | ast.Constant)
+                                          for k in node.keys):
+        return {k.id if isinstance(k, ast.Name) else k.value: _spec(v, text)  # type: ignore[union-attr]
+                for k, v in zip(node.keys, node.values)}
+    if isinstance(node, ast.List | ast.Tuple):
+        return [_spec(e, text) for e in node.elts]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) \
+            and isinstance(node.left, ast.List) and isinstance(node.right, ast.Constant) \
+            and isinstance(node.right.value, int):
+        return _spec(node.left, text) * node.right.value
     if isinstance(node, ast.Name):
         if node.id in _SCALARS:
             return {"float": float, "int": int, "bool": bool}[node.id]
@@ -113,15 +164,33 @@ def signatures_of(dispatcher: Marked) -> list[Signature]:
             if len(specs) != len(names):
                 raise SignatureSyntaxError(f"signature {text!r} has {len(specs)} parameters, "
                                            f"{fn.__name__} takes {len(names)}")
-            result.append(Signature(tuple(param_from_spec(n, s) for n, s in zip(names, specs))))
-        return result
+            result.append(signature_from_specs(names, specs))
+        return _same_structure(result, fn.__name__)
     hints = dict(fn.__annotations__)
     missing = [n for n in names if n not in hints]
     if missing:
         raise SignatureSyntaxError(f"parameter(s) {', '.join(missing)} of {fn.__name__} have no "
                                    "type annotation and no signatures=[...] was given")
     resolved = [_resolve_annotation(hints[n], fn) for n in names]
-    return [Signature(tuple(param_from_spec(n, s) for n, s in zip(names, resolved)))]
+    return [signature_from_specs(names, resolved)]
+
+
+def _same_structure(signatures: list[Signature], fname: str) -> list[Signature]:
+    """The wrapper takes a call's dicts and lists apart before it tries the signatures, so
+    they declare the same keys and lengths (their leaves' types may differ)."""
+    shapes = {_keys(s.arguments) for s in signatures}
+    if len(shapes) > 1:
+        raise SignatureSyntaxError(f"the signatures of {fname} declare different keys or "
+                                   "lengths for a dict or list argument; declare the same")
+    return signatures
+
+
+def _keys(tree: Any) -> Any:
+    if isinstance(tree, Struct):
+        return (tree.is_dict, tuple((k, _keys(t)) for k, t in tree.items))
+    if isinstance(tree, tuple):
+        return tuple((n, _keys(t)) for n, t in tree)
+    return None
 
 
 def _resolve_annotation(hint: Any, fn: types.FunctionType) -> Any:

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 from cuvil_aot.compiler.ir.construct import Assumptions
-from cuvil_aot.compiler.ir.node import Function, Param
+from cuvil_aot.compiler.ir.node import Function
 from cuvil_aot.compiler.ir.signature import Signature
 from cuvil_aot.compiler.ir.types import Dim, TensorType
 
@@ -70,9 +71,9 @@ def _may_be_one(fn: Function, sig: Signature) -> Iterator[frozenset[str]]:
 def with_ones(sig: Signature, symbols: frozenset[str]) -> Signature:
     """``sig`` with each of ``symbols`` written as 1."""
     ones = _ones(symbols)
-    return Signature(tuple(
-        Param(p.name, TensorType(p.type.dtype, tuple(ones.resolve(d) for d in p.type.shape),
-                                 p.type.weak), p.is_scalar) for p in sig.params))
+    return replace(sig, params=tuple(replace(p, type=TensorType(
+        p.type.dtype, tuple(ones.resolve(d) for d in p.type.shape), p.type.weak))
+        for p in sig.params))
 
 
 def _ones(symbols: frozenset[str]) -> Assumptions:

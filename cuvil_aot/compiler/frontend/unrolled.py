@@ -14,7 +14,7 @@ NumPy's functions refuse it where they want a sequence (``np.stack(x for ...)``:
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from cuvil_aot.compiler.frontend import loops
@@ -33,9 +33,9 @@ MAX_UNROLL = 4096
 
 
 def items(value: Any) -> list[Any] | None:
-    """The items of a compile-time iterable (range, tuple, list, or enumerate, zip or
-    reversed of them), None for anything else."""
-    if isinstance(value, (range, tuple, list, *ITERATORS)):
+    """The items of a compile-time iterable (range, tuple, list, a dict's keys, or
+    enumerate, zip or reversed of them), None for anything else."""
+    if isinstance(value, (range, tuple, list, Mapping, *ITERATORS)):
         return list(cast(Iterable[Any], value))
     return None
 

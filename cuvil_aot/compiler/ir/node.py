@@ -48,9 +48,14 @@ class Node:
 class Param:
     """A parameter of a compiled function: an array or a Python scalar."""
 
-    name: str
+    name: str  # a C identifier: generated code names the parameter's fields after it
     type: TensorType
     is_scalar: bool  # a Python float/int/bool, not an array
+    label: str = ""  # how messages name it where that differs: "p['wq']", an item of a dict
+
+    @property
+    def shown(self) -> str:
+        return self.label or self.name
 
     @property
     def symbols(self) -> frozenset[str]:
@@ -85,13 +90,14 @@ class Function:
     indices: tuple[tuple[str, Any, Any, int], ...] = ()
     run_time: tuple[Any, ...] = ()  # run_time.RunTimeSlice: symbols from run-time ints
     precision: str = "fp32"  # what the matmuls read (marks.PRECISIONS; passes/precision.py)
+    closed: tuple[str, ...] = ()  # dict arguments whose keys the code saw: exactly those
 
     def replace(self, **changes: Any) -> Function:
         fields = {f: getattr(self, f) for f in ("name", "params", "param_nodes", "outputs",
                                                 "returns_tuple", "groups", "after", "refused",
                                                 "requirements", "derived", "assumptions",
                                                 "run_time", "inplace", "hidden", "indices",
-                                                "precision")}
+                                                "precision", "closed")}
         fields.update(changes)
         return Function(**fields)
 

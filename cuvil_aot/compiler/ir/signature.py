@@ -2,11 +2,14 @@
 
 The frontend builds signatures from annotations or strings (frontend/signature.py); the
 wrapper (codegen/) checks arguments against them and names them in its error messages.
+An argument may be a dict or list of arrays and numbers (a state dict, a list of layers):
+its leaves are parameters, which the wrapper takes out of it at each call (`Struct`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Union
 
 from cuvil_aot.compiler.ir.node import Param
 from cuvil_aot.marks import ARRAY_DTYPES
@@ -14,13 +17,32 @@ from cuvil_aot.marks import ARRAY_DTYPES
 _SHORT_NAMES = {d.np_dtype: d.short for d in ARRAY_DTYPES}
 _SCALAR_NAMES = {"float64": "float", "int64": "int", "bool": "bool"}
 
+Tree = Union[int, "Struct"]  # an int: the index of a leaf in Signature.params
+
+
+@dataclass(frozen=True)
+class Struct:
+    """An argument that is a dict (string keys) or a list (keys 0, 1, ...) whose items are
+    leaves or more of them."""
+
+    is_dict: bool
+    items: tuple[tuple[str | int, Tree], ...]
+
 
 @dataclass(frozen=True)
 class Signature:
     params: tuple[Param, ...]
+    # the arguments as the caller passes them, by name; None: each parameter is one
+    structure: tuple[tuple[str, Tree], ...] | None = None
+
+    @property
+    def arguments(self) -> tuple[tuple[str, Tree], ...]:
+        if self.structure is None:
+            return tuple((p.name, i) for i, p in enumerate(self.params))
+        return self.structure
 
     def __str__(self) -> str:
-        return ", ".join(f"{p.name}: {render_type(p)}" for p in self.params)
+        return ", ".join(f"{p.shown}: {render_type(p)}" for p in self.params)
 
 
 def render_type(p: Param) -> str:

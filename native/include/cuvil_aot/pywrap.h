@@ -219,6 +219,67 @@ static int cv_refuse_odd_arrays(const char *fname, const char *const *names, Py_
     return 0;
 }
 
+/* Item `key` of argument `label` declared as a dict: a new reference, or NULL with
+ * SignatureError set (no mapping, or no such key). `*cached` holds the key's string. */
+static PyObject *cv_dict_item(const char *fname, const char *label, PyObject *obj,
+                              const char *key, PyObject **cached) {
+    char got[160];
+    if (!*cached && !(*cached = PyUnicode_InternFromString(key))) return NULL;
+    if (PyDict_Check(obj)) {
+        PyObject *item = PyDict_GetItemWithError(obj, *cached);
+        if (item) return Py_NewRef(item);
+        if (PyErr_Occurred()) return NULL;
+    } else if (PyMapping_Check(obj) && !PySequence_Check(obj)) {
+        PyObject *item = PyObject_GetItem(obj, *cached);
+        if (item || !PyErr_ExceptionMatches(PyExc_KeyError)) return item;
+        PyErr_Clear();
+    } else {
+        cv_describe(obj, got, sizeof got);
+        PyErr_Format(cv_SignatureError, "%s(): argument '%s': expected a dict, got %s", fname,
+                     label, got);
+        return NULL;
+    }
+    PyErr_Format(cv_SignatureError, "%s(): argument '%s': expected a dict with the key '%s' "
+                 "(the signature declares it), got a %s without it", fname, label, key,
+                 Py_TYPE(obj)->tp_name);
+    return NULL;
+}
+
+/* Argument `label`, a dict holding its `n` declared keys (`declared`, for the message),
+ * whose keys the function looks at (a loop over it, len, in, .get, **): 0 where it has no
+ * others, else -1 with SignatureError set (Python would have seen them). */
+static int cv_dict_exact(const char *fname, const char *label, PyObject *obj, Py_ssize_t n,
+                         const char *declared) {
+    Py_ssize_t len = PyObject_Length(obj);
+    if (len < 0) return -1;
+    if (len == n) return 0;
+    PyErr_Format(cv_SignatureError, "%s(): argument '%s': expected exactly the keys %s, got "
+                 "%zd keys: the function looks at the dict's keys (a loop over it, len, in, "
+                 ".get or **), so Python's answer depends on the keys the signature does not "
+                 "declare", fname, label, declared, len);
+    return -1;
+}
+
+/* Argument `label` declared as a list of `length` items: 0, or -1 with SignatureError set
+ * where it is no list or tuple of that length. */
+static int cv_list_check(const char *fname, const char *label, PyObject *obj,
+                         Py_ssize_t length) {
+    char got[160];
+    if (!PyList_Check(obj) && !PyTuple_Check(obj)) {
+        cv_describe(obj, got, sizeof got);
+        PyErr_Format(cv_SignatureError, "%s(): argument '%s': expected a list of %zd items, "
+                     "got %s", fname, label, length, got);
+        return -1;
+    }
+    if (PySequence_Fast_GET_SIZE(obj) != length) {
+        PyErr_Format(cv_SignatureError, "%s(): argument '%s': expected a list of %zd items, "
+                     "got a %s of %zd", fname, label, length, Py_TYPE(obj)->tp_name,
+                     PySequence_Fast_GET_SIZE(obj));
+        return -1;
+    }
+    return 0;
+}
+
 /* NumPy's functions take a NumPy scalar where an array goes: *arg, when it is one, is
  * replaced by a 0-d array of its value and dtype (a new reference, also in *held, which the
  * caller releases). -1 with an exception set where that fails. */

@@ -1,0 +1,81 @@
+"""Dict and list arguments as the compiled code sees them (`ir/signature.Struct`).
+
+A list argument is a tuple of its items (the code cannot change the caller's list). A dict
+argument is an `ArgumentDict`: its declared items, read only. The caller's dict may hold
+more keys, which code that only reads declared items never sees; code that looks at the
+keys themselves (a loop over the dict, ``len``, ``in`` or ``.get`` of an undeclared key,
+``**d``) would see them in Python, so such a dict is *closed*: the call then insists on
+exactly the declared keys (`Function.closed`, checked by the wrapper).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.signature import Tree
+
+__all__ = ["DICT_METHODS", "ArgumentDict", "argument_value"]
+
+DICT_METHODS = frozenset({"get", "keys", "values", "items", "copy"})
+
+
+class ArgumentDict(Mapping[str, Any]):
+    def __init__(self, label: str, items: dict[str, Any], closed: set[str]) -> None:
+        self.label, self._items, self._closed = label, items, closed
+
+    def _keys_seen(self) -> None:
+        self._closed.add(self.label)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key]  # an undeclared key: KeyError, the frontend's diagnostic
+
+    def __iter__(self) -> Iterator[str]:
+        self._keys_seen()
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        self._keys_seen()
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        if key not in self._items:
+            self._keys_seen()
+        return key in self._items
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._items[key] if key in self else default
+
+    # lists, not views: what the unrolled loops and comprehensions iterate
+    def keys(self) -> list[str]:  # type: ignore[override]
+        return list(self)
+
+    def values(self) -> list[Any]:  # type: ignore[override]
+        return [self._items[k] for k in self]
+
+    def items(self) -> list[tuple[str, Any]]:  # type: ignore[override]
+        return [(k, self._items[k]) for k in self]
+
+    def copy(self) -> dict[str, Any]:
+        return dict(self.items())
+
+    def replace_items(self, replaced: Callable[[Any], Any]) -> None:
+        """Each item as ``replaced`` makes it (an item written in place: its new node)."""
+        self._items = {k: replaced(v) for k, v in self._items.items()}
+
+    def __repr__(self) -> str:
+        declared = ", ".join(map(repr, self._items))
+        return f"the dict argument {self.label} (declared keys: {declared})"
+
+
+def argument_value(label: str, tree: Tree, params: tuple[Node, ...], closed: set[str]) -> Any:
+    """What the function's code sees of the argument ``label``: a parameter's node, or an
+    `ArgumentDict` or tuple of more of them; ``closed`` collects the dicts whose keys the
+    code looks at."""
+    if isinstance(tree, int):
+        return params[tree]
+    items = {k: argument_value(f"{label}[{k!r}]", t, params, closed) for k, t in tree.items}
+    if tree.is_dict:
+        return ArgumentDict(label, items, closed)  # type: ignore[arg-type]
+    return tuple(items.values())
