@@ -86,10 +86,6 @@ class Knobs:
     blocks of 32 query rows whose two halves of warps take alternate tiles of keys, merged
     at the end (cuda_attention_tc.h); 0: blocks of 64 rows. On (2026-12-06, H100): GPT-2 at
     1 x 128 0.96x the time, with the cluster split-K 0.85x."""
-    cuda_pdl: bool = False
-    """CUVIL_AOT_CUDA_PDL: 1 links the kernels of a call's CUDA graph by programmatic edges
-    on sm_90 and later (programmatic dependent launch: each kernel launched while those it
-    waits for finish, waiting for them in its first statement); 0 (default): plain edges."""
     cuda_graph: int = 4
     """CUVIL_AOT_CUDA_GRAPH: a GPU call of this many kernel launches or more replays a CUDA
     graph of them (built the second time the same kernels and grids come on a device and
@@ -191,7 +187,6 @@ def read(env: Mapping[str, str] | None = None) -> Knobs:
         cuda_tc_cluster=_flag(env, "CUVIL_AOT_CUDA_TC_CLUSTER", True),
         cuda_attention=_flag(env, "CUVIL_AOT_CUDA_ATTENTION", True),
         cuda_attention_split=_flag(env, "CUVIL_AOT_CUDA_ATTENTION_SPLIT", True),
-        cuda_pdl=_flag(env, "CUVIL_AOT_CUDA_PDL", False),
         cuda_graph=_int(env, "CUVIL_AOT_CUDA_GRAPH", 4, 0, 1024),
         cuda_home=(env.get("CUDA_HOME", "") or env.get("CUDA_PATH", "")).strip(),
         signing_key=env.get("CUVIL_AOT_SIGNING_KEY", ""),

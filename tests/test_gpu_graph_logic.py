@@ -150,15 +150,6 @@ H = [(k, 9, 1, 128, args(), node, after) for k, node, after in
      [(0, 1, 0), (1, 2, 0), (2, 0, 0), (3, 3, 0), (4, 4, 0b100)]]
 assert not run(H, site=2) and run(H, site=2)  # node 0: after every launch not waited for
 assert waits() == [[], [], [0, 1], [2], [2, 3]], waits()
-native.configure(cuda_pdl=True)  # programmatic edges (the fake is a cc 9.0 device)
-assert native.info()["cuda_pdl"]
-G2 = [(k, 8, 1, 128, a, node, after) for k, _, _, _, a, node, after in G]
-assert not run(G2, site=2) and run(G2, site=2)
-P = 1000  # the fake marks a programmatic edge so
-assert waits() == [[], [P], [P + 1], [], [], [P + 2, P + 3, P + 4],
-                   [P + 2, P + 3, P + 4, P + 5]], waits()
-assert run(G2, site=2)  # and replayed as ever
-native.configure(cuda_pdl=False)
 assert flag("fake_wrong_context").value == 0  # one device: its context current throughout
 print("ok", after)
 '''

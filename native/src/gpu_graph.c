@@ -28,11 +28,6 @@
  * structure is built the second time it is seen too: a call of shapes seen once (a
  * decoder's growing sequence) pays no instantiation.
  *
- * With CUVIL_AOT_CUDA_PDL on an sm_90 device or later, the edges are programmatic: a kernel
- * launches once every block of the kernels it waits for has started, and waits for their
- * completion in its first statement (cuda_grid_dep.h's cv_grid_wait, which every kernel of
- * ours runs), so the gap between two kernels of a call shrinks to their tails' overlap.
- *
  * Launched one by one instead, as before: a stream being captured (torch.cuda.graph: the
  * launches go into the caller's graph; no capture of ours is nested in it), a driver
  * without graphs, a build the driver refused (that structure is not tried again). Errors
@@ -49,12 +44,6 @@
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphNode_st *CUgraphNode;
 typedef struct CUgraphExec_st *CUgraphExec;
-
-/* CUgraphEdgeData (cuda.h, 12.3): a programmatic edge leaves its kernel's programmatic port. */
-typedef struct {
-    unsigned char from_port, to_port, type, reserved[5];
-} edge_data;
-#define EDGE_PROGRAMMATIC ((edge_data){1, 0, 1, {0}}) /* PORT_PROGRAMMATIC, TYPE_PROGRAMMATIC */
 
 /* CUDA_KERNEL_NODE_PARAMS_v2 (cuda.h); its fields up to `extra` are _v1's. */
 typedef struct {
@@ -75,8 +64,6 @@ static struct {
     int (*Destroy)(CUgraph);
     int (*IsCapturing)(void *, int *);
     int (*ExchangeMode)(int *); /* optional (CUDA 10.1+) */
-    int (*AddDependencies)(CUgraph, const CUgraphNode *, const CUgraphNode *,
-                           const edge_data *, size_t); /* optional (CUDA 12.3+) */
 } g;
 
 /* Same order as g; the _v2 names first (CUDA 12+), else the first ABI of the same call. */
@@ -90,9 +77,7 @@ static const char *const names[][2] = {
     {"cuGraphDestroy", NULL},
     {"cuStreamIsCapturing", NULL},
     {"cuThreadExchangeStreamCaptureMode", NULL},
-    {"cuGraphAddDependencies_v2", NULL},
 };
-#define REQUIRED 8 /* the names before the optional ones */
 
 static int graphs_state; /* 0: not looked up, 1: usable, -1: the driver lacks some */
 static unsigned long long stats[CV_GRAPH_NSTATS];
@@ -141,7 +126,7 @@ static int usable(void) {
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
             slots[i] = cv_cuda_symbol(names[i][0]);
             if (!slots[i] && names[i][1]) slots[i] = cv_cuda_symbol(names[i][1]);
-            if (!slots[i] && i < REQUIRED) graphs_state = -1;
+            if (!slots[i] && i + 1 < sizeof names / sizeof names[0]) graphs_state = -1;
         }
     }
     return graphs_state > 0;
@@ -278,16 +263,8 @@ static int waits_of(const step *steps, int i, const unsigned char *ends, int *wa
     return n;
 }
 
-/* Whether e's graph links its kernels by programmatic edges (see the top). */
-static int programmatic(const entry *e) {
-    cv_cuda_device_info info;
-    return cv_cuda_config.pdl && g.AddDependencies && cv_cuda_device_seen(e->device, &info) &&
-           info.cc >= 90;
-}
-
 static int build_graph(entry *e, const cv_gpu_launch *q) {
     int r = outcome(g.Create(&e->graph, 0), "cuGraphCreate");
-    const int pdl = programmatic(e);
     unsigned char *ends = calloc(e->n + 1, 1);
     int *waits = malloc((e->n + 1) * sizeof *waits);
     CUgraphNode *deps = malloc((e->n + 1) * sizeof *deps);
@@ -303,14 +280,8 @@ static int build_graph(entry *e, const cv_gpu_launch *q) {
         ends[i] = 1;
         void *args[1] = {(void *)q[i].args};
         node_params p = params_of(s, args);
-        r = outcome(g.AddKernelNode(&e->nodes[i], e->graph, nw && !pdl ? deps : NULL,
-                                    pdl ? 0 : (size_t)nw, &p),
+        r = outcome(g.AddKernelNode(&e->nodes[i], e->graph, nw ? deps : NULL, (size_t)nw, &p),
                     "cuGraphAddKernelNode");
-        for (int k = 0; r == 0 && pdl && k < nw; k++) {
-            const edge_data edge = EDGE_PROGRAMMATIC;
-            r = outcome(g.AddDependencies(e->graph, &deps[k], &e->nodes[i], &edge, 1),
-                        "cuGraphAddDependencies");
-        }
         memcpy(e->bytes + s->offset, q[i].args, q[i].size);
     }
     free(ends), free(waits), free(deps);

@@ -63,16 +63,15 @@ static PyObject *configure(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"num_threads", "cpu_level", "output_cache_bytes", "cuda_one",
                              "cuda_pool",   "mode",      "cuda_graph",         "cuda_wgmma",
                              "cuda_attention", "cuda_wgmma_transpose", "cuda_wg_tail",
-                             "cuda_wg_nmajor", "cuda_tc_cluster", "cuda_attention_split",
-                             "cuda_pdl", NULL};
+                             "cuda_wg_nmajor", "cuda_tc_cluster", "cuda_attention_split", NULL};
     PyObject *nt = Py_None, *lvl = Py_None, *ocb = Py_None;
     PyObject *one = Py_None, *pool = Py_None, *md = Py_None, *graph = Py_None;
     PyObject *wgmma = Py_None, *attention = Py_None, *wgmma_copy = Py_None, *tail = Py_None;
-    PyObject *nmajor = Py_None, *cluster = Py_None, *att_split = Py_None, *pdl = Py_None;
+    PyObject *nmajor = Py_None, *cluster = Py_None, *att_split = Py_None;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOOOOOOOOOO:configure", kwlist, &nt,
-                                     &lvl, &ocb, &one, &pool, &md, &graph, &wgmma, &attention,
-                                     &wgmma_copy, &tail, &nmajor, &cluster, &att_split, &pdl))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOOOOOOOOO:configure", kwlist, &nt, &lvl,
+                                     &ocb, &one, &pool, &md, &graph, &wgmma, &attention,
+                                     &wgmma_copy, &tail, &nmajor, &cluster, &att_split))
         return NULL;
     cv_cuda_settings gpu = cv_cuda_config;
     int new_mode = mode;
@@ -81,7 +80,7 @@ static PyObject *configure(PyObject *self, PyObject *args, PyObject *kw) {
         parse_flag(wgmma, &gpu.wgmma) < 0 || parse_flag(attention, &gpu.attention) < 0 ||
         parse_flag(wgmma_copy, &gpu.wgmma_copy) < 0 || parse_flag(tail, &gpu.wg_tail) < 0 ||
         parse_flag(nmajor, &gpu.wg_nmajor) < 0 || parse_flag(cluster, &gpu.tc_cluster) < 0 ||
-        parse_flag(att_split, &gpu.attention_split) < 0 || parse_flag(pdl, &gpu.pdl) < 0)
+        parse_flag(att_split, &gpu.attention_split) < 0)
         return NULL;
     mode = new_mode;
     gpu.strict = mode == 0;
@@ -179,7 +178,7 @@ static PyObject *info(PyObject *self, PyObject *unused) {
         return NULL;
     }
     return Py_BuildValue("{s:i,s:i,s:i,s:N,s:s,s:N,s:N,s:s,s:i,s:N,s:N,s:N,s:N,"
-                         "s:N,s:N,s:N,s:N,s:{s:K,s:K,s:K,s:K,s:K},s:N}",
+                         "s:N,s:N,s:N,s:{s:K,s:K,s:K,s:K,s:K},s:N}",
                          "detected_cpu_level", cv_cpu_detected_level(), "cpu_level",
                          cv_cpu_level(), "num_threads", cv_num_threads(), "features", feats,
                          "gemm_bf16_kernel", cv_bf16_kernel_name(),
@@ -192,8 +191,7 @@ static PyObject *info(PyObject *self, PyObject *unused) {
                          PyBool_FromLong(cv_cuda_config.wg_nmajor), "cuda_tc_cluster",
                          PyBool_FromLong(cv_cuda_config.tc_cluster), "cuda_attention",
                          PyBool_FromLong(cv_cuda_config.attention), "cuda_attention_split",
-                         PyBool_FromLong(cv_cuda_config.attention_split), "cuda_pdl",
-                         PyBool_FromLong(cv_cuda_config.pdl), "cuda_graph_stats",
+                         PyBool_FromLong(cv_cuda_config.attention_split), "cuda_graph_stats",
                          "replays", g[CV_GRAPH_REPLAYS], "builds", g[CV_GRAPH_BUILDS],
                          "node_updates", g[CV_GRAPH_UPDATES], "plain", g[CV_GRAPH_PLAIN],
                          "capturing", g[CV_GRAPH_CAPTURING], "cuda_devices", devices);

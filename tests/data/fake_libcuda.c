@@ -37,7 +37,6 @@ typedef struct {
     unsigned gx, gy, bx, smem;
     unsigned char args[32];
     int ndeps, deps[64]; /* the nodes it waits for, by index */
-    unsigned char programmatic[64]; /* per dependency: a programmatic edge (PDL) */
 } node;
 
 typedef struct graph {
@@ -228,13 +227,12 @@ int cuMemFreeAsync(unsigned long long ptr, void *s) {
 }
 int cuStreamSynchronize(void *s) { (void)s; return 0; }
 
-/* The nodes node i of the graph built last waits for, sorted into out (+ 1000 where the edge
- * is programmatic); their count. */
+/* The nodes node i of the graph built last waits for, sorted into out; their count. */
 static const graph *last_graph;
 int fake_deps(int i, int *out) {
     if (!last_graph || i < 0 || i >= last_graph->n) return -1;
     const node *nd = &last_graph->nodes[i];
-    for (int k = 0; k < nd->ndeps; k++) out[k] = nd->deps[k] + 1000 * nd->programmatic[k];
+    for (int k = 0; k < nd->ndeps; k++) out[k] = nd->deps[k];
     for (int a = 0; a < nd->ndeps; a++) /* insertion sort: a handful */
         for (int b = a; b > 0 && out[b - 1] > out[b]; b--) {
             int t = out[b];
@@ -254,7 +252,6 @@ int cuGraphAddKernelNode_v2(node **out, graph *g, node *const *deps, size_t ndep
     node *nd = &g->nodes[g->n];
     nd->ndeps = (int)ndeps;
     for (size_t i = 0; i < ndeps; i++) {
-        nd->programmatic[i] = 0;
         nd->deps[i] = (int)(deps[i] - g->nodes);
         if (nd->deps[i] < 0 || nd->deps[i] >= g->n) return 1; /* an earlier node of g */
     }
@@ -263,24 +260,6 @@ int cuGraphAddKernelNode_v2(node **out, graph *g, node *const *deps, size_t ndep
     nd->bx = p->bx, nd->smem = p->smem;
     memcpy(nd->args, p->params[0], 32);
     *out = nd;
-    return 0;
-}
-/* CUgraphEdgeData: a programmatic edge leaves the programmatic port (1) of a kernel node. */
-typedef struct {
-    unsigned char from_port, to_port, type, reserved[5];
-} edge_data;
-int cuGraphAddDependencies_v2(graph *g, node *const *from, node *const *to,
-                              const edge_data *edges, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        node *nd = to[i];
-        const int dep = (int)(from[i] - g->nodes);
-        if (nd < g->nodes || nd >= g->nodes + g->n || dep < 0 || dep >= (int)(nd - g->nodes) ||
-            nd->ndeps == 64 || (edges && edges[i].type > 1) ||
-            (edges && edges[i].type == 1 && edges[i].from_port != 1))
-            return 1; /* CUDA_ERROR_INVALID_VALUE */
-        nd->programmatic[nd->ndeps] = edges && edges[i].type == 1;
-        nd->deps[nd->ndeps++] = dep;
-    }
     return 0;
 }
 int cuGraphInstantiateWithFlags(exec_t **e, const graph *g, unsigned long long flags) {

@@ -115,7 +115,6 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
     for entry, (dk, dv, split) in zip(entries, builds):
         with w.block(f'extern "C" __global__ void __launch_bounds__({THREADS}) '
                      f"{entry}(const __grid_constant__ {name}_args a_)"):
-            w.line("cv_grid_wait();")
             w.line(f"cv_attention<{dk}, {dv}, {x3}>(a_.ops[0], a_.ops[1], a_.ops[2], "
                    f"{nz}, a_.o.n[{on - 2}], "
                    f"a_.q.n[{first.nloops - 1}], a_.q.t[0].k, a_.o.n[{on - 1}], {split}, "

@@ -51,7 +51,6 @@ def elementwise_kernels(em: CudaEmitter, w: Writer) -> None:
         return
     with w.block(f'extern "C" __global__ void __launch_bounds__({BLOCK}) '
                  f"{k.name}_flat(const __grid_constant__ {k.name}_args a_)"):
-        w.line("cv_grid_wait();")
         w.line(f"const {k.name}_args *a = &a_;")
         prologue(k, w, "int64_t", strides=False)
         sizes(k, w, "int64_t")

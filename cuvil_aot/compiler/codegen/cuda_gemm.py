@@ -203,7 +203,6 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
         threads, call = calls[entry_name[len(name) + 1:]]
         with w.block(f'extern "C" __global__ void __launch_bounds__({threads}) '
                      f"{entry_name}(const __grid_constant__ {name}_args a_)"):
-            w.line("cv_grid_wait();")
             w.line(f"const cv_gemm_job j = {name}_job(&a_);")
             w.line(call)
     return w.text()
@@ -221,7 +220,6 @@ def cluster_entry(name: str, kernels: list[CudaKernel]) -> str:
     w = Writer()
     with w.block(f'extern "C" __global__ void CV_TC_CLUSTER_DIMS __launch_bounds__({BLOCK}, 2) '
                  f"{name}{CLUSTER_SUFFIX}(const __grid_constant__ {name}_args a_)"):
-        w.line("cv_grid_wait();")
         w.line(f"const cv_gemm_job j = {name}_job(&a_);")
         w.line(f"cv_gemm_tc_cluster<{x3}>(j.t, j.nterms, j.m, j.n, j.nb, "
                f"{name}_epi{{&a_}});")
@@ -244,7 +242,6 @@ def q8_entry(unit: str, kernels: list[CudaKernel], int8: set[str]) -> str:
         bounds = "CV_GEMV_Q8_BLOCK, CV_GEMV_Q8_X1_BLOCKS" if mr == 1 else "CV_GEMV_Q8_BLOCK"
         with w.block(f'extern "C" __global__ void __launch_bounds__({bounds}) '
                      f"{entry}(const __grid_constant__ {name}_args a_)"):
-            w.line("cv_grid_wait();")
             w.line(f"const cv_gemm_job j = {name}_job(&a_);")
             w.line("const cv_q8_weight *q = nullptr;")
             with w.block("switch (a_.tag)"):

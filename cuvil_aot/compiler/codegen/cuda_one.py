@@ -64,7 +64,6 @@ def one_kernel(prefix: str, kernels: list[CudaKernel]) -> str:
         _epilogue_switch(w, prefix, kernels, acc, phases)
     with w.block(f'extern "C" __global__ void __launch_bounds__({ONE_BLOCK}, 1) '
                  f"{prefix}_one(const __grid_constant__ {prefix}_one_args o)"):
-        w.line("cv_grid_wait();")
         w.line("/* a loop over the phases: one copy of the GEMV main loops they share */")
         w.line("#pragma unroll 1")
         with w.block(f"for (int g = 0; g < {len(kernels)}; g++)"):

@@ -51,7 +51,6 @@ def entry(w: Writer, k: CudaKernel, suffix: str, threads: str, call: str) -> Non
     """Entry point ``{kernel}_{suffix}``: ``call`` on the by-value argument struct."""
     with w.block(f'extern "C" __global__ void __launch_bounds__({threads}) '
                  f"{k.name}_{suffix}(const __grid_constant__ {k.name}_args a_)"):
-        w.line("cv_grid_wait();")
         w.line(f"const {k.name}_args *a = &a_;")
         w.line(call)
 

@@ -130,7 +130,6 @@ def entry(name: str, kernels: list[CudaKernel]) -> str:
     for c, suffix in zip(configs, entry_suffixes(kernels[0].loops)):
         with w.block(f'extern "C" __global__ void __launch_bounds__({WG_THREADS}, 1) '
                      f"{name}{suffix}(const __grid_constant__ {name}_wg_args w_)"):
-            w.line("cv_grid_wait();")
             w.line(f"static_assert(cv_wg_cfg<{c.kind}, {c.bn}, {c.stages}>::SMEM == {c.smem}, "
                    '"cuda_wgmma.WgConfig.smem");')
             w.line(f"const cv_gemm_job j = {name}_job(&w_.a);")

@@ -8,7 +8,6 @@
 #include <stdint.h>
 
 #include "cuvil_aot/cuda_driver.h"
-#include "cuvil_aot/cuda_grid_dep.h"
 
 #define CV_DEV static __device__ __forceinline__
 #define CV_MEMBER __device__ __forceinline__

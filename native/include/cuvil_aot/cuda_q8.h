@@ -11,8 +11,6 @@
 
 #include <stdint.h>
 
-#include "cuvil_aot/cuda_grid_dep.h"
-
 /* The same text in C and C++: pointers and int64_t, one layout. */
 typedef struct {
     const int8_t *q;
@@ -50,7 +48,6 @@ typedef struct {
 #ifdef __CUDACC__
 extern "C" __global__ void __launch_bounds__(CV_DEQUANT_Q8_BLOCK)
     cv_dequant_q8(const __grid_constant__ cv_dequant_q8_args a) {
-    cv_grid_wait();
     const int64_t total = a.out * a.k;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
          i += (int64_t)gridDim.x * blockDim.x) {

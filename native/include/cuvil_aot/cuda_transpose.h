@@ -22,8 +22,6 @@
 
 #include <stdint.h>
 
-#include "cuvil_aot/cuda_grid_dep.h"
-
 /* The same text in C and C++: pointers and int64_t, one layout. */
 typedef struct {
     const float *in;
@@ -43,7 +41,6 @@ static inline int64_t cv_transpose_tiles(const cv_transpose_args *a) {
 #ifdef __CUDACC__
 extern "C" __global__ void __launch_bounds__(CV_TRANSPOSE_BLOCK)
     cv_transpose_f32(const __grid_constant__ cv_transpose_args a) {
-    cv_grid_wait();
     __shared__ float tile[CV_TRANSPOSE_TILE][CV_TRANSPOSE_TILE + 1];
     const int64_t tr = (a.rows + CV_TRANSPOSE_TILE - 1) / CV_TRANSPOSE_TILE;
     const int64_t per = tr * ((a.cols + CV_TRANSPOSE_TILE - 1) / CV_TRANSPOSE_TILE);
