@@ -3,7 +3,9 @@ against the Python function on NumPy, on random shapes (hypothesis), outputs poi
 ``assert`` known at compile time and on dimensions (AssertionError with the message at
 the call, as Python raises it), ``del``, the walrus, starred unpacking, dict
 comprehensions, f-strings, ``sum`` of arrays, ``isinstance``, np.shape/ndim/size and
-itemsize/nbytes, ``import`` in the function, ``with np.errstate``, ``functools.partial``;
+itemsize/nbytes, a string's methods on strings known now (state-dict keys), unpacking
+any iterable (a generator, a range, a dict's keys), ``import`` in the function,
+``with np.errstate``, ``functools.partial``;
 and what Python rejects, refused at the user's line (print(), which would run at the build,
 not at each call, too)."""
 
@@ -63,6 +65,16 @@ def builtins_(x):
     return (total * SCALES[f"layer{i}"], flat * (2 if ok else 3),
             np.ndim(x) + x.itemsize + x.nbytes)
 
+KEYS = {"h.0.w": 2.0, "h.1.w": 3.0}
+
+@cv.optimize(signatures=["f32[N,C]", "f64[N,C]"])
+def strings_and_unpacking(x):
+    a, b = (x * KEYS["h.{}.w".format(i)] for i in range(2))  # a generator unpacked
+    lo, hi = range(1, 3)
+    (first,) = {"key": 1}
+    name = "layer.0.attn".replace("attn", "mlp").split(".")[-1].upper()
+    return a + b * len(name) + hi * lo, x.sum(0) * len(first) * name.startswith("ML")
+
 @cv.optimize(signatures=["f32[N,C]", "f64[N,C]"])
 def imports_and_errstate(x):
     import math
@@ -92,6 +104,14 @@ def test_against_python(m, data: st.DataObject, b: int, t: int, heads: int) -> N
 def test_builtins_on_arrays(m, data: st.DataObject, b: int, t: int, c: int) -> None:
     for dtype in ("float32", "float64"):
         check(m.builtins_, data.draw(view_of((b, t, c), dtype)))
+
+
+@settings(max_examples=10, deadline=None)
+@given(data=st.data(), n=st.integers(0, 4), c=st.integers(1, 6))
+def test_string_methods_and_unpacking_any_iterable(m, data: st.DataObject, n: int,
+                                                   c: int) -> None:
+    for dtype in ("float32", "float64"):
+        check(m.strings_and_unpacking, data.draw(view_of((n, c), dtype)))
 
 
 @settings(max_examples=10, deadline=None)

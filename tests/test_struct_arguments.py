@@ -64,6 +64,14 @@ def decode(x: cv.f32["D"], cache: {"k": cv.f32["S", "D"], "v": cv.f32["S", "D"]}
     scores = cache["k"][: t + 1] @ x
     p = np.exp(scores - scores.max())
     return (p / p.sum()) @ cache["v"][: t + 1]
+
+@cv.optimize
+def decode_layers(x: cv.f32["D"], ws: [cv.f32["D", "D"]] * 2,
+                  caches: [{"k": cv.f32["S", "D"]}] * 2, t: int):
+    for w, c in zip(ws, caches):
+        c["k"][t] = x
+        x = np.tanh(x @ w + c["k"][: t + 1].sum(0))
+    return x
 '''
 
 
@@ -160,6 +168,19 @@ def test_a_cache_in_a_dict_is_written_in_place(m) -> None:
         assert_close(m.decode(x, mine, t), want, np.float32)
         np.testing.assert_array_equal(mine["k"], cache["k"])
         np.testing.assert_array_equal(mine["v"], cache["v"])
+
+
+def test_caches_in_a_list_of_dicts_are_written_in_place(m) -> None:
+    rng = np.random.default_rng(1)
+    ws = [rng.standard_normal((4, 4), np.float32) / 2 for _ in range(2)]
+    caches = [{"k": rng.standard_normal((6, 4), np.float32)} for _ in range(2)]
+    mine = [{"k": c["k"].copy()} for c in caches]
+    x = rng.standard_normal(4, np.float32)
+    for t in range(4):
+        want = m.decode_layers.py_func(x, ws, caches, t)
+        assert_close(m.decode_layers(x, ws, mine, t), want, np.float32)
+        for a, b in zip(mine, caches):  # the second layer's rows: x after float32 math
+            assert_close(a["k"], b["k"], np.float32)
 
 
 @pytest.mark.parametrize("p, message", [

@@ -186,6 +186,11 @@ def call(fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
     if fn is range and run_time is not None and not has_array and not kwargs:
         # of a length the call knows: the array NumPy makes of it (wpe[range(len(ids))])
         return _invoke(FUNCTIONS[_key(np.arange)], ctx, args, {}, "range()")
+    if isinstance(getattr(fn, "__self__", None), str) and run_time is None and not has_array:
+        try:  # a string's methods on values known now: state-dict keys, "h.{}.w".format(i)
+            return fn(*args, **kwargs)
+        except (TypeError, ValueError, IndexError, KeyError) as exc:
+            raise UserError(f"{type(exc).__name__}: {exc}", span) from None
     if _is_list_method(fn) or _is_dict_method(fn) or fn is dict:  # as Python's, of arrays
         try:
             result = fn(*args, **kwargs)

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import ast
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from cuvil_aot.compiler.frontend import branches, unrolled
 from cuvil_aot.compiler.frontend.user_error import UserError
-from cuvil_aot.compiler.frontend.values import fold
+from cuvil_aot.compiler.frontend.values import GENERATED, fold
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.types import Dim
 
@@ -109,6 +109,8 @@ def named(interp: Any, expr: ast.NamedExpr, poison: Any) -> Any:
 def unpacked(interp: Any, target: ast.Tuple | ast.List, values: Any) -> list[tuple[ast.expr, Any]]:
     """(name, value) pairs of ``a, *rest, b = values``, with Python's errors."""
     span, elts = interp.span(target), target.elts
+    if isinstance(values, GENERATED | range | Mapping):  # any iterable Python unpacks
+        values = list(values)
     if not isinstance(values, tuple | list):
         raise UserError(f"cannot unpack {interp.describe(values)} into {len(elts)} names", span)
     stars = [i for i, e in enumerate(elts) if isinstance(e, ast.Starred)]
