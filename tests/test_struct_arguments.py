@@ -1,7 +1,8 @@
 """Dict and list arguments (a state dict, a list of layers: `ir/signature.Struct`) against
 the Python function on NumPy in float64, on random shapes (hypothesis), outputs poisoned:
-annotations and signature strings, nested dicts and lists, keys that are no identifiers, a
-number among the leaves, an item written in place (a KV cache in a dict); what the call
+annotations (TypedDicts too) and signature strings, nested dicts and lists, keys that are
+no identifiers, a number among the leaves, an item written in place (a KV cache in a dict,
+caches in a list of dicts); what the call
 checks (a missing key, no dict, a list's length, extra keys where the code looks at the
 keys) and what the build refuses (an undeclared key), each at the user's line."""
 
@@ -211,6 +212,44 @@ def test_a_list_of_another_length(m) -> None:
     with pytest.raises(cv.SignatureError, match=r"argument 'blocks\[0\]\['mlp'\]': expected "
                        r"a list of 2 items, got numpy.float64 array of shape \(2,\)"):
         m.stack(np.ones((1, 2), np.float32), [dict(blocks[0], mlp=np.ones(2))] * 3, 1.0)
+
+
+TYPED = '''
+from __future__ import annotations
+from typing import TypedDict
+import numpy as np
+import cuvil_aot as cv
+
+class Linear(TypedDict):
+    w: cv.f32["I", "O"]
+    b: cv.f32["O"]
+
+class Back(TypedDict):  # Linear again would name its sizes I and O too: the same sizes
+    w: cv.f32["O", "I"]
+    b: cv.f32["I"]
+
+@cv.optimize
+def mlp(x: cv.f32["B", "I"], up: Linear, down: Back):
+    return np.maximum(x @ up["w"] + up["b"], 0) @ down["w"] + down["b"]
+'''
+
+
+@settings(max_examples=10, deadline=None)
+@given(data=st.data(), b=st.integers(1, 3), i=st.integers(1, 5), h=st.integers(1, 6))
+def test_typed_dicts(tmp_path_factory, data: st.DataObject, b: int, i: int, h: int) -> None:
+    mod = typed_module(tmp_path_factory)
+    up = {"w": weights(data.draw, (i, h)), "b": weights(data.draw, (h,))}
+    down = {"w": weights(data.draw, (h, i)), "b": weights(data.draw, (i,))}
+    check(mod.mlp, data.draw(view_of((b, i), "float32", special=False)), up, down)
+
+
+_TYPED: list[Any] = []
+
+
+def typed_module(tmp_path_factory) -> Any:
+    if not _TYPED:  # once for all examples (hypothesis does not take function fixtures)
+        _TYPED.append(compile_source(tmp_path_factory.mktemp("typed_dicts"), TYPED))
+    return _TYPED[0]
 
 
 def test_the_docstring_names_the_leaves(m) -> None:

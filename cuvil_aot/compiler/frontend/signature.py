@@ -12,7 +12,9 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+import sys
 import types
+import typing
 from typing import Any
 
 from cuvil_aot.compiler.ir.node import Param
@@ -98,6 +100,8 @@ def signature_from_specs(names: list[str], specs: list[Any]) -> Signature:
         return name
 
     def walk(spec: Any, path: str, label: str) -> Tree:
+        if typing.is_typeddict(spec):
+            spec = _typed_dict_items(spec)
         if isinstance(spec, dict):
             if not spec or not all(isinstance(k, str) for k in spec):
                 raise SignatureSyntaxError(f"parameter '{label}': a dict type needs string "
@@ -173,6 +177,22 @@ def signatures_of(dispatcher: Marked) -> list[Signature]:
                                    "type annotation and no signatures=[...] was given")
     resolved = [_resolve_annotation(hints[n], fn) for n in names]
     return [signature_from_specs(names, resolved)]
+
+
+def _typed_dict_items(cls: Any) -> dict[str, Any]:
+    """A TypedDict's keys and their types (its annotations, strings evaluated in its module:
+    ``from __future__ import annotations``)."""
+    where = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
+    items = {}
+    for key, hint in cls.__annotations__.items():
+        if isinstance(hint, typing.ForwardRef):
+            hint = hint.__forward_arg__
+        try:
+            items[key] = eval(hint, where) if isinstance(hint, str) else hint  # noqa: S307
+        except Exception as exc:
+            raise SignatureSyntaxError(f"cannot evaluate the annotation {hint!r} of "
+                                       f"{cls.__name__}[{key!r}]: {exc}") from None
+    return items
 
 
 def _same_structure(signatures: list[Signature], fname: str) -> list[Signature]:
