@@ -102,6 +102,26 @@ def test_cheap_key_follows_imports_inside_the_function(tmp_syspath: Path) -> Non
     sys.modules.pop("pk_inner")
 
 
+def test_cheap_key_follows_types_defined_elsewhere(tmp_syspath: Path) -> None:
+    """A TypedDict or dict type from another module, also as a string annotation (``from
+    __future__ import annotations``): an edit to it changes the key (the compiler reads it)."""
+    tmp = tmp_syspath
+    src = ("from __future__ import annotations\nimport cuvil_aot as cv\n"
+           "from pk_types import Layer, Norm\n\n@cv.optimize\n"
+           "def g(x: cv.f32['N'], p: Layer, n: Norm):\n    return x * p['w'] + n['g']\n")
+    keys = []
+    for size in ("'N'", "4"):
+        (tmp / "pk_types.py").write_text(
+            "from typing import TypedDict\nimport cuvil_aot as cv\n\n"
+            f"class Layer(TypedDict):\n    w: cv.f32[{size}]\n\n"
+            f"Norm = {{'g': cv.f32[{size}]}}\n")
+        importlib.invalidate_caches()
+        sys.modules.pop("pk_types", None)
+        keys.append(prekey.components(load_source(tmp, src, "pk_t")))
+    assert None not in keys and keys[0]["deps"] != keys[1]["deps"]
+    sys.modules.pop("pk_types")
+
+
 def test_runtime_values_are_seen_even_when_the_bytes_are_equal(tmp_path: Path) -> None:
     mod = module(tmp_path, "pk_rt")
     before = prekey.dependencies(mod)

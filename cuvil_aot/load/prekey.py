@@ -153,14 +153,39 @@ def _user_module(name: str) -> bool:
     return name.partition(".")[0] not in _SKIP_ROOTS
 
 
+def _annotations(fn: types.FunctionType) -> str | None:
+    """The function's annotations as the compiler reads them: strings (``from __future__
+    import annotations``) evaluated where the function lives, TypedDicts by their items, so
+    an edit to a type defined elsewhere changes the key; None where one does not evaluate."""
+    def resolved(hint: Any, where: dict[str, Any]) -> Any:
+        if isinstance(hint, str) or type(hint).__name__ == "ForwardRef":
+            hint = eval(getattr(hint, "__forward_arg__", hint), where)  # noqa: S307
+        if isinstance(hint, dict):
+            return {k: resolved(v, where) for k, v in hint.items()}
+        if isinstance(hint, list | tuple):
+            return [resolved(v, where) for v in hint]
+        if isinstance(hint, type) and hasattr(hint, "__total__"):  # a TypedDict
+            home = sys.modules.get(hint.__module__)
+            return {k: resolved(v, vars(home) if home else {})
+                    for k, v in hint.__annotations__.items()}
+        return hint
+    try:
+        return repr({k: v if k == "return" else resolved(v, fn.__globals__)
+                     for k, v in fn.__annotations__.items()})
+    except Exception:
+        return None
+
+
 def dependencies(module: types.ModuleType) -> dict[str, Any] | None:
     """Fingerprint of what the marked functions read; None if some input has no file."""
     walk = _Walk(module.__name__)
     signatures = {}
     for name, dispatcher in sorted(marks.marked(module).items()):
         fn = dispatcher.py_func
-        signatures[name] = [repr(dispatcher.signatures), repr(fn.__annotations__),
-                            dispatcher.precision]
+        annotations = _annotations(fn)
+        if annotations is None:
+            return None
+        signatures[name] = [repr(dispatcher.signatures), annotations, dispatcher.precision]
         walk.todo.append(fn)
     seen: set[int] = set()
     while walk.todo:
