@@ -107,7 +107,7 @@ def _lower_marked(name: str, dispatcher: Marked, result: LoweredModule,
         result.defs[name] = def_span(fn)
         signatures = signatures_of(dispatcher)
     except (SignatureSyntaxError, SourceUnavailable) as exc:
-        diagnostics.append(signature_diagnostic(fn, str(exc)))
+        diagnostics.append(signature_diagnostic(fn, str(exc), getattr(exc, "hint", "")))
         return []
     def specialized(special: Signature) -> Function | None:
         if special in signatures:  # declared: lowered in its own place

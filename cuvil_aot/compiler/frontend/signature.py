@@ -30,7 +30,9 @@ SYNTAX = ("f32[B, 128], f64[4H], i64[N], float, int, or a dict or list of them "
 
 
 class SignatureSyntaxError(ValueError):
-    pass
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint  # what to write instead, where the message alone does not say
 
 
 def parse_dim(spec: Any) -> Dim:
@@ -174,7 +176,10 @@ def signatures_of(dispatcher: Marked) -> list[Signature]:
     missing = [n for n in names if n not in hints]
     if missing:
         raise SignatureSyntaxError(f"parameter(s) {', '.join(missing)} of {fn.__name__} have no "
-                                   "type annotation and no signatures=[...] was given")
+                                   "type annotation and no signatures=[...] was given",
+                                   "an annotation each: x: cv.f32['B', 128], n: int, a dict "
+                                   "p: {'w': cv.f32['I', 'O'], 'b': cv.f32['O']}, a list "
+                                   "[LAYER] * 12; or signatures=['f32[B, 128], int, ...']")
     resolved = [_resolve_annotation(hints[n], fn) for n in names]
     return [signature_from_specs(names, resolved)]
 
