@@ -264,6 +264,8 @@ def test_the_docstring_names_the_leaves(m) -> None:
     ("x: cv.f32[3], p: {'w': cv.f32[3]}", "p['w'] = x\n    return x",
      r"assignment into the dict argument p is not supported: the caller's dict would not "
      "change"),
+    ("x: cv.f32[3], p: [cv.f32[3]]", "p.append(x)\n    return x",
+     r"the list argument p is read only in compiled code"),
     ("x: cv.f32[3], p: {}", "return x", "a dict type needs string keys and at least one"),
     ("x: cv.f32[3], p: {1: cv.f32[3]}", "return x", "a dict type needs string keys"),
     ("x: cv.f32[3], p: []", "return x", "a list type needs at least one item"),

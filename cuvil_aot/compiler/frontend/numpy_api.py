@@ -44,7 +44,11 @@ from cuvil_aot.compiler.frontend import (
 from cuvil_aot.compiler.frontend.handlers import FUNCTIONS as CORE_FUNCTIONS
 from cuvil_aot.compiler.frontend.handlers import METHODS as CORE_METHODS
 from cuvil_aot.compiler.frontend.handlers import PY_FUNCTIONS, Ctx
-from cuvil_aot.compiler.frontend.struct_arguments import DICT_METHODS, ArgumentDict
+from cuvil_aot.compiler.frontend.struct_arguments import (
+    DICT_METHODS,
+    ArgumentDict,
+    ArgumentList,
+)
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import apply, fold, is_symbolic, run_time_origin
 from cuvil_aot.compiler.ir import construct as C
@@ -129,6 +133,10 @@ def attribute(value: Any, attr: str, span: SourceSpan) -> Any:
     try:
         return getattr(value, attr)
     except AttributeError:
+        if isinstance(value, ArgumentList) and attr in LIST_METHODS:
+            raise UserError(f"the list argument {value.label} is read only in compiled code: "
+                            "the caller's list would not change", span,
+                            f"a new list: [*{value.label}, ...]") from None
         raise UserError(f"{_describe(value)} has no attribute '{attr}'", span) from None
 
 

@@ -1,6 +1,7 @@
 """Dict and list arguments as the compiled code sees them (`ir/signature.Struct`).
 
-A list argument is a tuple of its items (the code cannot change the caller's list). A dict
+A list argument is a tuple of its items (`ArgumentList`: the code cannot change the
+caller's list). A dict
 argument is an `ArgumentDict`: its declared items, read only. The caller's dict may hold
 more keys, which code that only reads declared items never sees; code that looks at the
 keys themselves (a loop over the dict, ``len``, ``in`` or ``.get`` of an undeclared key,
@@ -16,7 +17,7 @@ from typing import Any
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.signature import Tree
 
-__all__ = ["DICT_METHODS", "ArgumentDict", "argument_value"]
+__all__ = ["DICT_METHODS", "ArgumentDict", "ArgumentList", "argument_value"]
 
 DICT_METHODS = frozenset({"get", "keys", "values", "items", "copy"})
 
@@ -69,6 +70,17 @@ class ArgumentDict(Mapping[str, Any]):
         return f"the dict argument {self.label} (declared keys: {declared})"
 
 
+class ArgumentList(tuple[Any, ...]):
+    """A list argument's items, read only; ``label`` names it in messages."""
+
+    label: str
+
+    def __new__(cls, label: str, items: list[Any]) -> ArgumentList:
+        self = super().__new__(cls, items)
+        self.label = label
+        return self
+
+
 def argument_value(label: str, tree: Tree, params: tuple[Node, ...], closed: set[str]) -> Any:
     """What the function's code sees of the argument ``label``: a parameter's node, or an
     `ArgumentDict` or tuple of more of them; ``closed`` collects the dicts whose keys the
@@ -78,4 +90,4 @@ def argument_value(label: str, tree: Tree, params: tuple[Node, ...], closed: set
     items = {k: argument_value(f"{label}[{k!r}]", t, params, closed) for k, t in tree.items}
     if tree.is_dict:
         return ArgumentDict(label, items, closed)  # type: ignore[arg-type]
-    return tuple(items.values())
+    return ArgumentList(label, list(items.values()))
