@@ -21,7 +21,7 @@ def _attr(value: object) -> str:
 
 def format_function(fn: Function) -> str:
     names: dict[int, str] = {}
-    lines = [f"func {fn.name}(" + ", ".join(f"{p.name}: {p.type}" for p in fn.params) + ")"]
+    lines = [f"func {fn.name}(" + ", ".join(f"{p.shown}: {p.type}" for p in fn.params) + ")"]
     lines += [f"  # requires {expr} >= 0" for expr, _ in fn.requirements]
     lines += [f"  # {name} = ceil(({length}) / {step})" for name, length, step in fn.derived]
     lines += [f"  # assumes {a.left} == {a.right}" for a in fn.assumptions]
