@@ -18,6 +18,7 @@ makes it ``None`` and the caller computes the full key.
 
 from __future__ import annotations
 
+import ast
 import dis
 import hashlib
 import importlib.util
@@ -154,25 +155,33 @@ def _user_module(name: str) -> bool:
 
 
 def _annotations(fn: types.FunctionType) -> str | None:
-    """The function's annotations as the compiler reads them: strings (``from __future__
-    import annotations``) evaluated where the function lives, TypedDicts by their items, so
-    an edit to a type defined elsewhere changes the key; None where one does not evaluate."""
-    def resolved(hint: Any, where: dict[str, Any]) -> Any:
-        if isinstance(hint, str) or type(hint).__name__ == "ForwardRef":
-            hint = eval(getattr(hint, "__forward_arg__", hint), where)  # noqa: S307
-        if isinstance(hint, dict):
-            return {k: resolved(v, where) for k, v in hint.items()}
-        if isinstance(hint, list | tuple):
-            return [resolved(v, where) for v in hint]
-        if isinstance(hint, type) and hasattr(hint, "__total__"):  # a TypedDict
-            home = sys.modules.get(hint.__module__)
-            return {k: resolved(v, vars(home) if home else {})
-                    for k, v in hint.__annotations__.items()}
-        return hint
+    """The function's annotations and what they name, without evaluating them: a string
+    annotation (``from __future__ import annotations``) with the values of the globals it
+    names; a TypedDict or dict type by its items, followed the same way where it lives; so
+    an edit to a type defined in another module changes the key. None past a depth of 8."""
+    def hint(value: Any, where: dict[str, Any], depth: int) -> Any:
+        if depth > 8:
+            raise RecursionError
+        text = getattr(value, "__forward_arg__", value)  # a TypedDict's ForwardRef
+        if isinstance(text, str):
+            try:
+                names = {n.id for n in ast.walk(ast.parse(text, mode="eval"))
+                         if isinstance(n, ast.Name) and n.id in where}
+            except SyntaxError:
+                names = set()
+            return [text, {n: hint(where[n], where, depth + 1) for n in sorted(names)}]
+        if isinstance(value, dict):
+            return {k: hint(v, where, depth + 1) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [hint(v, where, depth + 1) for v in value]
+        if isinstance(value, type) and hasattr(value, "__total__"):  # a TypedDict
+            home = sys.modules.get(value.__module__)
+            return {k: hint(v, vars(home) if home else {}, depth + 1)
+                    for k, v in value.__annotations__.items()}
+        return repr(value)
     try:
-        return repr({k: v if k == "return" else resolved(v, fn.__globals__)
-                     for k, v in fn.__annotations__.items()})
-    except Exception:
+        return repr({k: hint(v, fn.__globals__, 0) for k, v in fn.__annotations__.items()})
+    except RecursionError:
         return None
 
 
