@@ -8,7 +8,7 @@ from cuvil_aot._version import __version__
 from cuvil_aot.api import compile_module, optimize
 from cuvil_aot.errors import CompileError, CudaError, PromotionWarning, SignatureError
 from cuvil_aot.importer import install, uninstall
-from cuvil_aot.marks import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u64
+from cuvil_aot.marks import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, like, u8, u64
 
 __all__ = [
     "__version__",
@@ -29,6 +29,7 @@ __all__ = [
     "i64",
     "info",
     "install",
+    "like",
     "optimize",
     "quantize_weights",
     "u8",

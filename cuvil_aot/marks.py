@@ -52,6 +52,28 @@ u64 = DType("u64", "uint64")
 bool_ = DType("bool_", "bool")
 ARRAY_DTYPES = (f16, bf16, f32, f64, i8, i16, i32, i64, u8, u64, bool_)  # every annotation dtype
 
+
+
+def like(value: Any, path: str = "value") -> Any:
+    """The signature type of ``value``: an array's dtype and shape (its sizes fixed), a
+    Python float, int or bool's type, and dicts, lists and tuples of them item by item:
+    ``blocks: cv.like(params["blocks"])`` declares picoGPT's layers as they load.
+    NumPy, PyTorch and CuPy arrays alike (their ``dtype`` and ``shape``)."""
+    if isinstance(value, dict):
+        return {k: like(v, f"{path}[{k!r}]") for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [like(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, bool | int | float):
+        return type(value)
+    name = str(getattr(value, "dtype", "")).removeprefix("torch.")
+    found = [d for d in ARRAY_DTYPES if d.np_dtype == name]
+    if not found or not hasattr(value, "shape"):
+        raise TypeError(f"cv.like: {path} is a {type(value).__name__}, not an array of "
+                        f"{', '.join(d.np_dtype for d in ARRAY_DTYPES)}, a number or a dict or "
+                        "list of them")
+    return found[0][tuple(int(d) for d in value.shape)]
+
+
 FALLBACKS = (None, "python")
 # What a function's matmuls read (README, "Precision"): their operands rounded to TF32,
 # bfloat16 or float16, accumulated in float32; fp32 rounds nothing

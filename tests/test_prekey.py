@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 from conftest import load_source
 
@@ -120,6 +121,20 @@ def test_cheap_key_follows_types_defined_elsewhere(tmp_syspath: Path) -> None:
         keys.append(prekey.components(load_source(tmp, src, "pk_t")))
     assert None not in keys and keys[0]["deps"] != keys[1]["deps"]
     sys.modules.pop("pk_types")
+    (tmp / "pk_weights.py").write_text("P = {}\n")  # filled at run time, as weights load
+    importlib.invalidate_caches()
+    import pk_weights
+
+    like = ("from __future__ import annotations\nimport cuvil_aot as cv\n"
+            "from pk_weights import P\n\n@cv.optimize\n"
+            "def h(x: cv.f32['N'], p: cv.like(P)):\n    return x\n")
+    keys = []
+    for n, value in ((1000, 0), (1000, 1), (2000, 0)):  # what the signature reads: shapes
+        pk_weights.P["w"] = np.full((n, 1000), value, np.float32)
+        keys.append(prekey.components(load_source(tmp, like, "pk_l")))
+    assert None not in keys
+    assert keys[0]["deps"] == keys[1]["deps"] != keys[2]["deps"]  # other weights: a hit
+    sys.modules.pop("pk_weights")
 
 
 def test_runtime_values_are_seen_even_when_the_bytes_are_equal(tmp_path: Path) -> None:

@@ -252,6 +252,37 @@ def typed_module(tmp_path_factory) -> Any:
     return _TYPED[0]
 
 
+LIKE = '''
+import numpy as np
+import cuvil_aot as cv
+
+rng = np.random.default_rng(0)
+PARAMS = {"blocks": [{"w": rng.standard_normal((4, 4)).astype(np.float32),
+                      "b": np.zeros(4, np.float32)} for _ in range(2)],
+          "scale": 0.5, "steps": 2}
+
+@cv.optimize
+def run(x: cv.f32["B", 4], params: cv.like(PARAMS)):
+    for blk in params["blocks"]:
+        x = np.tanh(x @ blk["w"] + blk["b"]) * params["scale"]
+    return x * params["steps"]
+'''
+
+
+def test_like_declares_a_structure_as_it_loads(tmp_path: Path) -> None:
+    mod = compile_source(tmp_path, LIKE)
+    assert repr(cv.like(mod.PARAMS)) == ("{'blocks': [{'w': f32[4,4], 'b': f32[4]}, "
+                                         "{'w': f32[4,4], 'b': f32[4]}], 'scale': <class "
+                                         "'float'>, 'steps': <class 'int'>}")
+    rng = np.random.default_rng(5)
+    params = {"blocks": [{"w": rng.standard_normal((4, 4), np.float32),
+                          "b": rng.standard_normal(4, np.float32)} for _ in range(2)],
+              "scale": 1.5, "steps": 3}
+    check(mod.run, rng.standard_normal((3, 4), np.float32), params)
+    with pytest.raises(TypeError, match=r"cv.like: value\['name'\] is a str, not an array"):
+        cv.like({"name": "gpt2"})
+
+
 def test_the_docstring_names_the_leaves(m) -> None:
     doc = m.layer.compiled.__doc__
     assert doc.startswith("layer(x, p)\n")
