@@ -125,15 +125,18 @@ def test_cheap_key_follows_types_defined_elsewhere(tmp_syspath: Path) -> None:
     importlib.invalidate_caches()
     import pk_weights
 
-    like = ("from __future__ import annotations\nimport cuvil_aot as cv\n"
+    like = ("from __future__ import annotations\nimport numpy as np\nimport cuvil_aot as cv\n"
             "from pk_weights import P\n\n@cv.optimize\n"
-            "def h(x: cv.f32['N'], p: cv.like(P)):\n    return x\n")
+            "def h(x: cv.f32['N'], p: cv.like(P)) -> np.ndarray:\n    return x\n")
     keys = []
     for n, value in ((1000, 0), (1000, 1), (2000, 0)):  # what the signature reads: shapes
         pk_weights.P["w"] = np.full((n, 1000), value, np.float32)
         keys.append(prekey.components(load_source(tmp, like, "pk_l")))
     assert None not in keys
     assert keys[0]["deps"] == keys[1]["deps"] != keys[2]["deps"]  # other weights: a hit
+    import cuvil_aot.nn  # annotations for type checkers (npt.NDArray: a class's getsets)
+
+    assert prekey.components(cuvil_aot.nn) is not None
     sys.modules.pop("pk_weights")
 
 

@@ -174,8 +174,9 @@ def _annotations(fn: types.FunctionType) -> str | None:
             return {k: hint(v, where, depth + 1) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [hint(v, where, depth + 1) for v in value]
-        if hasattr(value, "shape") and hasattr(value, "dtype"):  # cv.like(PARAMS): its arrays
-            return f"array {value.dtype} {tuple(value.shape)}"
+        shape = getattr(value, "shape", None)
+        if isinstance(shape, tuple) and hasattr(value, "dtype"):  # cv.like(PARAMS): arrays
+            return f"array {value.dtype} {shape}"
         if isinstance(value, type) and hasattr(value, "__total__"):  # a TypedDict
             home = sys.modules.get(value.__module__)
             return {k: hint(v, vars(home) if home else {}, depth + 1)
