@@ -24,21 +24,22 @@ def unpack(w: Writer, index: int, name: str, structure: tuple[tuple[str, Tree], 
     w.line(f"if (cv_parse_args({c_string(name)}, arg_names, {len(structure)}, args, nargs, "
            "kwnames, top, &out, &stream) < 0) return NULL;")
     counter = {"held": 0, "keys": 0}
-    for a, (arg, tree) in enumerate(structure):
-        _take(w, name, f"top[{a}]", arg, tree, closed, counter)
+    for a, (_, tree) in enumerate(structure):
+        _take(w, name, f"top[{a}]", tree, closed, counter)
     w.line(f"res = py_f{index}_leaves(argv, out, stream);")
     w.line("done:")
     w.line(f"for (int i = 0; i < {items}; i++) Py_XDECREF(held[i]);")
     w.line("return res;")
 
 
-def _take(w: Writer, fname: str, obj: str, label: str, tree: Tree, closed: frozenset[str],
+def _take(w: Writer, fname: str, obj: str, tree: Tree, closed: frozenset[str],
           counter: dict[str, int]) -> None:
-    """``obj`` (a C expression) is the argument ``label``: a leaf into its argv slot, or
-    its items taken apart in turn."""
+    """``obj`` (a C expression) is ``tree``'s argument: a leaf into its argv slot, or its
+    items taken apart in turn."""
     if isinstance(tree, int):
         w.line(f"argv[{tree}] = {obj};")
         return
+    label = tree.label
     if not tree.is_dict:
         w.line(f"if (cv_list_check({c_string(fname)}, {c_string(label)}, {obj}, "
                f"{len(tree.items)}) < 0) goto done;")
@@ -53,7 +54,7 @@ def _take(w: Writer, fname: str, obj: str, label: str, tree: Tree, closed: froze
             w.line(f"if (!held[{h}]) goto done;")
         else:
             w.line(f"held[{h}] = Py_NewRef(PySequence_Fast_GET_ITEM({obj}, {key}));")
-        _take(w, fname, f"held[{h}]", f"{label}[{key!r}]", sub, closed, counter)
+        _take(w, fname, f"held[{h}]", sub, closed, counter)
     if label in closed:
         declared = ", ".join(repr(k) for k, _ in tree.items)
         w.line(f"if (cv_dict_exact({c_string(fname)}, {c_string(label)}, {obj}, "
@@ -66,5 +67,3 @@ def _count(tree: Tree, dicts_only: bool = False) -> int:
         return 0
     own = len(tree.items) if tree.is_dict or not dicts_only else 0
     return own + sum(_count(t, dicts_only) for _, t in tree.items)
-
-

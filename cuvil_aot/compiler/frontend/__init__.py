@@ -147,8 +147,8 @@ def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Tra
         # dimensions NumPy checks at the call (construct.unify), and Python's and NumPy's
         # errors on numbers the call knows (call_checks.py)
         with assuming() as facts, call_checks.recording(interp.run_time):
-            value = interp.call_function(fn, [argument_value(a, t, params, closed)
-                                              for a, t in sig.arguments], {}, None)
+            value = interp.call_function(fn, [argument_value(t, params, closed)
+                                              for _, t in sig.arguments], {}, None)
     except UserError as err:
         diagnostics.append(err.diagnostic)
         return None

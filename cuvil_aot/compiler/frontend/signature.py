@@ -109,13 +109,13 @@ def signature_from_specs(names: list[str], specs: list[Any]) -> Signature:
                 raise SignatureSyntaxError(f"parameter '{label}': a dict type needs string "
                                            f"keys and at least one item, got {spec!r}")
             return Struct(True, tuple((k, walk(v, f"{path}__{k}", f"{label}[{k!r}]"))
-                                      for k, v in spec.items()))
+                                      for k, v in spec.items()), label)
         if isinstance(spec, list | tuple):
             if not spec:
                 raise SignatureSyntaxError(f"parameter '{label}': a list type needs at least "
                                            "one item")
             return Struct(False, tuple((i, walk(v, f"{path}__{i}", f"{label}[{i}]"))
-                                       for i, v in enumerate(spec)))
+                                       for i, v in enumerate(spec)), label)
         params.append(param_from_spec(leaf_name(path) if path != label else path, spec,
                                       "" if path == label else label))
         return len(params) - 1

@@ -81,13 +81,13 @@ class ArgumentList(tuple[Any, ...]):
         return self
 
 
-def argument_value(label: str, tree: Tree, params: tuple[Node, ...], closed: set[str]) -> Any:
-    """What the function's code sees of the argument ``label``: a parameter's node, or an
-    `ArgumentDict` or tuple of more of them; ``closed`` collects the dicts whose keys the
-    code looks at."""
+def argument_value(tree: Tree, params: tuple[Node, ...], closed: set[str]) -> Any:
+    """What the function's code sees of an argument: a parameter's node, or an
+    `ArgumentDict` or `ArgumentList` of more of them; ``closed`` collects the labels of the
+    dicts whose keys the code looks at."""
     if isinstance(tree, int):
         return params[tree]
-    items = {k: argument_value(f"{label}[{k!r}]", t, params, closed) for k, t in tree.items}
+    items = {k: argument_value(t, params, closed) for k, t in tree.items}
     if tree.is_dict:
-        return ArgumentDict(label, items, closed)  # type: ignore[arg-type]
-    return ArgumentList(label, list(items.values()))
+        return ArgumentDict(tree.label, items, closed)  # type: ignore[arg-type]
+    return ArgumentList(tree.label, list(items.values()))

@@ -23,10 +23,11 @@ Tree = Union[int, "Struct"]  # an int: the index of a leaf in Signature.params
 @dataclass(frozen=True)
 class Struct:
     """An argument that is a dict (string keys) or a list (keys 0, 1, ...) whose items are
-    leaves or more of them."""
+    leaves or more of them; ``label`` names it in messages and in `Function.closed`."""
 
     is_dict: bool
     items: tuple[tuple[str | int, Tree], ...]
+    label: str
 
 
 @dataclass(frozen=True)
