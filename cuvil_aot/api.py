@@ -54,7 +54,9 @@ class Dispatcher(Marked):
         from cuvil_aot.load import artifacts  # a cache hit needs no compiler import
         from cuvil_aot.runtime.binding import Refused
 
-        if "." in self.py_func.__qualname__:  # a method, or a def inside a function
+        qualname = self.py_func.__qualname__
+        if "<locals>" in qualname or qualname.count(".") > (self.owner is not None):
+            # a def inside a function, a method of a nested class, a static method
             self.compiled = Refused(self, not_module_level(self.py_func).render())
             return self.compiled
         module = sys.modules[self.py_func.__module__]
@@ -85,11 +87,11 @@ def not_module_level(fn: types.FunctionType) -> Diagnostic:
                           f"define {fn.__name__} at the module's top level and pass it what "
                           "it reads from the enclosing function as arguments")
     owner = name.rsplit(".", 1)[0]
-    return Diagnostic(span, f"{name} is a method of {owner}; cuvil_aot compiles the "
-                      "functions a module defines at its top level",
-                      f"a module-level function of the arrays the method reads, called from "
-                      f"it: `def {fn.__name__}(x, w): ...` and, in the method, `return "
-                      f"{fn.__name__}(x, self.w)`")
+    return Diagnostic(span, f"{name} is a static method or a method of a nested class "
+                      f"({owner}); cuvil_aot compiles the functions and the methods of the "
+                      "classes a module defines at its top level",
+                      f"a method of a class at the top level, or a module-level function "
+                      f"`def {fn.__name__}(...)` called from it")
 
 
 def optimize(fn: Callable[..., Any] | None = None, *, signatures: Sequence[str] | None = None,

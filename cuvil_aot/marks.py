@@ -98,6 +98,10 @@ class Marked:
         self.fallback = fallback
         self.precision = precision
         self.compiled: Callable[..., Any] | None = None
+        self.owner: type | None = None  # a method's class
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.owner = owner
 
 
 def as_marked(value: object) -> object:
@@ -106,11 +110,18 @@ def as_marked(value: object) -> object:
 
 
 def marked(module: types.ModuleType) -> dict[str, Marked]:
-    """The marked functions defined in ``module``, by the global name they are bound to, in
-    file order; a global already bound to compiled code counts through its mark."""
+    """The marked functions defined in ``module``, by the global name they are bound to
+    (a method of a class at its top level by ``Class.method``), in file order; a global
+    already bound to compiled code counts through its mark."""
     found = {}
     for name, value in vars(module).items():
         value = as_marked(value)
         if isinstance(value, Marked) and value.py_func.__module__ == module.__name__:
             found[name] = value
+        if isinstance(value, type) and value.__module__ == module.__name__ \
+                and value.__qualname__ == name:
+            for attr, member in vars(value).items():
+                member = as_marked(member)
+                if isinstance(member, Marked) and member.owner is value:
+                    found[f"{name}.{attr}"] = member
     return dict(sorted(found.items(), key=lambda kv: kv[1].py_func.__code__.co_firstlineno))

@@ -1,8 +1,9 @@
-"""A marked method or a marked function defined inside another is not compiled (a module's
-build compiles the functions at its top level): a call raises a CompileError at its
-``def`` line, with a caret and what to write instead; with ``fallback="python"`` it warns
-and runs the original, the instance passed as Python passes it. The module's top-level
-functions compile beside them."""
+"""A marked function defined inside another, a static method or a method of a nested class
+is not compiled (a module's build compiles its top-level functions and the methods of its
+top-level classes): a call raises a CompileError at its ``def`` line, with a caret and
+what to write instead. A method whose class does not declare what it reads is refused at
+that read. With ``fallback="python"`` a call warns and runs the original, the instance
+passed as Python passes it. The module's top-level functions compile beside them."""
 
 from __future__ import annotations
 
@@ -31,6 +32,17 @@ class Linear:
     def forward_or_python(self, x: cv.f32["N", 4]):
         return x @ self.w + 1
 
+class Outer:
+    class Inner:
+        @cv.optimize
+        def twice(self, x: cv.f32["N"]):
+            return x * 2
+
+    @staticmethod
+    @cv.optimize
+    def thrice(x: cv.f32["N"]):
+        return x * 3
+
 def make_step(scale):
     @cv.optimize
     def step(x: cv.f32["N"]):
@@ -48,21 +60,31 @@ def m(tmp_path_factory):
     return load_source(tmp_path_factory.mktemp("not_module_level"), SOURCE)
 
 
-def test_a_method_is_refused_at_its_def(m) -> None:
+def test_an_undeclared_attribute_is_refused_where_it_is_read(m) -> None:
     x = np.ones((2, 4), np.float32)
     with pytest.raises(cv.CompileError) as e:
         m.Linear(np.ones((4, 3), np.float32)).forward(x)
     text = str(e.value)
-    assert ":10:5: error: Linear.forward is a method of Linear" in text
-    assert "        def forward(self, x" in text and "\n        ^~~~~~~~~~~\n" in text
-    assert "return forward(x, self.w)" in text
+    assert ":11:20: error: self.w: class Linear does not declare 'w'" in text
+    assert "            return x @ self.w\n                       ^~~~~~\n" in text
+    assert "declare it in class Linear: `w: ...`" in text
 
 
 def test_a_nested_def_is_refused_at_its_def(m) -> None:
-    with pytest.raises(cv.CompileError, match=r":19:5: error: make_step.<locals>.step is "
+    with pytest.raises(cv.CompileError, match=r":30:5: error: make_step.<locals>.step is "
                        r"defined inside another function") as e:
         m.make_step(3.0)(np.ones(3, np.float32))
     assert "\n        ^~~~~~~~\n" in str(e.value)
+
+
+def test_a_nested_class_or_static_method_is_refused_at_its_def(m) -> None:
+    x = np.ones(3, np.float32)
+    with pytest.raises(cv.CompileError, match=r":20:9: error: Outer.Inner.twice is a static "
+                       "method or a method of a nested class"):
+        m.Outer.Inner().twice(x)
+    with pytest.raises(cv.CompileError, match=r":25:5: error: Outer.thrice is a static "
+                       "method"):
+        m.Outer.thrice(x)
 
 
 def test_fallback_runs_the_method_with_its_instance(m) -> None:

@@ -140,6 +140,26 @@ def test_cheap_key_follows_types_defined_elsewhere(tmp_syspath: Path) -> None:
     sys.modules.pop("pk_weights")
 
 
+def test_cheap_key_follows_a_methods_classes(tmp_syspath: Path) -> None:
+    """A marked method's class and the classes its attributes are declared as, defined in
+    another module: an edit to their annotations or to a method ``self`` inlines changes
+    the key; the method's own file is the module's."""
+    tmp = tmp_syspath
+    src = ("from __future__ import annotations\nimport cuvil_aot as cv\n"
+           "from pk_layers import Lin\n\nclass Block:\n    lin: Lin\n\n    @cv.optimize\n"
+           "    def f(self, x: cv.f32['N']):\n        return self.lin(x)\n")
+    keys = []
+    for size, body in (("'N'", "x * self.w"), ("4", "x * self.w"), ("4", "x + self.w")):
+        (tmp / "pk_layers.py").write_text(
+            f"import cuvil_aot as cv\n\nclass Lin:\n    w: cv.f32[{size}]\n\n"
+            f"    def __call__(self, x):\n        return {body}\n")
+        importlib.invalidate_caches()
+        sys.modules.pop("pk_layers", None)
+        keys.append(prekey.components(load_source(tmp, src, "pk_m")))
+    assert None not in keys and len({k["deps"] for k in keys}) == 3
+    sys.modules.pop("pk_layers")
+
+
 def test_runtime_values_are_seen_even_when_the_bytes_are_equal(tmp_path: Path) -> None:
     mod = module(tmp_path, "pk_rt")
     before = prekey.dependencies(mod)

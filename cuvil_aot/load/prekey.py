@@ -154,11 +154,14 @@ def _user_module(name: str) -> bool:
     return name.partition(".")[0] not in _SKIP_ROOTS
 
 
-def _annotations(fn: types.FunctionType) -> str | None:
+def _annotations(fn: types.FunctionType, owner: type | None,
+                 classes: set[type]) -> str | None:
     """The function's annotations and what they name, without evaluating them: a string
     annotation (``from __future__ import annotations``) with the values of the globals it
-    names; a TypedDict or dict type by its items, followed the same way where it lives; so
-    an edit to a type defined in another module changes the key. None past a depth of 8."""
+    names; a TypedDict, dict type or class (a method's ``owner``, the type of its
+    ``self``) by its items, followed the same way where it lives; so an edit to a type
+    defined in another module changes the key. The classes met go into ``classes``. None
+    past a depth of 8."""
     def hint(value: Any, where: dict[str, Any], depth: int) -> Any:
         if depth > 8:
             raise RecursionError
@@ -177,28 +180,50 @@ def _annotations(fn: types.FunctionType) -> str | None:
         shape = getattr(value, "shape", None)
         if isinstance(shape, tuple) and hasattr(value, "dtype"):  # cv.like(PARAMS): arrays
             return f"array {value.dtype} {shape}"
-        if isinstance(value, type) and hasattr(value, "__total__"):  # a TypedDict
+        if isinstance(value, type) and _user_module(value.__module__) and any(
+                "__annotations__" in vars(b) for b in value.__mro__[:-1]):  # also TypedDicts
+            classes.add(value)
             home = sys.modules.get(value.__module__)
-            return {k: hint(v, vars(home) if home else {}, depth + 1)
-                    for k, v in value.__annotations__.items()}
+            return [value.__qualname__, {
+                k: hint(v, vars(home) if home else {}, depth + 1)
+                for b in reversed(value.__mro__[:-1])
+                for k, v in vars(b).get("__annotations__", {}).items()}]
         return repr(value)
     try:
-        return repr({k: hint(v, fn.__globals__, 0) for k, v in fn.__annotations__.items()})
+        described = {k: hint(v, fn.__globals__, 0) for k, v in fn.__annotations__.items()}
+        if owner is not None:
+            described["<self>"] = hint(owner, fn.__globals__, 0)
+        return repr(described)
     except RecursionError:
         return None
+
+
+def _class_functions(cls: type) -> Iterator[types.FunctionType]:
+    """The Python functions a class and its bases hold: what ``self.f`` may inline."""
+    for base in cls.__mro__[:-1]:
+        for value in vars(base).values():
+            value = as_marked(value)
+            value = getattr(value, "fget", None) or getattr(value, "__func__", value)
+            value = getattr(value, "py_func", value)
+            if isinstance(value, types.FunctionType):
+                yield value
 
 
 def dependencies(module: types.ModuleType) -> dict[str, Any] | None:
     """Fingerprint of what the marked functions read; None if some input has no file."""
     walk = _Walk(module.__name__)
     signatures = {}
+    classes: set[type] = set()
     for name, dispatcher in sorted(marks.marked(module).items()):
         fn = dispatcher.py_func
-        annotations = _annotations(fn)
+        annotations = _annotations(fn, dispatcher.owner, classes)
         if annotations is None:
             return None
         signatures[name] = [repr(dispatcher.signatures), annotations, dispatcher.precision]
         walk.todo.append(fn)
+    for cls in classes:  # their methods may be inlined: what they read, where they live
+        walk.todo.extend(_class_functions(cls))
+        walk.modules.update(b.__module__ for b in cls.__mro__[:-1] if b.__module__ != walk.home)
     seen: set[int] = set()
     while walk.todo:
         fn = walk.todo.pop()

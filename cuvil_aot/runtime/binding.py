@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import threading
 import types
 from collections.abc import Mapping
@@ -34,6 +35,10 @@ class Refused:
                       f"function:\n{self.reason}", RuntimeWarning)
         return self.py_func(*args, **kwargs)
 
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        """As a method, called with the instance first, as the original would be."""
+        return self if obj is None else types.MethodType(self, obj)
+
     def __repr__(self) -> str:
         return (f"<cuvil_aot function {self.py_func.__module__}.{self.py_func.__qualname__} "
                 "(not compiled)>")
@@ -53,14 +58,19 @@ def bind(module: types.ModuleType, ext: types.ModuleType,
     """Point the marked functions of ``module`` (default: all of them) at ``ext``, and
     those in ``refused`` (name -> the rendered diagnostics) at a ``Refused``.
 
-    The module's globals become CompiledFunction objects, whose calls go straight to the
-    extension (vectorcall, no Python frame); each mark kept elsewhere (a Dispatcher
-    imported by another module) forwards to the same object."""
+    The module's globals (a method: its class's attribute) become CompiledFunction
+    objects, whose calls go straight to the extension (vectorcall, no Python frame); each
+    mark kept elsewhere (a Dispatcher imported by another module) forwards to the same
+    object. The classes of instance arguments are handed to the extension, whose wrapper
+    checks an instance's type against them."""
     from cuvil_aot.runtime.native import (  # type: ignore[attr-defined,import-untyped,unused-ignore]
         CompiledFunction,
     )
 
     refused = refused or {}
+    class_names = getattr(ext, "_cv_classes", ())
+    if class_names:
+        ext._cv_set_classes(tuple(_find_class(module, n) for n in class_names))
     for name, mark in (marked(module) if functions is None else functions).items():
         fast: Any
         if name in refused:
@@ -72,4 +82,14 @@ def bind(module: types.ModuleType, ext: types.ModuleType,
             fast.dispatcher = mark
             fast.signatures = mark.signatures
         mark.compiled = fast
-        setattr(module, name, fast)
+        owner, _, attr = name.rpartition(".")  # Class.method: the class's attribute
+        setattr(getattr(module, owner) if owner else module, attr, fast)
+
+
+def _find_class(module: types.ModuleType, name: str) -> type:
+    """The class ``name`` ("module:qualname") names, ``module`` being bound now."""
+    home, _, qualname = name.partition(":")
+    value: Any = module if home == module.__name__ else sys.modules[home]
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    return value  # type: ignore[no-any-return]

@@ -182,6 +182,14 @@ static PyObject *cf_repr(CompiledFunction *self) {
     return PyUnicode_FromFormat("<cuvil_aot compiled function %R>", self->py_func);
 }
 
+/* As a class's attribute (a marked method), `obj.f` binds the instance as functions do;
+ * with Py_TPFLAGS_METHOD_DESCRIPTOR, `obj.f(x)` calls f(obj, x) with no bound method made. */
+static PyObject *cf_descr_get(PyObject *self, PyObject *obj, PyObject *type) {
+    (void)type;
+    if (obj == NULL || obj == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
 static PyMemberDef cf_members[] = {
     {"py_func", T_OBJECT, offsetof(CompiledFunction, py_func), READONLY,
      "the original Python function"},
@@ -197,7 +205,8 @@ PyTypeObject cv_CompiledFunctionType = {
     .tp_name = "cuvil_aot.runtime.native.CompiledFunction",
     .tp_doc = "A marked function bound to its compiled code.",
     .tp_basicsize = sizeof(CompiledFunction),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_new = cf_new,
     .tp_dealloc = (destructor)cf_dealloc,
     .tp_traverse = (traverseproc)cf_traverse,
@@ -207,4 +216,5 @@ PyTypeObject cv_CompiledFunctionType = {
     .tp_dictoffset = offsetof(CompiledFunction, dict),
     .tp_repr = (reprfunc)cf_repr,
     .tp_members = cf_members,
+    .tp_descr_get = cf_descr_get,
 };

@@ -266,7 +266,8 @@ def zero_d_params(comps: list[Compiled]) -> list[int]:
         not c.sig.params[i].is_scalar and c.sig.params[i].type.ndim == 0 for c in comps)]
 
 
-def wrapper_function(w: Writer, index: int, name: str, comps: list[Compiled]) -> None:
+def wrapper_function(w: Writer, index: int, name: str, comps: list[Compiled],
+                     classes: dict[str, int]) -> None:
     params = comps[0].sig.params
     n = max(1, len(params))
     names = ", ".join(c_string(p.shown) for p in params)
@@ -311,8 +312,26 @@ def wrapper_function(w: Writer, index: int, name: str, comps: list[Compiled]) ->
                    "nargs, kwnames, argv, &out, &stream) < 0) return NULL;")
             w.line(f"return py_f{index}_leaves(argv, out, stream);")
         else:
-            closed = frozenset(label for comp in comps for label in comp.fn.closed)
-            struct_arguments.unpack(w, index, name, structure, closed)
+            from_class: dict[str, tuple[str, ...]] = {}
+            for label, attr in sorted({p for comp in comps for p in comp.fn.from_class}):
+                from_class[label] = (*from_class.get(label, ()), attr)
+            checks = struct_arguments.Checks(
+                frozenset(label for comp in comps for label in comp.fn.closed), from_class,
+                classes)
+            struct_arguments.unpack(w, index, name, structure, checks)
+
+
+def _class_slots(w: Writer, classes: dict[str, int]) -> None:
+    """The classes of instance arguments (`struct_arguments.classes`): slots the binding
+    fills through ``_cv_set_classes`` with the class objects, which the wrapper checks an
+    instance's type against (by identity: a module reloaded binds its new classes)."""
+    if not classes:
+        return
+    w.line(f"static PyObject *cv_classes[{len(classes)}];")
+    with w.block("static PyObject *cv_set_classes(PyObject *self, PyObject *given)"):
+        w.line("(void)self;")
+        w.line(f"if (cv_fill_classes(cv_classes, {len(classes)}, given) < 0) return NULL;")
+        w.line("Py_RETURN_NONE;")
 
 
 def module_source(ext_name: str, functions: dict[str, list[Compiled]], levels: list[int],
@@ -330,19 +349,24 @@ def module_source(ext_name: str, functions: dict[str, list[Compiled]], levels: l
     w.line("static const cv_runtime_api *api;")
     gpu = gpu or GpuPlan()
     gpu_wrapper.module_table(w, gpu, targets)
+    classes = struct_arguments.classes([c[0].sig.structure for c in functions.values()
+                                        if c[0].sig.structure is not None])
+    _class_slots(w, classes)
     for index, (name, comps) in enumerate(functions.items()):
         for comp in comps:
             match_function(w, comp)
             exec_function(w, comp)
             run_function(w, comp)
         gpu_wrapper.function(w, index, name, comps, gpu, targets is not None)
-        wrapper_function(w, index, name, comps)
+        wrapper_function(w, index, name, comps, classes)
     with w.block("static PyMethodDef methods[] =", "};"):
         for index, (name, comps) in enumerate(functions.items()):
             doc = name + "(" + ", ".join(a for a, _ in comps[0].sig.arguments) + ")\n" + \
                 "\n".join(f"  ({c.sig})" for c in comps)
             w.line(f"{{{c_string(name)}, (PyCFunction)(void (*)(void))py_f{index}, "
                    f"METH_FASTCALL | METH_KEYWORDS, {c_string(doc)}}},")
+        if classes:
+            w.line('{"_cv_set_classes", (PyCFunction)cv_set_classes, METH_O, NULL},')
         w.line("{NULL, NULL, 0, NULL}")
     w.line(f"static struct PyModuleDef def = {{PyModuleDef_HEAD_INIT, {c_string(ext_name)}, "
            "NULL, -1, methods, NULL, NULL, NULL, NULL};")
@@ -360,6 +384,10 @@ def module_source(ext_name: str, functions: dict[str, list[Compiled]], levels: l
         w.line("PyObject *m = PyModule_Create(&def);")
         w.line("if (m && PyModule_AddIntConstant(m, \"cpu_level\", chosen) < 0) { Py_DECREF(m); "
                "return NULL; }")
+        if classes:
+            names = ", ".join(c_string(c) for c in classes)
+            w.line(f"if (m && cv_add_object(m, \"_cv_classes\", Py_BuildValue("
+                   f"\"({'s' * len(classes)})\", {names})) < 0) {{ Py_DECREF(m); return NULL; }}")
         w.line("return m;")
     return w.text()
 

@@ -142,12 +142,13 @@ def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Tra
     before = len(diagnostics)
     interp = Interpreter(trace, diagnostics)
     closed: set[str] = set()  # dict arguments whose keys the code looks at
+    from_class: set[tuple[str, str]] = set()  # what the code reads from an instance's class
     params = tuple(Node(Op.PARAM, p.type, attrs=(i, p.name)) for i, p in enumerate(sig.params))
     try:
         # dimensions NumPy checks at the call (construct.unify), and Python's and NumPy's
         # errors on numbers the call knows (call_checks.py)
         with assuming() as facts, call_checks.recording(interp.run_time):
-            value = interp.call_function(fn, [argument_value(t, params, closed)
+            value = interp.call_function(fn, [argument_value(t, params, closed, from_class)
                                               for _, t in sig.arguments], {}, None)
     except UserError as err:
         diagnostics.append(err.diagnostic)
@@ -171,7 +172,8 @@ def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Tra
                     requirements=tuple(dict.fromkeys(interp.requirements)),
                     derived=tuple(dict.fromkeys(interp.derived)),
                     assumptions=tuple(dict.fromkeys(facts.made)),
-                    run_time=tuple(dict.fromkeys(interp.run_time)), closed=tuple(sorted(closed)))
+                    run_time=tuple(dict.fromkeys(interp.run_time)), closed=tuple(sorted(closed)),
+                    from_class=tuple(sorted(from_class)))
 
 
 def _returned(value: Any, span: SourceSpan) -> Node | None:

@@ -29,7 +29,7 @@ import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
 from cuvil_aot.compiler.frontend import scatter, subscript
-from cuvil_aot.compiler.frontend.struct_arguments import ArgumentDict
+from cuvil_aot.compiler.frontend.struct_arguments import ArgumentDict, ArgumentObject
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
 from cuvil_aot.compiler.frontend.values import Unbound, fold, run_time_origin, strong, to_node
 from cuvil_aot.compiler.ir import construct as C
@@ -136,9 +136,25 @@ def _item_of_container(interp: Interpreter, expr: ast.expr, poison: Any) -> Any:
         if isinstance(container, dict | list | tuple | ArgumentDict):
             key = interp.eval(expr.slice)
             return poison if key is poison else interp.subscript(container, key, expr)
+    if isinstance(expr, ast.Attribute):  # self.cache[t] = k: an argument's array
+        owner = interp.eval(expr.value)
+        if owner is poison or isinstance(owner, ArgumentObject) and expr.attr in owner.items:
+            return poison if owner is poison else owner.items[expr.attr]
     raise UserError("assignment into this expression is not supported: only into a "
                     "name's array or an array a dict or list holds", interp.span(expr),
                     "x[i, j] = v, not x[i][j] = v")
+
+
+def unsupported_target(interp: Interpreter, target: ast.expr) -> UserError:
+    """Why ``target = value`` is refused (names and items are assigned elsewhere)."""
+    if isinstance(target, ast.Attribute):
+        return UserError(f"assignment to the attribute {ast.unparse(target)} is not "
+                         "supported: compiled code reads the instance, it does not change it",
+                         interp.span(target), "return the new value and assign it after the "
+                         "call; an array attribute may be written in place: "
+                         f"{ast.unparse(target)}[...] = v")
+    return UserError("assignment to this kind of target is not supported",
+                     interp.span(target), "assign to names, x[i] = v")
 
 
 def writes(interp: Interpreter) -> Writes:
@@ -229,7 +245,7 @@ def _replaced(value: Any, old: Node, new: Node) -> Any:
         value[:] = [_replaced(v, old, new) for v in value]
     if isinstance(value, dict):
         value.update((k, _replaced(v, old, new)) for k, v in value.items())
-    if isinstance(value, ArgumentDict):
+    if isinstance(value, ArgumentDict | ArgumentObject):
         value.replace_items(lambda v: _replaced(v, old, new))
     return value
 

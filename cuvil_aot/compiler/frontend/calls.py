@@ -1,5 +1,6 @@
 """What a call in a compiled function does, by what it calls: a ``def`` or lambda of the
-function (local_functions.py) or a user's Python function, inlined by the interpreter;
+function (local_functions.py), a user's Python function or a method through ``self``
+(methods.py), inlined by the interpreter;
 ``map`` of one over lists known at compile time, unrolled; ``functools.partial`` of any of
 them, its arguments put in front at the call; ``sum`` of a list of arrays,
 ``isinstance`` of an array; NumPy's own
@@ -18,8 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cuvil_aot.compiler.frontend import local_functions, numpy_api, piecewise, scipy_special
+from cuvil_aot.compiler.frontend import (
+    local_functions,
+    methods,
+    numpy_api,
+    piecewise,
+    scipy_special,
+)
 from cuvil_aot.compiler.frontend.operators import binary
+from cuvil_aot.compiler.frontend.struct_arguments import ArgumentObject
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import GENERATED, is_dict_key
 from cuvil_aot.compiler.ir.node import Node
@@ -35,6 +43,10 @@ def call_value(interp: Interpreter, fn: Any, args: list[Any], kwargs: dict[str, 
     """``fn(*args, **kwargs)`` in ``interp``'s function."""
     if isinstance(fn, local_functions.LocalFunction):
         return interp.call_local(fn, args, kwargs, span)
+    if isinstance(fn, ArgumentObject):  # self.layer(x): its class's __call__
+        fn = methods.called(fn, span)
+    if isinstance(fn, methods.BoundMethod):  # self.f(x): f(self, x), inlined
+        return interp.call_function(fn.func, [fn.first, *args], kwargs, span)
     if fn is functools.partial and args:  # made in the function: what it will call with
         return Partial(args[0], tuple(args[1:]), kwargs)
     if isinstance(fn, Partial | functools.partial):  # Python's order: its arguments first

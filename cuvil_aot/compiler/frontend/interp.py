@@ -28,6 +28,7 @@ from cuvil_aot.compiler.frontend import (
     calls,
     local_functions,
     loops,
+    methods,
     numpy_api,
     python_forms,
     subscript,
@@ -38,7 +39,7 @@ from cuvil_aot.compiler.frontend import (
 )
 from cuvil_aot.compiler.frontend.operators import binary
 from cuvil_aot.compiler.frontend.source import FunctionSource, function_source
-from cuvil_aot.compiler.frontend.struct_arguments import ArgumentDict
+from cuvil_aot.compiler.frontend.struct_arguments import ArgumentDict, ArgumentObject
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import apply, fold, literal_element, python_value, to_node
 from cuvil_aot.compiler.ir.construct import Requirement, ShapeError, derived_symbol
@@ -201,9 +202,6 @@ class Interpreter:
         outer = self.frames[-1]
         return self.run_frame(Frame(outer.src, scope, outer.globals), fn.node.body)
 
-    def stmt_Pass(self, stmt: ast.Pass) -> None:
-        pass
-
     def stmt_Assign(self, stmt: ast.Assign) -> None:
         value = self.eval(stmt.value)
         for target in stmt.targets:
@@ -269,9 +267,8 @@ class Interpreter:
                 self.assign(elt, item)
         elif isinstance(target, ast.Subscript):  # x[i] = v (assign.py)
             assignment.setitem(self, target, value, POISON)
-        else:
-            raise UserError("assignment to this kind of target is not supported",
-                            self.span(target), "assign to names, x[i] = v")
+        else:  # self.x = v, ...
+            raise assignment.unsupported_target(self, target)
 
     # Expressions -------------------------------------------------------------
     def eval(self, expr: ast.expr) -> Any:
@@ -433,6 +430,8 @@ class Interpreter:
         value = self.eval(expr.value)
         if value is POISON:
             return POISON
+        if isinstance(value, ArgumentObject):  # self.w, self.method (methods.py)
+            return methods.attribute(self, value, expr.attr, expr)
         result = numpy_api.attribute(value, expr.attr, self.span(expr))
         if isinstance(value, types.ModuleType):  # kdep.SCALE: a value of another module
             self.record_global(value.__name__, expr.attr, result, expr)
@@ -484,7 +483,8 @@ class Interpreter:
     def describe(self, value: Any) -> str:
         if isinstance(value, Node):
             return f"an array {value.type}"
-        return repr(value) if isinstance(value, ArgumentDict) else f"a {type(value).__name__}"
+        return repr(value) if isinstance(value, ArgumentDict | ArgumentObject) \
+            else f"a {type(value).__name__}"
 
 
 def _numpy_source(fn: types.FunctionType) -> bool:

@@ -195,7 +195,8 @@ def with_statement(interp: Any, stmt: ast.With, poison: Any) -> None:
 
 STATEMENTS: dict[type, Callable[[Any, Any, Any], None]] = {
     ast.Assert: assert_statement, ast.Delete: delete, ast.Import: import_statement,
-    ast.ImportFrom: import_statement, ast.With: with_statement}
+    ast.ImportFrom: import_statement, ast.With: with_statement,
+    ast.Pass: lambda interp, stmt, poison: None}
 EXPRESSIONS: dict[type, Callable[[Any, Any, Any], Any]] = {
     ast.NamedExpr: named, ast.JoinedStr: joined_str,
     ast.DictComp: lambda interp, expr, poison: unrolled.dict_comp(interp, expr, poison,

@@ -2,7 +2,8 @@
 
 A dict or list of such types (``{"w": cv.f32["I", "O"], "b": cv.f32["O"]}``, ``[layer] * 4``;
 in strings ``{w: f32[I, O], b: f32[O]}``) declares an argument that is a dict or list of
-arrays and numbers; each of its leaves is a parameter (`ir/signature.Struct`).
+arrays and numbers; each of its leaves is a parameter (`ir/signature.Struct`). A class whose
+body annotates its attributes so is the type of a method's ``self`` (and of an attribute).
 
 The Signature type itself is in ir/signature.py; this module parses into it.
 """
@@ -35,8 +36,8 @@ class SignatureSyntaxError(ValueError):
         self.hint = hint  # what to write instead, where the message alone does not say
 
 
-def parse_dim(spec: Any) -> Dim:
-    """128, "B", "4H", "4*H", "H+1", "B*H" -> Dim."""
+def parse_dim(spec: Any, scope: str = "") -> Dim:
+    """128, "B", "4H", "4*H", "H+1", "B*H" -> Dim; each name prefixed with ``scope``."""
     if isinstance(spec, bool):
         raise SignatureSyntaxError(f"invalid dimension {spec!r}")
     if isinstance(spec, int):
@@ -51,33 +52,33 @@ def parse_dim(spec: Any) -> Dim:
         tree = ast.parse(_implicit_mul(spec), mode="eval").body
     except SyntaxError:
         raise SignatureSyntaxError(f"invalid dimension expression {spec!r}") from None
-    return _dim_expr(tree, spec)
+    return _dim_expr(tree, spec, scope)
 
 
 def _implicit_mul(text: str) -> str:
     return re.sub(r"(\d)\s*([A-Za-z_])", r"\1*\2", text)
 
 
-def _dim_expr(node: ast.expr, spec: str) -> Dim:
+def _dim_expr(node: ast.expr, spec: str, scope: str = "") -> Dim:
     if isinstance(node, ast.Name):
-        return Dim.of(node.id)
+        return Dim.of(scope + node.id)
     if isinstance(node, ast.Constant) and isinstance(node.value, int):
         return Dim.of(node.value)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub | ast.Mult):
-        a, b = _dim_expr(node.left, spec), _dim_expr(node.right, spec)
+        a, b = _dim_expr(node.left, spec, scope), _dim_expr(node.right, spec, scope)
         return a + b if isinstance(node.op, ast.Add) else a - b if isinstance(node.op, ast.Sub) \
             else a * b
     raise SignatureSyntaxError(f"invalid dimension expression {spec!r}: use +, - and * of "
                                "names and integers")
 
 
-def param_from_spec(name: str, spec: Any, label: str = "") -> Param:
+def param_from_spec(name: str, spec: Any, label: str = "", scope: str = "") -> Param:
     if spec in (float, int, bool):
         return Param(name, TensorType(_SCALARS[spec.__name__], (), weak=True), True, label)
     if isinstance(spec, DType):
         spec = ArrayType(spec, ())
     if isinstance(spec, ArrayType):
-        dims = tuple(parse_dim(d) for d in spec.dims)
+        dims = tuple(parse_dim(d, scope) for d in spec.dims)
         try:  # bfloat16: registers ml_dtypes' dtype with NumPy, or says to install it
             np_dtype(spec.dtype.np_dtype)
         except ValueError as exc:
@@ -87,9 +88,12 @@ def param_from_spec(name: str, spec: Any, label: str = "") -> Param:
                                f"expected {SYNTAX}")
 
 
-def signature_from_specs(names: list[str], specs: list[Any]) -> Signature:
+def signature_from_specs(names: list[str], specs: list[Any], shared: str = "") -> Signature:
     """The parameters ``names`` typed by ``specs``; a dict or list spec becomes a `Struct`
-    whose leaves are parameters named ``p__key`` (C identifiers), labelled ``p['key']``."""
+    whose leaves are parameters named ``p__key`` (C identifiers), labelled ``p['key']``.
+    The size names of an instance's attributes are its own (``I`` of ``self.up.w`` is
+    ``self__up__I``: a class is reused at other sizes), except those of the parameter
+    ``shared`` (a method's ``self``), which are the signature's."""
     params: list[Param] = []
     taken = set(names)
 
@@ -101,23 +105,34 @@ def signature_from_specs(names: list[str], specs: list[Any]) -> Signature:
         taken.add(name)
         return name
 
-    def walk(spec: Any, path: str, label: str) -> Tree:
+    def walk(spec: Any, path: str, label: str, depth: int = 0, scope: str = "") -> Tree:
+        if depth > 16:
+            raise SignatureSyntaxError(f"parameter '{label}': types nested over 16 deep (a "
+                                       "class whose attributes hold itself?)")
         if typing.is_typeddict(spec):
             spec = _typed_dict_items(spec)
         if isinstance(spec, dict):
             if not spec or not all(isinstance(k, str) for k in spec):
                 raise SignatureSyntaxError(f"parameter '{label}': a dict type needs string "
                                            f"keys and at least one item, got {spec!r}")
-            return Struct(True, tuple((k, walk(v, f"{path}__{k}", f"{label}[{k!r}]"))
-                                      for k, v in spec.items()), label)
+            return Struct("dict", tuple((k, walk(v, f"{path}__{k}", f"{label}[{k!r}]",
+                                                 depth + 1, scope))
+                                        for k, v in spec.items()), label)
         if isinstance(spec, list | tuple):
             if not spec:
                 raise SignatureSyntaxError(f"parameter '{label}': a list type needs at least "
                                            "one item")
-            return Struct(False, tuple((i, walk(v, f"{path}__{i}", f"{label}[{i}]"))
-                                       for i, v in enumerate(spec)), label)
+            return Struct("list", tuple((i, walk(v, f"{path}__{i}", f"{label}[{i}]",
+                                                 depth + 1, scope))
+                                        for i, v in enumerate(spec)), label)
+        if is_instance_type(spec) or (path == shared and isinstance(spec, type)):
+            own = "" if path == shared else f"{path}__"
+            return Struct("object", tuple((k, walk(v, f"{path}__{k}", f"{label}.{k}", depth + 1,
+                                                   own))
+                                          for k, v in declared_attributes(spec).items()),
+                          label, f"{spec.__module__}:{spec.__qualname__}")
         params.append(param_from_spec(leaf_name(path) if path != label else path, spec,
-                                      "" if path == label else label))
+                                      "" if path == label else label, scope))
         return len(params) - 1
 
     trees = [(n, walk(s, n, n)) for n, s in zip(names, specs)]
@@ -163,16 +178,23 @@ def signatures_of(dispatcher: Marked) -> list[Signature]:
     """The declared signatures of a marked function, from ``signatures=`` or annotations."""
     fn = dispatcher.py_func
     names = _param_names(fn)
+    # a method's self: an instance of its class, by the attributes the class declares
+    owner = [dispatcher.owner] if dispatcher.owner is not None and names else []
+    shared = names[0] if owner else ""
     if dispatcher.signatures is not None:
         result = []
         for text in dispatcher.signatures:
-            specs = parse_signature_string(text)
+            specs = owner + parse_signature_string(text)
             if len(specs) != len(names):
-                raise SignatureSyntaxError(f"signature {text!r} has {len(specs)} parameters, "
-                                           f"{fn.__name__} takes {len(names)}")
-            result.append(signature_from_specs(names, specs))
+                raise SignatureSyntaxError(f"signature {text!r} has {len(specs) - len(owner)} "
+                                           f"parameters, {fn.__name__} takes "
+                                           f"{len(names) - len(owner)}"
+                                           f"{' after self' if owner else ''}")
+            result.append(signature_from_specs(names, specs, shared))
         return _same_structure(result, fn.__name__)
     hints = dict(fn.__annotations__)
+    if owner:
+        hints[names[0]] = owner[0]
     missing = [n for n in names if n not in hints]
     if missing:
         raise SignatureSyntaxError(f"parameter(s) {', '.join(missing)} of {fn.__name__} have no "
@@ -181,23 +203,63 @@ def signatures_of(dispatcher: Marked) -> list[Signature]:
                                    "p: {'w': cv.f32['I', 'O'], 'b': cv.f32['O']}, a list "
                                    "[LAYER] * 12; or signatures=['f32[B, 128], int, ...']")
     resolved = [_resolve_annotation(hints[n], fn) for n in names]
-    return [signature_from_specs(names, resolved)]
+    return [signature_from_specs(names, resolved, shared)]
 
 
 def _typed_dict_items(cls: Any) -> dict[str, Any]:
     """A TypedDict's keys and their types (its annotations, strings evaluated in its module:
     ``from __future__ import annotations``)."""
-    where = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
     items = {}
     for key, hint in cls.__annotations__.items():
-        if isinstance(hint, typing.ForwardRef):
-            hint = hint.__forward_arg__
         try:
-            items[key] = eval(hint, where) if isinstance(hint, str) else hint  # noqa: S307
+            items[key] = _evaluated(hint, cls)
         except Exception as exc:
             raise SignatureSyntaxError(f"cannot evaluate the annotation {hint!r} of "
                                        f"{cls.__name__}[{key!r}]: {exc}") from None
     return items
+
+
+def _evaluated(hint: Any, cls: type) -> Any:
+    """An annotation of ``cls``, a string evaluated in its module."""
+    if isinstance(hint, typing.ForwardRef):
+        hint = hint.__forward_arg__
+    if not isinstance(hint, str):
+        return hint
+    where = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
+    return eval(hint, where, {cls.__name__: cls})  # noqa: S307 - the user's annotation text
+
+
+def is_instance_type(spec: Any) -> bool:
+    """A user's class whose instances are passed by their declared attributes."""
+    return isinstance(spec, type) and spec.__module__ not in ("builtins", "typing") \
+        and not issubclass(spec, DType | ArrayType) and bool(declared_attributes(spec))
+
+
+def declared_attributes(cls: type) -> dict[str, Any]:
+    """The attributes the class body (and its bases') annotate with a type compiled code can
+    take (an array, a number, a dict, list or class of them), base classes first; others
+    (``name: str``, ``ClassVar``) are not arguments: reading one is refused (methods.py)."""
+    found: dict[str, Any] = {}
+    for base in reversed(cls.__mro__[:-1]):
+        for key, hint in vars(base).get("__annotations__", {}).items():
+            try:
+                spec = _evaluated(hint, base)
+            except Exception:  # noqa: BLE001 - not one compiled code takes: not an argument
+                continue
+            if passable(spec):
+                found[key] = spec
+    return found
+
+
+def passable(spec: Any) -> bool:
+    """A type an argument's item may have."""
+    if spec in (float, int, bool) or isinstance(spec, DType | ArrayType | dict):
+        return True
+    if isinstance(spec, list | tuple):
+        return bool(spec) and all(passable(s) for s in spec)
+    return typing.is_typeddict(spec) or (isinstance(spec, type) and any(
+        "__annotations__" in vars(b) for b in spec.__mro__[:-1])
+        and spec.__module__ not in ("builtins", "typing"))
 
 
 def _same_structure(signatures: list[Signature], fname: str) -> list[Signature]:
@@ -212,7 +274,7 @@ def _same_structure(signatures: list[Signature], fname: str) -> list[Signature]:
 
 def _keys(tree: Any) -> Any:
     if isinstance(tree, Struct):
-        return (tree.is_dict, tuple((k, _keys(t)) for k, t in tree.items))
+        return (tree.kind, tree.cls, tuple((k, _keys(t)) for k, t in tree.items))
     if isinstance(tree, tuple):
         return tuple((n, _keys(t)) for n, t in tree)
     return None

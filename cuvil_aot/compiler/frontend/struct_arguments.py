@@ -6,18 +6,22 @@ argument is an `ArgumentDict`: its declared items, read only. The caller's dict 
 more keys, which code that only reads declared items never sees; code that looks at the
 keys themselves (a loop over the dict, ``len``, ``in`` or ``.get`` of an undeclared key,
 ``**d``) would see them in Python, so such a dict is *closed*: the call then insists on
-exactly the declared keys (`Function.closed`, checked by the wrapper).
+exactly the declared keys (`Function.closed`, checked by the wrapper). An instance (a
+method's ``self``) is an `ArgumentObject`: its declared attributes, and what the code reads
+from its class (methods, constants: methods.py), which the instance must not shadow
+(`Function.from_class`, checked by the wrapper).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.signature import Tree
 
-__all__ = ["DICT_METHODS", "ArgumentDict", "ArgumentList", "argument_value"]
+__all__ = ["DICT_METHODS", "ArgumentDict", "ArgumentList", "ArgumentObject", "argument_value"]
 
 DICT_METHODS = frozenset({"get", "keys", "values", "items", "copy"})
 
@@ -81,13 +85,45 @@ class ArgumentList(tuple[Any, ...]):
         return self
 
 
-def argument_value(tree: Tree, params: tuple[Node, ...], closed: set[str]) -> Any:
+class ArgumentObject:
+    """An instance argument: ``items``, its declared attributes' values; ``cls``, its class
+    (exactly: the wrapper checks it); ``from_class`` collects (label, name) of what the code
+    reads from the class instead."""
+
+    def __init__(self, label: str, cls: type, items: dict[str, Any],
+                 from_class: set[tuple[str, str]]) -> None:
+        self.label, self.cls, self.items, self._from_class = label, cls, items, from_class
+
+    def read_from_class(self, name: str) -> None:
+        self._from_class.add((self.label, name))
+
+    def replace_items(self, replaced: Callable[[Any], Any]) -> None:
+        self.items = {k: replaced(v) for k, v in self.items.items()}
+
+    def __repr__(self) -> str:
+        return f"{self.label}, a {self.cls.__name__}"
+
+
+def find_class(name: str) -> type:
+    """The class a `Struct.cls` names ("module:qualname"), in its loaded module."""
+    module, _, qualname = name.partition(":")
+    value: Any = sys.modules[module]
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    return value  # type: ignore[no-any-return]
+
+
+def argument_value(tree: Tree, params: tuple[Node, ...], closed: set[str],
+                   from_class: set[tuple[str, str]]) -> Any:
     """What the function's code sees of an argument: a parameter's node, or an
-    `ArgumentDict` or `ArgumentList` of more of them; ``closed`` collects the labels of the
-    dicts whose keys the code looks at."""
+    `ArgumentDict`, `ArgumentList` or `ArgumentObject` of more of them; ``closed`` collects
+    the labels of the dicts whose keys the code looks at, ``from_class`` what it reads from
+    an instance's class."""
     if isinstance(tree, int):
         return params[tree]
-    items = {k: argument_value(t, params, closed) for k, t in tree.items}
-    if tree.is_dict:
+    items = {k: argument_value(t, params, closed, from_class) for k, t in tree.items}
+    if tree.kind == "dict":
         return ArgumentDict(tree.label, items, closed)  # type: ignore[arg-type]
+    if tree.kind == "object":
+        return ArgumentObject(tree.label, find_class(tree.cls), items, from_class)  # type: ignore[arg-type]
     return ArgumentList(tree.label, list(items.values()))

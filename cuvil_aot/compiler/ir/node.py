@@ -91,13 +91,15 @@ class Function:
     run_time: tuple[Any, ...] = ()  # run_time.RunTimeSlice: symbols from run-time ints
     precision: str = "fp32"  # what the matmuls read (marks.PRECISIONS; passes/precision.py)
     closed: tuple[str, ...] = ()  # dict arguments whose keys the code saw: exactly those
+    # (instance argument's label, name) read from its class: the instance must not hide it
+    from_class: tuple[tuple[str, str], ...] = ()
 
     def replace(self, **changes: Any) -> Function:
         fields = {f: getattr(self, f) for f in ("name", "params", "param_nodes", "outputs",
                                                 "returns_tuple", "groups", "after", "refused",
                                                 "requirements", "derived", "assumptions",
                                                 "run_time", "inplace", "hidden", "indices",
-                                                "precision", "closed")}
+                                                "precision", "closed", "from_class")}
         fields.update(changes)
         return Function(**fields)
 

@@ -3,7 +3,8 @@
 The frontend builds signatures from annotations or strings (frontend/signature.py); the
 wrapper (codegen/) checks arguments against them and names them in its error messages.
 An argument may be a dict or list of arrays and numbers (a state dict, a list of layers):
-its leaves are parameters, which the wrapper takes out of it at each call (`Struct`).
+its leaves are parameters, which the wrapper takes out of it at each call (`Struct`);
+so is a method's ``self``, by the attributes its class declares.
 """
 
 from __future__ import annotations
@@ -22,12 +23,15 @@ Tree = Union[int, "Struct"]  # an int: the index of a leaf in Signature.params
 
 @dataclass(frozen=True)
 class Struct:
-    """An argument that is a dict (string keys) or a list (keys 0, 1, ...) whose items are
-    leaves or more of them; ``label`` names it in messages and in `Function.closed`."""
+    """An argument that is a dict (string keys), a list (keys 0, 1, ...) or an instance of
+    a class (its declared attributes: a method's ``self``), whose items are leaves or more
+    of them; ``label`` names it in messages and in `Function.closed`; ``cls`` is the
+    instance's class, "module:qualname"."""
 
-    is_dict: bool
+    kind: str  # "dict", "list" or "object"
     items: tuple[tuple[str | int, Tree], ...]
     label: str
+    cls: str = ""
 
 
 @dataclass(frozen=True)

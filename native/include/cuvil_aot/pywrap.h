@@ -260,6 +260,81 @@ static int cv_dict_exact(const char *fname, const char *label, PyObject *obj, Py
     return -1;
 }
 
+/* Argument `label`, an instance of exactly `cls` (named `shown`): 0, else -1 with
+ * SignatureError set (a subclass may change the methods the compiled code inlined). */
+static int cv_instance_check(const char *fname, const char *label, PyObject *obj,
+                             PyObject *cls, const char *shown) {
+    char got[160];
+    if (cls && Py_TYPE(obj) == (PyTypeObject *)cls) return 0;
+    if (!cls) {
+        PyErr_Format(PyExc_RuntimeError, "%s(): the class %s was not bound to this module",
+                     fname, shown);
+        return -1;
+    }
+    cv_describe(obj, got, sizeof got);
+    PyErr_Format(cv_SignatureError, "%s(): argument '%s': expected a %s (that class itself: "
+                 "the compiled code inlined its methods), got %s", fname, label, shown, got);
+    return -1;
+}
+
+/* The attribute `name` of instance argument `label` (a new reference), or NULL with
+ * SignatureError set where it has none (*cached: the interned name). */
+static PyObject *cv_attribute(const char *fname, const char *label, PyObject *obj,
+                              const char *name, PyObject **cached) {
+    if (!*cached && !(*cached = PyUnicode_InternFromString(name))) return NULL;
+    PyObject *item = PyObject_GetAttr(obj, *cached);
+    if (item || !PyErr_ExceptionMatches(PyExc_AttributeError)) return item;
+    PyErr_Clear();
+    PyErr_Format(cv_SignatureError, "%s(): argument '%s': expected the attribute '%s' (its "
+                 "class declares it), got a %s without it", fname, label, name,
+                 Py_TYPE(obj)->tp_name);
+    return NULL;
+}
+
+/* Instance argument `label` holds none of `names` ("a\0b\0\0": what the compiled code
+ * read from its class: methods, constants) in its __dict__, where it would hide them from
+ * Python's lookup: 0, else -1 with SignatureError set. */
+static int cv_not_hidden(const char *fname, const char *label, PyObject *obj,
+                         const char *names) {
+    PyObject *dict = PyObject_GenericGetDict(obj, NULL);  /* a new reference */
+    if (!dict) {  /* no __dict__ (__slots__): nothing can hide them */
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    for (const char *n = names; *n; n += strlen(n) + 1) {
+        if (PyDict_GetItemString(dict, n)) {
+            Py_DECREF(dict);
+            PyErr_Format(cv_SignatureError, "%s(): argument '%s': the instance's own attribute "
+                         "'%s' hides its class's, which the compiled code read", fname, label,
+                         n);
+            return -1;
+        }
+    }
+    Py_DECREF(dict);
+    return 0;
+}
+
+/* Fill the module's `n` class slots from the tuple `given` (binding: the classes its
+ * `_cv_classes` names). */
+static int cv_fill_classes(PyObject **slots, Py_ssize_t n, PyObject *given) {
+    if (!PyTuple_Check(given) || PyTuple_GET_SIZE(given) != n) {
+        PyErr_Format(PyExc_TypeError, "_cv_set_classes: expected a tuple of %zd classes", n);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_XSETREF(slots[i], Py_NewRef(PyTuple_GET_ITEM(given, i)));
+    return 0;
+}
+
+/* PyModule_AddObjectRef of a new reference `value` (NULL: an error already set). */
+static int cv_add_object(PyObject *m, const char *name, PyObject *value) {
+    if (!value) return -1;
+    int rc = PyModule_AddObjectRef(m, name, value);
+    Py_DECREF(value);
+    return rc;
+}
+
 /* Argument `label` declared as a list of `length` items: 0, or -1 with SignatureError set
  * where it is no list or tuple of that length. */
 static int cv_list_check(const char *fname, const char *label, PyObject *obj,
