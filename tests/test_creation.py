@@ -199,8 +199,8 @@ REFUSED = {
     "arange by a symbolic step": ("def f(x: cv.f32['N']):\n"
                                   "    return np.arange(0, 10, x.shape[0])\n",
                                   "symbolic dimension as its stop only"),
-    "shape from a run-time number": ("def f(x: cv.f32['N'], n: int):\n    return np.zeros((n,))\n",
-                                     "computed at run time"),
+    "shape from a run-time float": ("def f(x: cv.f32['N'], n: float):\n"
+                                    "    return np.zeros((n,))\n", "computed at run time"),
     "round to run-time decimals": ("def f(x: cv.f32['N'], d: int):\n    return np.round(x, d)\n",
                                    "decimals must be an int known at compile time"),
 }

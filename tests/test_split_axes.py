@@ -20,6 +20,11 @@ def heads(x: cv.f32["B", "3D"]):
     q, k, v = np.split(x, 3, axis=-1)
     return q * 2, k + v
 
+@cv.optimize
+def qkv(x: cv.f32["B", "N"]):  # N may not divide: NumPy's ValueError at the call
+    q, k, v = np.split(x, 3, axis=-1)
+    return q * 2, k + v
+
 @cv.optimize(signatures=["f32[N,M]", "i64[N,M]"])
 def at_indices(x):
     a, b, c = np.split(x, [2, 5])
@@ -56,10 +61,23 @@ def test_against_numpy(m, a: int, b: int, c: int, seed: int) -> None:
     check(m.axes, r.standard_normal((a, b, c)).astype(np.float32))
 
 
-def test_sections_that_may_not_divide_are_refused_with_a_hint(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_sections_that_may_not_divide_are_checked_at_the_call(m) -> None:
+    r = np.random.default_rng(1)
+    for n in (0, 3, 9, 12):
+        check(m.qkv, r.standard_normal((2, n)).astype(np.float32))
+    for n in (1, 2, 4, 10):
+        with pytest.raises(ValueError, match="array split does not result in an equal "
+                           "division"):
+            np.split(np.ones((2, n)), 3, axis=-1)
+        with pytest.raises(ValueError, match="array split does not result in an equal "
+                           "division"):
+            m.qkv(np.ones((2, n), np.float32))
+
+
+def test_array_split_of_sections_that_may_not_divide_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
     source = ("import numpy as np\nimport cuvil_aot as cv\n\n@cv.optimize\n"
-              "def f(x: cv.f32['N']):\n    return np.split(x, 2)[0]\n")
+              "def f(x: cv.f32['N']):\n    return np.array_split(x, 2)[0]\n")
     module = compile_source(tmp_path, source)
     with pytest.raises(cv.CompileError, match="may not divide into 2 equal sections") as info:
         module.f(np.ones(4, np.float32))
-    assert ":6:" in str(info.value) and "2N" in str(info.value)
+    assert ":6:" in str(info.value) and "np.split" in str(info.value)

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
-from cuvil_aot.compiler.frontend.handlers import Ctx, Handler, shape_arg
+from cuvil_aot.compiler.frontend.handlers import Ctx, Handler
+from cuvil_aot.compiler.frontend.shape_args import shape_arg
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import (
     apply,

@@ -19,6 +19,7 @@ import numpy as np
 from cuvil_aot.compiler.frontend import builder as B
 from cuvil_aot.compiler.frontend import math_errors, reduction_kwargs
 from cuvil_aot.compiler.frontend.operators import binary, matmul
+from cuvil_aot.compiler.frontend.shape_args import shape_arg
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
 from cuvil_aot.compiler.frontend.values import (
     apply,
@@ -27,7 +28,6 @@ from cuvil_aot.compiler.frontend.values import (
     is_number,
     is_symbolic,
     python_value,
-    run_time_origin,
     strong,
     to_node,
 )
@@ -255,18 +255,6 @@ def method_transpose(ctx: Ctx, a: Node, *axes: Any) -> Node:
     return transpose(ctx, a, axes or None)
 
 
-def shape_arg(shape: Any, ctx: Ctx) -> tuple[Any, ...]:
-    dims = tuple(shape) if isinstance(shape, tuple | list) else (shape,)
-    for d in dims:
-        if isinstance(d, Node) and not d.shape:
-            raise UserError(f"a shape must be made of ints and dimensions; this one has a "
-                            f"number computed at run time from {run_time_origin(d)}",
-                            ctx.span, "+, -, * of dimensions, and // or % by a constant")
-        if not isinstance(d, int | Dim):
-            raise UserError("a shape must be a tuple of ints or dimensions", ctx.span)
-    return dims
-
-
 def reshape(ctx: Ctx, a: Any, shape: Any, /, order: str = "C") -> Node:
     """NumPy's reshape; order 'F' reads and writes the elements first index fastest: the
     reversed axes reshaped to the reversed shape, reversed back. 'A' (by the input's memory
@@ -275,7 +263,9 @@ def reshape(ctx: Ctx, a: Any, shape: Any, /, order: str = "C") -> Node:
     if order not in ("C", "F"):
         raise UserError(f"reshape order={order!r} is not supported", ctx.span,
                         "order='C' or order='F'")
-    dims = _floor_inferred(x, shape_arg(shape, ctx), ctx)
+    dims = _floor_inferred(x, shape_arg(shape, ctx, "a size of the new shape computed at "
+                                        "the call is negative: the compiled reshape infers "
+                                        "only a -1 written in the code"), ctx)
     if order == "C":
         return checked(C.reshape, x, dims, ctx.span, span=ctx.span)
     flipped = C.permute(x, tuple(reversed(range(x.type.ndim))), ctx.span)

@@ -23,10 +23,10 @@ import numpy as np
 from cuvil_aot.compiler.frontend import builder as B
 from cuvil_aot.compiler.frontend.call_checks import known_before_the_kernels
 from cuvil_aot.compiler.frontend.handlers import Ctx, Handler
+from cuvil_aot.compiler.frontend.shape_args import run_time_int
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
-from cuvil_aot.compiler.frontend.values import apply, dtype_arg, fold, is_symbolic, to_node
+from cuvil_aot.compiler.frontend.values import dtype_arg, fold, is_symbolic, to_node
 from cuvil_aot.compiler.ir import construct as C
-from cuvil_aot.compiler.ir.loop import RunTimeRange
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
 from cuvil_aot.compiler.ir.types import Dim, TensorType, is_int
@@ -127,7 +127,7 @@ def _check_kth(kth: Any, n: Dim, size: Dim, ctx: Ctx) -> None:
         if isinstance(k, Node) and not k.shape and is_int(k.dtype):
             if not known_before_the_kernels(k):
                 continue  # from array data or a loop's variable: unchecked, a full sort
-            k = _run_time_int(k, ctx)
+            k = run_time_int(k, ctx)
         elif not is_symbolic(k) and (isinstance(k, Node) or not isinstance(k, int | np.integer)):
             raise UserError("Partition index must be integer", ctx.span,
                             "kth as an int, a negative int (-k) or an int parameter")
@@ -139,16 +139,6 @@ def _check_kth(kth: Any, n: Dim, size: Dim, ctx: Ctx) -> None:
             continue
         _kth_at_the_call(Dim.of(k if isinstance(k, Dim) else int(k)), C.resolved(n),
                          C.resolved(size), ctx)
-
-
-def _run_time_int(k: Node, ctx: Ctx) -> Dim:
-    """An int known only at the call as a symbol the wrapper computes (the start of
-    ``range(k, k + 1)``, ir/loop.py's record of a run-time range)."""
-    one = to_node(1, ctx.span)
-    k64 = k if k.dtype == "int64" else Node(Op.CAST, TensorType("int64", ()), (k,), span=k.span)
-    record = RunTimeRange.of(k64, apply(Op.ADD, [k64, one], ctx.span), one)
-    ctx.run_time.append(record)
-    return Dim.of(record.start_symbol)
 
 
 def _kth_at_the_call(k: Dim, n: Dim, size: Dim, ctx: Ctx) -> None:

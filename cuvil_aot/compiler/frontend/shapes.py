@@ -64,12 +64,18 @@ def _even_bounds(sections: int, length: Dim, exact: bool, ctx: Ctx) -> list[tupl
         sizes = [big + 1] * extra + [big] * (sections - extra)
         edges = [sum(sizes[:k]) for k in range(sections + 1)]
         return [(Dim.of(a), Dim.of(b)) for a, b in zip(edges, edges[1:])]
-    if step is None:
-        if length.is_static:
-            raise UserError("array split does not result in an equal division", ctx.span)
-        raise UserError(f"the axis of length {length} may not divide into {sections} equal "
-                        "sections", ctx.span, f"declare that axis as a multiple of {sections} "
-                        f"in the signature (\"{sections}{length}\")")
+    if step is None and length.is_static:
+        raise UserError("array split does not result in an equal division", ctx.span)
+    if step is None and not exact:
+        raise UserError(f"np.array_split of an axis of length {length}, which may not divide "
+                        f"into {sections} equal sections", ctx.span, f"np.split, or declare "
+                        f"that axis as a multiple of {sections} in the signature")
+    if step is None:  # floor(length / sections), a size the call computes; NumPy's check
+        name = C.derived_symbol(length - (sections - 1), sections)
+        ctx.derived.append((name, length - (sections - 1), sections))
+        step = Dim.of(name)
+        ctx.requirements.append((step * sections - length, C.Raises(
+            "ValueError", ("array split does not result in an equal division",))))
     return [(step * k, step * (k + 1)) for k in range(sections)]
 
 
