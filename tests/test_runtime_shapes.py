@@ -80,3 +80,22 @@ def test_split_of_an_axis_that_may_not_divide(m, b: int, n: int, seed: int) -> N
     check(m.qkv, x)
     with pytest.raises(ValueError, match="array split does not result in an equal division"):
         m.qkv(np.ones((b, 3 * n + 1), np.float32))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("framework", ["torch", "cupy"])
+def test_gpu_against_numpy(tmp_path_factory, framework: str) -> None:
+    from gpu_harness import Framework, device_arch, run_check
+
+    mod = compile_source(tmp_path_factory.mktemp("gpu_runtime_shapes"), SOURCE,
+                         cuda_archs=(device_arch(),))
+    fw = Framework(framework)
+    rng = np.random.default_rng(4)
+    for t, n_head, hs in ((1, 1, 1), (5, 3, 4), (64, 12, 64), (7, 4, 3)):
+        x = rng.standard_normal((t, n_head * hs)).astype(np.float32)
+        run_check(mod.heads, fw, [x, n_head], "contiguous", 8.0)
+        run_check(mod.heads, fw, [x, n_head + 1], "contiguous", 8.0)  # ValueError if misfit
+    for n in (0, 2, 33):
+        run_check(mod.qkv, fw, [rng.standard_normal((3, 3 * n)).astype(np.float32)],
+                  "strided", 8.0)
+        run_check(mod.qkv, fw, [np.ones((3, 3 * n + 2), np.float32)], "contiguous", 8.0)
