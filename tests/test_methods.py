@@ -57,6 +57,7 @@ class Block:
     down: Linear  # H -> D: Linear's sizes are each instance's own
     scale: float
     name: str  # not an argument: never read
+    spare: cv.f32["Q"]  # never set, never read: not passed
 
     def __init__(self, ln, up, down, scale):
         self.ln, self.up, self.down, self.scale = ln, up, down, scale
@@ -261,7 +262,12 @@ def test_what_the_call_checks(m) -> None:
         call(blk, x)
     blk.up.b = np.zeros(5, np.float32)
     with pytest.raises(cv.SignatureError, match=r"argument 'self.up.b': dimension 0 is 5, "
-                       r"expected self__up__O = 4"):
+                       r"expected self__\w+ = 4"):
+        call(blk, x)
+    blk.up.b = saved
+    blk.ln.g = np.ones(1, np.float32)  # NumPy broadcasts it; a model's sizes agree: refused
+    with pytest.raises(cv.SignatureError, match=r"argument 'self.ln.b': dimension 0 is 3, "
+                       r"expected D = 1 \(D from 'self.ln.g' dimension 0\)"):
         call(blk, x)
 
 
@@ -403,6 +409,78 @@ def test_a_gpt2_block_written_as_classes(tmp_path_factory, data: st.DataObject, 
 
 
 _GPT: list[Any] = []
+
+
+MODULES = '''
+import numpy as np
+import cuvil_aot as cv
+
+class Module:  # PyTorch's layout: calling an instance runs its forward
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+class Linear(Module):
+    weight: cv.f32["O", "I"]
+    bias: cv.f32["O"]
+
+    def forward(self, x):
+        return x @ self.weight.T + self.bias
+
+class GELU(Module):  # declares nothing: an instance whose class is checked
+    def forward(self, x):
+        return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+
+class Sequential(Module):
+    layers: [Linear, GELU, Linear]
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+class Net(Module):
+    mlp: Sequential
+    head0: Linear
+    head1: Linear
+    eps: float
+    heads = 2
+
+    @cv.optimize
+    def forward(self, x: cv.f32["B", "D"]):
+        h = x + self.mlp(x)
+        assert isinstance(self, Module) and hasattr(self, "eps")
+        h = h / np.sqrt((h * h).mean(-1, keepdims=True) + getattr(self, "eps"))
+        return sum(getattr(self, f"head{i}")(h) for i in range(self.heads))
+'''
+
+
+@settings(max_examples=10, deadline=None)
+@given(data=st.data(), b=st.integers(0, 3), d=st.integers(1, 5), h=st.integers(1, 6))
+def test_pytorch_style_modules(tmp_path_factory, data: st.DataObject, b: int, d: int,
+                               h: int) -> None:
+    if not _MODULES:
+        _MODULES.append(compile_source(tmp_path_factory.mktemp("modules"), MODULES))
+    mod = _MODULES[0]
+
+    def linear(i: int, o: int) -> Any:
+        layer = mod.Linear()
+        layer.weight, layer.bias = weights(data.draw, (o, i)), weights(data.draw, (o,))
+        return layer
+
+    net = mod.Net()
+    net.mlp = mod.Sequential()
+    net.mlp.layers = [linear(d, h), mod.GELU(), linear(h, d)]
+    net.head0, net.head1, net.eps = linear(d, 3), linear(d, 3), 1e-3
+    check(mod.Net.forward, net, data.draw(view_of((b, d), "float32", special=False)))
+
+
+_MODULES: list[Any] = []
+
+
+def test_only_what_the_code_reads_is_passed(m) -> None:
+    doc = m.Block.__call__.compiled.__doc__
+    assert "self.up.w: f32[self__D, self__up__O]" in doc or "self.up.w" in doc
+    assert "spare" not in doc and "name" not in doc.replace("__name__", "")
 
 
 @pytest.mark.gpu

@@ -180,8 +180,7 @@ def _annotations(fn: types.FunctionType, owner: type | None,
         shape = getattr(value, "shape", None)
         if isinstance(shape, tuple) and hasattr(value, "dtype"):  # cv.like(PARAMS): arrays
             return f"array {value.dtype} {shape}"
-        if isinstance(value, type) and _user_module(value.__module__) and any(
-                "__annotations__" in vars(b) for b in value.__mro__[:-1]):  # also TypedDicts
+        if isinstance(value, type) and _user_module(value.__module__):  # a TypedDict, a class
             classes.add(value)
             home = sys.modules.get(value.__module__)
             return [value.__qualname__, {

@@ -8,7 +8,13 @@ from typing import Any
 
 from cuvil_aot.compiler.frontend import assign, call_checks, promotion
 from cuvil_aot.compiler.frontend.interp import POISON, Interpreter, Trace
-from cuvil_aot.compiler.frontend.signature import Signature, SignatureSyntaxError, signatures_of
+from cuvil_aot.compiler.frontend.signature import (
+    Signature,
+    SignatureSyntaxError,
+    has_instances,
+    merge_sizes,
+    signatures_of,
+)
 from cuvil_aot.compiler.frontend.size_one import size_one_specializations
 from cuvil_aot.compiler.frontend.source import (
     SourceUnavailable,
@@ -106,9 +112,15 @@ def _lower_marked(name: str, dispatcher: Marked, result: LoweredModule,
         result.sources[name] = function_source(fn).normalized
         result.defs[name] = def_span(fn)
         signatures = signatures_of(dispatcher)
+        if any(map(has_instances, signatures)):  # pass only the attributes the code reads
+            read = _attributes_read(name, fn, signatures, result.trace, diagnostics)
+            if read is None:
+                return []
+            signatures = [merge_sizes(sig, read[1]) for sig in signatures_of(dispatcher, read[0])]
     except (SignatureSyntaxError, SourceUnavailable) as exc:
         diagnostics.append(signature_diagnostic(fn, str(exc), getattr(exc, "hint", "")))
         return []
+
     def specialized(special: Signature) -> Function | None:
         if special in signatures:  # declared: lowered in its own place
             return None
@@ -125,6 +137,23 @@ def _lower_marked(name: str, dispatcher: Marked, result: LoweredModule,
     return lowered
 
 
+def _attributes_read(name: str, fn: types.FunctionType, signatures: list[Signature],
+                     trace: Trace, diagnostics: list[Diagnostic]
+                     ) -> tuple[set[str], list[tuple[Dim, Dim]]] | None:
+    """The labels of the instance arguments' attributes the code reads (and of the
+    instances it reads anything of), and the sizes it assumes equal, from lowering each
+    signature with every attribute their classes declare; None where that is refused (its
+    diagnostics said)."""
+    used: set[str] = set()
+    equal: list[tuple[Dim, Dim]] = []
+    for sig in signatures:
+        function = lower_function(name, fn, sig, trace, diagnostics, used)
+        if function is None:
+            return None
+        equal += [(a.left, a.right) for a in function.assumptions]
+    return used, equal
+
+
 def _lower_quietly(name: str, fn: types.FunctionType, sig: Signature,
                    trace: Trace) -> Function | None:
     """A specialization lowered, or None where it is refused (its errors unsaid: the
@@ -138,7 +167,7 @@ def _lower_quietly(name: str, fn: types.FunctionType, sig: Signature,
 
 
 def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Trace,
-                   diagnostics: list[Diagnostic]) -> Function | None:
+                   diagnostics: list[Diagnostic], used: set[str] | None = None) -> Function | None:
     before = len(diagnostics)
     interp = Interpreter(trace, diagnostics)
     closed: set[str] = set()  # dict arguments whose keys the code looks at
@@ -148,7 +177,8 @@ def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Tra
         # dimensions NumPy checks at the call (construct.unify), and Python's and NumPy's
         # errors on numbers the call knows (call_checks.py)
         with assuming() as facts, call_checks.recording(interp.run_time):
-            value = interp.call_function(fn, [argument_value(t, params, closed, from_class)
+            value = interp.call_function(fn, [argument_value(t, params, closed, from_class,
+                                                             set() if used is None else used)
                                               for _, t in sig.arguments], {}, None)
     except UserError as err:
         diagnostics.append(err.diagnostic)

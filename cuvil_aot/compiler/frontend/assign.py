@@ -139,7 +139,7 @@ def _item_of_container(interp: Interpreter, expr: ast.expr, poison: Any) -> Any:
     if isinstance(expr, ast.Attribute):  # self.cache[t] = k: an argument's array
         owner = interp.eval(expr.value)
         if owner is poison or isinstance(owner, ArgumentObject) and expr.attr in owner.items:
-            return poison if owner is poison else owner.items[expr.attr]
+            return poison if owner is poison else owner.read(expr.attr)
     raise UserError("assignment into this expression is not supported: only into a "
                     "name's array or an array a dict or list holds", interp.span(expr),
                     "x[i, j] = v, not x[i][j] = v")

@@ -45,6 +45,8 @@ def call_value(interp: Interpreter, fn: Any, args: list[Any], kwargs: dict[str, 
         return interp.call_local(fn, args, kwargs, span)
     if isinstance(fn, ArgumentObject):  # self.layer(x): its class's __call__
         fn = methods.called(fn, span)
+    if args and isinstance(args[0], ArgumentObject) and fn in (getattr, hasattr, isinstance):
+        return methods.builtin(interp, fn, args, span)
     if isinstance(fn, methods.BoundMethod):  # self.f(x): f(self, x), inlined
         return interp.call_function(fn.func, [fn.first, *args], kwargs, span)
     if fn is functools.partial and args:  # made in the function: what it will call with

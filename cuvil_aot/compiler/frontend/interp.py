@@ -281,9 +281,6 @@ class Interpreter:
                             self.span(expr), "arithmetic, NumPy calls, indexing, attributes")
         return form(self, expr, POISON)
 
-    def expr_Constant(self, expr: ast.Constant) -> Any:
-        return expr.value
-
     def expr_Name(self, expr: ast.Name) -> Any:
         return self.load_name(expr.id, expr)
 
@@ -301,13 +298,14 @@ class Interpreter:
             return getattr(builtins, name)
         raise UserError(f"name '{name}' is not defined", self.span(where))
 
-    def record_global(self, owner: str, name: str, value: Any, where: ast.AST) -> None:
+    def record_global(self, owner: str, name: str, value: Any, where: ast.AST | SourceSpan) -> None:
         """Put what the compiled code read from outside into the cache key, by value."""
         try:
             self.trace.globals_read[f"{owner}.{name}"] = describe(value)
         except Undigestible as exc:
+            span = where if isinstance(where, SourceSpan) else self.span(where)
             raise UserError(f"'{name}' is {exc}: cuvil_aot cannot tell when it changes, so it "
-                            "cannot be part of compiled code", self.span(where),
+                            "cannot be part of compiled code", span,
                             "a module-level constant (a number, string, tuple, list or dict "
                             "of them, a NumPy dtype, array or function), or pass it as an "
                             "argument") from None
@@ -431,7 +429,7 @@ class Interpreter:
         if value is POISON:
             return POISON
         if isinstance(value, ArgumentObject):  # self.w, self.method (methods.py)
-            return methods.attribute(self, value, expr.attr, expr)
+            return methods.attribute(self, value, expr.attr, self.span(expr))
         result = numpy_api.attribute(value, expr.attr, self.span(expr))
         if isinstance(value, types.ModuleType):  # kdep.SCALE: a value of another module
             self.record_global(value.__name__, expr.attr, result, expr)

@@ -11,7 +11,6 @@ name in its ``__dict__``; the wrapper refuses one that does (`ArgumentObject.rea
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import inspect
 import types
@@ -37,11 +36,10 @@ class BoundMethod:
     first: Any
 
 
-def attribute(interp: Interpreter, obj: ArgumentObject, name: str, expr: ast.expr) -> Any:
+def attribute(interp: Interpreter, obj: ArgumentObject, name: str, span: SourceSpan) -> Any:
     """``obj.name`` in compiled code."""
     if name in obj.items:
-        return obj.items[name]
-    span = interp.span(expr)
+        return obj.read(name)
     try:
         found = inspect.getattr_static(obj.cls, name)
     except AttributeError:
@@ -57,12 +55,34 @@ def attribute(interp: Interpreter, obj: ArgumentObject, name: str, expr: ast.exp
         return BoundMethod(found.__func__, obj.cls)
     if isinstance(found, types.FunctionType):
         return BoundMethod(found, obj)
-    interp.record_global(obj.cls.__module__, f"{obj.cls.__qualname__}.{name}", found, expr)
+    interp.record_global(obj.cls.__module__, f"{obj.cls.__qualname__}.{name}", found, span)
     return found
+
+
+def builtin(interp: Interpreter, fn: Any, args: list[Any], span: SourceSpan) -> Any:
+    """``getattr(self, name[, default])``, ``isinstance(self, cls)`` and ``hasattr(self,
+    name)`` as Python answers them of the instance the call will pass (of its class
+    exactly); None where ``fn`` is none of them."""
+    obj = args[0]
+    if fn is isinstance and len(args) == 2:
+        return issubclass(obj.cls, args[1])
+    if fn in (getattr, hasattr) and len(args) >= 2 and isinstance(args[1], str):
+        known = args[1] in obj.items or hasattr(obj.cls, args[1])
+        if fn is hasattr:
+            if not known:
+                raise _undeclared(obj, args[1], span)
+            return True
+        if known or len(args) == 2:
+            return attribute(interp, obj, args[1], span)
+        raise UserError(f"getattr({obj.label}, {args[1]!r}, default): the class does not "
+                        "declare it, and whether the instance has it is known only at the "
+                        "call", span, f"declare it in class {obj.cls.__name__}")
+    return None
 
 
 def called(obj: ArgumentObject, span: SourceSpan) -> BoundMethod:
     """``self.layer(x)``: what calling an instance runs, its class's ``__call__``."""
+    obj.read()
     found = as_marked(inspect.getattr_static(obj.cls, "__call__", None))
     found = getattr(found, "py_func", found)
     if not isinstance(found, types.FunctionType):

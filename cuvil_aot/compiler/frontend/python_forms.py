@@ -198,6 +198,7 @@ STATEMENTS: dict[type, Callable[[Any, Any, Any], None]] = {
     ast.ImportFrom: import_statement, ast.With: with_statement,
     ast.Pass: lambda interp, stmt, poison: None}
 EXPRESSIONS: dict[type, Callable[[Any, Any, Any], Any]] = {
+    ast.Constant: lambda interp, expr, poison: expr.value,
     ast.NamedExpr: named, ast.JoinedStr: joined_str,
     ast.DictComp: lambda interp, expr, poison: unrolled.dict_comp(interp, expr, poison,
                                                                   unrolled.MAX_UNROLL)}

@@ -16,6 +16,7 @@ import re
 import sys
 import types
 import typing
+from dataclasses import replace
 from typing import Any
 
 from cuvil_aot.compiler.ir.node import Param
@@ -88,12 +89,14 @@ def param_from_spec(name: str, spec: Any, label: str = "", scope: str = "") -> P
                                f"expected {SYNTAX}")
 
 
-def signature_from_specs(names: list[str], specs: list[Any], shared: str = "") -> Signature:
+def signature_from_specs(names: list[str], specs: list[Any], shared: str = "",
+                         used: set[str] | None = None) -> Signature:
     """The parameters ``names`` typed by ``specs``; a dict or list spec becomes a `Struct`
     whose leaves are parameters named ``p__key`` (C identifiers), labelled ``p['key']``.
     The size names of an instance's attributes are its own (``I`` of ``self.up.w`` is
     ``self__up__I``: a class is reused at other sizes), except those of the parameter
-    ``shared`` (a method's ``self``), which are the signature's."""
+    ``shared`` (a method's ``self``), which are the signature's. With ``used``, an
+    instance holds only the attributes whose labels it names (what the code reads)."""
     params: list[Param] = []
     taken = set(names)
 
@@ -129,7 +132,8 @@ def signature_from_specs(names: list[str], specs: list[Any], shared: str = "") -
             own = "" if path == shared else f"{path}__"
             return Struct("object", tuple((k, walk(v, f"{path}__{k}", f"{label}.{k}", depth + 1,
                                                    own))
-                                          for k, v in declared_attributes(spec).items()),
+                                          for k, v in declared_attributes(spec).items()
+                                          if used is None or f"{label}.{k}" in used),
                           label, f"{spec.__module__}:{spec.__qualname__}")
         params.append(param_from_spec(leaf_name(path) if path != label else path, spec,
                                       "" if path == label else label, scope))
@@ -174,8 +178,9 @@ def _spec(node: ast.expr, text: str) -> Any:
                                f"expected {SYNTAX}")
 
 
-def signatures_of(dispatcher: Marked) -> list[Signature]:
-    """The declared signatures of a marked function, from ``signatures=`` or annotations."""
+def signatures_of(dispatcher: Marked, used: set[str] | None = None) -> list[Signature]:
+    """The declared signatures of a marked function, from ``signatures=`` or annotations;
+    with ``used``, its instance arguments hold only the attributes it names."""
     fn = dispatcher.py_func
     names = _param_names(fn)
     # a method's self: an instance of its class, by the attributes the class declares
@@ -190,7 +195,7 @@ def signatures_of(dispatcher: Marked) -> list[Signature]:
                                            f"parameters, {fn.__name__} takes "
                                            f"{len(names) - len(owner)}"
                                            f"{' after self' if owner else ''}")
-            result.append(signature_from_specs(names, specs, shared))
+            result.append(signature_from_specs(names, specs, shared, used))
         return _same_structure(result, fn.__name__)
     hints = dict(fn.__annotations__)
     if owner:
@@ -203,7 +208,56 @@ def signatures_of(dispatcher: Marked) -> list[Signature]:
                                    "p: {'w': cv.f32['I', 'O'], 'b': cv.f32['O']}, a list "
                                    "[LAYER] * 12; or signatures=['f32[B, 128], int, ...']")
     resolved = [_resolve_annotation(hints[n], fn) for n in names]
-    return [signature_from_specs(names, resolved, shared)]
+    return [signature_from_specs(names, resolved, shared, used)]
+
+
+def merge_sizes(sig: Signature, equal: list[tuple[Dim, Dim]]) -> Signature:
+    """``sig`` with each size name of an instance's own (``self__up__O``) that the code
+    assumed equal to another size named after it: the instances of a model agree on their
+    sizes, so a weight does not broadcast (a call where one is 1 instead is refused,
+    never computed as if it were), and the size-one versions NumPy's broadcasting would
+    otherwise need are not built. The signature's own names are kept where they join."""
+    own = tuple(f"{name}__" for name, _ in sig.arguments)
+    parent: dict[str, str] = {}
+
+    def root(s: str) -> str:
+        while parent.get(s, s) != s:
+            s = parent[s]
+        return s
+
+    for left, right in equal:
+        names = [next(iter(d.symbols)) for d in (left, right)
+                 if len(d.symbols) == 1 and d == Dim.of(next(iter(d.symbols)))]
+        if len(names) == 2 and any(n.startswith(own) for n in names):
+            a, b = sorted((root(n) for n in names), key=lambda n: (n.startswith(own), n))
+            if a != b:
+                parent[b] = a  # the signature's own name, else the first, stays
+    renames = {s: Dim.of(root(s)) for s in parent}
+    if not renames:
+        return sig
+
+    def renamed(d: Dim) -> Dim:
+        return sum(((Dim.of(coeff) * _product(renames.get(v, Dim.of(v)) for v in monomial))
+                    for monomial, coeff in d.terms), Dim.of(0))
+
+    params = tuple(replace(p, type=TensorType(p.type.dtype, tuple(map(renamed, p.type.shape)),
+                                              p.type.weak)) for p in sig.params)
+    return Signature(params, sig.structure)
+
+
+def _product(dims: Any) -> Dim:
+    out = Dim.of(1)
+    for d in dims:
+        out = out * d
+    return out
+
+
+def has_instances(sig: Signature) -> bool:
+    """Whether an argument of ``sig`` is, or holds, an instance of a class."""
+    def walk(tree: Tree) -> bool:
+        return not isinstance(tree, int) and (tree.kind == "object"
+                                               or any(walk(t) for _, t in tree.items))
+    return any(walk(t) for _, t in sig.arguments)
 
 
 def _typed_dict_items(cls: Any) -> dict[str, Any]:
@@ -229,10 +283,16 @@ def _evaluated(hint: Any, cls: type) -> Any:
     return eval(hint, where, {cls.__name__: cls})  # noqa: S307 - the user's annotation text
 
 
+# where the classes are that are no user's model: not passed as instances
+_NOT_INSTANCES = frozenset({"builtins", "typing", "types", "abc", "collections", "enum",
+                            "dataclasses", "functools", "numpy", "cuvil_aot", "ml_dtypes",
+                            "torch", "cupy", "jax"})
+
+
 def is_instance_type(spec: Any) -> bool:
-    """A user's class whose instances are passed by their declared attributes."""
-    return isinstance(spec, type) and spec.__module__ not in ("builtins", "typing") \
-        and not issubclass(spec, DType | ArrayType) and bool(declared_attributes(spec))
+    """A user's class, whose instances are passed by their declared attributes."""
+    return isinstance(spec, type) and not typing.is_typeddict(spec) \
+        and spec.__module__.partition(".")[0] not in _NOT_INSTANCES
 
 
 def declared_attributes(cls: type) -> dict[str, Any]:
@@ -257,9 +317,7 @@ def passable(spec: Any) -> bool:
         return True
     if isinstance(spec, list | tuple):
         return bool(spec) and all(passable(s) for s in spec)
-    return typing.is_typeddict(spec) or (isinstance(spec, type) and any(
-        "__annotations__" in vars(b) for b in spec.__mro__[:-1])
-        and spec.__module__ not in ("builtins", "typing"))
+    return typing.is_typeddict(spec) or is_instance_type(spec)
 
 
 def _same_structure(signatures: list[Signature], fname: str) -> list[Signature]:

@@ -88,13 +88,24 @@ class ArgumentList(tuple[Any, ...]):
 class ArgumentObject:
     """An instance argument: ``items``, its declared attributes' values; ``cls``, its class
     (exactly: the wrapper checks it); ``from_class`` collects (label, name) of what the code
-    reads from the class instead."""
+    reads from the class instead, ``used`` the labels of what it reads at all (the instance
+    and its attributes: the signature then passes only those)."""
 
     def __init__(self, label: str, cls: type, items: dict[str, Any],
-                 from_class: set[tuple[str, str]]) -> None:
+                 from_class: set[tuple[str, str]], used: set[str]) -> None:
         self.label, self.cls, self.items, self._from_class = label, cls, items, from_class
+        self._used = used
+
+    def read(self, name: str | None = None) -> Any:
+        """Note that the code reads the instance (and its attribute ``name``: its value)."""
+        self._used.add(self.label)
+        if name is not None:
+            self._used.add(f"{self.label}.{name}")
+            return self.items[name]
+        return None
 
     def read_from_class(self, name: str) -> None:
+        self.read()
         self._from_class.add((self.label, name))
 
     def replace_items(self, replaced: Callable[[Any], Any]) -> None:
@@ -114,16 +125,17 @@ def find_class(name: str) -> type:
 
 
 def argument_value(tree: Tree, params: tuple[Node, ...], closed: set[str],
-                   from_class: set[tuple[str, str]]) -> Any:
+                   from_class: set[tuple[str, str]], used: set[str]) -> Any:
     """What the function's code sees of an argument: a parameter's node, or an
     `ArgumentDict`, `ArgumentList` or `ArgumentObject` of more of them; ``closed`` collects
     the labels of the dicts whose keys the code looks at, ``from_class`` what it reads from
-    an instance's class."""
+    an instance's class, ``used`` what it reads of instances."""
     if isinstance(tree, int):
         return params[tree]
-    items = {k: argument_value(t, params, closed, from_class) for k, t in tree.items}
+    items = {k: argument_value(t, params, closed, from_class, used) for k, t in tree.items}
     if tree.kind == "dict":
         return ArgumentDict(tree.label, items, closed)  # type: ignore[arg-type]
     if tree.kind == "object":
-        return ArgumentObject(tree.label, find_class(tree.cls), items, from_class)  # type: ignore[arg-type]
+        return ArgumentObject(tree.label, find_class(tree.cls), items,  # type: ignore[arg-type]
+                              from_class, used)
     return ArgumentList(tree.label, list(items.values()))
