@@ -129,6 +129,10 @@ class Slotted:
     def times(self, x: cv.f32["N"]):
         return x * self.w
 
+@cv.optimize
+def twice(layer: Linear, x: cv.f32["B", "D"]):  # an instance as a function's argument
+    return layer(layer(x))
+
 @dataclasses.dataclass
 class Affine:
     w: cv.f32["N"]
@@ -218,6 +222,18 @@ def test_signature_strings_after_self(m, dtype: str) -> None:
     got = m.Scaled(1.5).apply(x)
     assert got.dtype == dtype
     np.testing.assert_array_equal(got, x * 1.5)
+
+
+@settings(max_examples=10, deadline=None)
+@given(data=st.data(), b=st.integers(0, 3), d=st.integers(1, 5))
+def test_an_instance_as_a_functions_argument(m, data: st.DataObject, b: int, d: int) -> None:
+    layer = m.Linear(weights(data.draw, (d, d)), weights(data.draw, (d,)))
+    x = data.draw(view_of((b, d), "float32", special=False))
+    want = m.twice.py_func(to64(layer), x.astype(np.float64))
+    out = poisoned(want.shape, np.float32)
+    assert m.twice(layer, x, out=out) is out
+    assert_close(out, want, np.float32)
+    assert "layer.w: f32[D, D]" in m.twice.compiled.__doc__  # sizes named as x's
 
 
 def test_slots_and_dataclasses(m) -> None:
