@@ -293,11 +293,13 @@ def test_what_the_call_checks(m) -> None:
     ("return x * len(self.name)", r"self.name is declared as str, which compiled code cannot "
      "take as an argument"),
     ("self.w = x\n        return x", r"assignment to the attribute self.w is not supported"),
+    ("return x * self.many[0]", r"self.many is declared as list\[float\], which compiled "
+     r"code cannot take(.|\n)*a list of known length: `many: \[Block\] \* 12`"),
 ])
 def test_what_the_build_refuses(tmp_path: Path, body: str, message: str) -> None:
     source = ("import numpy as np\nimport cuvil_aot as cv\n\nclass C:\n    w: cv.f32[3]\n"
-              f"    name: str\n\n    @cv.optimize\n    def f(self, x: cv.f32[3]):\n"
-              f"        {body}\n")
+              f"    name: str\n    many: list[float]\n    @cv.optimize\n"
+              f"    def f(self, x: cv.f32[3]):\n        {body}\n")
     mod = compile_source(tmp_path, source)
     obj = mod.C()
     obj.w, obj.name = np.ones(3, np.float32), "c"

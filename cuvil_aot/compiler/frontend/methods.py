@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import types
+import typing
 from typing import TYPE_CHECKING, Any
 
 from cuvil_aot.compiler.frontend.struct_arguments import ArgumentObject
@@ -95,9 +96,13 @@ def _undeclared(obj: ArgumentObject, name: str, span: SourceSpan) -> UserError:
     hint = next((vars(b)["__annotations__"][name] for b in cls.__mro__
                  if name in vars(b).get("__annotations__", {})), None)
     if hint is not None:
-        shown = hint if isinstance(hint, str) else getattr(hint, "__name__", repr(hint))
+        shown = hint if isinstance(hint, str) else repr(hint).replace("typing.", "") \
+            if typing.get_origin(hint) else getattr(hint, "__name__", repr(hint))
+        what = f"declare it as {DECLARE_HINT}"
+        if shown.lower().startswith(("list[", "tuple[", "sequence[")):  # no length
+            what = f"a list of known length: `{name}: [Block] * 12`, or `cv.like(...)` of one"
         return UserError(f"{obj.label}.{name} is declared as {shown}, which compiled code "
-                         "cannot take as an argument", span, f"declare it as {DECLARE_HINT}")
+                         "cannot take as an argument", span, what)
     return UserError(f"{obj.label}.{name}: class {cls.__name__} does not declare '{name}'; "
                      "compiled code reads an instance by the attributes its class body "
                      "declares", span, f"declare it in class {cls.__name__}: `{name}: ...`, "
