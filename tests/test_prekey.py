@@ -253,4 +253,5 @@ def test_targets(tmp_path: Path) -> None:
     assert targets.module_name(tmp_path / "pkg" / "__init__.py") == (tmp_path, "pkg")
     assert targets.marked_files(tmp_path) == [tmp_path / "pkg" / "sub" / "m.py"]
     assert targets.split_function("pkg.mod:fn") == ("pkg.mod", "fn")
+    assert targets.split_function("pkg.mod:Block.forward") == ("pkg.mod", "Block.forward")
     assert targets.split_function("pkg/mod.py") == ("pkg/mod.py", None)

@@ -66,8 +66,9 @@ def resolve(target: str) -> list[ModuleType]:
 
 
 def split_function(target: str) -> tuple[str, str | None]:
-    """'pkg.mod:fn' -> ('pkg.mod', 'fn'); 'pkg.mod' -> ('pkg.mod', None)."""
+    """'pkg.mod:fn' -> ('pkg.mod', 'fn'), 'pkg.mod:Block.forward' (a method) likewise;
+    'pkg.mod' -> ('pkg.mod', None)."""
     module, sep, function = target.rpartition(":")
-    if not sep or os.sep in function or not function.isidentifier():
+    if not sep or os.sep in function or not all(p.isidentifier() for p in function.split(".")):
         return target, None
     return module, function
