@@ -116,7 +116,8 @@ def _lower_marked(name: str, dispatcher: Marked, result: LoweredModule,
             read = _attributes_read(name, fn, signatures, result.trace, diagnostics)
             if read is None:
                 return []
-            signatures = [merge_sizes(sig, read[1]) for sig in signatures_of(dispatcher, read[0])]
+            signatures = [merge_sizes(sig, equal) for sig, equal
+                          in zip(signatures_of(dispatcher, read[0]), read[1])]
     except (SignatureSyntaxError, SourceUnavailable) as exc:
         diagnostics.append(signature_diagnostic(fn, str(exc), getattr(exc, "hint", "")))
         return []
@@ -139,18 +140,18 @@ def _lower_marked(name: str, dispatcher: Marked, result: LoweredModule,
 
 def _attributes_read(name: str, fn: types.FunctionType, signatures: list[Signature],
                      trace: Trace, diagnostics: list[Diagnostic]
-                     ) -> tuple[set[str], list[tuple[Dim, Dim]]] | None:
+                     ) -> tuple[set[str], list[list[tuple[Dim, Dim]]]] | None:
     """The labels of the instance arguments' attributes the code reads (and of the
-    instances it reads anything of), and the sizes it assumes equal, from lowering each
-    signature with every attribute their classes declare; None where that is refused (its
-    diagnostics said)."""
+    instances it reads anything of), and per signature the sizes it assumes equal, from
+    lowering each signature with every attribute their classes declare; None where that
+    is refused (its diagnostics said)."""
     used: set[str] = set()
-    equal: list[tuple[Dim, Dim]] = []
+    equal: list[list[tuple[Dim, Dim]]] = []
     for sig in signatures:
         function = lower_function(name, fn, sig, trace, diagnostics, used)
         if function is None:
             return None
-        equal += [(a.left, a.right) for a in function.assumptions]
+        equal.append([(a.left, a.right) for a in function.assumptions])
     return used, equal
 
 
