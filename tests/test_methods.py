@@ -495,6 +495,118 @@ def test_pytorch_style_modules(tmp_path_factory, data: st.DataObject, b: int, d:
 _MODULES: list[Any] = []
 
 
+HF_BERT = '''
+import math
+import numpy as np
+import cuvil_aot as cv
+
+
+class Linear:
+    weight: cv.f32["O", "I"]
+    bias: cv.f32["O"]
+
+    def __call__(self, x):
+        return x @ self.weight.T + self.bias
+
+
+class LayerNorm:
+    weight: cv.f32["D"]
+    bias: cv.f32["D"]
+    eps: float
+
+    def __call__(self, x):
+        mu = x.mean(-1, keepdims=True)
+        var = x.var(-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + self.eps) * self.weight + self.bias
+
+
+class SelfAttention:
+    query: Linear
+    key: Linear
+    value: Linear
+    num_heads: int
+
+    def split(self, x):
+        b, t, d = x.shape
+        return x.reshape(b, t, self.num_heads, d // self.num_heads).transpose(0, 2, 1, 3)
+
+    def __call__(self, x, mask):
+        q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
+        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1])
+        scores = scores + (1.0 - mask[:, None, None, :]) * -10000.0
+        p = np.exp(scores - scores.max(-1, keepdims=True))
+        p = p / p.sum(-1, keepdims=True)
+        out = p @ v
+        b, h, t, hd = out.shape
+        return out.transpose(0, 2, 1, 3).reshape(b, t, h * hd)
+
+
+class SelfOutput:
+    dense: Linear
+    LayerNorm: LayerNorm
+
+    def __call__(self, h, x):
+        return self.LayerNorm(self.dense(h) + x)
+
+
+class Attention:
+    self: SelfAttention
+    output: SelfOutput
+
+    def __call__(self, x, mask):
+        return self.output(self.self(x, mask), x)
+
+
+class Layer:
+    attention: Attention
+    intermediate: Linear
+    output: SelfOutput
+
+    @cv.optimize
+    def __call__(self, x: cv.f32["B", "T", "D"], mask: cv.f32["B", "T"]):
+        a = self.attention(x, mask)
+        h = self.intermediate(a)
+        h = 0.5 * h * (1.0 + np.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h ** 3)))
+        return self.output(h, a)
+'''
+
+
+@pytest.mark.parametrize("b, t, d, heads", [(2, 7, 16, 4), (1, 1, 8, 1), (3, 5, 12, 3)])
+def test_a_bert_layer_in_hugging_faces_layout(tmp_path_factory, b: int, t: int, d: int,
+                                              heads: int) -> None:
+    """Modules named as Hugging Face names them (an attribute called ``self``, another
+    ``LayerNorm: LayerNorm``), (out, in) weights, a padding mask."""
+    if not _HF:
+        _HF.append(compile_source(tmp_path_factory.mktemp("hf_bert"), HF_BERT))
+    mod, rng = _HF[0], np.random.default_rng(b * 100 + t)
+
+    def make(cls: str, **attrs: Any) -> Any:
+        obj = getattr(mod, cls)()
+        for k, v in attrs.items():
+            setattr(obj, k, v)
+        return obj
+
+    def lin(i: int, o: int) -> Any:
+        return make("Linear", weight=(rng.standard_normal((o, i)) / i ** 0.5).astype(np.float32),
+                    bias=rng.standard_normal(o).astype(np.float32))
+
+    def norm() -> Any:
+        return make("LayerNorm", weight=(1 + rng.standard_normal(d) / 10).astype(np.float32),
+                    bias=rng.standard_normal(d).astype(np.float32), eps=1e-5)
+
+    attention = make("Attention", self=make("SelfAttention", query=lin(d, d), key=lin(d, d),
+                                            value=lin(d, d), num_heads=heads),
+                     output=make("SelfOutput", dense=lin(d, d), LayerNorm=norm()))
+    layer = make("Layer", attention=attention, intermediate=lin(d, 4 * d),
+                 output=make("SelfOutput", dense=lin(4 * d, d), LayerNorm=norm()))
+    mask = np.ones((b, t), np.float32)
+    mask[0, t // 2 + 1:] = 0
+    check(mod.Layer.__call__, layer, rng.standard_normal((b, t, d)).astype(np.float32), mask)
+
+
+_HF: list[Any] = []
+
+
 def test_only_what_the_code_reads_is_passed(m) -> None:
     doc = m.Block.__call__.compiled.__doc__
     assert "self.up.w: f32[self__D, self__up__O]" in doc or "self.up.w" in doc
