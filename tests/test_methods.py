@@ -166,17 +166,18 @@ def to64(value: Any) -> Any:
     return value
 
 
-def check(method: Any, obj: Any, *args: Any, computed_in: Any = None) -> None:
+def check(method: Any, obj: Any, *args: Any, computed_in: Any = None,
+          scale: float = 1.0) -> None:
     """The compiled ``method`` of ``obj`` (a poisoned out=, and as ``obj.method(...)``)
-    against its Python on float64 copies, within the rounding of ``computed_in`` (default:
-    the result's dtype)."""
+    against its Python on float64 copies, within ``scale`` times the rounding of
+    ``computed_in`` (default: the result's dtype)."""
     want = method.py_func(obj, *args)
     ref = method.py_func(to64(obj), *to64(list(args)))
     out = poisoned(want.shape, want.dtype)
     got = method(obj, *args, out=out)
     assert got is out and got.dtype == want.dtype
-    assert_close(out, ref, computed_in or want.dtype)
-    assert_close(getattr(obj, method.__name__)(*args), ref, computed_in or want.dtype)
+    assert_close(out, ref, computed_in or want.dtype, scale)
+    assert_close(getattr(obj, method.__name__)(*args), ref, computed_in or want.dtype, scale)
 
 
 def weights(draw: st.DrawFn, shape: tuple[int, ...]) -> np.ndarray:
@@ -202,7 +203,8 @@ def test_a_block_of_instances(m, data: st.DataObject, b: int, d: int, h: int) ->
 def test_a_model_of_a_list_of_blocks(m, data: st.DataObject, b: int, d: int, v: int) -> None:
     model = m.Model([block(m, data.draw, d, h) for h in (3, 5)],  # two hidden widths
                     {"w": weights(data.draw, (d, v))})
-    check(m.Model.forward, model, data.draw(view_of((b, d), "float32", special=False)))
+    x = data.draw(view_of((b, d), "float32", special=False))
+    check(m.Model.forward, model, x, scale=4.0)  # two blocks of LayerNorm: deeper rounding
 
 
 def test_an_attribute_array_is_written_in_place(m) -> None:
@@ -263,11 +265,31 @@ def test_what_the_call_checks(m) -> None:
         assert_close(blk(x), m.Block.__call__.py_func(to64(blk), x.astype(float)), np.float32)
     del blk.ln.eps
 
-    class Sub(m.Block):  # may change the methods the code inlined
+    class Sub(m.Block):  # Block.gain is a class method, answered for Block: refused
         pass
     with pytest.raises(cv.SignatureError, match=r"argument 'self': expected a Block \(that "
-                       r"class itself: the compiled code inlined its methods\), got Sub"):
+                       r"class itself: the compiled code answered isinstance or a class "
+                       r"method for it\), got Sub"):
         call(Sub(blk.ln, blk.up, blk.down, 1.0), x)
+
+    class Same(m.Linear):  # changes nothing the code inlined: runs compiled
+        def describe(self) -> str:
+            return "a linear layer"
+
+    class Other(m.Linear):  # changes what the code inlined
+        def __call__(self, x: Any) -> Any:
+            return x @ self.w
+
+    up = blk.up
+    blk.up = Same(up.w, up.b)
+    assert_close(call(blk, x), m.Block.__call__.py_func(to64(blk), x.astype(float)),
+                 np.float32)
+    blk.up = Other(up.w, up.b)
+    with pytest.raises(cv.SignatureError, match=r"argument 'self.up': expected a Linear or a "
+                       r"subclass that keeps what the compiled code inlined, got Other, "
+                       r"whose '__call__' is its own"):
+        call(blk, x)
+    blk.up = up
     saved = blk.up.b
     del blk.up.b
     with pytest.raises(cv.SignatureError, match=r"argument 'self.up': expected the attribute "
@@ -490,6 +512,14 @@ def test_pytorch_style_modules(tmp_path_factory, data: st.DataObject, b: int, d:
     net.mlp.layers = [linear(d, h), mod.GELU(), linear(h, d)]
     net.head0, net.head1, net.eps = linear(d, 3), linear(d, 3), 1e-3
     check(mod.Net.forward, net, data.draw(view_of((b, d), "float32", special=False)))
+
+    class SubNet(mod.Net):  # the code asked isinstance(self, Module): this class only
+        pass
+    sub = SubNet()
+    sub.__dict__.update(vars(net))
+    with pytest.raises(cv.SignatureError, match=r"argument 'self': expected a Net \(that "
+                       r"class itself: the compiled code answered isinstance"):
+        mod.Net.forward.compiled(sub, np.ones((1, d), np.float32))
 
 
 _MODULES: list[Any] = []

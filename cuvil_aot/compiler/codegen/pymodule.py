@@ -312,9 +312,9 @@ def wrapper_function(w: Writer, index: int, name: str, comps: list[Compiled],
                    "nargs, kwnames, argv, &out, &stream) < 0) return NULL;")
             w.line(f"return py_f{index}_leaves(argv, out, stream);")
         else:
-            from_class: dict[str, tuple[str, ...]] = {}
-            for label, attr in sorted({p for comp in comps for p in comp.fn.from_class}):
-                from_class[label] = (*from_class.get(label, ()), attr)
+            from_class: dict[str, tuple[tuple[str, bool], ...]] = {}
+            for label, attr, hideable in sorted({p for c in comps for p in c.fn.from_class}):
+                from_class[label] = (*from_class.get(label, ()), (attr, hideable))
             checks = struct_arguments.Checks(
                 frozenset(label for comp in comps for label in comp.fn.closed), from_class,
                 classes)

@@ -7,6 +7,7 @@ are then matched on the leaves alone."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from cuvil_aot.compiler.codegen.writer import Writer, c_string
 from cuvil_aot.compiler.ir.signature import Tree
@@ -15,12 +16,13 @@ from cuvil_aot.compiler.ir.signature import Tree
 @dataclass(frozen=True)
 class Checks:
     """What the call checks beyond the declared items: the dicts whose keys the code looks
-    at must hold exactly those (labels); an instance must not hide in its ``__dict__`` what
-    the code read from its class (label -> names); ``classes``: each instance's class by
-    `Struct.cls`, its slot in the module's ``cv_classes``."""
+    at must hold exactly those (labels); what the code read from an instance's class (label
+    -> (name, hideable)), a subclass must find there too, and the instance must not hide
+    in its ``__dict__`` where hideable; ``classes``: each instance's class by `Struct.cls`,
+    its slot in the module's ``cv_classes``."""
 
     closed: frozenset[str]
-    from_class: dict[str, tuple[str, ...]]
+    from_class: dict[str, tuple[tuple[str, bool], ...]]
     classes: dict[str, int]
 
 
@@ -56,11 +58,13 @@ def _take(w: Writer, fname: str, obj: str, tree: Tree, checks: Checks,
     f, label = c_string(fname), c_string(tree.label)
     if tree.kind == "list":
         w.line(f"if (cv_list_check({f}, {label}, {obj}, {len(tree.items)}) < 0) goto done;")
+    read = checks.from_class.get(tree.label, ())
     if tree.kind == "object":
         shown = tree.cls.rpartition(":")[2]
         slot = checks.classes[tree.cls]
+        same = _names(n for n, _ in read if n) if ("", False) not in read else "NULL"
         w.line(f"if (cv_instance_check({f}, {label}, {obj}, cv_classes[{slot}], "
-               f"{c_string(shown)}) < 0) goto done;")
+               f"{c_string(shown)}, {same}) < 0) goto done;")
     for key, sub in tree.items:
         h = counter["held"]
         counter["held"] += 1
@@ -77,10 +81,14 @@ def _take(w: Writer, fname: str, obj: str, tree: Tree, checks: Checks,
         declared = ", ".join(repr(k) for k, _ in tree.items)
         w.line(f"if (cv_dict_exact({f}, {label}, {obj}, {len(tree.items)}, "
                f"{c_string(declared)}) < 0) goto done;")
-    names = checks.from_class.get(tree.label, ())
-    if names:
-        listed = c_string("".join(n + "\0" for n in names))
-        w.line(f"if (cv_not_hidden({f}, {label}, {obj}, {listed}) < 0) goto done;")
+    hideable = [n for n, h in read if h]
+    if hideable:
+        w.line(f"if (cv_not_hidden({f}, {label}, {obj}, {_names(hideable)}) < 0) goto done;")
+
+
+def _names(names: Any) -> str:
+    """A C string of ``names``, each ended by a NUL."""
+    return c_string("".join(n + "\0" for n in names))
 
 
 def classes(structures: list[tuple[tuple[str, Tree], ...]]) -> dict[str, int]:

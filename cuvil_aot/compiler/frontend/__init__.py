@@ -172,7 +172,7 @@ def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Tra
     before = len(diagnostics)
     interp = Interpreter(trace, diagnostics)
     closed: set[str] = set()  # dict arguments whose keys the code looks at
-    from_class: set[tuple[str, str]] = set()  # what the code reads from an instance's class
+    from_class: set[tuple[str, str, bool]] = set()  # what the code read from instances' classes
     params = tuple(Node(Op.PARAM, p.type, attrs=(i, p.name)) for i, p in enumerate(sig.params))
     try:
         # dimensions NumPy checks at the call (construct.unify), and Python's and NumPy's

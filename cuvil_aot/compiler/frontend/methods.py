@@ -6,7 +6,8 @@ the class's own attribute, found as Python finds it on the type (`inspect.getatt
 a method (a `BoundMethod`, inlined with ``self`` first when called), a property (its
 getter inlined at once), a static or class method, or a constant (compiled in, part of the
 cache key as a global is). An instance could hide a method or a constant under the same
-name in its ``__dict__``; the wrapper refuses one that does (`ArgumentObject.read_from_class`).
+name in its ``__dict__``, or be of a subclass that overrides one: the wrapper refuses it
+where it does (`ArgumentObject.read_from_class`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def attribute(interp: Interpreter, obj: ArgumentObject, name: str, span: SourceS
     except AttributeError:
         raise _undeclared(obj, name, span) from None
     if isinstance(found, property) and isinstance(found.fget, types.FunctionType):
+        obj.read_from_class(name, hideable=False)  # a data descriptor: no __dict__ hides it
         return interp.call_function(found.fget, [obj], {}, span)
     obj.read_from_class(name)  # the instance must not hide it
     found = as_marked(found)
@@ -53,6 +55,7 @@ def attribute(interp: Interpreter, obj: ArgumentObject, name: str, span: SourceS
     if isinstance(found, staticmethod):
         return found.__func__
     if isinstance(found, classmethod) and isinstance(found.__func__, types.FunctionType):
+        obj.read_from_class("", hideable=False)  # what it reads of cls: this class only
         return BoundMethod(found.__func__, obj.cls)
     if isinstance(found, types.FunctionType):
         return BoundMethod(found, obj)
@@ -66,6 +69,7 @@ def builtin(interp: Interpreter, fn: Any, args: list[Any], span: SourceSpan) -> 
     exactly); None where ``fn`` is none of them."""
     obj = args[0]
     if fn is isinstance and len(args) == 2:
+        obj.read_from_class("", hideable=False)  # answered for this class: exactly it
         return issubclass(obj.cls, args[1])
     if fn in (getattr, hasattr) and len(args) >= 2 and isinstance(args[1], str):
         known = args[1] in obj.items or hasattr(obj.cls, args[1])
@@ -83,7 +87,7 @@ def builtin(interp: Interpreter, fn: Any, args: list[Any], span: SourceSpan) -> 
 
 def called(obj: ArgumentObject, span: SourceSpan) -> BoundMethod:
     """``self.layer(x)``: what calling an instance runs, its class's ``__call__``."""
-    obj.read()
+    obj.read_from_class("__call__", hideable=False)  # found on the type, never the instance
     found = as_marked(inspect.getattr_static(obj.cls, "__call__", None))
     found = getattr(found, "py_func", found)
     if not isinstance(found, types.FunctionType):

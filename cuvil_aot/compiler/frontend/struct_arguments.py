@@ -87,12 +87,12 @@ class ArgumentList(tuple[Any, ...]):
 
 class ArgumentObject:
     """An instance argument: ``items``, its declared attributes' values; ``cls``, its class
-    (exactly: the wrapper checks it); ``from_class`` collects (label, name) of what the code
-    reads from the class instead, ``used`` the labels of what it reads at all (the instance
+    (exactly: the wrapper checks it); ``from_class`` collects (label, name, hideable) of what
+    the code reads from the class instead, ``used`` the labels of what it reads at all (the instance
     and its attributes: the signature then passes only those)."""
 
     def __init__(self, label: str, cls: type, items: dict[str, Any],
-                 from_class: set[tuple[str, str]], used: set[str]) -> None:
+                 from_class: set[tuple[str, str, bool]], used: set[str]) -> None:
         self.label, self.cls, self.items, self._from_class = label, cls, items, from_class
         self._used = used
 
@@ -104,9 +104,12 @@ class ArgumentObject:
             return self.items[name]
         return None
 
-    def read_from_class(self, name: str) -> None:
+    def read_from_class(self, name: str, hideable: bool = True) -> None:
+        """Note that the code took ``name`` from the class (a method, constant, property,
+        ``__call__``; "": it asked ``isinstance``): an instance of a subclass must find the
+        same there, and one whose ``__dict__`` holds a ``hideable`` name would hide it."""
         self.read()
-        self._from_class.add((self.label, name))
+        self._from_class.add((self.label, name, hideable))
 
     def replace_items(self, replaced: Callable[[Any], Any]) -> None:
         self.items = {k: replaced(v) for k, v in self.items.items()}
@@ -125,7 +128,7 @@ def find_class(name: str) -> type:
 
 
 def argument_value(tree: Tree, params: tuple[Node, ...], closed: set[str],
-                   from_class: set[tuple[str, str]], used: set[str]) -> Any:
+                   from_class: set[tuple[str, str, bool]], used: set[str]) -> Any:
     """What the function's code sees of an argument: a parameter's node, or an
     `ArgumentDict`, `ArgumentList` or `ArgumentObject` of more of them; ``closed`` collects
     the labels of the dicts whose keys the code looks at, ``from_class`` what it reads from

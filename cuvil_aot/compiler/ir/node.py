@@ -91,8 +91,9 @@ class Function:
     run_time: tuple[Any, ...] = ()  # run_time.RunTimeSlice: symbols from run-time ints
     precision: str = "fp32"  # what the matmuls read (marks.PRECISIONS; passes/precision.py)
     closed: tuple[str, ...] = ()  # dict arguments whose keys the code saw: exactly those
-    # (instance argument's label, name) read from its class: the instance must not hide it
-    from_class: tuple[tuple[str, str], ...] = ()
+    # (instance argument's label, name, hideable) read from its class: a subclass must not
+    # override it, the instance's __dict__ not hide it (where hideable); "": isinstance asked
+    from_class: tuple[tuple[str, str, bool], ...] = ()
 
     def replace(self, **changes: Any) -> Function:
         fields = {f: getattr(self, f) for f in ("name", "params", "param_nodes", "outputs",

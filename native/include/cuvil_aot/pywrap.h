@@ -260,10 +260,11 @@ static int cv_dict_exact(const char *fname, const char *label, PyObject *obj, Py
     return -1;
 }
 
-/* Argument `label`, an instance of exactly `cls` (named `shown`): 0, else -1 with
- * SignatureError set (a subclass may change the methods the compiled code inlined). */
+/* Argument `label`, an instance of `cls` (named `shown`): of that class, or of a subclass
+ * that finds the same as `cls` under each of `same` ("a\0b\0": what the compiled code
+ * took from the class; NULL: the class itself only). 0, else -1 with SignatureError set. */
 static int cv_instance_check(const char *fname, const char *label, PyObject *obj,
-                             PyObject *cls, const char *shown) {
+                             PyObject *cls, const char *shown, const char *same) {
     char got[160];
     if (cls && Py_TYPE(obj) == (PyTypeObject *)cls) return 0;
     if (!cls) {
@@ -271,9 +272,30 @@ static int cv_instance_check(const char *fname, const char *label, PyObject *obj
                      fname, shown);
         return -1;
     }
+    const char *changed = NULL;
+    if (same && PyObject_TypeCheck(obj, (PyTypeObject *)cls)) {
+        for (const char *n = same; *n && !changed; n += strlen(n) + 1) {
+            PyObject *mine = PyObject_GetAttrString((PyObject *)Py_TYPE(obj), n);
+            PyObject *theirs = mine ? PyObject_GetAttrString(cls, n) : NULL;
+            if (!mine || !theirs) {
+                Py_XDECREF(mine);
+                return -1;
+            }
+            if (mine != theirs) changed = n;  /* a bound classmethod is new: refused too */
+            Py_DECREF(mine);
+            Py_DECREF(theirs);
+        }
+        if (!changed) return 0;
+    }
     cv_describe(obj, got, sizeof got);
-    PyErr_Format(cv_SignatureError, "%s(): argument '%s': expected a %s (that class itself: "
-                 "the compiled code inlined its methods), got %s", fname, label, shown, got);
+    if (changed)
+        PyErr_Format(cv_SignatureError, "%s(): argument '%s': expected a %s or a subclass that "
+                     "keeps what the compiled code inlined, got %s, whose '%s' is its own",
+                     fname, label, shown, got, changed);
+    else
+        PyErr_Format(cv_SignatureError, "%s(): argument '%s': expected a %s%s, got %s", fname,
+                     label, shown, same ? " or a subclass of it" : " (that class itself: the "
+                     "compiled code answered isinstance or a class method for it)", got);
     return -1;
 }
 
