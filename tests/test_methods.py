@@ -197,14 +197,15 @@ def test_a_block_of_instances(m, data: st.DataObject, b: int, d: int, h: int) ->
     check(m.Block.__call__, blk, data.draw(view_of((b, d), "float32", special=False)))
 
 
-@pytest.mark.filterwarnings("ignore:Block.__call__")
 @settings(max_examples=10, deadline=None)
 @given(data=st.data(), b=st.integers(1, 3), d=st.integers(2, 5), v=st.integers(1, 6))
 def test_a_model_of_a_list_of_blocks(m, data: st.DataObject, b: int, d: int, v: int) -> None:
     model = m.Model([block(m, data.draw, d, h) for h in (3, 5)],  # two hidden widths
                     {"w": weights(data.draw, (d, v))})
     x = data.draw(view_of((b, d), "float32", special=False))
-    check(m.Model.forward, model, x, scale=4.0)  # two blocks of LayerNorm: deeper rounding
+    with warnings.catch_warnings():  # the float64 reference runs Block.__call__ in Python
+        warnings.filterwarnings("ignore", "Block.__call__", RuntimeWarning)
+        check(m.Model.forward, model, x, scale=4.0)  # two blocks of LayerNorm: deeper rounding
 
 
 def test_an_attribute_array_is_written_in_place(m) -> None:
