@@ -8,6 +8,7 @@ Nothing here imports the rest of cuvil_aot.
 from __future__ import annotations
 
 import functools
+import sys
 import types
 from collections.abc import Callable, Sequence
 from typing import Any, cast
@@ -125,3 +126,13 @@ def marked(module: types.ModuleType) -> dict[str, Marked]:
                 if isinstance(member, Marked) and member.owner is value:
                     found[f"{name}.{attr}"] = member
     return dict(sorted(found.items(), key=lambda kv: kv[1].py_func.__code__.co_firstlineno))
+
+
+def find_class(name: str, module: types.ModuleType | None = None) -> type:
+    """The class a `Struct.cls` names ("module:qualname"): in ``module`` where that is its
+    home (a module being bound, perhaps not yet in `sys.modules`), else in its loaded module."""
+    home, _, qualname = name.partition(":")
+    value: Any = module if module is not None and home == module.__name__ else sys.modules[home]
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    return value  # type: ignore[no-any-return]

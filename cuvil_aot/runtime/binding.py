@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
 import threading
 import types
 from collections.abc import Mapping
 from typing import Any
 
 from cuvil_aot.errors import CompileError, SignatureError, warn_user
-from cuvil_aot.marks import Marked, marked
+from cuvil_aot.marks import Marked, find_class, marked
 
 
 class Refused:
@@ -70,7 +69,7 @@ def bind(module: types.ModuleType, ext: types.ModuleType,
     refused = refused or {}
     class_names = getattr(ext, "_cv_classes", ())
     if class_names:
-        ext._cv_set_classes(tuple(_find_class(module, n) for n in class_names))
+        ext._cv_set_classes(tuple(find_class(n, module) for n in class_names))
     for name, mark in (marked(module) if functions is None else functions).items():
         fast: Any
         if name in refused:
@@ -84,12 +83,3 @@ def bind(module: types.ModuleType, ext: types.ModuleType,
         mark.compiled = fast
         owner, _, attr = name.rpartition(".")  # Class.method: the class's attribute
         setattr(getattr(module, owner) if owner else module, attr, fast)
-
-
-def _find_class(module: types.ModuleType, name: str) -> type:
-    """The class ``name`` ("module:qualname") names, ``module`` being bound now."""
-    home, _, qualname = name.partition(":")
-    value: Any = module if home == module.__name__ else sys.modules[home]
-    for part in qualname.split("."):
-        value = getattr(value, part)
-    return value  # type: ignore[no-any-return]

@@ -19,6 +19,7 @@ import typing
 from dataclasses import replace
 from typing import Any
 
+from cuvil_aot.compiler.ir.construct import total
 from cuvil_aot.compiler.ir.node import Param
 from cuvil_aot.compiler.ir.signature import Signature as Signature  # re-exported
 from cuvil_aot.compiler.ir.signature import Struct, Tree
@@ -237,19 +238,12 @@ def merge_sizes(sig: Signature, equal: list[tuple[Dim, Dim]]) -> Signature:
         return sig
 
     def renamed(d: Dim) -> Dim:
-        return sum(((Dim.of(coeff) * _product(renames.get(v, Dim.of(v)) for v in monomial))
+        return sum(((Dim.of(coeff) * total(tuple(renames.get(v, Dim.of(v)) for v in monomial)))
                     for monomial, coeff in d.terms), Dim.of(0))
 
     params = tuple(replace(p, type=TensorType(p.type.dtype, tuple(map(renamed, p.type.shape)),
                                               p.type.weak)) for p in sig.params)
     return Signature(params, sig.structure)
-
-
-def _product(dims: Any) -> Dim:
-    out = Dim.of(1)
-    for d in dims:
-        out = out * d
-    return out
 
 
 def has_instances(sig: Signature) -> bool:

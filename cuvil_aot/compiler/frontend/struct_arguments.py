@@ -14,12 +14,12 @@ from its class (methods, constants: methods.py), which the instance must not sha
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.signature import Tree
+from cuvil_aot.marks import find_class
 
 __all__ = ["DICT_METHODS", "ArgumentDict", "ArgumentList", "ArgumentObject", "argument_value"]
 
@@ -117,14 +117,6 @@ class ArgumentObject:
     def __repr__(self) -> str:
         return f"{self.label}, a {self.cls.__name__}"
 
-
-def find_class(name: str) -> type:
-    """The class a `Struct.cls` names ("module:qualname"), in its loaded module."""
-    module, _, qualname = name.partition(":")
-    value: Any = sys.modules[module]
-    for part in qualname.split("."):
-        value = getattr(value, part)
-    return value  # type: ignore[no-any-return]
 
 
 def argument_value(tree: Tree, params: tuple[Node, ...], closed: set[str],
