@@ -1,0 +1,315 @@
+"""Whole models written as classes the way users port them: nanoGPT's GPT-2 block,
+PyTorch-style modules (``__call__`` forwarding to ``forward``, ``Sequential``), and a BERT
+layer in Hugging Face's layout; each checked against its Python method on float64 copies
+(test_methods.check), outputs poisoned."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import compile_source
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_elementwise import view_of
+from test_methods import check, weights
+
+import cuvil_aot as cv
+
+GPT = '''
+import numpy as np
+import cuvil_aot as cv
+
+
+class Linear:
+    w: cv.f32["I", "O"]
+    b: cv.f32["O"]
+
+    def __init__(self, w, b):
+        self.w, self.b = w, b
+
+    def __call__(self, x):
+        return x @ self.w + self.b
+
+
+class LayerNorm:
+    g: cv.f32["D"]
+    b: cv.f32["D"]
+    eps = 1e-5
+
+    def __init__(self, g, b):
+        self.g, self.b = g, b
+
+    def __call__(self, x):
+        mean = np.mean(x, axis=-1, keepdims=True)
+        variance = np.var(x, axis=-1, keepdims=True)
+        return self.g * (x - mean) / np.sqrt(variance + self.eps) + self.b
+
+
+def gelu(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+
+
+def softmax(x):
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+class Attention:
+    c_attn: Linear
+    c_proj: Linear
+    n_head: int
+
+    def __init__(self, c_attn, c_proj, n_head):
+        self.c_attn, self.c_proj, self.n_head = c_attn, c_proj, n_head
+
+    def __call__(self, x):
+        T, C = x.shape
+        q, k, v = np.split(self.c_attn(x), 3, axis=-1)
+        hs = C // self.n_head
+        q = q.reshape(T, self.n_head, hs).transpose(1, 0, 2)
+        k = k.reshape(T, self.n_head, hs).transpose(1, 0, 2)
+        v = v.reshape(T, self.n_head, hs).transpose(1, 0, 2)
+        mask = (1 - np.tri(T, dtype=x.dtype)) * -1e10
+        att = softmax(q @ k.transpose(0, 2, 1) / np.sqrt(hs) + mask)
+        y = (att @ v).transpose(1, 0, 2).reshape(T, C)
+        return self.c_proj(y)
+
+
+class MLP:
+    c_fc: Linear
+    c_proj: Linear
+
+    def __init__(self, c_fc, c_proj):
+        self.c_fc, self.c_proj = c_fc, c_proj
+
+    def __call__(self, x):
+        return self.c_proj(gelu(self.c_fc(x)))
+
+
+class Block:
+    ln_1: LayerNorm
+    attn: Attention
+    ln_2: LayerNorm
+    mlp: MLP
+
+    def __init__(self, ln_1, attn, ln_2, mlp):
+        self.ln_1, self.attn, self.ln_2, self.mlp = ln_1, attn, ln_2, mlp
+
+    @cv.optimize
+    def __call__(self, x: cv.f32["T", "C"]):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+'''
+
+
+@settings(max_examples=10, deadline=None)
+@given(data=st.data(), t=st.integers(1, 6), n_head=st.integers(1, 3), hs=st.integers(1, 4))
+def test_a_gpt2_block_written_as_classes(tmp_path_factory, data: st.DataObject, t: int,
+                                         n_head: int, hs: int) -> None:
+    """nanoGPT's layout: Linear, LayerNorm, Attention (``n_head`` an attribute: a run-time
+    int in its reshapes), MLP and Block instances, ``np.split`` of the fused projection."""
+    if not _GPT:
+        _GPT.append(compile_source(tmp_path_factory.mktemp("gpt_classes"), GPT))
+    mod, c = _GPT[0], n_head * hs
+
+    def linear(i: int, o: int) -> Any:
+        return mod.Linear(weights(data.draw, (i, o)), weights(data.draw, (o,)))
+
+    def norm() -> Any:
+        return mod.LayerNorm(1 + weights(data.draw, (c,)), weights(data.draw, (c,)))
+
+    blk = mod.Block(norm(), mod.Attention(linear(c, 3 * c), linear(c, c), n_head), norm(),
+                    mod.MLP(linear(c, 4 * c), linear(4 * c, c)))
+    x = data.draw(view_of((t, c), "float32", special=False))
+    check(mod.Block.__call__, blk, x, computed_in=np.float32)  # gelu's np.sqrt: float64 out
+
+
+_GPT: list[Any] = []
+
+
+MODULES = '''
+import numpy as np
+import cuvil_aot as cv
+
+class Module:  # PyTorch's layout: calling an instance runs its forward
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+class Linear(Module):
+    weight: cv.f32["O", "I"]
+    bias: cv.f32["O"]
+
+    def forward(self, x):
+        return x @ self.weight.T + self.bias
+
+class GELU(Module):  # declares nothing: an instance whose class is checked
+    def forward(self, x):
+        return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+
+class Sequential(Module):
+    layers: [Linear, GELU, Linear]
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+class Net(Module):
+    mlp: Sequential
+    head0: Linear
+    head1: Linear
+    eps: float
+    heads = 2
+
+    @cv.optimize
+    def forward(self, x: cv.f32["B", "D"]):
+        h = x + self.mlp(x)
+        assert isinstance(self, Module) and hasattr(self, "eps")
+        h = h / np.sqrt((h * h).mean(-1, keepdims=True) + getattr(self, "eps"))
+        return sum(getattr(self, f"head{i}")(h) for i in range(self.heads))
+'''
+
+
+@settings(max_examples=10, deadline=None)
+@given(data=st.data(), b=st.integers(0, 3), d=st.integers(1, 5), h=st.integers(1, 6))
+def test_pytorch_style_modules(tmp_path_factory, data: st.DataObject, b: int, d: int,
+                               h: int) -> None:
+    if not _MODULES:
+        _MODULES.append(compile_source(tmp_path_factory.mktemp("modules"), MODULES))
+    mod = _MODULES[0]
+
+    def linear(i: int, o: int) -> Any:
+        layer = mod.Linear()
+        layer.weight, layer.bias = weights(data.draw, (o, i)), weights(data.draw, (o,))
+        return layer
+
+    net = mod.Net()
+    net.mlp = mod.Sequential()
+    net.mlp.layers = [linear(d, h), mod.GELU(), linear(h, d)]
+    net.head0, net.head1, net.eps = linear(d, 3), linear(d, 3), 1e-3
+    check(mod.Net.forward, net, data.draw(view_of((b, d), "float32", special=False)))
+
+    class SubNet(mod.Net):  # the code asked isinstance(self, Module): this class only
+        pass
+    sub = SubNet()
+    sub.__dict__.update(vars(net))
+    with pytest.raises(cv.SignatureError, match=r"argument 'self': expected a Net \(that "
+                       r"class itself: the compiled code answered isinstance"):
+        mod.Net.forward.compiled(sub, np.ones((1, d), np.float32))
+
+
+_MODULES: list[Any] = []
+
+
+HF_BERT = '''
+import math
+import numpy as np
+import cuvil_aot as cv
+
+
+class Linear:
+    weight: cv.f32["O", "I"]
+    bias: cv.f32["O"]
+
+    def __call__(self, x):
+        return x @ self.weight.T + self.bias
+
+
+class LayerNorm:
+    weight: cv.f32["D"]
+    bias: cv.f32["D"]
+    eps: float
+
+    def __call__(self, x):
+        mu = x.mean(-1, keepdims=True)
+        var = x.var(-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + self.eps) * self.weight + self.bias
+
+
+class SelfAttention:
+    query: Linear
+    key: Linear
+    value: Linear
+    num_heads: int
+
+    def split(self, x):
+        b, t, d = x.shape
+        return x.reshape(b, t, self.num_heads, d // self.num_heads).transpose(0, 2, 1, 3)
+
+    def __call__(self, x, mask):
+        q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
+        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1])
+        scores = scores + (1.0 - mask[:, None, None, :]) * -10000.0
+        p = np.exp(scores - scores.max(-1, keepdims=True))
+        p = p / p.sum(-1, keepdims=True)
+        out = p @ v
+        b, h, t, hd = out.shape
+        return out.transpose(0, 2, 1, 3).reshape(b, t, h * hd)
+
+
+class SelfOutput:
+    dense: Linear
+    LayerNorm: LayerNorm
+
+    def __call__(self, h, x):
+        return self.LayerNorm(self.dense(h) + x)
+
+
+class Attention:
+    self: SelfAttention
+    output: SelfOutput
+
+    def __call__(self, x, mask):
+        return self.output(self.self(x, mask), x)
+
+
+class Layer:
+    attention: Attention
+    intermediate: Linear
+    output: SelfOutput
+
+    @cv.optimize
+    def __call__(self, x: cv.f32["B", "T", "D"], mask: cv.f32["B", "T"]):
+        a = self.attention(x, mask)
+        h = self.intermediate(a)
+        h = 0.5 * h * (1.0 + np.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h ** 3)))
+        return self.output(h, a)
+'''
+
+
+@pytest.mark.parametrize("b, t, d, heads", [(2, 7, 16, 4), (1, 1, 8, 1), (3, 5, 12, 3)])
+def test_a_bert_layer_in_hugging_faces_layout(tmp_path_factory, b: int, t: int, d: int,
+                                              heads: int) -> None:
+    """Modules named as Hugging Face names them (an attribute called ``self``, another
+    ``LayerNorm: LayerNorm``), (out, in) weights, a padding mask."""
+    if not _HF:
+        _HF.append(compile_source(tmp_path_factory.mktemp("hf_bert"), HF_BERT))
+    mod, rng = _HF[0], np.random.default_rng(b * 100 + t)
+
+    def make(cls: str, **attrs: Any) -> Any:
+        obj = getattr(mod, cls)()
+        for k, v in attrs.items():
+            setattr(obj, k, v)
+        return obj
+
+    def lin(i: int, o: int) -> Any:
+        return make("Linear", weight=(rng.standard_normal((o, i)) / i ** 0.5).astype(np.float32),
+                    bias=rng.standard_normal(o).astype(np.float32))
+
+    def norm() -> Any:
+        return make("LayerNorm", weight=(1 + rng.standard_normal(d) / 10).astype(np.float32),
+                    bias=rng.standard_normal(d).astype(np.float32), eps=1e-5)
+
+    attention = make("Attention", self=make("SelfAttention", query=lin(d, d), key=lin(d, d),
+                                            value=lin(d, d), num_heads=heads),
+                     output=make("SelfOutput", dense=lin(d, d), LayerNorm=norm()))
+    layer = make("Layer", attention=attention, intermediate=lin(d, 4 * d),
+                 output=make("SelfOutput", dense=lin(4 * d, d), LayerNorm=norm()))
+    mask = np.ones((b, t), np.float32)
+    mask[0, t // 2 + 1:] = 0
+    check(mod.Layer.__call__, layer, rng.standard_normal((b, t, d)).astype(np.float32), mask)
+
+
+_HF: list[Any] = []
