@@ -27,6 +27,11 @@ class DType:
     def __repr__(self) -> str:
         return f"cv.{self.short}"
 
+    def __or__(self, other: None) -> OptionalType:
+        return _or_none(ArrayType(self, ()), other)
+
+    __ror__ = __or__
+
 
 class ArrayType:
     """An annotation: dtype plus dims, each an int, a symbol ("B") or an expression ("4H")."""
@@ -37,6 +42,28 @@ class ArrayType:
 
     def __repr__(self) -> str:
         return f"{self.dtype.short}[{','.join(str(d) for d in self.dims)}]"
+
+    def __or__(self, other: None) -> OptionalType:
+        return _or_none(self, other)
+
+    __ror__ = __or__
+
+
+class OptionalType:
+    """``cv.f32["N"] | None``: an array argument that may be None instead (a mask, a bias).
+    Each such argument doubles the versions compiled: one where it is None, one where not."""
+
+    def __init__(self, inner: ArrayType):
+        self.inner = inner
+
+    def __repr__(self) -> str:
+        return f"{self.inner!r} | None"
+
+
+def _or_none(inner: ArrayType, other: object) -> OptionalType:
+    if other is not None:
+        return NotImplemented  # type: ignore[no-any-return]
+    return OptionalType(inner)
 
 
 f16 = DType("f16", "float16")
@@ -52,7 +79,6 @@ u8 = DType("u8", "uint8")
 u64 = DType("u64", "uint64")
 bool_ = DType("bool_", "bool")
 ARRAY_DTYPES = (f16, bf16, f32, f64, i8, i16, i32, i64, u8, u64, bool_)  # every annotation dtype
-
 
 
 def like(value: Any, path: str = "value") -> Any:

@@ -118,8 +118,8 @@ def function(w: Writer, index: int, name: str, comps: list[Compiled], gp: GpuPla
 def _view_arguments(w: Writer, name: str, index: int, nparams: int) -> None:
     with w.block(f"for (int i = 0; i < {nparams}; i++)"):
         w.line("PyObject *o = argv[i];")
-        w.line("if (PyFloat_Check(o) || PyLong_Check(o) || PyArray_IsScalar(o, Generic)) "
-               "continue;")
+        w.line("if (o == Py_None || PyFloat_Check(o) || PyLong_Check(o) || "
+               "PyArray_IsScalar(o, Generic)) continue;")
         w.line("int r = api->gpu->array(o, &ga[i]);")
         w.line("if (r < 0) goto done;")
         with w.block("if (!r)"):

@@ -37,7 +37,7 @@ from cuvil_aot.compiler.codegen.writer import Writer, c_string
 from cuvil_aot.compiler.gpu_targets import GpuTargets
 from cuvil_aot.compiler.ir.group import Kind
 from cuvil_aot.compiler.ir.node import Function, Param
-from cuvil_aot.compiler.ir.signature import Signature, render_type
+from cuvil_aot.compiler.ir.signature import NONE_DTYPE, Signature, render_type
 
 
 @dataclass
@@ -89,7 +89,7 @@ def match_function(w: Writer, comp: Compiled) -> None:
     with w.block("typedef struct", f"}} {comp.prefix}_call;"):
         w.line(f"int64_t sym[{max(1, len(comp.symbols))}];")
         for p in params:
-            if p.is_scalar:
+            if p.is_scalar and p.type.dtype != NONE_DTYPE:
                 w.line(f"{'double' if p.type.dtype == 'float64' else 'int64_t'} arg_{p.name};")
         for index in run_time_loops.index_fields(comp.loops):  # run-time loops' indices
             w.line(f"int64_t {index};")

@@ -29,7 +29,7 @@ from cuvil_aot.compiler.codegen.writer import Writer, c_string
 from cuvil_aot.compiler.ir.construct import Raises
 from cuvil_aot.compiler.ir.node import Param
 from cuvil_aot.compiler.ir.ops import Op
-from cuvil_aot.compiler.ir.signature import render_type
+from cuvil_aot.compiler.ir.signature import NONE_DTYPE, render_type
 
 NO_IDENTITY = {Op.MAX: "maximum", Op.MIN: "minimum", Op.ARGMAX: "argmax", Op.ARGMIN: "argmin"}
 
@@ -50,10 +50,15 @@ def shown(p: Param) -> str:
 
 
 def match_scalar(w: Writer, i: int, p: Param) -> None:
-    """Scalar argument ``argv[i]`` into ``c->arg_{p.name}``: a float, or an int of 64 bits."""
+    """Scalar argument ``argv[i]`` into ``c->arg_{p.name}``: a float, or an int of 64 bits;
+    or None, in the version where it is None (no field: the code never reads it)."""
     obj, name = f"argv[{i}]", p.name
     label = shown(p)
-    if p.type.dtype == "float64":
+    if p.type.dtype == NONE_DTYPE:
+        with w.block(f"if ({obj} != Py_None)"):
+            w.line(f"cv_describe({obj}, got, sizeof got);")
+            fail(w, False, f"argument '{label}': expected None, got %s", "got")
+    elif p.type.dtype == "float64":
         with w.block(f"if (PyArray_Check({obj}) || !PyNumber_Check({obj}) || "
                      f"PyComplex_Check({obj}))"):
             w.line(f"cv_describe({obj}, got, sizeof got);")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cuvil_aot.compiler.frontend import assign, call_checks, promotion
@@ -27,6 +27,7 @@ from cuvil_aot.compiler.frontend.values import to_node
 from cuvil_aot.compiler.ir.construct import assuming
 from cuvil_aot.compiler.ir.node import Function, Node
 from cuvil_aot.compiler.ir.ops import Op
+from cuvil_aot.compiler.ir.signature import NONE_DTYPE
 from cuvil_aot.compiler.ir.types import Dim, TensorType
 from cuvil_aot.errors import (
     CompileError,
@@ -116,8 +117,7 @@ def _lower_marked(name: str, dispatcher: Marked, result: LoweredModule,
             read = _attributes_read(name, fn, signatures, result.trace, diagnostics)
             if read is None:
                 return []
-            signatures = [merge_sizes(sig, equal) for sig, equal
-                          in zip(signatures_of(dispatcher, read[0]), read[1])]
+            signatures = [merge_sizes(sig, read[1]) for sig in signatures_of(dispatcher, read[0])]
     except (SignatureSyntaxError, SourceUnavailable) as exc:
         diagnostics.append(signature_diagnostic(fn, str(exc), getattr(exc, "hint", "")))
         return []
@@ -130,7 +130,9 @@ def _lower_marked(name: str, dispatcher: Marked, result: LoweredModule,
 
     lowered = []
     for sig in signatures:
+        before = len(diagnostics)
         function = lower_function(name, fn, sig, result.trace, diagnostics)
+        diagnostics[before:] = [_where_none(sig, d) for d in diagnostics[before:]]
         if function is not None:
             function = function.replace(precision=dispatcher.precision)
             lowered.append((sig, function))
@@ -138,20 +140,31 @@ def _lower_marked(name: str, dispatcher: Marked, result: LoweredModule,
     return lowered
 
 
+def _where_none(sig: Signature, diagnostic: Diagnostic) -> Diagnostic:
+    """A diagnostic of the version of ``sig`` where some arguments are None, saying so."""
+    nones = [p.shown for p in sig.params if p.type.dtype == NONE_DTYPE]
+    if not nones:
+        return diagnostic
+    return replace(diagnostic, message=f"{diagnostic.message} (where {' and '.join(nones)} "
+                                       f"{'is' if len(nones) == 1 else 'are'} None)",
+                   hint=diagnostic.hint or f"test it first: `if {nones[0]} is not None:`")
+
+
 def _attributes_read(name: str, fn: types.FunctionType, signatures: list[Signature],
                      trace: Trace, diagnostics: list[Diagnostic]
-                     ) -> tuple[set[str], list[list[tuple[Dim, Dim]]]] | None:
+                     ) -> tuple[set[str], list[tuple[Dim, Dim]]] | None:
     """The labels of the instance arguments' attributes the code reads (and of the
-    instances it reads anything of), and per signature the sizes it assumes equal, from
+    instances it reads anything of), and the sizes it assumes equal in any signature, from
     lowering each signature with every attribute their classes declare; None where that
-    is refused (its diagnostics said)."""
+    is refused (its diagnostics said). (With only the attributes read, fewer versions
+    may remain: one that may be None and is never read gives none.)"""
     used: set[str] = set()
-    equal: list[list[tuple[Dim, Dim]]] = []
+    equal: list[tuple[Dim, Dim]] = []
     for sig in signatures:
         function = lower_function(name, fn, sig, trace, diagnostics, used)
         if function is None:
             return None
-        equal.append([(a.left, a.right) for a in function.assumptions])
+        equal += [(a.left, a.right) for a in function.assumptions]
     return used, equal
 
 
@@ -173,12 +186,15 @@ def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Tra
     interp = Interpreter(trace, diagnostics)
     closed: set[str] = set()  # dict arguments whose keys the code looks at
     from_class: set[tuple[str, str, bool]] = set()  # what the code read from instances' classes
-    params = tuple(Node(Op.PARAM, p.type, attrs=(i, p.name)) for i, p in enumerate(sig.params))
+    # a parameter None in this version: a 0-d bool node no one reads; the code sees None
+    params = tuple(Node(Op.PARAM, TensorType("bool", ()) if p.type.dtype == NONE_DTYPE else p.type,
+                        attrs=(i, p.name)) for i, p in enumerate(sig.params))
+    seen = tuple(None if p.type.dtype == NONE_DTYPE else n for p, n in zip(sig.params, params))
     try:
         # dimensions NumPy checks at the call (construct.unify), and Python's and NumPy's
         # errors on numbers the call knows (call_checks.py)
         with assuming() as facts, call_checks.recording(interp.run_time):
-            value = interp.call_function(fn, [argument_value(t, params, closed, from_class,
+            value = interp.call_function(fn, [argument_value(t, seen, closed, from_class,
                                                              set() if used is None else used)
                                               for _, t in sig.arguments], {}, None)
     except UserError as err:

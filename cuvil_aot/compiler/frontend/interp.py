@@ -416,7 +416,8 @@ class Interpreter:
             return POISON
         name = type(expr.ops[0]).__name__
         if name in ("Is", "IsNot", "In", "NotIn"):
-            if isinstance(left, Node) or isinstance(right, Node):
+            if (isinstance(left, Node) or isinstance(right, Node)) and not (
+                    name in ("Is", "IsNot") and (left is None or right is None)):  # never None
                 raise UserError(f"'{name}' on arrays is not supported", self.span(expr))
             if name in ("In", "NotIn"):
                 return (left in right) == (name == "In")

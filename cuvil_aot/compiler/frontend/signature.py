@@ -21,15 +21,16 @@ from typing import Any
 
 from cuvil_aot.compiler.ir.construct import total
 from cuvil_aot.compiler.ir.node import Param
+from cuvil_aot.compiler.ir.signature import NONE_DTYPE, Struct, Tree
 from cuvil_aot.compiler.ir.signature import Signature as Signature  # re-exported
-from cuvil_aot.compiler.ir.signature import Struct, Tree
 from cuvil_aot.compiler.ir.types import Dim, TensorType, np_dtype
-from cuvil_aot.marks import ARRAY_DTYPES, ArrayType, DType, Marked, bool_
+from cuvil_aot.marks import ARRAY_DTYPES, ArrayType, DType, Marked, OptionalType, bool_
 
 _DTYPES = {d.short: d for d in ARRAY_DTYPES} | {"bool": bool_}
 _SCALARS = {"float": "float64", "int": "int64", "bool": "bool"}
-SYNTAX = ("f32[B, 128], f64[4H], i64[N], float, int, or a dict or list of them "
-          f"(dtypes: {' '.join(d.short for d in ARRAY_DTYPES)})")
+SYNTAX = ("f32[B, 128], f64[4H], i64[N], float, int, f32[N] | None, or a dict or list of "
+          f"them (dtypes: {' '.join(d.short for d in ARRAY_DTYPES)})")
+MAX_OPTIONAL = 3  # arguments that may be None: each doubles the versions compiled
 
 
 class SignatureSyntaxError(ValueError):
@@ -75,6 +76,8 @@ def _dim_expr(node: ast.expr, spec: str, scope: str = "") -> Dim:
 
 
 def param_from_spec(name: str, spec: Any, label: str = "", scope: str = "") -> Param:
+    if spec is None or spec is type(None):
+        return Param(name, TensorType(NONE_DTYPE, ()), True, label)
     if spec in (float, int, bool):
         return Param(name, TensorType(_SCALARS[spec.__name__], (), weak=True), True, label)
     if isinstance(spec, DType):
@@ -91,14 +94,17 @@ def param_from_spec(name: str, spec: Any, label: str = "", scope: str = "") -> P
 
 
 def signature_from_specs(names: list[str], specs: list[Any], shared: str = "",
-                         used: set[str] | None = None) -> Signature:
+                         used: set[str] | None = None) -> list[Signature]:
     """The parameters ``names`` typed by ``specs``; a dict or list spec becomes a `Struct`
     whose leaves are parameters named ``p__key`` (C identifiers), labelled ``p['key']``.
     The size names of an instance's attributes are its own (``I`` of ``self.up.w`` is
     ``self__up__I``: a class is reused at other sizes), except those of the parameter
     ``shared`` (a method's ``self``), which are the signature's. With ``used``, an
-    instance holds only the attributes whose labels it names (what the code reads)."""
+    instance holds only the attributes whose labels it names (what the code reads).
+    A leaf that may be None (``f32[N] | None``) gives two versions of the signature, one
+    where it is None: several such leaves, every combination."""
     params: list[Param] = []
+    optional: list[int] = []
     taken = set(names)
 
     def leaf_name(path: str) -> str:
@@ -113,6 +119,14 @@ def signature_from_specs(names: list[str], specs: list[Any], shared: str = "",
         if depth > 16:
             raise SignatureSyntaxError(f"parameter '{label}': types nested over 16 deep (a "
                                        "class whose attributes hold itself?)")
+        inner = optional_inner(spec)
+        if inner is not None:
+            leaf = walk(inner, path, label, depth, scope)
+            if not isinstance(leaf, int) or params[leaf].type.dtype == NONE_DTYPE:
+                raise SignatureSyntaxError(f"parameter '{label}': only an array or a number "
+                                           f"may be None, not {inner!r}")
+            optional.append(leaf)
+            return leaf
         if typing.is_typeddict(spec):
             spec = _typed_dict_items(spec)
         if isinstance(spec, dict):
@@ -142,7 +156,29 @@ def signature_from_specs(names: list[str], specs: list[Any], shared: str = "",
 
     trees = [(n, walk(s, n, n)) for n, s in zip(names, specs)]
     plain = all(isinstance(t, int) for _, t in trees)
-    return Signature(tuple(params), None if plain else tuple(trees))
+    if len(optional) > MAX_OPTIONAL:
+        shown = ", ".join(params[i].shown for i in optional)
+        raise SignatureSyntaxError(
+            f"{len(optional)} arguments may be None ({shown}): each doubles the versions "
+            f"compiled, {2 ** len(optional)} in all; up to {MAX_OPTIONAL} are taken",
+            "list the combinations you call with: signatures=['f32[N], None, ...', ...]")
+    versions = [params]
+    for i in optional:  # the version with each leaf None after the one with it given
+        versions = [v for given in versions
+                    for v in (given, given[:i] + [param_from_spec(given[i].name, None,
+                                                                  given[i].label)] + given[i + 1:])]
+    return [Signature(tuple(v), None if plain else tuple(trees)) for v in versions]
+
+
+def optional_inner(spec: Any) -> Any:
+    """X of ``X | None``, ``None | X``, ``Optional[X]`` (else None)."""
+    if isinstance(spec, OptionalType):
+        return spec.inner
+    if typing.get_origin(spec) in (typing.Union, types.UnionType):
+        others = [a for a in typing.get_args(spec) if a is not type(None)]
+        if len(others) == 1 and len(typing.get_args(spec)) == 2:
+            return others[0]
+    return None
 
 
 def parse_signature_string(text: str) -> list[Any]:
@@ -166,6 +202,12 @@ def _spec(node: ast.expr, text: str) -> Any:
             and isinstance(node.left, ast.List) and isinstance(node.right, ast.Constant) \
             and isinstance(node.right.value, int):
         return _spec(node.left, text) * node.right.value
+    if isinstance(node, ast.Constant) and node.value is None:
+        return None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr) and any(
+            isinstance(e, ast.Constant) and e.value is None for e in (node.left, node.right)):
+        other = node.right if isinstance(node.left, ast.Constant) else node.left
+        return OptionalType(_spec(other, text))
     if isinstance(node, ast.Name):
         if node.id in _SCALARS:
             return {"float": float, "int": int, "bool": bool}[node.id]
@@ -196,7 +238,7 @@ def signatures_of(dispatcher: Marked, used: set[str] | None = None) -> list[Sign
                                            f"parameters, {fn.__name__} takes "
                                            f"{len(names) - len(owner)}"
                                            f"{' after self' if owner else ''}")
-            result.append(signature_from_specs(names, specs, shared, used))
+            result += signature_from_specs(names, specs, shared, used)
         return _same_structure(result, fn.__name__)
     hints = dict(fn.__annotations__)
     if owner:
@@ -208,8 +250,17 @@ def signatures_of(dispatcher: Marked, used: set[str] | None = None) -> list[Sign
                                    "an annotation each: x: cv.f32['B', 128], n: int, a dict "
                                    "p: {'w': cv.f32['I', 'O'], 'b': cv.f32['O']}, a list "
                                    "[LAYER] * 12; or signatures=['f32[B, 128], int, ...']")
-    resolved = [_resolve_annotation(hints[n], fn) for n in names]
-    return [signature_from_specs(names, resolved, shared, used)]
+    resolved = [_none_by_default(_resolve_annotation(hints[n], fn), fn, n) for n in names]
+    return signature_from_specs(names, resolved, shared, used)
+
+
+def _none_by_default(spec: Any, fn: Any, name: str) -> Any:
+    """A parameter whose default is None may be None (``mask: cv.f32["B", "T"] = None``)."""
+    param = inspect.signature(fn).parameters[name]
+    if param.default is None and optional_inner(spec) is None \
+            and (spec in (float, int, bool) or isinstance(spec, DType | ArrayType)):
+        return OptionalType(spec)
+    return spec
 
 
 def merge_sizes(sig: Signature, equal: list[tuple[Dim, Dim]]) -> Signature:
@@ -307,6 +358,9 @@ def declared_attributes(cls: type) -> dict[str, Any]:
 
 def passable(spec: Any) -> bool:
     """A type an argument's item may have."""
+    inner = optional_inner(spec)
+    if inner is not None:  # an array or a number that may be None
+        return inner in (float, int, bool) or isinstance(inner, DType | ArrayType)
     if spec in (float, int, bool) or isinstance(spec, DType | ArrayType | dict):
         return True
     if isinstance(spec, list | tuple):

@@ -119,9 +119,9 @@ class ArgumentObject:
 
 
 
-def argument_value(tree: Tree, params: tuple[Node, ...], closed: set[str],
+def argument_value(tree: Tree, params: tuple[Node | None, ...], closed: set[str],
                    from_class: set[tuple[str, str, bool]], used: set[str]) -> Any:
-    """What the function's code sees of an argument: a parameter's node, or an
+    """What the function's code sees of an argument: a parameter's node (or None), or an
     `ArgumentDict`, `ArgumentList` or `ArgumentObject` of more of them; ``closed`` collects
     the labels of the dicts whose keys the code looks at, ``from_class`` what it reads from
     an instance's class, ``used`` what it reads of instances."""

@@ -50,8 +50,13 @@ class Signature:
         return ", ".join(f"{p.shown}: {render_type(p)}" for p in self.params)
 
 
+NONE_DTYPE = "none"  # a parameter that is None in this version (`frontend.signature`)
+
+
 def render_type(p: Param) -> str:
-    """A parameter's type as the user writes it: ``f32[B, 128]``, ``float``."""
+    """A parameter's type as the user writes it: ``f32[B, 128]``, ``float``, ``None``."""
+    if p.type.dtype == NONE_DTYPE:
+        return "None"
     if p.is_scalar:
         return _SCALAR_NAMES[p.type.dtype]
     return f"{_SHORT_NAMES[p.type.dtype]}[{', '.join(str(d) for d in p.type.shape)}]"
