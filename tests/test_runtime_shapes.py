@@ -1,6 +1,6 @@
 """Shapes made of ints known only at the call (``x.reshape(T, n_head, C // n_head)`` with
-``n_head: int``, ``np.zeros((n, d))``) against NumPy on random sizes, outputs poisoned:
-the sizes are symbols the call computes; NumPy's ValueErrors where the sizes do not fit
+``n_head: int``, ``np.zeros((n, d))``, ``np.arange(pos, pos + T)``) against NumPy on random
+sizes, outputs poisoned: the sizes are symbols the call computes; NumPy's ValueErrors where the sizes do not fit
 (a reshape of another element count, a negative size); and ``np.split`` of an axis that may
 not divide, checked at the call as NumPy checks it."""
 
@@ -32,6 +32,15 @@ def rows(x: cv.f32["N"], n: int):
     return x.reshape(n, x.shape[0] // n) * 2
 
 @cv.optimize
+def rotary(x: cv.f32["T", "C"], pos: int, n_head: int):
+    """LLaMA's tables: np.arange of a head's size and from the position of the first token."""
+    hd = x.shape[1] // n_head
+    inv_freq = 1.0 / (10000.0 ** (np.arange(0, hd, 2, dtype=np.float32) / hd))
+    t = np.arange(pos, pos + x.shape[0], dtype=np.float32)
+    freqs = np.outer(t, inv_freq)
+    return np.cos(freqs), np.arange(pos), np.arange(pos, 7), np.arange(3, pos, 2)
+
+@cv.optimize
 def qkv(x: cv.f32["B", "N"]):
     q, k, v = np.split(x, 3, axis=-1)
     return q * k + v
@@ -55,6 +64,13 @@ def test_heads_of_a_run_time_count(m, t: int, n_head: int, hs: int, seed: int) -
 @given(n=st.integers(0, 5), d=st.integers(0, 4), k=st.integers(0, 6))
 def test_creation_of_run_time_sizes(m, n: int, d: int, k: int) -> None:
     check(m.filled, np.linspace(-1, 1, k), n, d)
+
+
+@settings(max_examples=25, deadline=None)
+@given(t=st.integers(0, 5), n_head=st.integers(1, 4), hs=st.integers(1, 5),
+       pos=st.integers(-3, 12))
+def test_ramps_from_run_time_ints(m, t: int, n_head: int, hs: int, pos: int) -> None:
+    check(m.rotary, np.ones((t, n_head * hs), np.float32), pos, n_head)
 
 
 def test_numpy_errors_where_the_sizes_do_not_fit(m) -> None:
@@ -95,6 +111,7 @@ def test_gpu_against_numpy(tmp_path_factory, framework: str) -> None:
         x = rng.standard_normal((t, n_head * hs)).astype(np.float32)
         run_check(mod.heads, fw, [x, n_head], "contiguous", 8.0)
         run_check(mod.heads, fw, [x, n_head + 1], "contiguous", 8.0)  # ValueError if misfit
+        run_check(mod.rotary, fw, [x, t - 2, n_head], "contiguous", 8.0)
     for n in (0, 2, 33):
         run_check(mod.qkv, fw, [rng.standard_normal((3, 3 * n)).astype(np.float32)],
                   "strided", 8.0)

@@ -121,10 +121,10 @@ def if_statement(interp: Any, stmt: ast.If, poison: Any) -> None:
                         "the other goes on past the block it is in", span,
                         "return from both blocks, or after the if")
     for name in sorted(set(ends[0]) | set(ends[1])):
-        sides = [end.get(name) for end in ends]
+        sides = [end.get(name, _UNSET) for end in ends]
         if sides[0] is sides[1]:
             scope[name] = sides[0]
-        elif any(v is None for v in sides):
+        elif any(v is _UNSET for v in sides):
             scope[name] = Unbound(f"'{name}' is assigned in one block of an if on a "
                                         "run-time condition only: Python leaves it unbound "
                                         "when the other block runs")
@@ -132,11 +132,20 @@ def if_statement(interp: Any, stmt: ast.If, poison: Any) -> None:
             scope[name] = poison
         else:
             for v in sides:
+                if v is None:
+                    raise UserError(f"'{name}' is None after one block of an if on a run-time "
+                                    "condition and not after the other: only arrays and "
+                                    "numbers can be picked per call", span,
+                                    "an array in both cases (zeros where it would be None), "
+                                    "or a condition known at build (sizes of the signature)")
                 if not isinstance(v, Node | bool | int | float):
                     raise UserError(f"'{name}' is {interp.describe(v)} in a block of an if on "
                                     "a run-time condition: only arrays and numbers can be "
                                     "picked per call", span, IF_HINT)
             scope[name] = _pick(truth, sides[0], sides[1], before, span, name)
+
+
+_UNSET = object()  # a name a block leaves unassigned (None is a value a name may hold)
 
 
 def _pick_returns(values: list[Any], truth: Node, before: set[int], span: SourceSpan,

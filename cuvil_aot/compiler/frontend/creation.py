@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
+from cuvil_aot.compiler.frontend.call_checks import known_before_the_kernels
 from cuvil_aot.compiler.frontend.handlers import Ctx, Handler
-from cuvil_aot.compiler.frontend.shape_args import shape_arg
+from cuvil_aot.compiler.frontend.shape_args import run_time_int, shape_arg
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import (
     apply,
@@ -141,6 +142,9 @@ def _count(length: Dim, step: Any, ctx: Ctx) -> Dim:
 def arange(ctx: Ctx, start_or_stop: Any, stop: Any = None, step: Any = None, /,
            dtype: Any = None) -> Node:
     start, stop = (0, start_or_stop) if stop is None else (start_or_stop, stop)
+    start, stop = fold(start), fold(stop)
+    if _run_time_int(start) or _run_time_int(stop):
+        return _arange_at_call(ctx, start, stop, 1 if step is None else step, dtype)
     start, stop, step = (_size(v, f"arange's {name}", ctx) for v, name in
                          ((start, "start"), (stop, "stop"), (1 if step is None else step, "step")))
     if is_symbolic(start) or is_symbolic(step):
@@ -167,6 +171,54 @@ def arange(ctx: Ctx, start_or_stop: Any, stop: Any = None, step: Any = None, /,
     if first != 0:
         out = apply(Op.ADD, [B.const(first.item(), kind, ctx.span), out], ctx.span)
     return out
+
+
+def _run_time_int(value: Any) -> bool:
+    """An int the call knows before the kernels run (from int arguments and sizes)."""
+    return isinstance(value, Node) and not value.shape and is_int(value.dtype) \
+        and value.dtype != "bool" and known_before_the_kernels(value)
+
+
+def _arange_at_call(ctx: Ctx, start: Any, stop: Any, step: Any, dtype: Any) -> Node:
+    """``np.arange(pos, pos + T)``, ``np.arange(0, d, 2)`` with ints known at the call
+    (``pos``, ``d = C // n_head``): a ramp whose length the call computes (``T`` itself
+    where the stop is the start plus a size), start + i * step in the result dtype."""
+    for value, name in ((start, "start"), (stop, "stop")):
+        if not _run_time_int(value) and not isinstance(_size(value, f"arange's {name}", ctx),
+                                                       int | np.integer | Dim):
+            raise UserError(f"np.arange with an int known at the call takes an int {name}",
+                            ctx.span, "np.arange(pos, pos + n, step) with int bounds")
+    step = _size(step, "arange's step", ctx)
+    length = _difference(stop, start)
+    if length is None:  # max(stop - start, 0): a size the call computes
+        gap = apply(Op.SUB, [to_node(stop, ctx.span), to_node(start, ctx.span)], ctx.span)
+        length = run_time_int(apply(Op.MAXIMUM, [gap, to_node(0, ctx.span)], ctx.span), ctx)
+    n = _count(Dim.of(length), step, ctx)
+    kind = dtype_arg(dtype, ctx.span) if dtype is not None else \
+        np.arange(_sample(start), _sample(stop), step).dtype.name  # np.int32 bounds: int32
+    out = C.cast(ramp(n, ctx), kind, ctx.span)
+    if step != 1:
+        out = apply(Op.MUL, [out, B.const(int(step), kind, ctx.span)], ctx.span)
+    return apply(Op.ADD, [C.cast(to_node(start, ctx.span), kind, ctx.span), out], ctx.span)
+
+
+def _sample(value: Any) -> Any:
+    """A number of the value's type (a weak int: Python's) for NumPy's dtype rules."""
+    if isinstance(value, Node):
+        return 0 if value.type.weak else np.zeros((), value.dtype)[()]
+    return 0 if isinstance(value, Dim) else value
+
+
+def _difference(stop: Any, start: Any) -> int | Dim | None:
+    """stop - start where it is known now: both numbers or sizes, or stop is ``start + c``."""
+    if not isinstance(stop, Node) and not isinstance(start, Node):
+        return Dim.of(stop) - Dim.of(start)
+    if isinstance(stop, Node) and stop.op is Op.ADD:
+        for a, b in (stop.srcs, stop.srcs[::-1]):
+            if a is start and b.op is Op.CONST and isinstance(b.attrs[0], int | Dim) \
+                    and not isinstance(b.attrs[0], bool):
+                return b.attrs[0]  # type: ignore[no-any-return]
+    return None
 
 
 # Triangles and diagonals ------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from cuvil_aot.compiler.frontend.call_checks import known_before_the_kernels
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import apply, run_time_origin, to_node
 from cuvil_aot.compiler.ir import construct as C
@@ -27,12 +28,14 @@ def shape_arg(shape: Any, ctx: Ctx,
     dims = tuple(shape) if isinstance(shape, tuple | list) else (shape,)
     out = []
     for d in dims:
-        if isinstance(d, Node) and not d.shape and is_int(d.dtype) and d.dtype != "bool":
+        if isinstance(d, Node) and not d.shape and is_int(d.dtype) and d.dtype != "bool" \
+                and known_before_the_kernels(d):
             d = run_time_int(d, ctx)
             ctx.requirements.append((d, C.Raises("ValueError", (negative,))))
         elif isinstance(d, Node) and not d.shape:
             raise UserError(f"a shape must be made of ints and dimensions; this one has a "
-                            f"number computed at run time from {run_time_origin(d)}",
+                            f"number computed at run time from {run_time_origin(d)}, so "
+                            "it would depend on data",
                             ctx.span, "ints: +, -, *, // and % of int arguments, dimensions "
                             "and constants")
         if not isinstance(d, int | Dim):
