@@ -1,8 +1,8 @@
 """Shapes made of ints known only at the call (``x.reshape(T, n_head, C // n_head)`` with
 ``n_head: int``, ``np.zeros((n, d))``, ``np.arange(pos, pos + T)``) against NumPy on random
-sizes, outputs poisoned: the sizes are symbols the call computes; NumPy's ValueErrors where the sizes do not fit
-(a reshape of another element count, a negative size); and ``np.split`` of an axis that may
-not divide, checked at the call as NumPy checks it."""
+sizes, outputs poisoned: the sizes are symbols the call computes; NumPy's ValueErrors where
+the sizes do not fit (a reshape of another element count, a negative size); and
+``np.split`` of an axis that may not divide, checked at the call as NumPy checks it."""
 
 from __future__ import annotations
 
