@@ -2,10 +2,11 @@
 both blocks run and each name they assign is picked per call, elif chains, nested ifs,
 an if inside a run-time loop's body, gathers on the side Python does not run never
 raising, early returns, ``if c: raise E("...")`` checked at the call; and what is
-refused, at the user's line: a return where the other block goes on, a raise on array
-data, a write into an array inside such a block, two values of
-different shapes or dtypes, a name only one block assigns read after it, a list that
-grows in one block."""
+refused, at the user's line, where the condition reads array data (on int arguments and
+sizes those compile as versions: test_versions.py): a return where the other block goes
+on, a raise, a write into an array inside such a block, two values of different shapes
+or dtypes, a list that grows in one block; and a name only one block assigns read after
+it."""
 
 from __future__ import annotations
 
@@ -167,7 +168,7 @@ import cuvil_aot as cv
 @cv.optimize
 def returns(x: cv.f32["N"], t: int):
     for i in range(2):
-        if t > i:
+        if x.sum() > t + i:
             return x
         x = x * 2
     return x
@@ -175,13 +176,13 @@ def returns(x: cv.f32["N"], t: int):
 @cv.optimize
 def writes(x: cv.f32["N"], t: int):
     y = x * 1
-    if t > 0:
+    if x.sum() > t:
         y[0] = 1.0
     return y
 
 @cv.optimize
 def shapes(x: cv.f32["N"], t: int):
-    if t > 0:
+    if x.sum() > t:
         y = x
     else:
         y = 0.0
@@ -189,7 +190,7 @@ def shapes(x: cv.f32["N"], t: int):
 
 @cv.optimize
 def dtypes(x: cv.f32["N"], t: int):
-    if t > 0:
+    if x.sum() > t:
         s = 1
     else:
         s = 2.5
@@ -204,7 +205,7 @@ def one_side(x: cv.f32["N"], t: int):
 @cv.optimize
 def grows(x: cv.f32["N"], t: int):
     parts = [x]
-    if t > 0:
+    if x.sum() > t:
         parts.append(x * 2)
     return np.stack(parts)
 

@@ -313,3 +313,166 @@ def test_a_bert_layer_in_hugging_faces_layout(tmp_path_factory, b: int, t: int, 
 
 
 _HF: list[Any] = []
+
+
+LLAMA = '''
+import math
+from typing import Optional
+
+import numpy as np
+import cuvil_aot as cv
+
+
+def rms_norm(x, w, eps):
+    return x * (1.0 / np.sqrt(np.mean(x ** 2, axis=-1, keepdims=True) + eps)) * w
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def rope_tables(T, head_dim, theta, start=0):
+    inv_freq = 1.0 / (theta ** (np.arange(0, head_dim, 2, dtype=np.float32) / head_dim))
+    t = np.arange(start, start + T, dtype=np.float32)
+    freqs = np.outer(t, inv_freq)
+    emb = np.concatenate((freqs, freqs), axis=-1)
+    return np.cos(emb), np.sin(emb)
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    x1 = x[..., :half]
+    x2 = x[..., half:]
+    return np.concatenate((-x2, x1), axis=-1)
+
+
+def repeat_kv(x, n_rep):
+    if n_rep == 1:
+        return x
+    return np.repeat(x, n_rep, axis=1)
+
+
+class Attention:
+    wq: cv.f32["D", "D"]
+    wk: cv.f32["KV", "D"]
+    wv: cv.f32["KV", "D"]
+    wo: cv.f32["D", "D"]
+    n_heads: int
+    n_kv_heads: int
+
+    def __init__(self, wq, wk, wv, wo, n_heads, n_kv_heads):
+        self.wq, self.wk, self.wv, self.wo = wq, wk, wv, wo
+        self.n_heads, self.n_kv_heads = n_heads, n_kv_heads
+
+    def forward(self, x, cos, sin, mask: Optional[np.ndarray] = None):
+        B, T, D = x.shape
+        hd = D // self.n_heads
+        q = (x @ self.wq.T).reshape(B, T, self.n_heads, hd).transpose(0, 2, 1, 3)
+        k = (x @ self.wk.T).reshape(B, T, self.n_kv_heads, hd).transpose(0, 2, 1, 3)
+        v = (x @ self.wv.T).reshape(B, T, self.n_kv_heads, hd).transpose(0, 2, 1, 3)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k = repeat_kv(k, self.n_heads // self.n_kv_heads)
+        v = repeat_kv(v, self.n_heads // self.n_kv_heads)
+        scores = np.matmul(q, k.swapaxes(-1, -2)) / math.sqrt(hd)
+        if mask is not None:
+            scores = scores + mask
+        scores = scores - scores.max(axis=-1, keepdims=True)
+        p = np.exp(scores)
+        p = p / p.sum(axis=-1, keepdims=True)
+        out = np.matmul(p, v).transpose(0, 2, 1, 3).reshape(B, T, D)
+        return out @ self.wo.T
+
+
+class MLP:
+    w1: cv.f32["H", "D"]
+    w2: cv.f32["D", "H"]
+    w3: cv.f32["H", "D"]
+
+    def __init__(self, w1, w2, w3):
+        self.w1, self.w2, self.w3 = w1, w2, w3
+
+    def forward(self, x):
+        return (silu(x @ self.w1.T) * (x @ self.w3.T)) @ self.w2.T
+
+
+class Block:
+    attention: Attention
+    feed_forward: MLP
+    attention_norm: cv.f32["D"]
+    ffn_norm: cv.f32["D"]
+    eps = 1e-6
+
+    def __init__(self, attention, feed_forward, attention_norm, ffn_norm):
+        self.attention, self.feed_forward = attention, feed_forward
+        self.attention_norm, self.ffn_norm = attention_norm, ffn_norm
+
+    @cv.optimize
+    def forward(self, x: cv.f32["B", "T", "D"], start_pos: int = 0):
+        B, T, D = x.shape
+        hd = D // self.attention.n_heads
+        cos, sin = rope_tables(T, hd, 10000.0, start_pos)
+        mask = None
+        if T > 1:
+            mask = np.full((T, T), -np.inf, dtype=np.float32)
+            mask = np.triu(mask, k=1)
+        h = x + self.attention.forward(rms_norm(x, self.attention_norm, self.eps), cos, sin, mask)
+        return h + self.feed_forward.forward(rms_norm(h, self.ffn_norm, self.eps))
+'''
+
+
+@settings(max_examples=10, deadline=None)
+@given(b=st.integers(1, 2), t=st.integers(1, 5), n_kv=st.integers(1, 2), n_rep=st.integers(1, 2),
+       hd=st.sampled_from([2, 4]), start=st.integers(0, 3), seed=st.integers(0, 2**32 - 1))
+def test_a_llama_block_prefill_and_decode(tmp_path_factory, b: int, t: int, n_kv: int,
+                                          n_rep: int, hd: int, start: int, seed: int) -> None:
+    """Meta's LLaMA layout: RMSNorm, rotary tables from the position (``np.arange`` of ints
+    the call knows), grouped KV heads (``repeat_kv``'s ``if n_rep == 1: return x``), a
+    causal mask only for more than one token (``mask = None; if T > 1: ...``): versions of
+    the signature decided by those conditions. Values scaled as a trained model's (a
+    softmax of logits in the hundreds rounds as badly in NumPy's float32)."""
+    if not _LLAMA:
+        _LLAMA.append(compile_source(tmp_path_factory.mktemp("llama"), LLAMA))
+    mod, n_heads, rng = _LLAMA[0], n_kv * n_rep, np.random.default_rng(seed)
+    d, h = n_heads * hd, 3 * n_heads
+
+    def w(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) / shape[-1] ** 0.5).astype(np.float32)
+
+    blk = mod.Block(mod.Attention(w(d, d), w(n_kv * hd, d), w(n_kv * hd, d), w(d, d), n_heads,
+                                  n_kv), mod.MLP(w(h, d), w(d, h), w(h, d)), 1 + w(d), 1 + w(d))
+    x = rng.standard_normal((b, t, d)).astype(np.float32)
+    check(mod.Block.forward, blk, x, start, computed_in=np.float32)
+
+
+_LLAMA: list[Any] = []
+
+
+@pytest.mark.gpu
+def test_a_llama_block_on_device_arrays(tmp_path_factory) -> None:
+    from conftest import assert_close
+    from gpu_harness import Framework, device_arch
+
+    mod = compile_source(tmp_path_factory.mktemp("llama_gpu"), LLAMA, cuda_archs=(device_arch(),))
+    fw, rng = Framework("torch"), np.random.default_rng(7)
+    n_kv, n_rep, hd = 2, 2, 8
+    d, h = n_kv * n_rep * hd, 64
+
+    def w(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) / shape[-1] ** 0.5).astype(np.float32)
+
+    host = [w(d, d), w(n_kv * hd, d), w(n_kv * hd, d), w(d, d), w(h, d), w(d, h), w(h, d),
+            1 + w(d), 1 + w(d)]
+
+    def block(arrays: list[Any]) -> Any:
+        a = arrays
+        return mod.Block(mod.Attention(a[0], a[1], a[2], a[3], n_kv * n_rep, n_kv),
+                         mod.MLP(a[4], a[5], a[6]), a[7], a[8])
+
+    on_host, on_device = block(host), block([fw.put(a) for a in host])
+    for t, start in ((1, 5), (7, 0)):
+        x = rng.standard_normal((2, t, d)).astype(np.float32)
+        ref = mod.Block.forward.py_func(block([a.astype(np.float64) for a in host]),
+                                        x.astype(np.float64), start)
+        assert_close(fw.get(on_device.forward(fw.put(x), start)), ref, np.float32, 8.0)
+        assert_close(on_host.forward(x, start), ref, np.float32)

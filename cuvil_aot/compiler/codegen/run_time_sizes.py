@@ -168,7 +168,11 @@ def _call_check(w: Writer, check: CallCheck) -> None:
         w.line(f"/* {str(check).replace('*/', '* /')} */")
         names = host_scalars.locals_of(w, [check.cond, *numbers])
         with w.block(f"if ({names[id(check.cond)]})"):
-            if numbers:
+            if not check.error:  # a version for other calls (frontend/versions.py): no match
+                text = "".join(p for p in check.message if isinstance(p, str))
+                w.line(f"snprintf(why, nwhy, \"%s\", {c_string(text)});")
+                w.line("return 0;")
+            elif numbers:
                 fmt = "".join(p.replace("%", "%%") if isinstance(p, str) else "%lld"
                               for p in check.message)
                 args = "".join(f", (long long){names[id(n)]}" for n in numbers)

@@ -6,7 +6,7 @@ import types
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cuvil_aot.compiler.frontend import assign, call_checks, promotion
+from cuvil_aot.compiler.frontend import assign, call_checks, promotion, versions
 from cuvil_aot.compiler.frontend.interp import POISON, Interpreter, Trace
 from cuvil_aot.compiler.frontend.signature import (
     Signature,
@@ -129,15 +129,22 @@ def _lower_marked(name: str, dispatcher: Marked, result: LoweredModule,
         return function.replace(precision=dispatcher.precision) if function else None
 
     lowered = []
-    for sig in signatures:
-        before = len(diagnostics)
-        function = lower_function(name, fn, sig, result.trace, diagnostics)
-        diagnostics[before:] = [_where_none(sig, d) for d in diagnostics[before:]]
+    for sig, function in [v for s in signatures for v in versions.lowered(
+            s, lambda s: _lower_saying_none(name, fn, s, result.trace, diagnostics))]:
         if function is not None:
             function = function.replace(precision=dispatcher.precision)
             lowered.append((sig, function))
             lowered += size_one_specializations(sig, function, specialized)
     return lowered
+
+
+def _lower_saying_none(name: str, fn: types.FunctionType, sig: Signature, trace: Trace,
+                       diagnostics: list[Diagnostic]) -> Function | None:
+    """`lower_function`, its diagnostics saying which arguments are None in ``sig``."""
+    before = len(diagnostics)
+    function = lower_function(name, fn, sig, trace, diagnostics)
+    diagnostics[before:] = [_where_none(sig, d) for d in diagnostics[before:]]
+    return function
 
 
 def _where_none(sig: Signature, diagnostic: Diagnostic) -> Diagnostic:
@@ -160,8 +167,8 @@ def _attributes_read(name: str, fn: types.FunctionType, signatures: list[Signatu
     may remain: one that may be None and is never read gives none.)"""
     used: set[str] = set()
     equal: list[tuple[Dim, Dim]] = []
-    for sig in signatures:
-        function = lower_function(name, fn, sig, trace, diagnostics, used)
+    for _, function in [v for s in signatures for v in versions.lowered(
+            s, lambda s: lower_function(name, fn, s, trace, diagnostics, used))]:
         if function is None:
             return None
         equal += [(a.left, a.right) for a in function.assumptions]
@@ -192,14 +199,18 @@ def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Tra
     seen = tuple(None if p.type.dtype == NONE_DTYPE else n for p, n in zip(sig.params, params))
     try:
         # dimensions NumPy checks at the call (construct.unify), and Python's and NumPy's
-        # errors on numbers the call knows (call_checks.py)
-        with assuming() as facts, call_checks.recording(interp.run_time):
+        # errors on numbers the call knows (call_checks.py); this version's decisions
+        with assuming() as facts, call_checks.recording(interp.run_time), \
+                versions.deciding(sig):
             value = interp.call_function(fn, [argument_value(t, seen, closed, from_class,
                                                              set() if used is None else used)
                                               for _, t in sig.arguments], {}, None)
     except UserError as err:
         diagnostics.append(err.diagnostic)
         return None
+    except versions.Undecided:  # lowered again, once each way: what this one said is moot
+        del diagnostics[before:]
+        raise
     if len(diagnostics) > before or value is POISON:
         return None
     src = function_source(fn)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from cuvil_aot.compiler.frontend import call_checks, ufunc_out
+from cuvil_aot.compiler.frontend import call_checks, ufunc_out, versions
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import Unbound, apply, run_time_origin, to_node
 from cuvil_aot.compiler.ir.node import Node, rewrite, toposort
@@ -53,6 +53,10 @@ class FunctionReturn(Exception):
 
     def __init__(self, value: Any):
         self.value = value
+
+
+# what a statement raises that is no error in it: up through the statements around it
+PASSING = (FunctionReturn, versions.Undecided)
 
 
 def early_returns(stmts: list[ast.stmt]) -> list[ast.stmt]:
@@ -86,6 +90,18 @@ def if_statement(interp: Any, stmt: ast.If, poison: Any) -> None:
                                 stmt.test), "check it in Python before the call")
         interp.run_time.append(CallCheck.of(truth, *raised))
         return
+    key, taken = versions.decided(interp, stmt, truth)
+    if taken is not None:  # this version of the signature is for calls where it is `taken`
+        interp.run_block(stmt.body if taken else stmt.orelse)
+        return
+    try:
+        _both_blocks(interp, stmt, truth, poison)
+    except UserError as err:  # not picked per call: decided at build, where the call knows it
+        raise versions.undecided(key, stmt, err) from None
+
+
+def _both_blocks(interp: Any, stmt: ast.If, truth: Node, poison: Any) -> None:
+    """Both blocks of an if on a run-time condition, each name they assign picked per call."""
     _refuse_effects(interp, stmt)
     span = interp.span(stmt.test)
     scope = interp.frames[-1].scope

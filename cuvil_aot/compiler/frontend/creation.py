@@ -217,7 +217,7 @@ def _difference(stop: Any, start: Any) -> int | Dim | None:
         for a, b in (stop.srcs, stop.srcs[::-1]):
             if a is start and b.op is Op.CONST and isinstance(b.attrs[0], int | Dim) \
                     and not isinstance(b.attrs[0], bool):
-                return b.attrs[0]  # type: ignore[no-any-return]
+                return b.attrs[0]
     return None
 
 

@@ -155,7 +155,7 @@ class Interpreter:
             except ShapeError as err:  # from a builder without a closer span
                 self.diagnostics.append(Diagnostic(self.span(stmt), str(err)))
                 self._poison_targets(stmt)
-            except branches.FunctionReturn:
+            except branches.PASSING:
                 raise
             except Exception as exc:  # a bug in cuvil_aot: refuse the function, at this line
                 self.diagnostics.append(internal_diagnostic(self.span(stmt), exc))

@@ -9,12 +9,14 @@ from typing import Any
 import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
+from cuvil_aot.compiler.frontend.call_checks import known_before_the_kernels
 from cuvil_aot.compiler.frontend.handlers import Ctx, Handler
+from cuvil_aot.compiler.frontend.shape_args import shape_arg
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
 from cuvil_aot.compiler.frontend.values import fold, to_node
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
-from cuvil_aot.compiler.ir.types import Dim
+from cuvil_aot.compiler.ir.types import Dim, is_int
 
 
 def axis_of(x: Node, axis: Any, ctx: Ctx) -> int:
@@ -166,13 +168,18 @@ def pad(ctx: Ctx, array: Any, pad_width: Any, mode: str = "constant",
 
 
 def _count(value: Any, what: str, ctx: Ctx) -> Dim:
-    """A repetition count known at compile time: an int, or a dimension of the signature."""
+    """A repetition count: an int, a dimension of the signature, or an int the call knows
+    before the kernels (``n_heads // n_kv_heads`` of int arguments), a size it computes."""
     v = fold(value)
     if isinstance(v, Dim):
         return v
+    if isinstance(v, Node) and not v.shape and known_before_the_kernels(v) \
+            and is_int(v.dtype) and v.dtype != "bool":
+        return Dim.of(shape_arg(v, ctx)[0])
     if isinstance(v, bool) or not isinstance(v, int | np.integer):
-        raise UserError(f"{what} must be ints known at compile time (constants or dimensions)",
-                        ctx.span, "an int, or a size from an array's shape")
+        raise UserError(f"{what} must be ints known before the kernels run (constants, "
+                        "dimensions, int arguments)", ctx.span,
+                        "an int, or a size from an array's shape")
     if v < 0:
         raise UserError("negative dimensions are not allowed", ctx.span)
     return Dim.of(int(v))

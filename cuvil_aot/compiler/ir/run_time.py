@@ -99,7 +99,7 @@ class CallCheck:
     NumPy's own errors)."""
 
     cond: Node = field(compare=False)
-    error: str  # a builtin exception's name: ValueError
+    error: str  # a builtin exception's name: ValueError; "": no match (a version's condition)
     message: Text = field(compare=False)
     key: str  # a digest of the above: equal checks are made once
 

@@ -39,6 +39,9 @@ class Signature:
     params: tuple[Param, ...]
     # the arguments as the caller passes them, by name; None: each parameter is one
     structure: tuple[tuple[str, Tree], ...] | None = None
+    # a version's conditions decided at build: (the condition's structure, the block
+    # taken, the if's test as written), checked at the call (frontend/versions.py)
+    decisions: tuple[tuple[str, bool, str], ...] = ()
 
     @property
     def arguments(self) -> tuple[tuple[str, Tree], ...]:
@@ -47,7 +50,10 @@ class Signature:
         return self.structure
 
     def __str__(self) -> str:
-        return ", ".join(f"{p.shown}: {render_type(p)}" for p in self.params)
+        where = " and ".join(text if taken else f"not ({text})"
+                             for _, taken, text in self.decisions)
+        return ", ".join(f"{p.shown}: {render_type(p)}" for p in self.params) + \
+            (f" where {where}" if where else "")
 
 
 NONE_DTYPE = "none"  # a parameter that is None in this version (`frontend.signature`)
