@@ -68,6 +68,13 @@ def kinds(x: cv.f32["N"], t: int):
 
 
 @cv.optimize
+def outputs(x: cv.f32["N"], with_probs: bool = False):
+    """Hugging Face's output_attentions: a tuple of another length by a flag."""
+    p = np.exp(x - x.max())
+    return (x * 2, p / p.sum()) if with_probs else (x * 2,)
+
+
+@cv.optimize
 def first_rows(x: cv.f32["N", "D"], n: int):
     y = x * 2
     if n > 0:
@@ -111,6 +118,14 @@ def test_a_write_under_a_condition_the_call_knows(m: Any, data: st.DataObject, r
 def test_shapes_dtypes_lists_and_returns_that_differ(m: Any, data: st.DataObject, n: int,
                                                       t: int) -> None:
     check(m.kinds, data.draw(view_of((n,), "float32", special=False)), t)
+
+
+@settings(max_examples=10, deadline=None)
+@given(data=st.data(), n=st.integers(1, 6), flag=st.booleans())
+def test_a_flag_that_decides_the_outputs(m: Any, data: st.DataObject, n: int,
+                                         flag: bool) -> None:
+    check(m.outputs, data.draw(view_of((n,), "float32", special=False)), flag)
+    assert len(m.outputs(np.ones(n, np.float32))) == 1
 
 
 def test_each_version_says_where_it_runs(m: Any) -> None:

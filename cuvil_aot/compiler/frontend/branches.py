@@ -237,12 +237,22 @@ def if_exp(interp: Any, expr: ast.IfExp, poison: Any) -> Any:
     truth = interp.truth(cond, expr.test)
     if not isinstance(truth, Node):
         return interp.eval(expr.body if truth else expr.orelse)
+    key, taken = versions.decided(interp, expr, truth)
+    if taken is not None:  # this version of the signature is for calls where it is `taken`
+        return interp.eval(expr.body if taken else expr.orelse)
     before, span = computed([f.scope for f in interp.frames], truth), interp.span(expr)
     body = _evaluated(interp, expr.body, truth)
     orelse = _evaluated(interp, expr.orelse, negated(truth, span))
     if body is poison or orelse is poison:
         return poison
-    return _pick(truth, body, orelse, before, span)
+    try:
+        if not all(isinstance(v, Node | bool | int | float) for v in (body, orelse)):
+            raise UserError(f"{interp.describe(body)} or {interp.describe(orelse)}, by a "
+                            "run-time condition: only arrays and numbers can be picked per "
+                            "call", span, IF_HINT)
+        return _pick(truth, body, orelse, before, span)
+    except UserError as err:  # not picked per call: decided at build, where the call knows it
+        raise versions.undecided(key, expr, err) from None
 
 
 def _evaluated(interp: Any, expr: ast.expr, taken: Node) -> Any:

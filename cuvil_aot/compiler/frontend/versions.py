@@ -1,7 +1,8 @@
 """Versions of a signature, decided by conditions the call knows before its kernels.
 
-An ``if`` on int arguments and sizes runs both blocks and picks each name per call
-(branches.py), which needs both values to be arrays or numbers of one shape and dtype.
+An ``if`` (or ``a if c else b``) on int arguments and sizes runs both blocks and picks
+each name per call (branches.py), which needs both values to be arrays or numbers of one
+shape and dtype.
 Where they are not (``mask = None; if T > 1: mask = np.triu(...)``; ``if n_rep == 1:
 return x`` beside a reshaped return; a block that writes into an array), the condition is
 decided at build instead: the signature is lowered once where it holds and once where it
@@ -53,7 +54,7 @@ def deciding(sig: Signature) -> Iterator[None]:
         _CURRENT.reset(token)
 
 
-def decided(interp: Any, stmt: ast.If, truth: Node) -> tuple[str | None, bool | None]:
+def decided(interp: Any, stmt: ast.If | ast.IfExp, truth: Node) -> tuple[str | None, bool | None]:
     """(the condition's key, or None where the call cannot decide it; the block this
     version takes, or None where it decides nothing here). A decision is checked at the call."""
     decisions = _CURRENT.get()
@@ -69,7 +70,7 @@ def decided(interp: Any, stmt: ast.If, truth: Node) -> tuple[str | None, bool | 
     return key, taken
 
 
-def undecided(key: str | None, stmt: ast.If, error: UserError) -> Exception:
+def undecided(key: str | None, stmt: ast.If | ast.IfExp, error: UserError) -> Exception:
     """What to raise where the blocks of an if on condition ``key`` cannot be picked per
     call: `Undecided`, while the signature has room for another decision, else ``error``."""
     decisions = _CURRENT.get()
