@@ -4,8 +4,9 @@ neighbour): every axis, negative axes, no axis (flattened), counts 0 and 1, a co
 dimension, tile's reps longer and shorter than the array's rank, and the grouped-query
 attention pattern that brings users to it (K and V heads repeated for the query heads).
 The results are new arrays (a write into one leaves the argument as it was, count 1 too);
-counts per element, counts computed at run time and negative ones are refused at the
-user's line."""
+a count from an int argument the call knows (``n_heads // n_kv_heads``) too, NumPy's
+ValueError where it is negative; counts per element, counts from array data and negative
+constants are refused at the user's line."""
 
 from __future__ import annotations
 
@@ -56,6 +57,11 @@ def written(x: cv.f32["A", "B"]):
     r[0] = 5.0
     t[:, 0] = -5.0
     return r, t, x * 1
+
+@cv.optimize
+def by_int(x: cv.f32["H", "T"], n_heads: int):
+    return np.repeat(x, n_heads // x.shape[0], axis=0) * 2
+
 '''
 
 REFUSED = '''
@@ -67,8 +73,8 @@ def per_element(x: cv.f32["N"]):
     return np.repeat(x, [1, 2, 3])
 
 @cv.optimize
-def at_run_time(x: cv.f32["N"], n: int):
-    return np.repeat(x, n)
+def from_data(x: cv.f32["N"]):
+    return np.repeat(x, int(x.sum()))
 
 @cv.optimize
 def negative(x: cv.f32["N"]):
@@ -98,6 +104,9 @@ def test_against_numpy(m, a: int, b: int, c: int, t: int, seed: int) -> None:
     check(m.other_types, r.integers(-9, 9, a))
     check(m.other_types, r.standard_normal((a, b)))
     check(m.gqa, f32(2, 8, t, 16), f32(2, 2, t, 16), f32(2, 2, t, 16), scale=4)
+    check(m.by_int, f32(a + 1, b), (a + 1) * (t % 4))
+    with pytest.raises(ValueError, match="negative dimensions are not allowed"):
+        m.by_int(f32(a + 1, b), -(a + 1))
 
 
 def test_results_are_new_arrays(m) -> None:
@@ -119,8 +128,9 @@ def test_counts_numpy_would_take_per_element_or_at_run_time_are_refused(tmp_path
                                               "supported") as e:
         mod.per_element(x)
     assert "np.repeat(x, [1, 2, 3])" in str(e.value) and "^" in str(e.value)
-    with pytest.raises(cv.CompileError, match="repeats must be ints known at compile time"):
-        mod.at_run_time(x, 2)
+    with pytest.raises(cv.CompileError, match="repeats must be ints known before the "
+                                              "kernels run"):
+        mod.from_data(x)
     with pytest.raises(cv.CompileError, match="negative dimensions are not allowed"):
         mod.negative(x)
 

@@ -15,7 +15,10 @@ from cuvil_aot.compiler.frontend.signature import (
     merge_sizes,
     signatures_of,
 )
-from cuvil_aot.compiler.frontend.size_one import size_one_specializations
+from cuvil_aot.compiler.frontend.size_one import (
+    size_one_specializations,
+    specializations_per_version,
+)
 from cuvil_aot.compiler.frontend.source import (
     SourceUnavailable,
     function_source,
@@ -129,12 +132,15 @@ def _lower_marked(name: str, dispatcher: Marked, result: LoweredModule,
         return function.replace(precision=dispatcher.precision) if function else None
 
     lowered = []
-    for sig, function in [v for s in signatures for v in versions.lowered(
-            s, lambda s: _lower_saying_none(name, fn, s, result.trace, diagnostics))]:
-        if function is not None:
-            function = function.replace(precision=dispatcher.precision)
-            lowered.append((sig, function))
-            lowered += size_one_specializations(sig, function, specialized)
+    for declared in signatures:
+        made = versions.lowered(declared, lambda s: _lower_saying_none(
+            name, fn, s, result.trace, diagnostics))
+        limit = specializations_per_version(len(made))
+        for sig, function in made:
+            if function is not None:
+                function = function.replace(precision=dispatcher.precision)
+                lowered.append((sig, function))
+                lowered += size_one_specializations(sig, function, specialized, limit)
     return lowered
 
 
@@ -161,18 +167,20 @@ def _attributes_read(name: str, fn: types.FunctionType, signatures: list[Signatu
                      trace: Trace, diagnostics: list[Diagnostic]
                      ) -> tuple[set[str], list[tuple[Dim, Dim]]] | None:
     """The labels of the instance arguments' attributes the code reads (and of the
-    instances it reads anything of), and the sizes it assumes equal in any signature, from
-    lowering each signature with every attribute their classes declare; None where that
-    is refused (its diagnostics said). (With only the attributes read, fewer versions
-    may remain: one that may be None and is never read gives none.)"""
+    instances it reads anything of), and the sizes it assumes equal in every version of
+    every signature, from lowering each with every attribute their classes declare; None
+    where that is refused (its diagnostics said). (Only what all assume: with only the
+    attributes read, other versions may remain, and one version's condition may make
+    sizes equal, ``n_rep == 1``, that another's does not.)"""
     used: set[str] = set()
-    equal: list[tuple[Dim, Dim]] = []
+    equal: list[tuple[Dim, Dim]] | None = None
     for _, function in [v for s in signatures for v in versions.lowered(
             s, lambda s: lower_function(name, fn, s, trace, diagnostics, used))]:
         if function is None:
             return None
-        equal += [(a.left, a.right) for a in function.assumptions]
-    return used, equal
+        mine = [(a.left, a.right) for a in function.assumptions]
+        equal = mine if equal is None else [e for e in equal if e in mine]
+    return used, equal or []
 
 
 def _lower_quietly(name: str, fn: types.FunctionType, sig: Signature,

@@ -270,6 +270,7 @@ def merge_sizes(sig: Signature, equal: list[tuple[Dim, Dim]]) -> Signature:
     never computed as if it were), and the size-one versions NumPy's broadcasting would
     otherwise need are not built. The signature's own names are kept where they join."""
     own = tuple(f"{name}__" for name, _ in sig.arguments)
+    declared = {s for p in sig.params for s in p.symbols}  # not a size the call computes
     parent: dict[str, str] = {}
 
     def root(s: str) -> str:
@@ -279,7 +280,8 @@ def merge_sizes(sig: Signature, equal: list[tuple[Dim, Dim]]) -> Signature:
 
     for left, right in equal:
         names = [next(iter(d.symbols)) for d in (left, right)
-                 if len(d.symbols) == 1 and d == Dim.of(next(iter(d.symbols)))]
+                 if len(d.symbols) == 1 and d == Dim.of(next(iter(d.symbols)))
+                 and d.symbols <= declared]
         if len(names) == 2 and any(n.startswith(own) for n in names):
             a, b = sorted((root(n) for n in names), key=lambda n: (n.startswith(own), n))
             if a != b:

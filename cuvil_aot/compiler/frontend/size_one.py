@@ -9,8 +9,10 @@ its own, the signature with the symbol written as a literal 1, lowered after the
 one. The wrapper tries signatures in order: a call whose sizes differ where one is 1 fails
 the general signature's check (not NumPy's error: a failed match) and matches the
 specialization, which broadcasts like NumPy. Fewest ones first, at most
-``MAX_SPECIALIZATIONS`` per declared signature (each is compiled code); a call none of
-them covers is refused with the reason (``Assumption.refusal``)."""
+``MAX_SPECIALIZATIONS`` per declared signature (each is compiled code), half as many
+shared by its versions where it has several (frontend/versions.py: each version is
+compiled code too); a call none of them covers is refused with the reason
+(``Assumption.refusal``)."""
 
 from __future__ import annotations
 
@@ -23,22 +25,28 @@ from cuvil_aot.compiler.ir.node import Function
 from cuvil_aot.compiler.ir.signature import Signature
 from cuvil_aot.compiler.ir.types import Dim, TensorType
 
-__all__ = ["MAX_SPECIALIZATIONS", "size_one_specializations"]
+__all__ = ["MAX_SPECIALIZATIONS", "size_one_specializations", "specializations_per_version"]
 
 MAX_SPECIALIZATIONS = 8  # two axes of independent symbols: 3 * 3 - 1
 
 Lower = Callable[[Signature], "Function | None"]
 
 
-def size_one_specializations(sig: Signature, function: Function,
-                             lower: Lower) -> list[tuple[Signature, Function]]:
-    """The specializations of ``sig`` (lowered as ``function``) for symbols that NumPy
-    would broadcast at size 1; ``lower`` lowers one (None where it is refused: then the
-    refusal at the call stands)."""
+def specializations_per_version(versions: int) -> int:
+    """How many each of a signature's ``versions`` gets."""
+    return MAX_SPECIALIZATIONS if versions == 1 else MAX_SPECIALIZATIONS // (2 * versions)
+
+
+def size_one_specializations(sig: Signature, function: Function, lower: Lower,
+                             limit: int = MAX_SPECIALIZATIONS
+                             ) -> list[tuple[Signature, Function]]:
+    """Up to ``limit`` specializations of ``sig`` (lowered as ``function``) for symbols
+    that NumPy would broadcast at size 1; ``lower`` lowers one (None where it is refused:
+    then the refusal at the call stands)."""
     found: list[tuple[Signature, Function]] = []
     seen: set[frozenset[str]] = {frozenset()}
     queue = deque([(frozenset[str](), sig, function)])
-    while queue and len(found) < MAX_SPECIALIZATIONS:
+    while queue and len(found) < limit:
         ones, base_sig, base = queue.popleft()
         for symbols in _may_be_one(base, base_sig):
             both = ones | symbols
@@ -51,7 +59,7 @@ def size_one_specializations(sig: Signature, function: Function,
                 continue
             found.append((special_sig, special))
             queue.append((both, special_sig, special))
-            if len(found) == MAX_SPECIALIZATIONS:
+            if len(found) == limit:
                 break
     return found
 
