@@ -3,8 +3,8 @@ KV cache, written in place at ``start_pos``), a causal mask only where more than
 comes (``mask = None; if seqlen > 1: ...``), ``repeat_kv`` by ``np.broadcast_to`` with
 ``if n_rep == 1: return x``, rotary pairs by strided slices. cuvil_aot compiles
 ``TransformerBlock.forward`` into versions, one per answer to those two conditions
-(frontend/versions.py). bench/class_llama.py times it; tests/test_method_models.py holds the
-same code as a test."""
+(frontend/versions.py). bench/class_llama.py times it; tests/test_method_models.py
+compiles this file and checks it against NumPy in float64."""
 import math
 
 import numpy as np
