@@ -50,10 +50,11 @@ class ArrayType:
 
 
 class OptionalType:
-    """``cv.f32["N"] | None``: an array argument that may be None instead (a mask, a bias).
-    Each such argument doubles the versions compiled: one where it is None, one where not."""
+    """``cv.f32["N"] | None``: an array (or number) argument that may be None instead (a
+    mask, a bias). Each such argument doubles the versions compiled: one where it is None,
+    one where not."""
 
-    def __init__(self, inner: ArrayType):
+    def __init__(self, inner: Any):
         self.inner = inner
 
     def __repr__(self) -> str:

@@ -16,9 +16,8 @@ from typing import Any
 import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
-from cuvil_aot.compiler.frontend.call_checks import known_before_the_kernels
 from cuvil_aot.compiler.frontend.handlers import Ctx, Handler
-from cuvil_aot.compiler.frontend.shape_args import run_time_int, shape_arg
+from cuvil_aot.compiler.frontend.shape_args import is_call_int, run_time_int, shape_arg
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import (
     apply,
@@ -143,7 +142,7 @@ def arange(ctx: Ctx, start_or_stop: Any, stop: Any = None, step: Any = None, /,
            dtype: Any = None) -> Node:
     start, stop = (0, start_or_stop) if stop is None else (start_or_stop, stop)
     start, stop = fold(start), fold(stop)
-    if _run_time_int(start) or _run_time_int(stop):
+    if is_call_int(start) or is_call_int(stop):
         return _arange_at_call(ctx, start, stop, 1 if step is None else step, dtype)
     start, stop, step = (_size(v, f"arange's {name}", ctx) for v, name in
                          ((start, "start"), (stop, "stop"), (1 if step is None else step, "step")))
@@ -173,18 +172,12 @@ def arange(ctx: Ctx, start_or_stop: Any, stop: Any = None, step: Any = None, /,
     return out
 
 
-def _run_time_int(value: Any) -> bool:
-    """An int the call knows before the kernels run (from int arguments and sizes)."""
-    return isinstance(value, Node) and not value.shape and is_int(value.dtype) \
-        and value.dtype != "bool" and known_before_the_kernels(value)
-
-
 def _arange_at_call(ctx: Ctx, start: Any, stop: Any, step: Any, dtype: Any) -> Node:
     """``np.arange(pos, pos + T)``, ``np.arange(0, d, 2)`` with ints known at the call
     (``pos``, ``d = C // n_head``): a ramp whose length the call computes (``T`` itself
     where the stop is the start plus a size), start + i * step in the result dtype."""
     for value, name in ((start, "start"), (stop, "stop")):
-        if not _run_time_int(value) and not isinstance(_size(value, f"arange's {name}", ctx),
+        if not is_call_int(value) and not isinstance(_size(value, f"arange's {name}", ctx),
                                                        int | np.integer | Dim):
             raise UserError(f"np.arange with an int known at the call takes an int {name}",
                             ctx.span, "np.arange(pos, pos + n, step) with int bounds")

@@ -28,8 +28,7 @@ def shape_arg(shape: Any, ctx: Ctx,
     dims = tuple(shape) if isinstance(shape, tuple | list) else (shape,)
     out = []
     for d in dims:
-        if isinstance(d, Node) and not d.shape and is_int(d.dtype) and d.dtype != "bool" \
-                and known_before_the_kernels(d):
+        if is_call_int(d):
             d = run_time_int(d, ctx)
             ctx.requirements.append((d, C.Raises("ValueError", (negative,))))
         elif isinstance(d, Node) and not d.shape:
@@ -42,6 +41,13 @@ def shape_arg(shape: Any, ctx: Ctx,
             raise UserError("a shape must be a tuple of ints or dimensions", ctx.span)
         out.append(d)
     return tuple(out)
+
+
+def is_call_int(value: Any) -> bool:
+    """An int the call knows before the kernels run (from int arguments and sizes, not
+    array data): a size it can compute."""
+    return isinstance(value, Node) and not value.shape and is_int(value.dtype) \
+        and value.dtype != "bool" and known_before_the_kernels(value)
 
 
 def run_time_int(k: Node, ctx: Ctx) -> Dim:

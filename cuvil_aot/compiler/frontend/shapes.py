@@ -9,14 +9,13 @@ from typing import Any
 import numpy as np
 
 from cuvil_aot.compiler.frontend import builder as B
-from cuvil_aot.compiler.frontend.call_checks import known_before_the_kernels
 from cuvil_aot.compiler.frontend.handlers import Ctx, Handler
-from cuvil_aot.compiler.frontend.shape_args import shape_arg
+from cuvil_aot.compiler.frontend.shape_args import is_call_int, shape_arg
 from cuvil_aot.compiler.frontend.user_error import UserError, checked
 from cuvil_aot.compiler.frontend.values import fold, to_node
 from cuvil_aot.compiler.ir import construct as C
 from cuvil_aot.compiler.ir.node import Node
-from cuvil_aot.compiler.ir.types import Dim, is_int
+from cuvil_aot.compiler.ir.types import Dim
 
 
 def axis_of(x: Node, axis: Any, ctx: Ctx) -> int:
@@ -173,8 +172,7 @@ def _count(value: Any, what: str, ctx: Ctx) -> Dim:
     v = fold(value)
     if isinstance(v, Dim):
         return v
-    if isinstance(v, Node) and not v.shape and known_before_the_kernels(v) \
-            and is_int(v.dtype) and v.dtype != "bool":
+    if is_call_int(v):
         return Dim.of(shape_arg(v, ctx)[0])
     if isinstance(v, bool) or not isinstance(v, int | np.integer):
         raise UserError(f"{what} must be ints known before the kernels run (constants, "

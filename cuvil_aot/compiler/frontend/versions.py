@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from cuvil_aot.compiler.frontend import call_checks
 from cuvil_aot.compiler.frontend.user_error import UserError
+from cuvil_aot.compiler.frontend.values import apply
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
 from cuvil_aot.compiler.ir.run_time import CallCheck, describe
@@ -64,7 +65,7 @@ def decided(interp: Any, stmt: ast.If | ast.IfExp, truth: Node) -> tuple[str | N
     taken = decisions.get(key)
     if taken is not None:
         text = ast.unparse(stmt.test)
-        cond = truth if not taken else Node(Op.INVERT, truth.type, (truth,), span=truth.span)
+        cond = truth if not taken else apply(Op.INVERT, [truth], interp.span(stmt.test))
         interp.run_time.append(CallCheck.of(cond, "", f"this version is for calls where "
                                                       f"{text} is {taken}"))
     return key, taken
