@@ -66,6 +66,38 @@ class Linear:
         if self.b is not None:
             y = y + self.b
         return y if residual is None else y + residual
+
+
+KV = tuple[cv.f32["B", "P", "D"], cv.f32["B", "P", "D"]]
+
+
+@cv.optimize
+def with_past(k: cv.f32["B", "T", "D"], v: cv.f32["B", "T", "D"], layer_past: KV | None = None):
+    if layer_past is not None:  # as Hugging Face's GPT-2 attention takes its cache
+        past_key, past_value = layer_past
+        k = np.concatenate((past_key, k), axis=1)
+        v = np.concatenate((past_value, v), axis=1)
+    return k - 2 * v
+
+
+class Norm:
+    g: cv.f32["D"]
+    b: cv.f32["D"]
+
+    def __init__(self, g, b):
+        self.g, self.b = g, b
+
+
+@cv.optimize
+def maybe_normed(x: cv.f32["N", "D"], norm: Norm | None = None):
+    if norm is None:
+        return x * 1
+    return (x - x.mean(-1, keepdims=True)) * norm.g + norm.b
+
+
+@cv.optimize(signatures=["f32[N], (f32[N], f32[N]) | None"])
+def spelled_pair(x, pair):
+    return x if pair is None else x * pair[0] + pair[1]
 '''
 
 
@@ -75,6 +107,11 @@ def m(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def f64(value: Any) -> Any:
+    """``value`` in float64: an array, the items of a tuple or list, an instance's arrays."""
+    if isinstance(value, tuple | list):
+        return type(value)(map(f64, value))
+    if hasattr(value, "__dict__"):
+        return type(value)(**{k: f64(v) for k, v in vars(value).items()})
     return value.astype(np.float64) if isinstance(value, np.ndarray) else value
 
 
@@ -131,6 +168,30 @@ def test_an_attribute_that_may_be_none(m: Any, data: st.DataObject, t: int, i: i
     assert_close(layer.forward(x, residual=r), ref, np.float32)
 
 
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), b=st.integers(1, 3), t=st.integers(1, 4), p=st.integers(0, 5),
+       d=st.integers(1, 4), past=st.sampled_from([None, tuple, list]))
+def test_a_tuple_that_may_be_none(m: Any, data: st.DataObject, b: int, t: int, p: int, d: int,
+                                  past: Any) -> None:
+    k, v = (data.draw(view_of((b, t, d), "float32", special=False)) for _ in range(2))
+    layer_past = None if past is None else \
+        past(data.draw(view_of((b, p, d), "float32", special=False)) for _ in range(2))
+    check(m.with_past, k, v, layer_past)
+    check(m.with_past, k, v, layer_past=layer_past)
+
+
+@settings(max_examples=20, deadline=None)
+@given(data=st.data(), n=st.integers(0, 4), d=st.integers(1, 5), normed=st.booleans())
+def test_an_instance_that_may_be_none(m: Any, data: st.DataObject, n: int, d: int,
+                                      normed: bool) -> None:
+    x = data.draw(view_of((n, d), "float32", special=False))
+    norm = m.Norm(*(data.draw(view_of((d,), "float32", special=False)) for _ in range(2))) \
+        if normed else None
+    check(m.maybe_normed, x, norm)
+    pair = (norm.g, norm.b) if normed else None
+    check(m.spelled_pair, x[0] if n else norm.g if normed else np.ones(d, np.float32), pair)
+
+
 def test_the_call_names_what_each_version_takes(m: Any) -> None:
     x = np.ones(3, np.float32)
     with pytest.raises(cv.SignatureError, match=r"(?s)argument 'b': expected a float32 array "
@@ -139,6 +200,9 @@ def test_the_call_names_what_each_version_takes(m: Any) -> None:
     with pytest.raises(TypeError, match="missing"):
         m.shift(x)  # b may be None, but has no default: Python's TypeError
     assert "mask: None" in m.attend.compiled.__doc__
+    with pytest.raises(cv.SignatureError, match=r"argument 'layer_past': expected a list or "
+                       r"tuple of 2 items, got a tuple of 1"):
+        m.with_past(x.reshape(1, 3, 1), x.reshape(1, 3, 1), (x.reshape(1, 3, 1),))
 
 
 @pytest.mark.parametrize("body, message", [
@@ -148,9 +212,14 @@ def test_the_call_names_what_each_version_takes(m: Any) -> None:
     ('def f(x: cv.f32["N"], a: cv.f32["N"] = None, b: cv.f32["N"] = None,\n'
      '      c: cv.f32["N"] = None, d: cv.f32["N"] = None):\n    return x',
      r"4 arguments may be None \(a, b, c, d\)(?s:.*)signatures="),
-    ('class W:\n    w: cv.f32["N"]\n\n@cv.optimize\ndef g(x: cv.f32["N"]):\n    return x\n\n'
-     '@cv.optimize\ndef f(x: cv.f32["N"], p: W | None = None):\n    return x',
-     r"parameter 'p': only an array or a number may be None"),
+    ('def f(x: cv.f32["N"], p: tuple[cv.f32["N"], cv.f32["N"]] | None = None):\n'
+     '    return x + p[0]',
+     r"\(where p is None\)(?s:.*)test it first: `if p is not None:`"),
+    ('def f(x: cv.f32["N"], p: tuple[cv.f32["N"] | None, cv.f32["N"]] | None = None):\n'
+     '    return x',
+     r"parameter 'p': it may be None and so may its items(?s:.*)the whole, not both"),
+    ('def f(x: cv.f32["N"], p: tuple[cv.f32["N"], ...] = None):\n    return x',
+     r"parameter 'p': .* is a list of any length(?s:.*)\[X\] \* 12"),
 ])
 def test_what_the_build_refuses(tmp_path: Path, body: str, message: str) -> None:
     prefix = "" if body.startswith("class") else "@cv.optimize\n"

@@ -206,11 +206,11 @@ def test_what_the_call_checks(m, p: Any, message: str) -> None:
 def test_a_list_of_another_length(m) -> None:
     blocks = [{"attn.c_proj.weight": np.eye(2, dtype=np.float32),
                "mlp": [np.eye(2, dtype=np.float32), np.ones(2, np.float32)]}] * 2
-    with pytest.raises(cv.SignatureError, match=r"argument 'blocks': expected a list of 3 "
-                       r"items, got a list of 2"):
+    with pytest.raises(cv.SignatureError, match=r"argument 'blocks': expected a list or tuple "
+                       r"of 3 items, got a list of 2"):
         m.stack(np.ones((1, 2), np.float32), blocks, 1.0)
     with pytest.raises(cv.SignatureError, match=r"argument 'blocks\[0\]\['mlp'\]': expected "
-                       r"a list of 2 items, got numpy.float64 array of shape \(2,\)"):
+                       r"a list or tuple of 2 items, got numpy.float64 array of shape \(2,\)"):
         m.stack(np.ones((1, 2), np.float32), [dict(blocks[0], mlp=np.ones(2))] * 3, 1.0)
 
 

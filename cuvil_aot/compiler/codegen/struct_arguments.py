@@ -6,11 +6,11 @@ are then matched on the leaves alone."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cuvil_aot.compiler.codegen.writer import Writer, c_string
-from cuvil_aot.compiler.ir.signature import Tree
+from cuvil_aot.compiler.ir.signature import Tree, leaves
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,14 @@ def _take(w: Writer, fname: str, obj: str, tree: Tree, checks: Checks,
     items taken apart in turn."""
     if isinstance(tree, int):
         w.line(f"argv[{tree}] = {obj};")
+        return
+    if tree.optional:  # None: its leaves are, in the version that takes it so
+        w.line(f"if ({obj} == Py_None) {{")
+        for leaf in leaves(tree):
+            w.line(f"argv[{leaf}] = Py_None;")
+        w.line("} else {")
+        _take(w, fname, obj, replace(tree, optional=False), checks, counter)
+        w.line("}")
         return
     f, label = c_string(fname), c_string(tree.label)
     if tree.kind == "list":

@@ -30,7 +30,7 @@ from cuvil_aot.compiler.frontend.values import to_node
 from cuvil_aot.compiler.ir.construct import assuming
 from cuvil_aot.compiler.ir.node import Function, Node
 from cuvil_aot.compiler.ir.ops import Op
-from cuvil_aot.compiler.ir.signature import NONE_DTYPE
+from cuvil_aot.compiler.ir.signature import NONE_DTYPE, none_arguments
 from cuvil_aot.compiler.ir.types import Dim, TensorType
 from cuvil_aot.errors import (
     CompileError,
@@ -155,7 +155,7 @@ def _lower_saying_none(name: str, fn: types.FunctionType, sig: Signature, trace:
 
 def _where_none(sig: Signature, diagnostic: Diagnostic) -> Diagnostic:
     """A diagnostic of the version of ``sig`` where some arguments are None, saying so."""
-    nones = [p.shown for p in sig.params if p.type.dtype == NONE_DTYPE]
+    nones = none_arguments(sig)
     if not nones:
         return diagnostic
     return replace(diagnostic, message=f"{diagnostic.message} (where {' and '.join(nones)} "

@@ -21,7 +21,7 @@ from typing import Any
 
 from cuvil_aot.compiler.ir.construct import total
 from cuvil_aot.compiler.ir.node import Param
-from cuvil_aot.compiler.ir.signature import NONE_DTYPE, Struct, Tree
+from cuvil_aot.compiler.ir.signature import NONE_DTYPE, Struct, Tree, leaves
 from cuvil_aot.compiler.ir.signature import Signature as Signature  # re-exported
 from cuvil_aot.compiler.ir.types import Dim, TensorType, np_dtype
 from cuvil_aot.marks import ARRAY_DTYPES, ArrayType, DType, Marked, OptionalType, bool_
@@ -101,10 +101,10 @@ def signature_from_specs(names: list[str], specs: list[Any], shared: str = "",
     ``self__up__I``: a class is reused at other sizes), except those of the parameter
     ``shared`` (a method's ``self``), which are the signature's. With ``used``, an
     instance holds only the attributes whose labels it names (what the code reads).
-    A leaf that may be None (``f32[N] | None``) gives two versions of the signature, one
-    where it is None: several such leaves, every combination."""
+    An argument or item that may be None (``f32[N] | None``, ``tuple[X, Y] | None``) gives
+    two versions of the signature, one where it is None: several, every combination."""
     params: list[Param] = []
-    optional: list[int] = []
+    optional: list[tuple[str, list[int]]] = []  # (label, leaves) of what may be None
     taken = set(names)
 
     def leaf_name(path: str) -> str:
@@ -121,12 +121,16 @@ def signature_from_specs(names: list[str], specs: list[Any], shared: str = "",
                                        "class whose attributes hold itself?)")
         inner = optional_inner(spec)
         if inner is not None:
-            leaf = walk(inner, path, label, depth, scope)
-            if not isinstance(leaf, int) or params[leaf].type.dtype == NONE_DTYPE:
-                raise SignatureSyntaxError(f"parameter '{label}': only an array or a number "
-                                           f"may be None, not {inner!r}")
-            optional.append(leaf)
-            return leaf
+            before = len(optional)
+            tree = walk(inner, path, label, depth, scope)
+            if len(optional) > before or any(params[i].type.dtype == NONE_DTYPE
+                                              for i in leaves(tree)):
+                raise SignatureSyntaxError(
+                    f"parameter '{label}': it may be None and so may its items ({inner!r})",
+                    "declare the items that may be None, or the whole, not both")
+            optional.append((label, leaves(tree)))
+            return tree if isinstance(tree, int) else replace(tree, optional=True)
+        spec = _fixed_tuple(spec, label)
         if typing.is_typeddict(spec):
             spec = _typed_dict_items(spec)
         if isinstance(spec, dict):
@@ -157,17 +161,30 @@ def signature_from_specs(names: list[str], specs: list[Any], shared: str = "",
     trees = [(n, walk(s, n, n)) for n, s in zip(names, specs)]
     plain = all(isinstance(t, int) for _, t in trees)
     if len(optional) > MAX_OPTIONAL:
-        shown = ", ".join(params[i].shown for i in optional)
+        shown = ", ".join(label for label, _ in optional)
         raise SignatureSyntaxError(
             f"{len(optional)} arguments may be None ({shown}): each doubles the versions "
             f"compiled, {2 ** len(optional)} in all; up to {MAX_OPTIONAL} are taken",
             "list the combinations you call with: signatures=['f32[N], None, ...', ...]")
     versions = [params]
-    for i in optional:  # the version with each leaf None after the one with it given
+    for _, group in optional:  # the version with each argument None after the one with it given
         versions = [v for given in versions
-                    for v in (given, given[:i] + [param_from_spec(given[i].name, None,
-                                                                  given[i].label)] + given[i + 1:])]
+                    for v in (given, [param_from_spec(p.name, None, p.label) if i in group else p
+                                      for i, p in enumerate(given)])]
     return [Signature(tuple(v), None if plain else tuple(trees)) for v in versions]
+
+
+def _fixed_tuple(spec: Any, label: str) -> Any:
+    """``tuple[X, Y]`` as the list type ``[X, Y]``; a list or tuple of any length refused."""
+    origin, args = typing.get_origin(spec), typing.get_args(spec)
+    if origin is tuple and args and Ellipsis not in args:
+        return list(args)
+    if origin in (list, tuple):
+        raise SignatureSyntaxError(
+            f"parameter '{label}': {spec!r} is a list of any length; the compiled code "
+            "takes lists of a length known at the build", "declare the items: [X] * 12, or "
+            "tuple[X, Y]")
+    return spec
 
 
 def optional_inner(spec: Any) -> Any:
@@ -257,8 +274,7 @@ def signatures_of(dispatcher: Marked, used: set[str] | None = None) -> list[Sign
 def _none_by_default(spec: Any, fn: Any, name: str) -> Any:
     """A parameter whose default is None may be None (``mask: cv.f32["B", "T"] = None``)."""
     param = inspect.signature(fn).parameters[name]
-    if param.default is None and optional_inner(spec) is None \
-            and (spec in (float, int, bool) or isinstance(spec, DType | ArrayType)):
+    if param.default is None and spec is not None and optional_inner(spec) is None:
         return OptionalType(spec)
     return spec
 
@@ -361,8 +377,10 @@ def declared_attributes(cls: type) -> dict[str, Any]:
 def passable(spec: Any) -> bool:
     """A type an argument's item may have."""
     inner = optional_inner(spec)
-    if inner is not None:  # an array or a number that may be None
-        return inner in (float, int, bool) or isinstance(inner, DType | ArrayType)
+    if inner is not None:
+        return passable(inner)
+    if typing.get_origin(spec) is tuple:
+        return bool(typing.get_args(spec)) and all(passable(s) for s in typing.get_args(spec))
     if spec in (float, int, bool) or isinstance(spec, DType | ArrayType | dict):
         return True
     if isinstance(spec, list | tuple):
@@ -382,7 +400,7 @@ def _same_structure(signatures: list[Signature], fname: str) -> list[Signature]:
 
 def _keys(tree: Any) -> Any:
     if isinstance(tree, Struct):
-        return (tree.kind, tree.cls, tuple((k, _keys(t)) for k, t in tree.items))
+        return (tree.kind, tree.cls, tree.optional, tuple((k, _keys(t)) for k, t in tree.items))
     if isinstance(tree, tuple):
         return tuple((n, _keys(t)) for n, t in tree)
     return None

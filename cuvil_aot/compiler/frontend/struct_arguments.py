@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from cuvil_aot.compiler.ir.node import Node
-from cuvil_aot.compiler.ir.signature import Tree
+from cuvil_aot.compiler.ir.signature import Tree, leaves
 from cuvil_aot.marks import find_class
 
 __all__ = ["DICT_METHODS", "ArgumentDict", "ArgumentList", "ArgumentObject", "argument_value"]
@@ -127,6 +127,8 @@ def argument_value(tree: Tree, params: tuple[Node | None, ...], closed: set[str]
     an instance's class, ``used`` what it reads of instances."""
     if isinstance(tree, int):
         return params[tree]
+    if tree.optional and all(params[i] is None for i in leaves(tree)):
+        return None  # this version's: the argument is None (its leaves are none alone)
     items = {k: argument_value(t, params, closed, from_class, used) for k, t in tree.items}
     if tree.kind == "dict":
         return ArgumentDict(tree.label, items, closed)  # type: ignore[arg-type]

@@ -26,12 +26,19 @@ class Struct:
     """An argument that is a dict (string keys), a list (keys 0, 1, ...) or an instance of
     a class (its declared attributes: a method's ``self``), whose items are leaves or more
     of them; ``label`` names it in messages and in `Function.closed`; ``cls`` is the
-    instance's class, "module:qualname"."""
+    instance's class, "module:qualname"; ``optional``: the argument may be None instead
+    (in the version where it is, every leaf is a None parameter: none may be on its own)."""
 
     kind: str  # "dict", "list" or "object"
     items: tuple[tuple[str | int, Tree], ...]
     label: str
     cls: str = ""
+    optional: bool = False
+
+
+def leaves(tree: Tree) -> list[int]:
+    """The parameters' indices under ``tree``."""
+    return [tree] if isinstance(tree, int) else [i for _, t in tree.items for i in leaves(t)]
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,27 @@ class Signature:
 
 
 NONE_DTYPE = "none"  # a parameter that is None in this version (`frontend.signature`)
+
+
+def is_none(sig: Signature, tree: Tree) -> bool:
+    """Whether the argument (or item) ``tree`` is None in this version of the signature."""
+    if isinstance(tree, int):
+        return sig.params[tree].type.dtype == NONE_DTYPE
+    return tree.optional and all(is_none(sig, i) for i in leaves(tree))
+
+
+def none_arguments(sig: Signature) -> list[str]:
+    """The labels of the arguments and items that are None in this version."""
+    def walk(tree: Tree, shown: str) -> list[str]:
+        if is_none(sig, tree):
+            return [shown]
+        return [] if isinstance(tree, int) else \
+            [s for _, t in tree.items for s in walk(t, _shown(sig, t))]
+    return [s for name, tree in sig.arguments for s in walk(tree, name)]
+
+
+def _shown(sig: Signature, tree: Tree) -> str:
+    return sig.params[tree].shown if isinstance(tree, int) else tree.label
 
 
 def render_type(p: Param) -> str:

@@ -364,13 +364,13 @@ static int cv_list_check(const char *fname, const char *label, PyObject *obj,
     char got[160];
     if (!PyList_Check(obj) && !PyTuple_Check(obj)) {
         cv_describe(obj, got, sizeof got);
-        PyErr_Format(cv_SignatureError, "%s(): argument '%s': expected a list of %zd items, "
-                     "got %s", fname, label, length, got);
+        PyErr_Format(cv_SignatureError, "%s(): argument '%s': expected a list or tuple of "
+                     "%zd items, got %s", fname, label, length, got);
         return -1;
     }
     if (PySequence_Fast_GET_SIZE(obj) != length) {
-        PyErr_Format(cv_SignatureError, "%s(): argument '%s': expected a list of %zd items, "
-                     "got a %s of %zd", fname, label, length, Py_TYPE(obj)->tp_name,
+        PyErr_Format(cv_SignatureError, "%s(): argument '%s': expected a list or tuple of "
+                     "%zd items, got a %s of %zd", fname, label, length, Py_TYPE(obj)->tp_name,
                      PySequence_Fast_GET_SIZE(obj));
         return -1;
     }
