@@ -28,6 +28,7 @@ from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.gpu_launch import GpuStorage, launches
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan
 from cuvil_aot.compiler.codegen.launch import dim
+from cuvil_aot.compiler.codegen.results import write_result
 from cuvil_aot.compiler.codegen.wrapper_arguments import (
     empty_reduction_checks,
     fail,
@@ -162,7 +163,7 @@ def _match(w: Writer, comp: Compiled) -> None:
         w.line("char got[200]; (void)got; (void)ga; (void)dev;")
         for i, p in enumerate(params):
             if p.is_scalar:
-                match_scalar(w, i, p)
+                match_scalar(w, i, p, i in comp.fn.exact_bools)
                 continue
             want = render_type(p)
             with w.block(f"if (!dev[{i}] || ga[{i}].dtype != {DT[p.type.dtype]})"):
@@ -301,15 +302,7 @@ def _buffer(w: Writer, comp: Compiled, b: int, buffer: Node) -> None:
 
 
 def _result(w: Writer, comp: Compiled, index: dict[int, int]) -> None:
-    items = [f"(user[{index[id(o)]}] ? user[{index[id(o)]}] : obj[{index[id(o)]}])"
-             for o in comp.fn.outputs[:inplace_args.returned(comp)]]
-    if not comp.fn.returns_tuple and not items:  # the function returns None
-        w.line("result = Py_None; Py_INCREF(result);")
-        return
-    if not comp.fn.returns_tuple:
-        w.line(f"result = {items[0]}; Py_INCREF(result);")
-        return
-    w.line(f"result = PyTuple_New({len(items)});")
-    w.line("if (!result) goto done;")
-    for i, item in enumerate(items):
-        w.line(f"{{ PyObject *o = {item}; Py_INCREF(o); PyTuple_SET_ITEM(result, {i}, o); }}")
+    def output(k: int) -> str:
+        b = index[id(comp.fn.outputs[k])]
+        return f"Py_NewRef(user[{b}] ? user[{b}] : obj[{b}])"
+    write_result(w, comp.fn.returns, output)

@@ -24,6 +24,7 @@ from cuvil_aot.compiler.codegen.gather_access import index_error, param_checks
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, lower
 from cuvil_aot.compiler.codegen.kernel_emitter import Kernel
 from cuvil_aot.compiler.codegen.launch import dim, launch
+from cuvil_aot.compiler.codegen.results import write_result
 from cuvil_aot.compiler.codegen.wrapper_arguments import (
     empty_reduction_checks,
     fail,
@@ -100,15 +101,15 @@ def match_function(w: Writer, comp: Compiled) -> None:
         w.line("char got[160];")
         w.line("(void)got;")
         for i, p in enumerate(params):
-            _match_param(w, i, shown(p), p)
+            _match_param(w, i, shown(p), p, i in comp.fn.exact_bools)
         match_dims(w, comp, lambda i, axis: f"PyArray_DIM((PyArrayObject *)argv[{i}], {axis})")
         w.line("return 1;")
 
 
-def _match_param(w: Writer, i: int, name: str, p: Param) -> None:
+def _match_param(w: Writer, i: int, name: str, p: Param, exact: bool) -> None:
     """Argument ``argv[i]``: a scalar, or a NumPy array of the dtype and rank of ``p``."""
     if p.is_scalar:
-        match_scalar(w, i, p)
+        match_scalar(w, i, p, exact)
         return
     obj = f"argv[{i}]"
     want = f"{render_type(p)}"
@@ -233,28 +234,14 @@ def _output_buffer(w: Writer, name: str, b: int, k: int, ndim: int, dtype: str) 
 
 def _result(w: Writer, comp: Compiled) -> None:
     index = {id(b): i for i, b in enumerate(comp.buffers)}
-    items = []
-    for o in comp.fn.outputs[:inplace_args.returned(comp)]:
-        b = index[id(o)]
-        items.append(f"(user[{b}] ? (PyObject *)user[{b}] : (PyObject *)arr[{b}])")
-    if not comp.fn.returns_tuple and not items:  # the function returns None
-        w.line("result = Py_None; Py_INCREF(result);")
-        return
-    if not comp.fn.returns_tuple:
-        w.line(f"result = {items[0]};")
-        w.line("Py_INCREF(result);")
-        if not comp.fn.outputs[0].shape and inplace_args.param_of(comp, 0) is None:
-            w.line("if (!outs[0]) result = PyArray_Return((PyArrayObject *)result);")
-        return
-    w.line(f"result = PyTuple_New({len(items)});")
-    w.line("if (!result) goto done;")
-    for i, (item, o) in enumerate(zip(items, comp.fn.outputs)):
-        with w.block(""):
-            w.line(f"PyObject *o = {item}; Py_INCREF(o);")
-            if not o.shape:
-                w.line(f"if (!outs[{i}]) o = PyArray_Return((PyArrayObject *)o);")
-                w.line("if (!o) { Py_CLEAR(result); goto done; }")
-            w.line(f"PyTuple_SET_ITEM(result, {i}, o);")
+
+    def output(k: int) -> str:
+        b = index[id(comp.fn.outputs[k])]
+        obj = f"Py_NewRef(user[{b}] ? (PyObject *)user[{b}] : (PyObject *)arr[{b}])"
+        if comp.fn.outputs[k].shape or inplace_args.param_of(comp, k) is not None:
+            return obj
+        return f"(outs[{k}] ? {obj} : PyArray_Return((PyArrayObject *){obj}))"  # a scalar
+    write_result(w, comp.fn.returns, output)
 
 
 def zero_d_params(comps: list[Compiled]) -> list[int]:

@@ -49,11 +49,18 @@ def shown(p: Param) -> str:
     return p.shown.replace("%", "%%")
 
 
-def match_scalar(w: Writer, i: int, p: Param) -> None:
-    """Scalar argument ``argv[i]`` into ``c->arg_{p.name}``: a float, or an int of 64 bits;
-    or None, in the version where it is None (no field: the code never reads it)."""
+def match_scalar(w: Writer, i: int, p: Param, exact: bool = False) -> None:
+    """Scalar argument ``argv[i]`` into ``c->arg_{p.name}``: a float, an int of 64 bits, a
+    bool (True, False, ``numpy.True_``, an int); or None, in the version where it is None
+    (no field: the code never reads it); with ``exact``, a bool the code compares by
+    ``is``: True or False itself."""
     obj, name = f"argv[{i}]", p.name
     label = shown(p)
+    if exact:
+        with w.block(f"if (!PyBool_Check({obj}))"):
+            w.line(f"cv_describe({obj}, got, sizeof got);")
+            fail(w, False, f"argument '{label}': expected True or False (the code compares "
+                 "it with `is`), got %s", "got")
     if p.type.dtype == NONE_DTYPE:
         with w.block(f"if ({obj} != Py_None)"):
             w.line(f"cv_describe({obj}, got, sizeof got);")
@@ -67,14 +74,23 @@ def match_scalar(w: Writer, i: int, p: Param) -> None:
         with w.block(f"if (c->arg_{name} == -1.0 && PyErr_Occurred())"):
             w.line("PyErr_Clear();")
             fail(w, False, f"argument '{label}': expected a float")
+    elif p.type.dtype == "bool" and not exact:  # True, False, numpy.True_, an int
+        with w.block(f"if (PyArray_IsScalar({obj}, Bool))"):
+            w.line(f"c->arg_{name} = PyObject_IsTrue({obj});")
+        with w.block("else"):
+            _match_int(w, obj, name, label, "a bool")
     else:
-        with w.block(f"if (PyArray_Check({obj}) || !PyIndex_Check({obj}))"):
-            w.line(f"cv_describe({obj}, got, sizeof got);")
-            fail(w, False, f"argument '{label}': expected an int, got %s", "got")
-        w.line(f"c->arg_{name} = PyLong_AsLongLong({obj});")
-        with w.block(f"if (c->arg_{name} == -1 && PyErr_Occurred())"):
-            w.line("PyErr_Clear();")
-            fail(w, False, f"argument '{label}': expected an int that fits in 64 bits")
+        _match_int(w, obj, name, label, "an int")
+
+
+def _match_int(w: Writer, obj: str, name: str, label: str, want: str) -> None:
+    with w.block(f"if (PyArray_Check({obj}) || !PyIndex_Check({obj}))"):
+        w.line(f"cv_describe({obj}, got, sizeof got);")
+        fail(w, False, f"argument '{label}': expected {want}, got %s", "got")
+    w.line(f"c->arg_{name} = PyLong_AsLongLong({obj});")
+    with w.block(f"if (c->arg_{name} == -1 && PyErr_Occurred())"):
+        w.line("PyErr_Clear();")
+        fail(w, False, f"argument '{label}': expected an int that fits in 64 bits")
 
 
 def match_dims(w: Writer, comp: Compiled, dim_of: Callable[[int, int], str]) -> None:

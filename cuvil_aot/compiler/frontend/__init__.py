@@ -222,24 +222,38 @@ def lower_function(name: str, fn: types.FunctionType, sig: Signature, trace: Tra
     if len(diagnostics) > before or value is POISON:
         return None
     src = function_source(fn)
-    outputs = []
-    for out in value if isinstance(value, tuple) else () if value is None else (value,):
-        node = _returned(out, src.span(src.tree))
-        if node is None:
-            diagnostics.append(Diagnostic(
-                src.span(src.tree), f"{name} must return arrays or numbers (or a tuple of "
-                f"them, or None), got a {type(out).__name__}", "return NumPy array expressions"))
-            return None
-        outputs.append(node)
+    outputs: list[Node] = []
+    returns = _returns(value, outputs, src.span(src.tree))
+    if isinstance(returns, str):
+        diagnostics.append(Diagnostic(
+            src.span(src.tree), f"{name} must return arrays or numbers (or tuples of them, "
+            f"or None), got a {returns}", "return NumPy array expressions"))
+        return None
     outputs, writes = assign.finish(interp, outputs, facts)  # arguments written into
     nodes = facts.apply(params + tuple(outputs))  # one symbol for dimensions assumed equal
-    return Function(name, sig.params, nodes[:len(params)], nodes[len(params):],
-                    isinstance(value, tuple), **writes,
+    return Function(name, sig.params, nodes[:len(params)], nodes[len(params):], returns,
+                    **writes,
                     requirements=tuple(dict.fromkeys(interp.requirements)),
                     derived=tuple(dict.fromkeys(interp.derived)),
                     assumptions=tuple(dict.fromkeys(facts.made)),
                     run_time=tuple(dict.fromkeys(interp.run_time)), closed=tuple(sorted(closed)),
-                    from_class=tuple(sorted(from_class)))
+                    from_class=tuple(sorted(from_class)),
+                    exact_bools=tuple(sorted(interp.exact_bools)))
+
+
+def _returns(value: Any, outputs: list[Node], span: SourceSpan) -> Any:
+    """`Function.returns` of what the code returned, its arrays and numbers appended to
+    ``outputs``; else the name of the type that cannot be returned."""
+    if value is None:
+        return None
+    if isinstance(value, tuple) and not isinstance(value, Node):
+        items = [_returns(v, outputs, span) for v in value]
+        return next((i for i in items if isinstance(i, str)), tuple(items))
+    node = _returned(value, span)
+    if node is None:
+        return type(value).__name__
+    outputs.append(node)
+    return len(outputs) - 1
 
 
 def _returned(value: Any, span: SourceSpan) -> Node | None:

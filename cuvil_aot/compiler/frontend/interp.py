@@ -37,6 +37,7 @@ from cuvil_aot.compiler.frontend import (
     values,
     while_loops,
 )
+from cuvil_aot.compiler.frontend.identity import identity
 from cuvil_aot.compiler.frontend.operators import binary
 from cuvil_aot.compiler.frontend.source import FunctionSource, function_source
 from cuvil_aot.compiler.frontend.struct_arguments import ArgumentDict, ArgumentObject
@@ -94,6 +95,7 @@ class Interpreter:
         self.loop_depth = 0  # inside a run-time loop's body
         self.loop_params: list[set[int]] = []  # ids of each enclosing loop's parameters
         self.while_depth = 0  # counted while loops being run (while_loops.py)
+        self.exact_bools: set[int] = set()  # bool arguments compared by `is` (identity.py)
 
     # Spans -----------------------------------------------------------------
     def span(self, node: ast.AST) -> SourceSpan:
@@ -416,12 +418,7 @@ class Interpreter:
             return POISON
         name = type(expr.ops[0]).__name__
         if name in ("Is", "IsNot", "In", "NotIn"):
-            if (isinstance(left, Node) or isinstance(right, Node)) and not (
-                    name in ("Is", "IsNot") and (left is None or right is None)):  # never None
-                raise UserError(f"'{name}' on arrays is not supported", self.span(expr))
-            if name in ("In", "NotIn"):
-                return (left in right) == (name == "In")
-            return (left is right) == (name == "Is")
+            return identity(name, left, right, self.exact_bools, self.span(expr))
         span = self.span(expr)
         return binary(name, left, right, span, span, span)
 

@@ -474,7 +474,8 @@ def _body(params: tuple[Node, ...], carried: list[str], types: list[TensorType],
     body_params = tuple(Param(str(p.attrs[1]), p.type, p.type.weak) for p in params) + tuple(
         Param(str(captured[id(n)].attrs[1]), captured[id(n)].type, False) for n in outer)
     fn = Function(f"loop{number}", body_params,
-                  params + tuple(captured[id(n)] for n in outer), tuple(results), True,
+                  params + tuple(captured[id(n)] for n in outer), tuple(results),
+                  tuple(range(len(results))),
                   inplace=inplace)
     return LoopBody(fn, bounds, len(carried), tuple(carried), number), tuple(outer)
 

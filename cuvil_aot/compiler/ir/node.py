@@ -73,7 +73,9 @@ class Function:
     params: tuple[Param, ...]
     param_nodes: tuple[Node, ...]
     outputs: tuple[Node, ...]
-    returns_tuple: bool
+    # how the outputs are returned: None (the function returns None), k (output k), or a
+    # tuple of these, nested as the code returns them (`codegen/results.py`)
+    returns: Any
     groups: tuple[Any, ...] = ()
     # for each group, the earlier groups it must follow (it reads what they write, or
     # writes what they read or write): what a GPU call's graph of launches waits on
@@ -94,13 +96,15 @@ class Function:
     # (instance argument's label, name, hideable) read from its class: a subclass must not
     # override it, the instance's __dict__ not hide it (where hideable); "": isinstance asked
     from_class: tuple[tuple[str, str, bool], ...] = ()
+    exact_bools: tuple[int, ...] = ()  # bool parameters the call takes only as True or False
 
     def replace(self, **changes: Any) -> Function:
         fields = {f: getattr(self, f) for f in ("name", "params", "param_nodes", "outputs",
-                                                "returns_tuple", "groups", "after", "refused",
+                                                "returns", "groups", "after", "refused",
                                                 "requirements", "derived", "assumptions",
                                                 "run_time", "inplace", "hidden", "indices",
-                                                "precision", "closed", "from_class")}
+                                                "precision", "closed", "from_class",
+                                                "exact_bools")}
         fields.update(changes)
         return Function(**fields)
 

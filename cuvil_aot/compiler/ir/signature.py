@@ -59,8 +59,16 @@ class Signature:
     def __str__(self) -> str:
         where = " and ".join(text if taken else f"not ({text})"
                              for _, taken, text in self.decisions)
-        return ", ".join(f"{p.shown}: {render_type(p)}" for p in self.params) + \
+        return ", ".join(s for _, tree in self.arguments for s in self._shown(tree)) + \
             (f" where {where}" if where else "")
+
+    def _shown(self, tree: Tree) -> list[str]:
+        """``label: type`` of each leaf of ``tree``; of the whole where it is None."""
+        if isinstance(tree, int):
+            return [f"{self.params[tree].shown}: {render_type(self.params[tree])}"]
+        if is_none(self, tree):
+            return [f"{tree.label}: None"]
+        return [s for _, t in tree.items for s in self._shown(t)]
 
 
 NONE_DTYPE = "none"  # a parameter that is None in this version (`frontend.signature`)

@@ -6,6 +6,7 @@
 
 #include <Python.h>
 #include <numpy/arrayobject.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -355,6 +356,21 @@ static int cv_add_object(PyObject *m, const char *name, PyObject *value) {
     int rc = PyModule_AddObjectRef(m, name, value);
     Py_DECREF(value);
     return rc;
+}
+
+/* A tuple of the `n` objects after `n`, new references it takes over (NULL: an error is
+ * set; the others are released): a nested return value, `(out, (k, v))`. */
+static PyObject *cv_tuple_of(Py_ssize_t n, ...) {
+    PyObject *tuple = PyTuple_New(n);
+    va_list items;
+    va_start(items, n);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = va_arg(items, PyObject *);
+        if (tuple && item) PyTuple_SET_ITEM(tuple, i, item);
+        else { Py_XDECREF(item); Py_CLEAR(tuple); }
+    }
+    va_end(items);
+    return tuple;
 }
 
 /* Argument `label` declared as a list of `length` items: 0, or -1 with SignatureError set
