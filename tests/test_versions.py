@@ -7,17 +7,19 @@ what the call says where no version matches, and the limit on decisions."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from conftest import check, compile_source
+from conftest import check, compile_source, load_source
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_elementwise import view_of
 
 import cuvil_aot as cv
+from cuvil_aot.compiler import pipeline
 
 SOURCE = '''
 import numpy as np
@@ -146,6 +148,19 @@ def test_at_most_three_decisions(tmp_path: Path) -> None:
     with pytest.raises(cv.CompileError, match="(?s)different shapes.*3 conditions of this "
                        "version are decided at build already"):
         mod.f(np.ones((1,) * 5, np.float32), 2)
+
+
+def test_versions_share_their_kernels(tmp_path: Path) -> None:
+    """A kernel the same in several versions (or functions) is compiled once."""
+    module = load_source(tmp_path, SOURCE)
+    *_, sources = pipeline.generate_sources(module, pipeline.Options(cuda_archs=()))
+    defined = re.findall(r"^static void (f\d+_s\d+_k\d+)\(", sources["kernels.c"], re.M)
+    table = dict(re.findall(r"^\s*\.(f\d+_s\d+_k\d+) = (f\d+_s\d+_k\d+),",
+                            sources["kernels.c"], re.M))
+    assert len(set(defined)) == len(defined) < len(table) / 2
+    assert set(table.values()) == set(defined) and set(table) == set(
+        re.findall(r"^\s*cv_(?:range_fn|epilogue_f\d\d) (f\d+_s\d+_k\d+);",
+                   sources["kernels.h"], re.M))
 
 
 @pytest.mark.gpu
