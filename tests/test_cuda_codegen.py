@@ -125,9 +125,9 @@ def test_gemv_consumers_reading_aligned_column_runs_may_run_in_its_tiles(models)
     targets = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), ("sm_90",)).targets
     files = pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1,)), targets)[3]
     cu, host = cuda_text(files), files["module.c"]
-    assert "struct f1_s0_g1_after" in cu and "f1_s0_g1_after{&o.a1, o.runs[0] != 0}" in cu
+    assert "struct f1_s0_after1" in cu and "f1_s0_after1{&o.a1, o.runs[0] != 0}" in cu
     assert host.count("one.runs[0] = ") == 1
-    assert "_after" not in cu.replace("f1_s0_g1_after", "").replace("cv_gemv_nothing_after", "")
+    assert "_after" not in cu.replace("f1_s0_after1", "").replace("cv_gemv_nothing_after", "")
 
 
 def test_new_outputs_get_their_python_objects_after_the_launches(models):

@@ -13,13 +13,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import check, compile_source, load_source
+from conftest import check, compile_source, cuda_text, generated_units, gpu_build, load_source
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_elementwise import view_of
 
 import cuvil_aot as cv
 from cuvil_aot.compiler import pipeline
+from cuvil_aot.compiler.toolchain import nvcc
 
 SOURCE = '''
 import numpy as np
@@ -105,7 +106,7 @@ def test_one_decision_for_one_condition(m: Any, data: st.DataObject, g: int, n_r
                                         t: int, d: int) -> None:
     q = data.draw(view_of((g * n_rep, t, d), "float32", special=False))
     k, v = (data.draw(view_of((g, t, d), "float32", special=False)) for _ in range(2))
-    check(m.grouped, q, k, v, n_rep)
+    check(m.grouped, q, k, v, n_rep, scale=4.0)  # two float32 products, one on the other
 
 
 @settings(max_examples=15, deadline=None)
@@ -161,6 +162,21 @@ def test_versions_share_their_kernels(tmp_path: Path) -> None:
     assert set(table.values()) == set(defined) and set(table) == set(
         re.findall(r"^\s*cv_(?:range_fn|epilogue_f\d\d) (f\d+_s\d+_k\d+);",
                    sources["kernels.h"], re.M))
+
+
+@pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc not found")
+def test_versions_share_their_gpu_kernels(tmp_path: Path) -> None:
+    """A GPU kernel the same in several versions is one kernel of the unit: its code and
+    entries once, each version's host code filling its struct (nvcc and cc compile it)."""
+    units = generated_units(tmp_path, SOURCE, ("sm_90",))
+    cu = cuda_text(units)
+    structs = re.findall(r"^\} (\w+)_args;", cu, re.M)
+    assert len(structs) == len(set(structs))
+    # each version's kernels, by the struct its host code fills: fewer kernels than uses
+    used = re.findall(r"\b(f\d+_s\d+_g\d+)_args a\d+;", units["module.c"])
+    assert set(used) <= set(structs) and len(set(used)) < len(used) / 2
+    (tmp_path / "build").mkdir()
+    gpu_build(tmp_path / "build", SOURCE)
 
 
 @pytest.mark.gpu

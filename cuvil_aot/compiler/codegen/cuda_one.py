@@ -58,7 +58,7 @@ def one_kernel(prefix: str, kernels: list[CudaKernel]) -> str:
     w = Writer()
     paired = {g for g in range(len(kernels) - 1) if tile_consumer(kernels, g) is not None}
     for g in paired:
-        _after_struct(w, kernels[g + 1])
+        _after_struct(w, kernels[g + 1], f"{prefix}_after{g + 1}")
     shared = _shared_gemvs(kernels, paired)
     for acc, phases in shared.items():
         _epilogue_switch(w, prefix, kernels, acc, phases)
@@ -75,7 +75,7 @@ def one_kernel(prefix: str, kernels: list[CudaKernel]) -> str:
                     with w.block(f"case {g}:"):
                         w.line(f"const {k.name}_args *a = &o.a{g};")
                         if g in paired:
-                            _paired_phase(w, kernels, g)
+                            _paired_phase(w, prefix, kernels, g)
                         else:
                             w.line(_one_call(k, f"o.v[{g}]"))
                         w.line("continue;")
@@ -136,12 +136,12 @@ def _shared_gemv_call(w: Writer, prefix: str, kernels: list[CudaKernel], acc: st
             w.line("continue;")
 
 
-def _paired_phase(w: Writer, kernels: list[CudaKernel], g: int) -> None:
+def _paired_phase(w: Writer, prefix: str, kernels: list[CudaKernel], g: int) -> None:
     """GEMV g with its consumer g + 1 in its tiles where the host set runs[g], else after
     a grid barrier; the loop then skips g + 1."""
     k = kernels[g]
     runs = f"o.runs[{g}]"
-    after = f"{runs} ? {runs} : 1, {kernels[g + 1].name}_after{{&o.a{g + 1}, {runs} != 0}}"
+    after = f"{runs} ? {runs} : 1, {prefix}_after{g + 1}{{&o.a{g + 1}, {runs} != 0}}"
     w.line(f"if (o.v[{g}] == {DOT_VARIANT}) {dot_call(k)} else if (o.v[{g}] == 1) "
            f"{gemv_call(k, 1, after)} else {gemv_call(k, 4, after)}")
     with w.block(f"if (!{runs})"):
@@ -174,10 +174,11 @@ def tile_consumer(kernels: list[CudaKernel], g: int) -> list[Dim] | None:
     return offsets or None
 
 
-def _after_struct(w: Writer, k: CudaKernel) -> None:
+def _after_struct(w: Writer, k: CudaKernel, name: str) -> None:
     """Kernel k's elements of rows [row0, row0 + rows) and columns [col0, col0 + run):
-    what a GEMV tile of the one-kernel leaves it to compute (see one_kernel)."""
-    with w.block(f"struct {k.name}_after", "};"):
+    what a GEMV tile of the one-kernel leaves it to compute (see one_kernel); ``name``,
+    the one-kernel's own (k may be another version's too: gpu_plan._named)."""
+    with w.block(f"struct {name}", "};"):
         w.line(f"const {k.name}_args *a;")
         w.line("int on;  /* 0: the consumer runs after a grid barrier instead */")
         with w.block("__device__ __forceinline__ void operator()(int64_t row0, int rows, "

@@ -15,6 +15,7 @@ from cuvil_aot.compiler.codegen import (
     cuda_one,
     cuda_wgmma,
     gpu_deps,
+    text_names,
 )
 from cuvil_aot.compiler.codegen.compiled import Compiled
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel
@@ -68,6 +69,7 @@ class GpuPlan:
     # unit -> the entry of cv_transpose_f32 (cuda_transpose.h): K-major copies for its wgmma
     # entry, where an operand is not K-major (gpu_wg_copies.py)
     transpose: dict[str, int] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)  # a kernel's text -> its name
 
     def wg_kid(self, k: CudaKernel) -> int | None:
         """The entry of GEMM kernel ``k``'s wgmma main loop, None where it has none."""
@@ -87,7 +89,8 @@ class GpuPlan:
     def tag(self, k: CudaKernel) -> tuple[str, int]:
         """GEMM kernel ``k``'s shared main loops (their name) and its tag there."""
         kernels = self.gemms[unit_of(k.name)][k.loops]
-        return cuda_gemm.shared_name(unit_of(k.name), k.loops), kernels.index(k)
+        return cuda_gemm.shared_name(unit_of(k.name), k.loops), \
+            [g.name for g in kernels].index(k.name)
 
     def entry(self, k: CudaKernel, name: str) -> int:
         """The entry ``name`` (``ksum``) of GEMM kernel ``k``'s shared main loops."""
@@ -127,7 +130,7 @@ class GpuPlan:
         q8_kernels = self.gemms.get(unit, {}).get("float", [])
         q8 = [cuda_gemm.q8_entry(unit, q8_kernels, self.int8)] if unit in self.fused else []
         attns = [ak for p in prefixes for ak in self.attention.get(p, [])]
-        return cuda.source([k for p in prefixes for k in self.kernels[p]],
+        return cuda.source(list({k.name: k for p in prefixes for k in self.kernels[p]}.values()),
                            include + self.shared_structs(unit)
                            + "".join(ak.struct for ak in attns),
                            shared + q8 + ones + [ak.code for ak in attns],
@@ -153,13 +156,16 @@ def lower(comps: list[Compiled], targets: GpuTargets | None = None) -> GpuPlan:
         if comp.name in refused:
             continue
         buffers = {id(b) for b in comp.buffers}
-        kernels = [cuda.emit_kernel(f"{comp.prefix}_g{g}", group, buffers, comp.hoisted)
+        unit = unit_of(comp.prefix)
+        kernels = [_named(gp, cuda.emit_kernel(f"{comp.prefix}_g{g}", group, buffers,
+                                               comp.hoisted), buffers)
                    for g, group in enumerate(comp.groups)]
         gp.kernels[comp.prefix] = kernels
         gp.after[comp.prefix] = gpu_deps.masks(comp, kernels)
-        unit = unit_of(comp.prefix)
         names = gp.names.setdefault(unit, [])
         for k in kernels:
+            if k.name in gp.first:  # the same kernel as an earlier one: its entries
+                continue
             if k.group.kind is not Kind.GEMM:
                 gp.first[k.name] = len(names)
                 names.extend(k.entries)
@@ -207,6 +213,16 @@ def lower(comps: list[Compiled], targets: GpuTargets | None = None) -> GpuPlan:
                     gp.transpose[unit] = len(gp.names[unit])
                     gp.names[unit].append(TRANSPOSE_ENTRY)
     return gp
+
+
+def _named(gp: GpuPlan, k: CudaKernel, buffers: set[int]) -> CudaKernel:
+    """``k``, or the earlier kernel of its text (text_names.py) and of what the plan reads
+    of a GEMM beside its text: whether it may run the wgmma entry, its int8 weight's form;
+    in its own unit only."""
+    quant = int8_weight(k.group, buffers) if k.group.kind is Kind.GEMM else None
+    salt = (unit_of(k.name), k.group.kind is Kind.GEMM and gp.wgmma
+            and cuda_wgmma.eligible(k, buffers), None if quant is None else quant.qa)
+    return text_names.first_of_its_text(k, gp.texts, repr(salt))
 
 
 def _attention(gp: GpuPlan, comp: Compiled, kernels: list[CudaKernel],

@@ -54,9 +54,12 @@ def module_table(w: Writer, gp: GpuPlan, targets: GpuTargets | None) -> None:
     w.line('#include "cuvil_aot/gpu_wrap.h"')
     if targets is None:
         return  # built without CUDA kernels: no table, the calls say so (function)
+    declared: set[str] = set()  # a kernel of several versions (gpu_plan._named): once
     for prefix, kernels in gp.kernels.items():
         for k in kernels:
-            w.line(k.struct)  # the layout the kernels read (the same text is in the unit)
+            if k.name not in declared:
+                declared.add(k.name)
+                w.line(k.struct)  # the layout the kernels read (the same text is in the unit)
         for ak in gp.attention.get(prefix, []):
             w.line(ak.struct)
         w.line(cuda_one.one_struct(prefix, kernels))
