@@ -28,12 +28,10 @@ from cuvil_aot.compiler.codegen.launch import dim, launch
 from cuvil_aot.compiler.codegen.results import write_result
 from cuvil_aot.compiler.codegen.wrapper_arguments import (
     empty_reduction_checks,
-    fail,
     match_dims,
     match_scalar,
     no_match_error,
     out_argument,
-    shown,
 )
 from cuvil_aot.compiler.codegen.writer import Writer, c_string
 from cuvil_aot.compiler.gpu_targets import GpuTargets
@@ -113,27 +111,19 @@ def match_function(w: Writer, comp: Compiled) -> None:
         w.line("char got[160];")
         w.line("(void)got;")
         for i, p in enumerate(params):
-            _match_param(w, i, shown(p), p, i in comp.fn.exact_bools)
+            _match_param(w, i, p, i in comp.fn.exact_bools)
         match_dims(w, comp, lambda i, axis: f"PyArray_DIM((PyArrayObject *)argv[{i}], {axis})")
         w.line("return 1;")
 
 
-def _match_param(w: Writer, i: int, name: str, p: Param, exact: bool) -> None:
+def _match_param(w: Writer, i: int, p: Param, exact: bool) -> None:
     """Argument ``argv[i]``: a scalar, or a NumPy array of the dtype and rank of ``p``."""
     if p.is_scalar:
         match_scalar(w, i, p, exact)
         return
-    obj = f"argv[{i}]"
-    want = f"{render_type(p)}"
-    with w.block(f"if (!PyArray_Check({obj}) || PyArray_TYPE((PyArrayObject *){obj}) != "
-                 f"{ops_c.TYPENUM[p.type.dtype]})"):
-        w.line(f"cv_describe({obj}, got, sizeof got);")
-        fail(w, False, f"argument '{name}': expected a {p.type.dtype} array {want}, got %s",
-             "got")
-    with w.block(f"if (PyArray_NDIM((PyArrayObject *){obj}) != {p.type.ndim})"):
-        w.line(f"cv_describe({obj}, got, sizeof got);")
-        fail(w, True, f"argument '{name}': expected {p.type.ndim} dimensions {want}, got %s",
-             "got")
+    w.line(f"if (!cv_array_is(argv[{i}], {ops_c.TYPENUM[p.type.dtype]}, {p.type.ndim}, "
+           f"{c_string(p.shown)}, {c_string(p.type.dtype)}, {c_string(render_type(p))}, why, "
+           "nwhy, shape_err)) return 0;")
 
 
 def exec_function(w: Writer, comp: Compiled) -> None:

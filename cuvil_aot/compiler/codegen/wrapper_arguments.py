@@ -30,6 +30,7 @@ from cuvil_aot.compiler.ir.construct import Raises
 from cuvil_aot.compiler.ir.node import Param
 from cuvil_aot.compiler.ir.ops import Op
 from cuvil_aot.compiler.ir.signature import NONE_DTYPE, render_type
+from cuvil_aot.compiler.ir.types import Dim
 
 NO_IDENTITY = {Op.MAX: "maximum", Op.MIN: "minimum", Op.ARGMAX: "argmax", Op.ARGMIN: "argmin"}
 
@@ -137,6 +138,9 @@ def _match_dim(w: Writer, n: int, step: Bind | Check, comp: Compiled,
     """One step of the plan; ``n``: its index (for the names of its locals)."""
     p = comp.sig.params[step.param]
     dim_text = f"argument '{shown(p)}': dimension {step.axis} is"
+    if isinstance(step, Bind) and step.coeff == 1 and step.rest == Dim.of(0):
+        w.line(f"S_{step.symbol} = {actual};")  # a size of its own: any length is one
+        return
     if isinstance(step, Bind):
         value = f"({actual} - {dim(step.rest)})"
         if can_overflow(step.rest):

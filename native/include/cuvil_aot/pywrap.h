@@ -169,6 +169,29 @@ static void cv_describe(PyObject *obj, char *buf, size_t size) {
     }
 }
 
+/* Whether argument `label` is an array of `typenum` and `ndim` dimensions (`want`, the
+ * type as the signature writes it); else the reason in `why` (a wrong rank sets
+ * *shape_err) and 0. One call a parameter: a signature's match stays short to compile. */
+static int cv_array_is(PyObject *obj, int typenum, int ndim, const char *label,
+                       const char *dtype, const char *want, char *why, size_t nwhy,
+                       int *shape_err) {
+    char got[160];
+    if (!PyArray_Check(obj) || PyArray_TYPE((PyArrayObject *)obj) != typenum) {
+        cv_describe(obj, got, sizeof got);
+        snprintf(why, nwhy, "argument '%s': expected a %s array %s, got %s", label, dtype,
+                 want, got);
+        return 0;
+    }
+    if (PyArray_NDIM((PyArrayObject *)obj) != ndim) {
+        cv_describe(obj, got, sizeof got);
+        snprintf(why, nwhy, "argument '%s': expected %d dimensions %s, got %s", label, ndim,
+                 want, got);
+        *shape_err = 1;
+        return 0;
+    }
+    return 1;
+}
+
 /* np.matrix and masked arrays pass PyArray_Check, but NumPy computes something else on
  * them (a matrix's `*` is a matrix product; reductions skip masked elements): the
  * classes are looked up, once, only for a subclass and only in a module already
