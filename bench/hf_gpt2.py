@@ -5,6 +5,8 @@ nested, sliced and grown, the causal mask a bool buffer of ``max_positions`` sli
 lengths. Only ``GPT2Block.forward`` is marked (bench/class_hf_gpt2.py,
 tests/test_hf_gpt2.py)."""
 
+import math
+
 import numpy as np
 
 import cuvil_aot as cv
@@ -15,8 +17,8 @@ def softmax(x, axis=-1):
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
-def gelu_new(x):
-    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * np.power(x, 3.0))))
+def gelu_new(x):  # transformers' NewGELUActivation: math.sqrt, a Python float (NEP 50)
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * np.power(x, 3.0))))
 
 
 class Conv1D:
