@@ -66,6 +66,12 @@ def ramps(x):
             np.arange(1.0, 2.0, 0.1), np.arange(5, dtype=np.int32), np.arange(0),
             np.arange(3, n), np.arange(1, n, 3), np.arange(0, n, 2, dtype=np.float32))
 
+@cv.optimize(signatures=["f32[P], f32[T]"])
+def after_a_cache(past, x):
+    """Hugging Face's position ids: a symbolic start, empty where it passes the stop."""
+    p, t = past.shape[0], x.shape[0]
+    return np.arange(p, p + t), np.arange(p, t, 2, dtype=np.float32), np.arange(t + 1, p)
+
 @cv.optimize(signatures=["f32[N,D]"])
 def positions(x):
     n, d = x.shape
@@ -146,6 +152,7 @@ def test_triangles_and_diagonals(m, b: int, n: int, mm: int, seed: int) -> None:
 def test_ramps(m, n: int, d: int, seed: int) -> None:
     check(m.ramps, values((n,), "float32", seed))
     check(m.positions, values((n, d), "float32", seed))
+    check(m.after_a_cache, values((d,), "float32", seed), values((n,), "float32", seed))
 
 
 def test_float_ramps_equal_numpy_exactly(m) -> None:
@@ -202,7 +209,7 @@ REFUSED = {
                                           "would depend on data"),
     "arange by a symbolic step": ("def f(x: cv.f32['N']):\n"
                                   "    return np.arange(0, 10, x.shape[0])\n",
-                                  "symbolic dimension as its stop only"),
+                                  "symbolic dimension as its start or stop only"),
     "shape from a run-time float": ("def f(x: cv.f32['N'], n: float):\n"
                                     "    return np.zeros((n,))\n", "computed at run time"),
     "round to run-time decimals": ("def f(x: cv.f32['N'], d: int):\n    return np.round(x, d)\n",

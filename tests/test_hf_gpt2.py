@@ -22,10 +22,63 @@ from test_methods import to64, weights
 
 GPT2 = (Path(__file__).resolve().parent.parent / "bench" / "hf_gpt2.py").read_text()
 
+# transformers' GPT2Model.forward, its blocks a list of known length, past_key_values a
+# tuple of (key, value) per block or None, np.arange from the cache's length, presents
+# gathered in a tuple
+MODEL = '''
+
+KV = tuple[cv.f32["B", "H", "P", "D"], cv.f32["B", "H", "P", "D"]]
+
+
+class GPT2Model:
+    wte: cv.f32["V", "E"]
+    wpe: cv.f32["NP", "E"]
+    h: [GPT2Block] * 2
+    ln_f: LayerNorm
+
+    def __init__(self, wte, wpe, h, ln_f):
+        self.wte, self.wpe, self.h, self.ln_f = wte, wpe, h, ln_f
+
+    @cv.optimize
+    def forward(self, input_ids: cv.i64["B", "T"], past_key_values: tuple[KV, KV] | None = None,
+                attention_mask: cv.f32["B", "S"] = None, use_cache: bool = True):
+        input_shape = input_ids.shape
+        batch_size = input_ids.shape[0]
+        if past_key_values is None:
+            past_length = 0
+            past_key_values = tuple([None] * len(self.h))
+        else:
+            past_length = past_key_values[0][0].shape[-2]
+        position_ids = np.arange(past_length, input_shape[-1] + past_length, dtype=np.int64)
+        position_ids = position_ids[None, :]
+        if attention_mask is not None:
+            attention_mask = attention_mask.reshape(batch_size, -1)
+            attention_mask = attention_mask[:, None, None, :]
+            attention_mask = (1.0 - attention_mask) * np.finfo(np.float32).min
+        hidden_states = self.wte[input_ids] + self.wpe[position_ids]
+        output_shape = input_shape + (hidden_states.shape[-1],)
+        presents = () if use_cache else None
+        for block, layer_past in zip(self.h, past_key_values):
+            outputs = block.forward(hidden_states, layer_past=layer_past,
+                                    attention_mask=attention_mask, use_cache=use_cache)
+            hidden_states = outputs[0]
+            if use_cache is True:
+                presents = presents + (outputs[1],)
+        hidden_states = self.ln_f(hidden_states)
+        return hidden_states.reshape(output_shape), presents
+'''
+
 
 @pytest.fixture(scope="module")
 def m(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return compile_source(tmp_path_factory.mktemp("hf_gpt2"), GPT2)
+
+
+@pytest.fixture(scope="module")
+def model_module(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    # only the model marked: its float64 reference then runs the blocks in Python
+    return compile_source(tmp_path_factory.mktemp("hf_gpt2_model"),
+                          GPT2.replace("    @cv.optimize\n", "") + MODEL)
 
 
 def gpt2_block(m: Any, draw: Any, e: int, heads: int, positions: int) -> Any:
@@ -70,6 +123,40 @@ def test_the_block_called_every_way(m: Any, data: st.DataObject, b: int, t: int,
             np.float32) * np.ones((b, 1, 1, 1), np.float32)
     ref = m.GPT2Block.forward.py_func(to64(blk), to64(x), **to64(kwargs))
     assert_same_nesting(blk.forward(x, **kwargs), ref)
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), b=st.integers(1, 2), t=st.integers(1, 3),
+       masked=st.booleans())
+def test_the_model_over_two_steps(model_module: Any, seed: int, b: int, t: int,
+                                  masked: bool) -> None:
+    """A prompt of t tokens, then one token against the cache the first call returned
+    (random weights of a drawn seed: two blocks' worth is too much for hypothesis's draws)."""
+    mod, rng = model_module, np.random.default_rng(seed)
+    e, heads, vocab = 8, 2, 11
+
+    def w(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) / shape[0] ** 0.5).astype(np.float32)
+
+    def block() -> Any:
+        return mod.GPT2Block(mod.LayerNorm(1 + w(e), w(e)),
+                             mod.GPT2Attention(mod.Conv1D(w(e, 3 * e), w(3 * e)),
+                                               mod.Conv1D(w(e, e), w(e)), heads, 16),
+                             mod.LayerNorm(1 + w(e), w(e)),
+                             mod.GPT2MLP(mod.Conv1D(w(e, 4 * e), w(4 * e)),
+                                         mod.Conv1D(w(4 * e, e), w(e))))
+
+    model = mod.GPT2Model(w(vocab, e), w(16, e), [block(), block()],
+                          mod.LayerNorm(1 + w(e), w(e)))
+    ids = rng.integers(0, vocab, (b, t))
+    first = model.forward(ids)
+    assert_same_nesting(first, mod.GPT2Model.forward.py_func(to64(model), ids))
+    mask = np.maximum(rng.random((b, t + 1)) < 0.8, np.eye(1, t + 1, t)).astype(np.float32) \
+        if masked else None
+    step = rng.integers(0, vocab, (b, 1))
+    assert_same_nesting(model.forward(step, first[1], mask),
+                        mod.GPT2Model.forward.py_func(to64(model), step, to64(first[1]), mask))
+    assert model.forward(step, use_cache=False)[1] is None
 
 
 def test_a_longer_cache_than_the_mask_buffer_raises_as_numpy_does(m: Any) -> None:

@@ -146,9 +146,11 @@ def arange(ctx: Ctx, start_or_stop: Any, stop: Any = None, step: Any = None, /,
         return _arange_at_call(ctx, start, stop, 1 if step is None else step, dtype)
     start, stop, step = (_size(v, f"arange's {name}", ctx) for v, name in
                          ((start, "start"), (stop, "stop"), (1 if step is None else step, "step")))
-    if is_symbolic(start) or is_symbolic(step):
-        raise UserError("np.arange takes a symbolic dimension as its stop only", ctx.span,
-                        "np.arange(start, n) with a constant start")
+    if is_symbolic(step):
+        raise UserError("np.arange takes a symbolic dimension as its start or stop only",
+                        ctx.span, "np.arange(start, n, step) with a constant step")
+    if is_symbolic(start):  # np.arange(past, past + T): positions after a cache's
+        return _arange_at_call(ctx, start, stop, step, dtype)
     if step == 0:
         raise UserError("ZeroDivisionError: arange's step is 0", ctx.span)
     kind = dtype_arg(dtype, ctx.span) if dtype is not None else \

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuvil_aot.compiler.frontend.operators import binary
 from cuvil_aot.compiler.frontend.user_error import UserError
+from cuvil_aot.compiler.frontend.values import apply
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import Op
 from cuvil_aot.errors import SourceSpan
@@ -23,8 +23,8 @@ def identity(name: str, left: Any, right: Any, exact_bools: set[int], span: Sour
     if name in ("Is", "IsNot"):
         flag, other = (left, right) if _bool_argument(left) else (right, left)
         if _bool_argument(flag) and isinstance(other, bool):
-            exact_bools.add(flag.attrs[0])
-            return binary("Eq" if name == "Is" else "NotEq", flag, other, span, span, span)
+            exact_bools.add(flag.attrs[0])  # so `is True` is the flag itself, `if flag:`'s
+            return flag if other == (name == "Is") else apply(Op.INVERT, [flag], span)
         if left is None or right is None:  # an array is never None
             return (left is right) == (name == "Is")
     if isinstance(left, Node) or isinstance(right, Node):
