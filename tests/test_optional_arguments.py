@@ -218,6 +218,11 @@ def test_the_call_names_what_each_version_takes(m: Any) -> None:
     ('def f(x: cv.f32["N"], p: tuple[cv.f32["N"] | None, cv.f32["N"]] | None = None):\n'
      '    return x',
      r"parameter 'p': it may be None and so may its items(?s:.*)the whole, not both"),
+    ('class Relu:\n    def __call__(self, x):\n        return np.maximum(x, 0)\n\n'
+     '@cv.optimize\ndef g(x: cv.f32["N"]):\n    return x\n\n'
+     '@cv.optimize\ndef f(x: cv.f32["N"], act: Relu | None = None):\n'
+     '    return x if act is None else act(x)',
+     r"parameter 'act': .*Relu.* may be None, but holds no array or number"),
     ('def f(x: cv.f32["N"], p: tuple[cv.f32["N"], ...] = None):\n    return x',
      r"parameter 'p': .* is a list of any length(?s:.*)\[X\] \* 12"),
 ])

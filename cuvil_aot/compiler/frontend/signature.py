@@ -128,6 +128,11 @@ def signature_from_specs(names: list[str], specs: list[Any], shared: str = "",
                 raise SignatureSyntaxError(
                     f"parameter '{label}': it may be None and so may its items ({inner!r})",
                     "declare the items that may be None, or the whole, not both")
+            if not leaves(tree):  # its versions would be one and the same: None in both
+                raise SignatureSyntaxError(
+                    f"parameter '{label}': {inner!r} may be None, but holds no array or number "
+                    "the code reads, so the call could not tell None from one",
+                    "declare it without `| None` (or a default of None)")
             optional.append((label, leaves(tree)))
             return tree if isinstance(tree, int) else replace(tree, optional=True)
         spec = _fixed_tuple(spec, label)
