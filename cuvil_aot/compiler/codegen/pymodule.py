@@ -9,7 +9,6 @@ wrappers make are in wrapper_arguments.py; the device-array path in gpu_wrapper.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from cuvil_aot.compiler.codegen import (
@@ -19,6 +18,7 @@ from cuvil_aot.compiler.codegen import (
     ops_c,
     run_time_loops,
     struct_arguments,
+    text_names,
 )
 from cuvil_aot.compiler.codegen.compiled import Compiled, lower_signature
 from cuvil_aot.compiler.codegen.gather_access import index_error, param_checks
@@ -70,26 +70,20 @@ def kernels_header(comps: list[Compiled]) -> str:
 
 def kernels_source(comps: list[Compiled]) -> str:
     """The kernels, each text once: a kernel the same as an earlier one but for its name
-    (versions of a function share most) is that one in the table, compiled once."""
+    (text_names.py) is that one in the table."""
     w = Writer()
     w.line('#include "kernels.h"')
-    first: dict[tuple[str, str], str] = {}
+    first: dict[str, str] = {}
     same: dict[str, str] = {}
     for comp in comps:
         for k in comp.kernels:
-            same[k.name] = first.setdefault((_nameless(k.struct, k.name),
-                                             _nameless(k.code, k.name)), k.name)
+            same[k.name] = first.setdefault(text_names.nameless(k), k.name)
             if same[k.name] == k.name:
                 w.line(k.code)
     with w.block("const cv_kernel_table CV_TABLE =", "};"):
         for name, kernel in same.items():
             w.line(f".{name} = {kernel},")
     return w.text()
-
-
-def _nameless(text: str, name: str) -> str:
-    """``text`` with the kernel's name (and the names made from it: its struct's) blanked."""
-    return re.sub(rf"\b{name}(?![0-9])", "@", text)
 
 
 # The wrapper -----------------------------------------------------------------------
