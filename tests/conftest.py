@@ -85,16 +85,24 @@ def cuda_text(sources: dict[str, str]) -> str:
     return "".join(text for name, text in sorted(sources.items()) if name.endswith(".cu"))
 
 
+def host_code(sources: dict[str, str]) -> str:
+    """The wrapper's C of a build's sources: module.c, then each function's GPU part
+    (module_gpu_f0.c, ...)."""
+    return "".join(text for name, text in sorted(sources.items())
+                   if name.startswith("module") and name.endswith(".c"))
+
+
 def generated_units(directory: Path, source: str, archs: tuple[str, ...]) -> dict[str, str]:
-    """The CUDA units (kernels_f0.cu, ...) and the wrapper (module.c) generated for
-    ``source``'s module with GPU code for ``archs``: text only, nothing compiled."""
+    """The CUDA units (kernels_f0.cu, ...) and the wrapper (module.c, module_gpu_f0.c, ...)
+    generated for ``source``'s module with GPU code for ``archs``: text only, nothing
+    compiled."""
     from cuvil_aot.compiler.gpu_targets import GpuTargets
 
     module = load_source(directory, source)
     files = pipeline.generate_sources(module, pipeline.Options(cpu_levels=(1,)),
                                       GpuTargets.of(archs))[3]
-    return {name: text for name, text in files.items() if name.endswith(".cu")} | \
-        {"module.c": files["module.c"]}
+    return {name: text for name, text in files.items()
+            if name.endswith(".cu") or name.startswith("module") and name.endswith(".c")}
 
 
 def gpu_build(directory: Path, source: str) -> Any:

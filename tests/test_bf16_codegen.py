@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import compile_source, generated_units, gpu_build
+from conftest import compile_source, generated_units, gpu_build, host_code
 
 from cuvil_aot.compiler.codegen import cuda_wgmma
 from cuvil_aot.compiler.gpu_targets import sass_code
@@ -80,7 +80,7 @@ def test_bf16_gemms_get_the_bf16_wgmma_kind_where_b_may_be_k_major(tmp_path):
     # x @ w of an (in, out) weight: B n-contiguous, the SIMT tiles on bfloat16 only
     assert "cv_gemm_tiled<float, 64, cv_bf16>(" in kn and "_wg(" not in kn
     assert "_gemm_" not in rows and "cv_bf16" in rows
-    host = units["module.c"]
+    host = host_code(units)
     assert '"f0_gemm_b16_wg"' in host and "cv_gpu_wg_maps_bf16(" in host
     assert "CV_DT_BFLOAT16" in host and "cv_gpu_refused(" not in host
     # neither GEMV nor mma.sync entries read bfloat16: a bf16 GEMM never runs them
@@ -91,7 +91,7 @@ def test_attention_heads_are_copied_k_major_for_both_gemms(tmp_path):
     """Under the bf16 policy, V's heads (P @ V's B, n-contiguous as split) are copied
     transposed (canonicalize._k_major_heads), so both of attention's GEMMs may run wgmma."""
     units = _units(tmp_path, ("sm_90",))
-    host = units["module.c"]
+    host = host_code(units)
     f6 = host[host.index("f6_s0"):]  # the attention function's wrapper
     assert f6.count("wgl && cv_gpu_wg_maps_bf16(") >= 2
     module = compile_source(tmp_path, SOURCE)  # on the CPU: the copies' layout is right

@@ -13,7 +13,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_close, compile_source, cuda_text, generated_units, load_source
+from conftest import (
+    assert_close,
+    compile_source,
+    cuda_text,
+    generated_units,
+    host_code,
+    load_source,
+)
 
 from cuvil_aot import host
 from cuvil_aot.compiler import pipeline
@@ -115,7 +122,7 @@ def _sources(tmp_path: Path, source: str, name: str) -> dict[str, str]:
 
 def test_attention_as_users_write_it_is_one_fused_kernel(tmp_path):
     files = _sources(tmp_path, FUSED, "attn_fused")
-    cu, host = cuda_text(files), files["module.c"]
+    cu, host = cuda_text(files), host_code(files)
     for unit in ("f0", "f1", "f2", "f3", "f4"):
         assert f"extern \"C\" __global__ void __launch_bounds__(128) {unit}_s0_a0(" in cu
         assert f'"{unit}_s0_a0"' in host
@@ -154,7 +161,7 @@ def test_attention_as_users_write_it_is_one_fused_kernel(tmp_path):
 
 def test_near_misses_keep_their_three_kernels(tmp_path):
     files = _sources(tmp_path, NEAR_MISSES, "attn_near")
-    cu, host = cuda_text(files), files["module.c"]
+    cu, host = cuda_text(files), host_code(files)
     assert "cv_attention(" not in cu and "attn0" not in host
 
 
@@ -354,7 +361,7 @@ def test_bf16_policy_fuses_the_bench_models_attention(tmp_path, monkeypatch):
         text = units[unit]
         assert text.count("cv_attention<64, 64, false, false, cv_bf16, cv_bf16, cv_bf16>(") == 1
         assert "cv_att_store_as<cv_bf16>{&a_.ops[3]}" in text
-    wrapper = units["module.c"]
+    wrapper = host_code(units)
     split = wrapper.index("f1_s0_grun")
     for f, fn in (("f0", wrapper[wrapper.index("f0_s0_grun"):split]), ("f1", wrapper[split:])):
         # each operand read through its copy kernel's source strides, rows along the

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import compile_source, cuda_text, generated_units, gpu_build, load_source
+from conftest import compile_source, cuda_text, generated_units, gpu_build, host_code, load_source
 
 from cuvil_aot.compiler import pipeline
 from cuvil_aot.compiler.codegen import cuda, ops_c, ops_cuda
@@ -114,8 +114,8 @@ def test_cuda_source_is_deterministic_and_one_kernel_per_group(models):
     # matmul_relu: one GEMM group, its epilogue in the kernels, no buffer for x @ w
     assert cu.count("struct f0_s0_g0_epi") == 1 and "f0_s0_g1" not in cu
     # its main loops are the unit's, shared by its GEMMs, which pass their tag
-    assert '"f0_gemm_f32_tiled", "f0_gemm_f32_tiled64", "f0_gemm_f32_gemv1"' in first["module.c"]
-    assert "f0_s0_g0_tiled" not in first["module.c"] and "case 0: f0_s0_g0_epi{" in cu
+    assert '"f0_gemm_f32_tiled", "f0_gemm_f32_tiled64", "f0_gemm_f32_gemv1"' in host_code(first)
+    assert "f0_s0_g0_tiled" not in host_code(first) and "case 0: f0_s0_g0_epi{" in cu
     assert "__expf" not in cu
 
 
@@ -124,7 +124,7 @@ def test_gemv_consumers_reading_aligned_column_runs_may_run_in_its_tiles(models)
     call: one.runs); the ResNet head's softmax needs every logit and keeps its barrier."""
     targets = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), ("sm_90",)).targets
     files = pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1,)), targets)[3]
-    cu, host = cuda_text(files), files["module.c"]
+    cu, host = cuda_text(files), host_code(files)
     assert "struct f1_s0_after1" in cu and "f1_s0_after1{&o.a1, o.runs[0] != 0}" in cu
     assert host.count("one.runs[0] = ") == 1
     assert "_after" not in cu.replace("f1_s0_after1", "").replace("cv_gemv_nothing_after", "")
@@ -135,8 +135,8 @@ def test_new_outputs_get_their_python_objects_after_the_launches(models):
     DLPack exchange) runs while the kernels do: api->gpu->wrap comes after the call's
     last launch, api->gpu->empty (allocation only) before its first."""
     targets = nvcc.GpuBuild(nvcc.Nvcc("nvcc", "", frozenset()), ("sm_90",)).targets
-    host = pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1,)), targets)[3][
-        "module.c"]
+    host = host_code(pipeline.generate_sources(models, pipeline.Options(cpu_levels=(1,)),
+                                               targets)[3])
     run = host[host.index("static PyObject *f1_s0_grun("):]
     run = run[:run.index("\n}\n")]
     assert run.count("api->gpu->wrap(") == 2  # the LSTM step's h and c

@@ -18,7 +18,7 @@ import pytest
 CHILD = r'''
 import ctypes
 from pathlib import Path
-from conftest import compile_source, generated_units
+from conftest import compile_source, generated_units, host_code
 from fake_driver import DeviceArray, Record
 from cuvil_aot.runtime import native
 
@@ -67,7 +67,7 @@ assert wg_grids(m.linear, (8, 20, 256), (8, 20, 256), (256, 256), (256,), (8, 20
 assert wg_grids(m.bmm, (3, 50, 256), (3, 50, 252), (3, 256, 252)) == [6]  # B per batch
 assert wg_grids(m.per_batch, (3, 50, 256), (3, 50, 252), (256, 252), (3, 256)) == [6]
 (Path(WORK) / "units").mkdir()
-host = generated_units(Path(WORK) / "units", SOURCE, ("sm_90",))["module.c"]
+host = host_code(generated_units(Path(WORK) / "units", SOURCE, ("sm_90",)))
 assert host.count(" && (api->gpu->wgmma(&cv_gpu_f0, dev) & 4))") == 1
 assert host.count(" && (api->gpu->wgmma(&cv_gpu_f1, dev) & 4))") == 1
 assert " && (api->gpu->wgmma(&cv_gpu_f2, dev) & 4))" not in host  # c by batch only

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import generated_units
+from conftest import generated_units, host_code
 
 from cuvil_aot.compiler import pipeline
 from cuvil_aot.compiler.codegen import gpu_plan
@@ -51,7 +51,7 @@ def embed(ids: cv.i64["T"], table: cv.f32["V", "D"], w: cv.f32["D", "D"], u: cv.
 
 def marks(tmp_path, source: str) -> dict[int, int]:
     """Node -> the mask of nodes it waits for, from the generated wrapper."""
-    host = generated_units(tmp_path, source, ("sm_90",))["module.c"]
+    host = host_code(generated_units(tmp_path, source, ("sm_90",)))
     found = re.findall(r"cv_gpu_mark\(Q, q0, nq, (\d+), (0x[0-9a-f]+)ull\)", host)
     return {int(node): int(mask, 16) for node, mask in found}
 

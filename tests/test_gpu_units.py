@@ -94,8 +94,11 @@ def test_units_are_their_own_translation_units(tmp_path: Path) -> None:
     units = pipeline.cuda_units(artifact.sources)
     assert sorted(units) == ["f0", "f1"]
     assert "f1_" not in units["f0"] and "f0_" not in units["f1"]
-    module_c = artifact.sources["module.c"]
-    assert "cv_fatbin_f0" in module_c and "cv_fatbin_f1" in module_c
+    parts = {n: t for n, t in artifact.sources.items() if n.startswith("module_gpu_")}
+    assert sorted(parts) == ["module_gpu_f0.c", "module_gpu_f1.c"]  # the launch code too
+    assert "cv_fatbin_f0" in parts["module_gpu_f0.c"] and "f1_" not in parts["module_gpu_f0.c"]
+    assert "cv_fatbin_f1" in parts["module_gpu_f1.c"] and "f0_" not in parts["module_gpu_f1.c"]
+    assert "cv_fatbin" not in artifact.sources["module.c"]
 
 
 def test_the_store_keeps_images_verified(tmp_path: Path) -> None:

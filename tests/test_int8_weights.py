@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import compile_source, load_source
+from conftest import compile_source, host_code, load_source
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -384,7 +384,7 @@ def test_the_gpu_build_fuses_the_int8_gemv(tmp_path):
                in units[n] for n in fused)
     # and the two with the weight on the left, which dequantize
     assert sum('#include "cuvil_aot/cuda_q8.h"' in t for t in units.values()) == len(fused) + 2
-    wrapper = artifact.sources["module.c"]
+    wrapper = host_code(artifact.sources)
     assert wrapper.count("const int q8 = a.n[0] <= 16 && ") >= 7
     assert "const int q8 = a.n[0] * a.n[1] <= 16 && " in wrapper  # batched: all its rows
     assert wrapper.count("if (!q8) {") == wrapper.count("const int q8 =")

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import cuda_text, generated_units, gpu_build
+from conftest import cuda_text, generated_units, gpu_build, host_code
 
 from cuvil_aot.compiler.codegen import cuda_wgmma
 from cuvil_aot.compiler.gpu_targets import GpuTargets, sass_code
@@ -69,7 +69,7 @@ def test_float32_units_get_the_wgmma_entry_of_their_kind(tmp_path):
     # no float32 GEMM: no header, no entry (nvcc's time)
     for text in (fp64, scale):
         assert "cuda_gemm_wgmma.h" not in text and "_wg(" not in text
-    host = units["module.c"]
+    host = host_code(units)
     assert '"f0_gemm_f32_wg"' in host and '"f1_gemm_f32_wg"' in host
     # then split-K in clusters (cv_gemm_tc_cluster), then the unit's one copy kernel
     assert '"f4_gemm_f32_wg", "f4_gemm_f32_tcc", "cv_transpose_f32"' in host
@@ -231,7 +231,7 @@ def test_bf16_units_get_both_tile_widths(tmp_path):
     kernels = units["kernels_f0.cu"]
     assert "cv_gemm_wgmma_job<CV_WG_BF16, 256, 4>(" in kernels
     assert "cv_gemm_wgmma_job<CV_WG_BF16, 192, 4>(" in kernels
-    host = units["module.c"]
+    host = host_code(units)
     assert '"f0_gemm_b16_wg", "f0_gemm_b16_wg192"' in host
     assert "const int bn = cv_gpu_wg_bn(m, n, nb, sm, 192, 256);" in host
     assert f"wsmem = bn == 192 ? {cuda_wgmma.BF16_192.smem} : {cuda_wgmma.BF16.smem};" in host

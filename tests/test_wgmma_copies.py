@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import load_source
+from conftest import host_code, load_source
 
 from cuvil_aot.compiler import pipeline
 from cuvil_aot.compiler.gpu_targets import GpuTargets, sass_code
@@ -52,7 +52,7 @@ def _sources(tmp_path: Path) -> dict[str, str]:
 
 def test_gpt2_style_gemms_run_wgmma_over_copies(tmp_path):
     files = _sources(tmp_path)
-    unit, host = files["kernels_f0.cu"], files["module.c"]
+    unit, host = files["kernels_f0.cu"], host_code(files)
     assert '#include "cuvil_aot/cuda_transpose.h"' in unit
     assert "cv_gemm_wgmma_job<CV_WG_TF32X3, 128, 3>" in unit
     names = re.search(r"cv_gpu_f0_names\[\] = \{([^}]*)\}", host)

@@ -110,7 +110,7 @@ def _generate_refusing(lowered: LoweredModule, fused: dict[str, list[Any]], leve
 def _generate(fused: dict[str, list[Any]], ext_name: str, levels: list[int],
               cuda: GpuTargets | None = None) -> dict[str, str]:
     src = generate(ext_name, fused, levels, cuda)
-    sources = {"kernels.h": src.kernels_h, "kernels.c": src.kernels_c, "module.c": src.module_c}
+    sources = {"kernels.h": src.kernels_h, "kernels.c": src.kernels_c, **src.wrapper}
     return sources | {f"kernels_{unit}.cu": text for unit, text in src.cuda_units.items()}
 
 

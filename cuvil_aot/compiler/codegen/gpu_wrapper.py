@@ -48,14 +48,30 @@ from cuvil_aot.compiler.ir.types import DTYPES
 DT = {dtype: f"CV_DT_{dtype.upper()}" for dtype in DTYPES}
 
 
-def module_table(w: Writer, gp: GpuPlan, targets: GpuTargets | None) -> None:
-    """Each unit's kernel table; its image is the unit's fatbin linked in by toolchain/nvcc.py
+def prototype(index: int) -> str:
+    """The device-array path of function ``index``, defined in its part of the wrapper."""
+    return f"PyObject *py_f{index}_gpu(PyObject **argv, PyObject *out, PyObject *stream)"
+
+
+def part_source(index: int, name: str, comps: list[Compiled], gp: GpuPlan,
+                targets: GpuTargets) -> str:
+    """Function ``index``'s device-array path, a translation unit of its own
+    (``module_gpu_f{index}.c``: pymodule.wrapper_sources), with its unit's kernel table."""
+    w = Writer()
+    w.line("#define CV_WRAPPER_PART")
+    w.line('#include "module.h"')
+    _unit_table(w, gp, f"f{index}", targets)
+    function(w, index, name, comps, gp, True)
+    return w.text()
+
+
+def _unit_table(w: Writer, gp: GpuPlan, unit: str, targets: GpuTargets) -> None:
+    """The unit's kernel table; its image is the unit's fatbin linked in by toolchain/nvcc.py
     (``cv_fatbin_{unit}``), loaded on a device at its first launch there."""
-    w.line('#include "cuvil_aot/gpu_wrap.h"')
-    if targets is None:
-        return  # built without CUDA kernels: no table, the calls say so (function)
     declared: set[str] = set()  # a kernel of several versions (gpu_plan._named): once
     for prefix, kernels in gp.kernels.items():
+        if gpu_plan.unit_of(prefix) != unit:
+            continue
         for k in kernels:
             if k.name not in declared:
                 declared.add(k.name)
@@ -63,16 +79,17 @@ def module_table(w: Writer, gp: GpuPlan, targets: GpuTargets | None) -> None:
         for ak in gp.attention.get(prefix, []):
             w.line(ak.struct)
         w.line(cuda_one.one_struct(prefix, kernels))
-    for unit in gp.names:
-        w.line(gp.shared_structs(unit))
-    w.line(f"static const int cv_gpu_sass[] = {{{', '.join(map(str, targets.sass)) or '0'}}};")
-    for unit, names in gp.names.items():
-        table = f"cv_gpu_{unit}"
-        w.line(f"extern const unsigned char cv_fatbin_{unit}[];")
-        listed = ", ".join(c_string(n) for n in names) or "0"
-        w.line(f"static const char *const {table}_names[] = {{{listed}}};")
-        w.line(f"static cv_cuda_module {table} = {{cv_fatbin_{unit}, {table}_names, "
-               f"{len(names)}, cv_gpu_sass, {len(targets.sass)}, {targets.ptx}, {{0}}}};")
+    if unit not in gp.names:
+        return
+    w.line(gp.shared_structs(unit))
+    sass = ", ".join(map(str, targets.sass)) or "0"
+    w.line(f"static const int cv_gpu_sass[] = {{{sass}}};")
+    table, names = f"cv_gpu_{unit}", gp.names[unit]
+    w.line(f"extern const unsigned char cv_fatbin_{unit}[];")
+    listed = ", ".join(c_string(n) for n in names) or "0"
+    w.line(f"static const char *const {table}_names[] = {{{listed}}};")
+    w.line(f"static cv_cuda_module {table} = {{cv_fatbin_{unit}, {table}_names, "
+           f"{len(names)}, cv_gpu_sass, {len(targets.sass)}, {targets.ptx}, {{0}}}};")
 
 
 def branch(w: Writer, index: int, name: str, nparams: int) -> None:
@@ -102,8 +119,7 @@ def function(w: Writer, index: int, name: str, comps: list[Compiled], gp: GpuPla
     n = max(1, len(params))
     w.line(f"static const char *const f{index}_gnames[] = "
            f"{{{', '.join(c_string(p.shown) for p in params) or '0'}}};")
-    with w.block(f"static PyObject *py_f{index}_gpu(PyObject **argv, PyObject *out, "
-                 "PyObject *stream)"):
+    with w.block(prototype(index)):
         w.line(f"cv_gpu_array ga[{n}]; int dev[{n}] = {{0}}; int first = -1;")
         w.line("PyObject *result = NULL; char got[200];")
         w.line("(void)out; (void)stream; (void)got;")

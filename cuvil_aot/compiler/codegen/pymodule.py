@@ -1,10 +1,12 @@
 """The CPython extension around the kernels: one METH_FASTCALL function per marked
 function, dispatching on its signatures, checking arguments, allocating outputs.
 
-Three C sources come out: ``kernels.h`` (argument structs, the kernel table
-type), ``kernels.c`` (compiled once per CPU level, each defining its own table)
-and ``module.c`` (the wrapper, which picks a table at import). The checks both
-wrappers make are in wrapper_arguments.py; the device-array path in gpu_wrapper.py.
+C sources come out: ``kernels.h`` (argument structs, the kernel table type),
+``kernels.c`` (compiled once per CPU level, each defining its own table) and the
+wrapper (``wrapper_sources``): ``module.c``, which picks a table at import, and in a
+build with GPU code each function's device-array path in a translation unit of its
+own. The checks both wrappers make are in wrapper_arguments.py; the device-array path
+in gpu_wrapper.py.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ from cuvil_aot.compiler.ir.signature import NONE_DTYPE, Signature, render_type
 class Sources:
     kernels_h: str
     kernels_c: str
-    module_c: str
+    wrapper: dict[str, str]
+    """module.h, module.c and the GPU parts, by file name (wrapper_sources)."""
     cuda_units: dict[str, str] = field(default_factory=dict)
     """Each function's GPU kernels (codegen/cuda.py) by unit; empty in CPU-only builds."""
 
@@ -88,17 +91,21 @@ def kernels_source(comps: list[Compiled]) -> str:
 
 # The wrapper -----------------------------------------------------------------------
 
-def match_function(w: Writer, comp: Compiled) -> None:
-    """Fills the call struct when the arguments match this signature."""
-    params = comp.sig.params
+def call_struct(w: Writer, comp: Compiled) -> None:
+    """What a match learns about a call (sizes, numbers), which both paths run on."""
     with w.block("typedef struct", f"}} {comp.prefix}_call;"):
         w.line(f"int64_t sym[{max(1, len(comp.symbols))}];")
-        for p in params:
+        for p in comp.sig.params:
             if p.is_scalar and p.type.dtype != NONE_DTYPE:
                 w.line(f"{'double' if p.type.dtype == 'float64' else 'int64_t'} arg_{p.name};")
         for index in run_time_loops.index_fields(comp.loops):  # run-time loops' indices
             w.line(f"int64_t {index};")
         host_scalars.fields(w, comp.fn, comp.hoisted)
+
+
+def match_function(w: Writer, comp: Compiled) -> None:
+    """Fills the call struct when the arguments match this signature."""
+    params = comp.sig.params
     sig = f"static int {comp.prefix}_match(PyObject **argv, {comp.prefix}_call *c, char *why, " \
           "size_t nwhy, int *shape_err)"
     with w.block(sig):
@@ -317,21 +324,51 @@ def _class_slots(w: Writer, classes: dict[str, int]) -> None:
         w.line("Py_RETURN_NONE;")
 
 
-def module_source(ext_name: str, functions: dict[str, list[Compiled]], levels: list[int],
-                  gpu: GpuPlan | None = None, targets: GpuTargets | None = None) -> str:
-    """The wrapper; ``targets``: what the embedded fatbin holds (None: CPU only)."""
+def wrapper_sources(ext_name: str, functions: dict[str, list[Compiled]], levels: list[int],
+                    gpu: GpuPlan | None = None, targets: GpuTargets | None = None
+                    ) -> dict[str, str]:
+    """The wrapper by file: ``module.h``, what its translation units share; ``module.c``;
+    where ``targets`` (what the embedded fatbin holds; None: CPU only) are, each function's
+    device-array path in ``module_gpu_f{i}.c``, compiled apart and with less optimization
+    (toolchain/cc.py): launch code, half the C of a function of many versions."""
+    gpu = gpu or GpuPlan()
+    parts = {} if targets is None else {
+        f"module_gpu_f{index}.c": gpu_wrapper.part_source(index, name, comps, gpu, targets)
+        for index, (name, comps) in enumerate(functions.items())}
+    return {"module.h": _shared_header(functions),
+            "module.c": _module_c(ext_name, functions, levels, gpu, not parts),
+            **parts}
+
+
+def _shared_header(functions: dict[str, list[Compiled]]) -> str:
     w = Writer()
+    w.line("#ifndef CV_MODULE_H")
+    w.line("#define CV_MODULE_H")
     w.line("#define PY_SSIZE_T_CLEAN")
     w.line("#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION")
     w.line("#include <Python.h>")
     w.line('#include "cuvil_aot/pywrap.h"')
     w.line('#include "kernels.h"')
+    w.line('#include "cuvil_aot/gpu_wrap.h"')
+    w.line("extern const cv_runtime_api *api;")
+    for index, comps in enumerate(functions.values()):
+        for comp in comps:
+            call_struct(w, comp)
+        w.line(f"{gpu_wrapper.prototype(index)};")
+    w.line("#endif")
+    return w.text()
+
+
+def _module_c(ext_name: str, functions: dict[str, list[Compiled]], levels: list[int],
+              gpu: GpuPlan, no_gpu_code: bool) -> str:
+    """The module, the CPU path, and where the build has no GPU code the device-array
+    paths that say so."""
+    w = Writer()
+    w.line('#include "module.h"')
     for level in levels:
         w.line(f"extern const cv_kernel_table cv_table_v{level};")
     w.line("static const cv_kernel_table *K;")
-    w.line("static const cv_runtime_api *api;")
-    gpu = gpu or GpuPlan()
-    gpu_wrapper.module_table(w, gpu, targets)
+    w.line("const cv_runtime_api *api;")
     classes = struct_arguments.classes([c[0].sig.structure for c in functions.values()
                                         if c[0].sig.structure is not None])
     _class_slots(w, classes)
@@ -340,7 +377,8 @@ def module_source(ext_name: str, functions: dict[str, list[Compiled]], levels: l
             match_function(w, comp)
             exec_function(w, comp)
             run_function(w, comp)
-        gpu_wrapper.function(w, index, name, comps, gpu, targets is not None)
+        if no_gpu_code:
+            gpu_wrapper.function(w, index, name, comps, gpu, False)
         wrapper_function(w, index, name, comps, classes)
     with w.block("static PyMethodDef methods[] =", "};"):
         for index, (name, comps) in enumerate(functions.items()):
@@ -384,5 +422,5 @@ def generate(ext_name: str, lowered: dict[str, list[tuple[Signature, Function]]]
     comps = [c for cs in functions.values() for c in cs]
     gpu = lower(comps, cuda) if cuda is not None else None
     return Sources(kernels_header(comps), kernels_source(comps),
-                   module_source(ext_name, functions, levels, gpu, cuda),
+                   wrapper_sources(ext_name, functions, levels, gpu, cuda),
                    gpu.sources() if gpu is not None else {})

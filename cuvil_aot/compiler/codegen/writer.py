@@ -32,5 +32,6 @@ class Writer:
 
 
 def c_string(text: str) -> str:
-    """``text`` as a C string literal."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    """``text`` as a C string literal (a NUL as three octal digits: no digit after it joins)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") \
+        .replace("\0", "\\000") + '"'

@@ -4,6 +4,18 @@
 #ifndef CUVIL_AOT_PYWRAP_H
 #define CUVIL_AOT_PYWRAP_H
 
+/* A wrapper is module.c and, in a build with GPU code, one more translation unit per
+ * function, module_gpu_f0.c (codegen/pymodule.py), compiled apart; those define
+ * CV_WRAPPER_PART first. Module.c holds the state below and NumPy's C API table; the parts
+ * declare them (-fvisibility=hidden keeps them inside the extension). */
+#define PY_ARRAY_UNIQUE_SYMBOL cv_numpy_api
+#ifdef CV_WRAPPER_PART
+#define NO_IMPORT_ARRAY
+#define CV_SHARED(declaration, ...) extern declaration
+#else
+#define CV_SHARED(declaration, ...) declaration = __VA_ARGS__
+#endif
+
 #include <Python.h>
 #include <numpy/arrayobject.h>
 #include <stdarg.h>
@@ -13,7 +25,8 @@
 #include "cuvil_aot/runtime.h"
 
 /* Exception types from cuvil_aot.errors, fetched at module init. */
-static PyObject *cv_SignatureError, *cv_SignatureShapeError;
+CV_SHARED(PyObject *cv_SignatureError, NULL);
+CV_SHARED(PyObject *cv_SignatureShapeError, NULL);
 
 static int cv_import_errors(void) {
     PyObject *mod = PyImport_ImportModule("cuvil_aot.errors");
@@ -28,7 +41,7 @@ static int cv_import_errors(void) {
  * `import`, ml_dtypes is imported (a new bfloat16 output needs it): -1 with an exception
  * where it cannot be. Without, -2 while ml_dtypes is not imported: no array can be a
  * bfloat16 one then, and looking costs no import. */
-static int cv_bf16_num = -1;
+CV_SHARED(int cv_bf16_num, -1);
 static int cv_bf16_typenum(int import) {
     if (cv_bf16_num >= 0) return cv_bf16_num;
     PyObject *name = PyUnicode_FromString("ml_dtypes");
@@ -378,8 +391,8 @@ static int cv_check_out(const char *fname, int index, PyObject *obj, int typenum
  * reference to it and gives its block back when it dies. Smaller outputs
  * keep NumPy's allocator (switching costs more than it saves there). */
 #define CV_OUT_CACHED_MIN ((npy_intp)1 << 20)
-static PyDataMem_Handler cv_out_handler_def = {"cuvil_aot_outputs", 1, {0}};
-static PyObject *cv_out_handler;
+CV_SHARED(PyDataMem_Handler cv_out_handler_def, {"cuvil_aot_outputs", 1, {0}});
+CV_SHARED(PyObject *cv_out_handler, NULL);
 
 static int cv_init_out_handler(const cv_runtime_api *api) {
     PyDataMemAllocator a = {NULL, api->out_malloc, api->out_calloc, api->out_realloc,
