@@ -257,9 +257,15 @@ def test_what_the_call_checks(m) -> None:
     x = np.ones((2, 3), np.float32)
     call = m.Block.__call__.compiled  # the extension's entry: no fallback to hide its errors
     call(blk, x)  # as it is: fine
+    blk.ln.eps = 0.001  # the class's value, set on the instance (as __init__ may): fine
+    assert_close(call(blk, x), m.Block.__call__.py_func(to64(blk), x.astype(float)), np.float32)
     blk.ln.eps = 0.5  # the instance hides the class constant the code compiled in
     with pytest.raises(cv.SignatureError, match=r"Block.__call__\(\): argument 'self.ln': "
-                       r"the instance's own attribute 'eps' hides its class's"):
+                       r"the instance's own attribute 'eps' \(0.5\) hides its class's "
+                       r"\(0.001\)"):
+        call(blk, x)
+    blk.ln.eps = np.float64(0.001)  # equal, but another type: what the code computes may differ
+    with pytest.raises(cv.SignatureError, match=r"attribute 'eps' \(np.float64\(0.001\)\)"):
         call(blk, x)
     with warnings.catch_warnings():  # the fallback runs the Python method (warned once)
         warnings.simplefilter("ignore", RuntimeWarning)

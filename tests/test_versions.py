@@ -159,6 +159,36 @@ def test_at_most_three_decisions(tmp_path: Path) -> None:
         mod.f(np.ones((1,) * 5, np.float32), 2)
 
 
+def test_settings_of_a_model_past_three_decisions_are_told_to_be_class_constants(
+        tmp_path: Path) -> None:
+    """transformers' ``if self.is_decoder:`` in every layer: bool attributes of instances,
+    each its own decision; the hint says how to have the build decide them."""
+    flags = "abcd"
+    ifs = "\n".join(f"        if self.{f}:\n            out = out + (x + {i},)"
+                     for i, f in enumerate(flags))
+    mod = compile_source(tmp_path, "import numpy as np\nimport cuvil_aot as cv\n\n"
+                         "class Cfg:\n" + "".join(f"    {f}: bool\n" for f in flags) +
+                         "\n    @cv.optimize\n    def f(self, x: cv.f32['N']):\n"
+                         f"        out = ()\n{ifs}\n        return out\n")
+    cfg = mod.Cfg()
+    for f in flags:
+        setattr(cfg, f, True)
+    with pytest.raises(cv.CompileError, match=r"(?s)3 conditions of this version are decided.*"
+                       r"where 'd' is a setting of the model, make it a constant of its class "
+                       r"\(d = \.\.\. in the class body"):
+        mod.Cfg.f(cfg, np.ones(2, np.float32))
+    constants = "".join(f"    {f} = True\n" for f in flags)  # as the hint says: compiles
+    (tmp_path / "constants").mkdir()
+    mod = compile_source(tmp_path / "constants", "import numpy as np\nimport cuvil_aot as cv\n"
+                         "\nclass Cfg:\n" + constants + "\n    @cv.optimize\n    def f(self, "
+                         f"x: cv.f32['N']):\n        out = ()\n{ifs}\n        return out\n")
+    cfg = mod.Cfg()
+    cfg.a = True  # the class's value, set on the instance: fine
+    x = np.arange(3, dtype=np.float32)
+    got = mod.Cfg.f(cfg, x)
+    assert len(got) == 4 and all(np.array_equal(g, x + i) for i, g in enumerate(got))
+
+
 def test_versions_share_their_kernels(tmp_path: Path) -> None:
     """A kernel the same in several versions (or functions) is compiled once."""
     module = load_source(tmp_path, SOURCE)

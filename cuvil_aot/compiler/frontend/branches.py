@@ -97,7 +97,7 @@ def if_statement(interp: Any, stmt: ast.If, poison: Any) -> None:
     try:
         _both_blocks(interp, stmt, truth, poison)
     except UserError as err:  # not picked per call: decided at build, where the call knows it
-        raise versions.undecided(key, stmt, err) from None
+        raise versions.undecided(key, stmt, truth, err) from None
 
 
 def _both_blocks(interp: Any, stmt: ast.If, truth: Node, poison: Any) -> None:
@@ -252,7 +252,7 @@ def if_exp(interp: Any, expr: ast.IfExp, poison: Any) -> Any:
                             "call", span, IF_HINT)
         return _pick(truth, body, orelse, before, span)
     except UserError as err:  # not picked per call: decided at build, where the call knows it
-        raise versions.undecided(key, expr, err) from None
+        raise versions.undecided(key, expr, truth, err) from None
 
 
 def _evaluated(interp: Any, expr: ast.expr, taken: Node) -> Any:

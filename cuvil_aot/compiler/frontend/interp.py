@@ -325,7 +325,8 @@ class Interpreter:
         out: list[Any] = []
         for e in elts:
             if isinstance(e, ast.Starred):
-                out.extend(self.eval(e.value))
+                value = self.eval(e.value)
+                out.extend([POISON] if value is POISON else value)  # already reported
             else:
                 out.append(self.eval(e))
         return out
@@ -453,7 +454,7 @@ class Interpreter:
         try:
             return value[index]
         except (TypeError, IndexError, KeyError) as exc:
-            raise UserError(f"indexing {self.describe(value)}: {exc}", self.span(expr)) from None
+            raise values.indexing_error(self.describe(value), index, exc, self.span(expr)) from None
 
     def expr_Slice(self, expr: ast.Slice) -> Any:
         parts = [None if e is None else self.eval(e) for e in (expr.lower, expr.upper, expr.step)]

@@ -102,7 +102,7 @@ def _undeclared(obj: ArgumentObject, name: str, span: SourceSpan) -> UserError:
     if hint is not None:
         shown = hint if isinstance(hint, str) else repr(hint).replace("typing.", "") \
             if typing.get_origin(hint) else getattr(hint, "__name__", repr(hint))
-        what = f"declare it as {DECLARE_HINT}"
+        what = f"declare it as {DECLARE_HINT}{_constant_hint(name)}"
         if shown.lower().startswith(("list[", "tuple[", "sequence[")):  # no length
             what = f"a list of known length: `{name}: [Block] * 12`, or `cv.like(...)` of one"
         return UserError(f"{obj.label}.{name} is declared as {shown}, which compiled code "
@@ -110,4 +110,12 @@ def _undeclared(obj: ArgumentObject, name: str, span: SourceSpan) -> UserError:
     return UserError(f"{obj.label}.{name}: class {cls.__name__} does not declare '{name}'; "
                      "compiled code reads an instance by the attributes its class body "
                      "declares", span, f"declare it in class {cls.__name__}: `{name}: ...`, "
-                     f"{DECLARE_HINT}")
+                     f"{DECLARE_HINT}{_constant_hint(name)}")
+
+
+def _constant_hint(name: str) -> str:
+    """How a setting that is the same for every instance (a string, a function, a flag, as
+    transformers' configs set them in ``__init__``) compiles: a constant of the class."""
+    return (f"; or, where it is the same for every instance (a string, a function, a flag), "
+            f"a constant of the class: `{name} = ...` in its body (a function as "
+            "`staticmethod(f)`), which an instance may set only to the class's value")

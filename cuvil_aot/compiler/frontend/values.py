@@ -289,3 +289,14 @@ def run_time_origin(x: Node) -> str:
         parts.append(f"the value{'s' if len(params) > 1 else ''} of "
                      + ", ".join(f"'{p}'" for p in params))
     return " and ".join(parts) or "values computed at run time"
+
+
+def indexing_error(what: str, index: Any, exc: Exception, span: SourceSpan) -> UserError:
+    """Python's error indexing a tuple, list or dict (``what``); an index known only at the
+    call said as such (an item of one is picked when the function is compiled)."""
+    if isinstance(index, Node):
+        return UserError(f"indexing {what} with {run_time_origin(index)}: the build picks the "
+                         "items of a tuple, list or dict", span, "index it with a number the "
+                         "build knows (a constant, a size, a constant of a class), or stack "
+                         "the items into one array and index that")
+    return UserError(f"indexing {what}: {exc}", span)

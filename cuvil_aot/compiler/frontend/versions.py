@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from cuvil_aot.compiler.frontend import call_checks
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import apply
-from cuvil_aot.compiler.ir.node import Node
+from cuvil_aot.compiler.ir.node import Node, toposort
 from cuvil_aot.compiler.ir.ops import Op
 from cuvil_aot.compiler.ir.run_time import CallCheck, describe
 from cuvil_aot.compiler.ir.signature import Signature
@@ -43,15 +43,18 @@ class Undecided(Exception):
 
 
 _CURRENT: ContextVar[dict[str, bool] | None] = ContextVar("cuvil_aot_versions", default=None)
+_LABELS: ContextVar[dict[str, str] | None] = ContextVar("cuvil_aot_version_labels", default=None)
 
 
 @contextmanager
 def deciding(sig: Signature) -> Iterator[None]:
     """The lowering of ``sig`` in this block follows its decisions."""
     token = _CURRENT.set({key: taken for key, taken, _ in sig.decisions})
+    labels = _LABELS.set({p.name: p.shown for p in sig.params})
     try:
         yield
     finally:
+        _LABELS.reset(labels)
         _CURRENT.reset(token)
 
 
@@ -71,7 +74,8 @@ def decided(interp: Any, stmt: ast.If | ast.IfExp, truth: Node) -> tuple[str | N
     return key, taken
 
 
-def undecided(key: str | None, stmt: ast.If | ast.IfExp, error: UserError) -> Exception:
+def undecided(key: str | None, stmt: ast.If | ast.IfExp, truth: Node,
+              error: UserError) -> Exception:
     """What to raise where the blocks of an if on condition ``key`` cannot be picked per
     call: `Undecided`, while the signature has room for another decision, else ``error``."""
     decisions = _CURRENT.get()
@@ -80,9 +84,28 @@ def undecided(key: str | None, stmt: ast.If | ast.IfExp, error: UserError) -> Ex
     if len(decisions) >= MAX_DECIDED:
         d = error.diagnostic
         return UserError(d.message, d.span, f"{d.hint + '; ' if d.hint else ''}{MAX_DECIDED} "
-                         "conditions of this version are decided at build already, the most "
-                         "there may be", d.notes)
+                         f"conditions of this version are decided at build already, the most "
+                         f"there may be{_as_class_constants(truth)}", d.notes)
     return Undecided(key, ast.unparse(stmt.test))
+
+
+def _as_class_constants(truth: Node) -> str:
+    """A hint where the condition reads an instance's attributes (a model's settings, as
+    transformers' ``is_decoder``): constants of its class decide it at build."""
+    labels = _LABELS.get() or {}
+    shown = [labels.get(str(n.attrs[1]), "") for n in toposort([truth])
+             if n.op is Op.PARAM]
+    attributes = sorted({label.rpartition(".")[2] for label in shown if "." in label})
+    if not attributes:
+        return ""
+    names, body = " and ".join(map(repr, attributes)), ", ".join(f"{a} = ..." for a in attributes)
+    if len(attributes) == 1:
+        return (f"; or, where {names} is a setting of the model, make it a constant of its class "
+                f"({body} in the class body, not declared with a type): the build decides it, "
+                "and an instance that sets it must set the class's value")
+    return (f"; or, where {names} are settings of the model, make them constants of their "
+            f"classes ({body} in the class bodies, not declared with a type): the build "
+            "decides them, and an instance that sets them must set the classes' values")
 
 
 def lowered(sig: Signature, lower: Callable[[Signature], T]) -> list[tuple[Signature, T]]:

@@ -99,9 +99,22 @@ static PyObject *cv_attribute(const char *fname, const char *label, PyObject *ob
     return NULL;
 }
 
+/* Whether an instance's own attribute `mine` is what Python would find on its class,
+ * `theirs`: the same object, or a bool, int, float or str of the same type and value
+ * (transformers' `self.is_decoder = config.is_decoder` beside a class's `is_decoder = False`). */
+static int cv_same_as_class(PyObject *mine, PyObject *theirs) {
+    if (mine == theirs) return 1;
+    if (Py_TYPE(mine) != Py_TYPE(theirs)) return 0;
+    if (!PyBool_Check(mine) && !PyLong_CheckExact(mine) && !PyFloat_CheckExact(mine) &&
+        !PyUnicode_CheckExact(mine))
+        return 0;
+    return PyObject_RichCompareBool(mine, theirs, Py_EQ);
+}
+
 /* Instance argument `label` holds none of `names` ("a\0b\0\0": what the compiled code
  * read from its class: methods, constants) in its __dict__, where it would hide them from
- * Python's lookup: 0, else -1 with SignatureError set. */
+ * Python's lookup, unless as the class's own value (cv_same_as_class): 0, else -1 with
+ * SignatureError set. */
 static int cv_not_hidden(const char *fname, const char *label, PyObject *obj,
                          const char *names) {
     PyObject *dict = PyObject_GenericGetDict(obj, NULL);  /* a new reference */
@@ -111,13 +124,18 @@ static int cv_not_hidden(const char *fname, const char *label, PyObject *obj,
         return 0;
     }
     for (const char *n = names; *n; n += strlen(n) + 1) {
-        if (PyDict_GetItemString(dict, n)) {
-            Py_DECREF(dict);
+        PyObject *mine = PyDict_GetItemString(dict, n);  /* borrowed */
+        if (!mine) continue;
+        PyObject *theirs = PyObject_GetAttrString((PyObject *)Py_TYPE(obj), n);
+        int same = theirs ? cv_same_as_class(mine, theirs) : -1;
+        if (same == 0)
             PyErr_Format(cv_SignatureError, "%s(): argument '%s': the instance's own attribute "
-                         "'%s' hides its class's, which the compiled code read", fname, label,
-                         n);
-            return -1;
-        }
+                         "'%s' (%.60R) hides its class's (%.60R), which the compiled code read",
+                         fname, label, n, mine, theirs);
+        Py_XDECREF(theirs);
+        if (same == 1) continue;
+        Py_DECREF(dict);
+        return -1;
     }
     Py_DECREF(dict);
     return 0;
