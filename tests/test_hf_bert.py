@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import compile_source
+from conftest import assert_close, compile_source
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_hf_gpt2 import assert_same_nesting
@@ -33,15 +33,17 @@ def m(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return compile_source(tmp_path_factory.mktemp("hf_bert"), BERT)
 
 
-def encoder(m: Any, rng: np.random.Generator, e: int, heads: int) -> Any:
-    def w(*shape: int) -> np.ndarray:
-        return (rng.standard_normal(shape) / shape[-1] ** 0.5).astype(np.float32)
+def encoder(m: Any, rng: np.random.Generator, e: int, heads: int,
+            put: Any = lambda a: a) -> Any:
+    """Two layers of random weights (``put`` on each: a device's copy)."""
+    def w(*shape: int) -> Any:
+        return put((rng.standard_normal(shape) / shape[-1] ** 0.5).astype(np.float32))
 
     def linear(o: int, i: int) -> Any:
         return m.Linear(w(o, i), w(o))
 
     def norm() -> Any:
-        return m.LayerNorm(1 + w(e), w(e))
+        return m.LayerNorm(w(e) + 1, w(e))
 
     def layer() -> Any:
         attention = m.BertAttention(
@@ -94,3 +96,22 @@ def test_an_instance_set_otherwise_than_its_class_is_refused(m: Any) -> None:
     enc.layer[0].intermediate.intermediate_act_fn = np.tanh
     with pytest.raises(cv.SignatureError, match=r"'intermediate_act_fn' \(<ufunc 'tanh'>\)"):
         call(enc, x)
+
+
+@pytest.mark.gpu
+def test_the_encoder_on_device_arrays(tmp_path: Path) -> None:
+    from gpu_harness import Framework, device_arch
+
+    mod = compile_source(tmp_path, BERT, cuda_archs=(device_arch(),))
+    fw, b, t, heads = Framework("torch"), 2, 5, 2
+    host, dev = (encoder(mod, np.random.default_rng(3), 8, heads, put)
+                 for put in (lambda a: a, fw.put))
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((b, t, 8)).astype(np.float32)
+    mask = ((rng.random((b, 1, 1, t)) < 0.3) * np.finfo(np.float32).min).astype(np.float32)
+    mask[..., 0] = 0.0  # a token kept in every row
+    ref = mod.BertEncoder.forward.py_func(to64(host), to64(x), to64(mask), None, True, True)
+    got = dev.forward(fw.put(x), fw.put(mask), None, True, True)
+    assert len(got) == len(ref) == 3 and len(got[1]) == 3 and len(got[2]) == 2
+    for g, r in zip((got[0], *got[1], *got[2]), (ref[0], *ref[1], *ref[2])):
+        assert_close(fw.get(g), r, np.float32, 4.0)
