@@ -4,8 +4,10 @@ weights, ``transpose_for_scores``, ``position_embedding_type == "absolute"`` and
 ``is_decoder`` attributes that __init__ sets to the class's values (constants of the
 compiled code), the activation such an attribute holding a function,
 ``apply_chunking_to_forward`` called with a bound method, ``head_mask`` indexed per layer
-or None, the outputs a tuple of what is not None. ``BertEncoder.forward`` is marked
-(tests/test_hf_bert.py)."""
+or None, the outputs a tuple of what is not None; ``BertModel``: the embeddings from buffers
+of position ids and token types sliced by the length (``hasattr``), the extended mask, the
+pooler. ``BertEncoder.forward`` and ``BertModel.forward`` are marked (tests/test_hf_bert.py,
+bench/class_hf_bert.py)."""
 
 import math
 
@@ -252,3 +254,104 @@ class BertEncoder:
             all_hidden_states = all_hidden_states + (hidden_states,)
         return tuple(v for v in [hidden_states, None, all_hidden_states, all_self_attentions,
                                  None] if v is not None)
+
+
+class Embedding:
+    weight: cv.f32["N", "E"]
+
+    def __init__(self, weight):
+        self.weight = weight
+
+    def __call__(self, ids):
+        return self.weight[ids]
+
+
+class BertEmbeddings:
+    word_embeddings: Embedding
+    position_embeddings: Embedding
+    token_type_embeddings: Embedding
+    LayerNorm: LayerNorm
+    position_ids: cv.i64[1, "P"]
+    token_type_ids: cv.i64[1, "P"]
+    position_embedding_type = "absolute"
+
+    def __init__(self, word_embeddings, position_embeddings, token_type_embeddings, layer_norm):
+        self.word_embeddings = word_embeddings
+        self.position_embeddings = position_embeddings
+        self.token_type_embeddings = token_type_embeddings
+        self.LayerNorm = layer_norm
+        max_position_embeddings = position_embeddings.weight.shape[0]
+        self.position_embedding_type = "absolute"
+        self.position_ids = np.arange(max_position_embeddings).reshape(1, -1)
+        self.token_type_ids = np.zeros(self.position_ids.shape, dtype=np.int64)
+
+    def __call__(self, input_ids=None, token_type_ids=None, position_ids=None,
+                 inputs_embeds=None, past_key_values_length=0):
+        if input_ids is not None:
+            input_shape = input_ids.shape
+        else:
+            input_shape = inputs_embeds.shape[:-1]
+        seq_length = input_shape[1]
+        if position_ids is None:
+            position_ids = self.position_ids[:, past_key_values_length:seq_length
+                                             + past_key_values_length]
+        if token_type_ids is None:
+            if hasattr(self, "token_type_ids"):
+                buffered_token_type_ids = self.token_type_ids[:, :seq_length]
+                buffered_token_type_ids_expanded = np.broadcast_to(
+                    buffered_token_type_ids, (input_shape[0], seq_length))
+                token_type_ids = buffered_token_type_ids_expanded
+            else:
+                token_type_ids = np.zeros(input_shape, dtype=np.int64)
+        if inputs_embeds is None:
+            inputs_embeds = self.word_embeddings(input_ids)
+        token_type_embeddings = self.token_type_embeddings(token_type_ids)
+        embeddings = inputs_embeds + token_type_embeddings
+        if self.position_embedding_type == "absolute":
+            position_embeddings = self.position_embeddings(position_ids)
+            embeddings += position_embeddings
+        embeddings = self.LayerNorm(embeddings)
+        return embeddings
+
+
+class BertPooler:
+    dense: Linear
+
+    def __init__(self, dense):
+        self.dense = dense
+
+    def __call__(self, hidden_states):
+        first_token_tensor = hidden_states[:, 0]
+        pooled_output = self.dense(first_token_tensor)
+        pooled_output = np.tanh(pooled_output)
+        return pooled_output
+
+
+class BertModel:
+    embeddings: BertEmbeddings
+    encoder: BertEncoder
+    pooler: BertPooler
+
+    def __init__(self, embeddings, encoder, pooler):
+        self.embeddings, self.encoder, self.pooler = embeddings, encoder, pooler
+
+    def get_extended_attention_mask(self, attention_mask, input_shape, dtype=np.float32):
+        extended_attention_mask = attention_mask[:, None, None, :]
+        extended_attention_mask = extended_attention_mask.astype(dtype)
+        extended_attention_mask = (1.0 - extended_attention_mask) * np.finfo(dtype).min
+        return extended_attention_mask
+
+    @cv.optimize
+    def forward(self, input_ids: cv.i64["B", "T"], attention_mask: cv.i64["B", "T"] = None,
+                token_type_ids: cv.i64["B", "T"] = None):
+        input_shape = input_ids.shape
+        batch_size, seq_length = input_shape
+        if attention_mask is None:
+            attention_mask = np.ones((batch_size, seq_length))
+        extended_attention_mask = self.get_extended_attention_mask(attention_mask, input_shape)
+        embedding_output = self.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
+        encoder_outputs = self.encoder.forward(embedding_output,
+                                               attention_mask=extended_attention_mask)
+        sequence_output = encoder_outputs[0]
+        pooled_output = self.pooler(sequence_output) if self.pooler is not None else None
+        return (sequence_output, pooled_output) + encoder_outputs[1:]

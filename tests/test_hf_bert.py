@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -77,6 +78,36 @@ def test_the_encoder_called_every_way(m: Any, seed: int, b: int, t: int, heads: 
             * np.ones((2, b, heads, t, t), np.float32)
     ref = m.BertEncoder.forward.py_func(to64(enc), x.astype(np.float64), **to64(kwargs))
     assert_same_nesting(enc.forward(x, **kwargs), ref)
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), b=st.integers(1, 2), t=st.integers(1, 5),
+       masked=st.booleans(), typed=st.booleans())
+def test_the_model_from_token_ids(m: Any, seed: int, b: int, t: int, masked: bool,
+                                  typed: bool) -> None:
+    """BertModel.forward: the embeddings (position ids and token types from buffers sliced
+    by the length, ``hasattr``), the extended mask, the encoder's marked forward inlined,
+    the pooler."""
+    rng = np.random.default_rng(seed)
+    e, heads, vocab, positions = 8, 2, 13, 7
+
+    def w(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) / shape[-1] ** 0.5).astype(np.float32)
+
+    embeddings = m.BertEmbeddings(m.Embedding(w(vocab, e)), m.Embedding(w(positions, e)),
+                                  m.Embedding(w(2, e)), m.LayerNorm(w(e) + 1, w(e)))
+    model = m.BertModel(embeddings, encoder(m, rng, e, heads), m.BertPooler(m.Linear(w(e, e),
+                                                                                      w(e))))
+    ids = rng.integers(0, vocab, (b, t))
+    kwargs: dict[str, Any] = {}
+    if masked:
+        kwargs["attention_mask"] = np.maximum(rng.random((b, t)) < 0.7,
+                                              np.eye(1, t, 0, dtype=bool)).astype(np.int64)
+    if typed:
+        kwargs["token_type_ids"] = rng.integers(0, 2, (b, t))
+    with patch.object(m.BertEncoder, "forward", m.BertEncoder.forward.py_func):  # all Python
+        ref = m.BertModel.forward.py_func(to64(model), ids, **kwargs)
+    assert_same_nesting(model.forward(ids, **kwargs), ref)
 
 
 def test_an_instance_set_otherwise_than_its_class_is_refused(m: Any) -> None:
