@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import check, compile_source, cuda_text, gpu_build
+from conftest import check, compile_source, cuda_text, gpu_build, host_code
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -384,7 +384,7 @@ def test_cuda_kernels_compile(tmp_path: Path):
     artifact = gpu_build(tmp_path, SOURCE)
     cu = cuda_text(artifact.sources)
     assert "atomicCAS((unsigned long long *)&a->gerr[0]" in cu
-    assert re.search(r"const int flat = 0;", artifact.sources["module.c"])
+    assert re.search(r"const int flat = 0;", host_code(artifact.sources))
 
 
 def test_index_arrays_that_do_not_broadcast_raise_numpys_index_error(tmp_path: Path) -> None:

@@ -146,3 +146,17 @@ def test_the_encoder_on_device_arrays(tmp_path: Path) -> None:
     assert len(got) == len(ref) == 3 and len(got[1]) == 3 and len(got[2]) == 2
     for g, r in zip((got[0], *got[1], *got[2]), (ref[0], *ref[1], *ref[2])):
         assert_close(fw.get(g), r, np.float32, 4.0)
+
+
+def test_a_call_no_version_takes_says_each_reason_once(m: Any) -> None:
+    """24 versions (masks None or not, head_mask's heads 1 or H, the two flags): the error
+    lists each distinct reason once, with a signature that gave it shown by what sets it
+    apart from the others, not 24 lines of 46 parameters."""
+    enc = encoder(m, np.random.default_rng(0), 8, 2)
+    with pytest.raises(cv.SignatureError) as info:
+        enc.forward(np.ones((1, 3, 8), np.float32), np.ones((1, 1, 1, 3)))  # float64 mask
+    lines = str(info.value).splitlines()
+    assert lines[0] == "BertEncoder.forward(): no signature matches the arguments:"
+    assert len(lines) == 3 and all(" and 11 more: argument 'attention_mask': expected" in line
+                                   for line in lines[1:])
+    assert lines[1].startswith("  (..., attention_mask: f32[B, 1, 1, T], head_mask: ")

@@ -209,17 +209,27 @@ def out_argument(w: Writer, comp: Compiled) -> None:
 
 def no_match_error(w: Writer, name: str, comps: list[Compiled]) -> None:
     """Sets SignatureError (SignatureShapeError when shapes were the problem) from the
-    reasons in ``why``/``shape_err``, one line per signature when there are several."""
+    reasons in ``why``/``shape_err``: of several signatures, each distinct reason once
+    (pywrap.h's cv_no_match)."""
     if len(comps) == 1:
         w.line("PyErr_Format(shape_err[0] ? cv_SignatureShapeError : cv_SignatureError, "
                f"\"%s(): %s\", {c_string(name)}, why[0]);")
         return
-    w.line("PyObject *msg = PyUnicode_FromFormat(\"%s(): no signature matches the "
-           f"arguments:\", {c_string(name)});")
-    for s, comp in enumerate(comps):
-        line = f"\n  ({comp.sig}): "
-        w.line(f"if (msg) PyUnicode_AppendAndDel(&msg, PyUnicode_FromFormat("
-               f"{c_string(line)}\"%s\", why[{s}]));")
     shape = " || ".join(f"shape_err[{s}]" for s in range(len(comps)))
-    w.line(f"PyObject *kind = ({shape}) ? cv_SignatureShapeError : cv_SignatureError;")
-    w.line("if (msg) { PyErr_SetObject(kind, msg); Py_DECREF(msg); }")
+    sigs = ", ".join(c_string(_short(c, comps)) for c in comps)
+    w.line(f"static const char *const sigs[] = {{{sigs}}};")
+    w.line(f"cv_no_match(({shape}) ? cv_SignatureShapeError : cv_SignatureError, "
+           f"{c_string(name)}, {len(comps)}, why, sigs);")
+
+
+def _short(comp: Compiled, comps: list[Compiled]) -> str:
+    """``comp``'s signature as a message shows it: whole where it is short, else only
+    what tells it from the others (the parameters whose types differ, its conditions)."""
+    whole = str(comp.sig)
+    if len(whole) <= 200:
+        return whole
+    parts = [f"{p.shown}: {render_type(p)}" for i, p in enumerate(comp.sig.params)
+             if len({render_type(c.sig.params[i]) for c in comps
+                     if len(c.sig.params) == len(comp.sig.params)}) > 1]
+    where = whole.partition(" where ")[2]
+    return ", ".join(["...", *parts]) + (f" where {where}" if where else "")

@@ -182,6 +182,36 @@ static void cv_describe(PyObject *obj, char *buf, size_t size) {
     }
 }
 
+/* The error of a call no signature of `fname` matched (SignatureShapeError where a shape
+ * was the problem): each distinct reason once, after the first signature that gave it and
+ * how many more did; one reason for all said once. */
+static void cv_no_match(PyObject *kind, const char *fname, int n, char (*why)[512],
+                        const char *const *sigs) {
+    int same = 1;
+    for (int s = 1; s < n; s++) same = same && strcmp(why[0], why[s]) == 0;
+    if (same) {
+        PyErr_Format(kind, "%s(): %s (so in each of its %d signatures)", fname, why[0], n);
+        return;
+    }
+    PyObject *msg = PyUnicode_FromFormat("%s(): no signature matches the arguments:", fname);
+    for (int s = 0; s < n && msg; s++) {
+        int seen = 0, more = 0;
+        for (int j = 0; j < n; j++)
+            if (strcmp(why[j], why[s]) == 0) {
+                seen = seen || j < s;
+                more += j > s;
+            }
+        if (seen) continue;
+        PyUnicode_AppendAndDel(&msg, more ? PyUnicode_FromFormat("\n  (%s) and %d more: %s",
+                                                                 sigs[s], more, why[s])
+                                          : PyUnicode_FromFormat("\n  (%s): %s", sigs[s], why[s]));
+    }
+    if (msg) {
+        PyErr_SetObject(kind, msg);
+        Py_DECREF(msg);
+    }
+}
+
 /* Whether argument `label` is an array of `typenum` and `ndim` dimensions (`want`, the
  * type as the signature writes it); else the reason in `why` (a wrong rank sets
  * *shape_err) and 0. One call a parameter: a signature's match stays short to compile. */
