@@ -66,32 +66,12 @@ def match_scalar(w: Writer, i: int, p: Param, exact: bool = False) -> None:
         with w.block(f"if ({obj} != Py_None)"):
             w.line(f"cv_describe({obj}, got, sizeof got);")
             fail(w, False, f"argument '{label}': expected None, got %s", "got")
-    elif p.type.dtype == "float64":
-        with w.block(f"if (PyArray_Check({obj}) || !PyNumber_Check({obj}) || "
-                     f"PyComplex_Check({obj}))"):
-            w.line(f"cv_describe({obj}, got, sizeof got);")
-            fail(w, False, f"argument '{label}': expected a float, got %s", "got")
-        w.line(f"c->arg_{name} = PyFloat_AsDouble({obj});")
-        with w.block(f"if (c->arg_{name} == -1.0 && PyErr_Occurred())"):
-            w.line("PyErr_Clear();")
-            fail(w, False, f"argument '{label}': expected a float")
-    elif p.type.dtype == "bool" and not exact:  # True, False, numpy.True_, an int
-        with w.block(f"if (PyArray_IsScalar({obj}, Bool))"):
-            w.line(f"c->arg_{name} = PyObject_IsTrue({obj});")
-        with w.block("else"):
-            _match_int(w, obj, name, label, "a bool")
-    else:
-        _match_int(w, obj, name, label, "an int")
-
-
-def _match_int(w: Writer, obj: str, name: str, label: str, want: str) -> None:
-    with w.block(f"if (PyArray_Check({obj}) || !PyIndex_Check({obj}))"):
-        w.line(f"cv_describe({obj}, got, sizeof got);")
-        fail(w, False, f"argument '{label}': expected {want}, got %s", "got")
-    w.line(f"c->arg_{name} = PyLong_AsLongLong({obj});")
-    with w.block(f"if (c->arg_{name} == -1 && PyErr_Occurred())"):
-        w.line("PyErr_Clear();")
-        fail(w, False, f"argument '{label}': expected an int that fits in 64 bits")
+    else:  # one helper call a parameter (pywrap.h): a signature's match stays short
+        quoted = c_string(p.shown)
+        take = {"float64": f"cv_float_arg({obj}, {quoted}, ",
+                "bool": f"cv_bool_arg({obj}, {quoted}, "}.get(
+            p.type.dtype, f"cv_int_arg({obj}, {quoted}, \"an int\", ")
+        w.line(f"if (!{take}&c->arg_{name}, why, nwhy)) return 0;")
 
 
 def match_dims(w: Writer, comp: Compiled, dim_of: Callable[[int, int], str]) -> None:
@@ -161,15 +141,13 @@ def _match_dim(w: Writer, n: int, step: Bind | Check, comp: Compiled,
         with w.block("if (ovf)"):
             text, args = values([step.expected])
             fail(w, True, f"{dim_text} {step.expected}{text}: {TOO_BIG}", *args)
-    sources = ", ".join(f"{s} from '{shown(comp.sig.params[origin[s][0]])}' dimension "
+    sources = ", ".join(f"{s} from '{comp.sig.params[origin[s][0]].shown}' dimension "
                         f"{origin[s][1]}" for s in sorted(step.expected.symbols))
-    with w.block(f"if ({actual} != {expected})"):
-        if step.expected.is_static:
-            fail(w, True, f"{dim_text} %lld, expected {step.expected} ({render_type(p)})",
-                 f"(long long){actual}")
-        else:
-            fail(w, True, f"{dim_text} %lld, expected {step.expected} = %lld ({sources})",
-                 f"(long long){actual}", f"(long long){expected}")
+    what = c_string(f"argument '{p.shown}': dimension {step.axis} is")
+    told = (f"{c_string(f'{step.expected} ({render_type(p)})')}, NULL" if step.expected.is_static
+            else f"{c_string(str(step.expected))}, {c_string(sources)}")
+    w.line(f"if (!cv_dim_is({actual}, {expected}, {what}, {told}, why, nwhy, shape_err)) "
+           "return 0;")
 
 
 def empty_reduction_checks(w: Writer, comp: Compiled) -> None:

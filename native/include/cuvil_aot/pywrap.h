@@ -212,10 +212,77 @@ static void cv_no_match(PyObject *kind, const char *fname, int n, char (*why)[51
     }
 }
 
+/* The checks a signature's match calls once a parameter or dimension: kept out of line, as
+ * calls, so that the match of a function of many versions stays short to compile (inlined,
+ * the BERT port's wrapper compiled 15% slower). */
+#define CV_MATCH_HELPER __attribute__((noinline, unused)) static
+
+/* Scalar argument `obj` (`label`) as an int of 64 bits (`want`: "an int", "a bool") in
+ * *out; else the reason in `why` and 0. One call a parameter, as cv_array_is. */
+CV_MATCH_HELPER int cv_int_arg(PyObject *obj, const char *label, const char *want, int64_t *out,
+                      char *why, size_t nwhy) {
+    char got[160];
+    if (PyArray_Check(obj) || !PyIndex_Check(obj)) {
+        cv_describe(obj, got, sizeof got);
+        snprintf(why, nwhy, "argument '%s': expected %s, got %s", label, want, got);
+        return 0;
+    }
+    *out = PyLong_AsLongLong(obj);
+    if (*out == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        snprintf(why, nwhy, "argument '%s': expected an int that fits in 64 bits", label);
+        return 0;
+    }
+    return 1;
+}
+
+/* ... a bool: True, False, numpy.True_, an int. */
+CV_MATCH_HELPER int cv_bool_arg(PyObject *obj, const char *label, int64_t *out, char *why,
+                       size_t nwhy) {
+    if (PyArray_IsScalar(obj, Bool)) {
+        *out = PyObject_IsTrue(obj);
+        return 1;
+    }
+    return cv_int_arg(obj, label, "a bool", out, why, nwhy);
+}
+
+/* ... a float (any real number). */
+CV_MATCH_HELPER int cv_float_arg(PyObject *obj, const char *label, double *out, char *why,
+                        size_t nwhy) {
+    char got[160];
+    if (PyArray_Check(obj) || !PyNumber_Check(obj) || PyComplex_Check(obj)) {
+        cv_describe(obj, got, sizeof got);
+        snprintf(why, nwhy, "argument '%s': expected a float, got %s", label, got);
+        return 0;
+    }
+    *out = PyFloat_AsDouble(obj);
+    if (*out == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        snprintf(why, nwhy, "argument '%s': expected a float", label);
+        return 0;
+    }
+    return 1;
+}
+
+/* Dimension `got` of an argument against `want`: 1, else the reason in `why` ("`what`
+ * %lld, expected `expected`", and " = `want` (`from`)" where the sizes come from other
+ * arguments), *shape_err set, 0. */
+CV_MATCH_HELPER int cv_dim_is(int64_t got, int64_t want, const char *what, const char *expected,
+                     const char *from, char *why, size_t nwhy, int *shape_err) {
+    if (got == want) return 1;
+    if (from)
+        snprintf(why, nwhy, "%s %lld, expected %s = %lld (%s)", what, (long long)got, expected,
+                 (long long)want, from);
+    else
+        snprintf(why, nwhy, "%s %lld, expected %s", what, (long long)got, expected);
+    *shape_err = 1;
+    return 0;
+}
+
 /* Whether argument `label` is an array of `typenum` and `ndim` dimensions (`want`, the
  * type as the signature writes it); else the reason in `why` (a wrong rank sets
  * *shape_err) and 0. One call a parameter: a signature's match stays short to compile. */
-static int cv_array_is(PyObject *obj, int typenum, int ndim, const char *label,
+CV_MATCH_HELPER int cv_array_is(PyObject *obj, int typenum, int ndim, const char *label,
                        const char *dtype, const char *want, char *why, size_t nwhy,
                        int *shape_err) {
     char got[160];
