@@ -194,7 +194,8 @@ def test_settings_of_a_model_past_three_decisions_are_told_to_be_class_constants
 
 
 def test_versions_share_their_kernels(tmp_path: Path) -> None:
-    """A kernel the same in several versions (or functions) is compiled once."""
+    """A kernel the same in several versions (or functions) is compiled once, and so is a
+    version's exec (the host code that runs its kernels) the same as another's."""
     module = load_source(tmp_path, SOURCE)
     *_, sources = pipeline.generate_sources(module, pipeline.Options(cuda_archs=()))
     defined = re.findall(r"^static void (f\d+_s\d+_k\d+)\(", sources["kernels.c"], re.M)
@@ -204,6 +205,13 @@ def test_versions_share_their_kernels(tmp_path: Path) -> None:
     assert set(table.values()) == set(defined) and set(table) == set(
         re.findall(r"^\s*cv_(?:range_fn|epilogue_f\d\d) (f\d+_s\d+_k\d+);",
                    sources["kernels.h"], re.M))
+    # and so is the host code that runs a version's kernels: each text once
+    execs = re.findall(r"^static int (f\d+_s\d+)_exec\(", sources["module.c"], re.M)
+    runs = re.findall(r"^static PyObject \*(f\d+_s\d+)_run\(", sources["module.c"], re.M)
+    called = re.findall(r"rc = (f\d+_s\d+)_exec\(in, buf, \(const (f\d+_s\d+)_call \*\)c",
+                        sources["module.c"])
+    assert len(execs) < len(runs) and {a for a, b in called} == set(execs)
+    assert all(a == b for a, b in called)
 
 
 @pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc not found")

@@ -11,6 +11,7 @@ in gpu_wrapper.py.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from cuvil_aot.compiler.codegen import (
@@ -71,16 +72,21 @@ def kernels_header(comps: list[Compiled]) -> str:
     return w.text()
 
 
+def kernel_aliases(comps: list[Compiled]) -> dict[str, str]:
+    """Each kernel's name -> the first kernel's of its text (text_names.nameless)."""
+    first: dict[str, str] = {}
+    return {k.name: first.setdefault(text_names.nameless(k), k.name)
+            for comp in comps for k in comp.kernels}
+
+
 def kernels_source(comps: list[Compiled]) -> str:
     """The kernels, each text once: a kernel the same as an earlier one but for its name
     (text_names.py) is that one in the table."""
     w = Writer()
     w.line('#include "kernels.h"')
-    first: dict[str, str] = {}
-    same: dict[str, str] = {}
+    same = kernel_aliases(comps)
     for comp in comps:
         for k in comp.kernels:
-            same[k.name] = first.setdefault(text_names.nameless(k), k.name)
             if same[k.name] == k.name:
                 w.line(k.code)
     with w.block("const cv_kernel_table CV_TABLE =", "};"):
@@ -144,7 +150,34 @@ def exec_function(w: Writer, comp: Compiled) -> None:
         w.line("return 0;")
 
 
-def run_function(w: Writer, comp: Compiled) -> None:
+def exec_functions(w: Writer, comps: list[Compiled], aliases: dict[str, str]) -> dict[str, str]:
+    """Each version's exec, each text once: a version whose exec and call struct are an
+    earlier one's but for their names and those of kernels of one text (as the versions of
+    a function mostly are) runs that one. Returns prefix -> the prefix of the exec it runs."""
+    first: dict[str, str] = {}
+    runs: dict[str, str] = {}
+    for comp in comps:
+        text, struct = Writer(), Writer()
+        exec_function(text, comp)
+        call_struct(struct, comp)
+        runs[comp.prefix] = first.setdefault(
+            _nameless_exec(comp, text.text() + struct.text(), aliases), comp.prefix)
+        if runs[comp.prefix] == comp.prefix:
+            w.extend(text)
+    return runs
+
+
+def _nameless_exec(comp: Compiled, text: str, aliases: dict[str, str]) -> str:
+    """``text`` with ``comp``'s kernels named as the first of their texts and its own
+    call struct and exec blanked: any other name of the version keeps it apart."""
+    if comp.kernels:
+        names = re.compile(r"\b(" + "|".join(re.escape(k.name) for k in comp.kernels)
+                           + r")(?![0-9])")
+        text = names.sub(lambda m: aliases[m.group(1)], text)
+    return text.replace(f"{comp.prefix}_call", "@call").replace(f"{comp.prefix}_exec", "@exec")
+
+
+def run_function(w: Writer, comp: Compiled, runs: str) -> None:
     """Normalizes inputs, prepares outputs and buffers, runs exec, builds the result."""
     fn = comp.fn
     nparams, nbuf = len(fn.params), len(comp.buffers)
@@ -184,12 +217,13 @@ def run_function(w: Writer, comp: Compiled) -> None:
                        f"&owned[{b}]);")
                 w.line(f"if (!buf[{b}]) {{ PyErr_NoMemory(); goto done; }}")
         big = " || ".join(f"{_work(k)} > 16384" for k in comp.kernels) or "0"
+        run = f"rc = {runs}_exec(in, buf, (const {runs}_call *)c, gerr);"  # exec_functions
         with w.block(f"if ({big})"):
             w.line("Py_BEGIN_ALLOW_THREADS")
-            w.line(f"rc = {comp.prefix}_exec(in, buf, c, gerr);")
+            w.line(run)
             w.line("Py_END_ALLOW_THREADS")
         with w.block("else"):
-            w.line(f"rc = {comp.prefix}_exec(in, buf, c, gerr);")
+            w.line(run)
         w.line("if (rc) { PyErr_NoMemory(); goto done; }")
         index_error(w, "gerr")
         for b, buffer in enumerate(comp.buffers):
@@ -372,11 +406,12 @@ def _module_c(ext_name: str, functions: dict[str, list[Compiled]], levels: list[
     classes = struct_arguments.classes([c[0].sig.structure for c in functions.values()
                                         if c[0].sig.structure is not None])
     _class_slots(w, classes)
+    aliases = kernel_aliases([c for comps in functions.values() for c in comps])
     for index, (name, comps) in enumerate(functions.items()):
+        runs = exec_functions(w, comps, aliases)
         for comp in comps:
             match_function(w, comp)
-            exec_function(w, comp)
-            run_function(w, comp)
+            run_function(w, comp, runs[comp.prefix])
         if no_gpu_code:
             gpu_wrapper.function(w, index, name, comps, gpu, False)
         wrapper_function(w, index, name, comps, classes)
