@@ -60,11 +60,12 @@ def emit(w: Writer, comp: Compiled) -> list[Dim]:
             done.add(ready.key)
             bound |= set(ready.defines)
             continue
-        name, length, step = ready
+        name, length, step = ready  # step: a constant, or a size the call knows
         with w.block(""):
             w.line(f"const int64_t len = {checked(length)};")
-            w.line(f"S_{name} = len > 0 ? len / {step} + (len % {step} != 0) : 0;")
-        computed.append(length)
+            w.line(f"const int64_t step = {checked(step) if isinstance(step, Dim) else step};")
+            w.line(f"S_{name} = len > 0 && step > 0 ? len / step + (len % step != 0) : 0;")
+        computed += [length, step] if isinstance(step, Dim) else [length]
         bound.add(name)
     return computed
 
@@ -72,7 +73,8 @@ def emit(w: Writer, comp: Compiled) -> list[Dim]:
 def _uses(entry: Any) -> frozenset[str]:
     if isinstance(entry, RunTimeSlice | RunTimeRange | CallCheck):
         return entry.uses
-    return entry[1].symbols  # type: ignore[no-any-return]
+    step = entry[2]
+    return entry[1].symbols | (step.symbols if isinstance(step, Dim) else frozenset())
 
 
 def _slice(w: Writer, r: RunTimeSlice) -> None:

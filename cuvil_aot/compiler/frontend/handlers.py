@@ -50,7 +50,7 @@ class Ctx:
 
     span: SourceSpan
     arg_spans: Sequence[SourceSpan]
-    derived: list[tuple[str, Dim, int]] = field(default_factory=list)
+    derived: list[tuple[str, Dim, int | Dim]] = field(default_factory=list)
     requirements: list[C.Requirement] = field(default_factory=list)
     run_time: list[Any] = field(default_factory=list)
 
@@ -284,12 +284,29 @@ def _floor_inferred(x: Node, dims: tuple[Any, ...], ctx: Ctx) -> tuple[Any, ...]
         return dims
     (monomial, k), = known.terms  # known = k * monomial: size / monomial, then floor by k
     quotient = size.exact_div(Dim(((monomial, 1),)))
-    if k <= 1 or quotient is None or not quotient.known_nonnegative():
+    if quotient is None:  # a size known at the call only divides it: (B, T, -1, head_dim)
+        return _inferred_at_the_call(dims, minus[0], size, known, ctx)
+    if k <= 1 or not quotient.known_nonnegative():
         return dims
     length = quotient - (k - 1)
     name = C.derived_symbol(length, k)
     ctx.derived.append((name, length, k))
     return tuple(Dim.of(name) if i in minus else d for i, d in enumerate(dims))
+
+
+def _inferred_at_the_call(dims: tuple[Any, ...], minus: int, size: Dim, known: Dim,
+                          ctx: Ctx) -> tuple[Any, ...]:
+    """The -1 of a reshape whose other sizes the call alone knows (transformers' ``(*shape,
+    -1, self.head_dim)``): size / known, computed at the call; the reshape checks there
+    that it divides, and a known product below 1 raises NumPy's ValueError."""
+    name = C.derived_symbol(size, known)
+    ctx.derived.append((name, size, known))
+    shape: list[str | Dim] = ["("]
+    for i, d in enumerate(dims):
+        shape += [("," if i else ""), "newaxis" if i == minus else Dim.of(d)]
+    ctx.requirements.append((known - 1, C.Raises("ValueError", (
+        "cannot reshape array of size ", size, " into shape ", *shape, ")"))))
+    return tuple(Dim.of(name) if i == minus else d for i, d in enumerate(dims))
 
 
 def method_reshape(ctx: Ctx, a: Node, *shape: Any, order: str = "C") -> Node:

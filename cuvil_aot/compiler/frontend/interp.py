@@ -437,7 +437,7 @@ class Interpreter:
     def expr_Subscript(self, expr: ast.Subscript) -> Any:
         value = self.eval(expr.value)
         index = self.eval(expr.slice)
-        if value is POISON or index is POISON:
+        if value is POISON or _poisoned(index):
             return POISON
         return self.subscript(value, index, expr)
 
@@ -494,4 +494,6 @@ def _poisoned(value: Any) -> bool:
     of an ``a`` whose error was reported: no second error about the list)."""
     if isinstance(value, list | tuple):
         return any(map(_poisoned, value))
+    if isinstance(value, slice):  # x[:, :n] of an n whose error was reported
+        return any(map(_poisoned, (value.start, value.stop, value.step)))
     return value is POISON

@@ -39,11 +39,11 @@ class ShapeError(Exception):
     """Shapes that no op of this kind accepts."""
 
 
-def derived_symbol(length: Dim, step: int) -> str:
+def derived_symbol(length: Dim, step: int | Dim) -> str:
     """A stable name for ceil(length / step): a size the call computes (a strided slice,
     a floor division of a size, an inferred -1), as Function.derived records it."""
     digest = hashlib.sha256(f"{length}/{step}".encode()).hexdigest()[:8]
-    return f"ceil{step}_{digest}"
+    return f"ceil{step}_{digest}" if isinstance(step, int) else f"ceil_{digest}"
 
 
 def total(shape: Shape) -> Dim:

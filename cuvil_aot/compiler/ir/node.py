@@ -82,7 +82,7 @@ class Function:
     after: tuple[frozenset[int], ...] = ()
     refused: tuple[str, ...] = ()  # fusions refused, with reasons
     requirements: tuple[tuple[Any, Any], ...] = ()  # construct.Requirement: checked at the call
-    derived: tuple[tuple[str, Any, int], ...] = ()  # (symbol, length, step): ceil(length/step)
+    derived: tuple[tuple[str, Any, Any], ...] = ()  # (symbol, length, step): ceil(length/step)
     assumptions: tuple[Any, ...] = ()  # construct.Assumption: dims assumed equal, checked
     # assignment into arguments (frontend/assign.py): (output, parameter) pairs, each output
     # stored in that argument's own array; the last `hidden` outputs are not returned; and
