@@ -73,8 +73,8 @@ def emit(w: Writer, comp: Compiled) -> list[Dim]:
 def _uses(entry: Any) -> frozenset[str]:
     if isinstance(entry, RunTimeSlice | RunTimeRange | CallCheck):
         return entry.uses
-    step = entry[2]
-    return entry[1].symbols | (step.symbols if isinstance(step, Dim) else frozenset())
+    length, step = entry[1], entry[2]
+    return frozenset(length.symbols | (step.symbols if isinstance(step, Dim) else set()))
 
 
 def _slice(w: Writer, r: RunTimeSlice) -> None:

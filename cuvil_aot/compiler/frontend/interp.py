@@ -89,7 +89,7 @@ class Interpreter:
         self.diagnostics = diagnostics
         self.frames: list[Frame] = []
         self.requirements: list[Requirement] = []  # run-time shape checks (slices)
-        self.derived: list[tuple[str, Dim, int]] = []  # symbols = ceil(length / step)
+        self.derived: list[tuple[str, Dim, int | Dim]] = []  # symbols = ceil(length / step)
         self.run_time: list[RunTimeSlice] = []  # slices with run-time bounds
         self.loop_count = 0  # run-time loops so far (loops.py)
         self.loop_depth = 0  # inside a run-time loop's body

@@ -162,7 +162,7 @@ def _key(fn: Any) -> Any:
 
 def call(fn: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan,
          arg_spans: Sequence[SourceSpan],
-         derived: list[tuple[str, Dim, int]] | None = None,
+         derived: list[tuple[str, Dim, int | Dim]] | None = None,
          requirements: list[C.Requirement] | None = None,
          run_time_records: list[Any] | None = None) -> Any:
     """``fn(*args, **kwargs)`` for anything but the user's own Python functions; sizes the
