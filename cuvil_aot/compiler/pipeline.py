@@ -72,6 +72,9 @@ def _diagnostic(exc: Exception, def_span: SourceSpan | None) -> Diagnostic:
     return internal_diagnostic(def_span, exc)
 
 
+DRAFT = "_cvk_draft"  # the extension's name until its sources name it
+
+
 def generate_sources(module: types.ModuleType, options: Options,
                      cuda: GpuTargets | None = None, timeline: Timeline | None = None
                      ) -> tuple[LoweredModule, PassLog, str, dict[str, str]]:
@@ -82,8 +85,8 @@ def generate_sources(module: types.ModuleType, options: Options,
     with timeline.stage("code generation"):
         draft = _generate_refusing(lowered, fused, levels, cuda)
         digest = hashlib.sha256("".join(draft.values()).encode()).hexdigest()[:16]
-        ext_name = f"_cvk_{digest}"
-        sources = _generate(fused, ext_name, levels, cuda)
+        ext_name = f"_cvk_{digest}"  # named by its sources: the draft's name, once, in module.c
+        sources = draft | {"module.c": draft["module.c"].replace(DRAFT, ext_name)}
     return lowered, log, ext_name, sources
 
 
@@ -92,17 +95,17 @@ def _generate_refusing(lowered: LoweredModule, fused: dict[str, list[Any]], leve
     """The draft sources; a function codegen fails on is refused and taken out of
     ``fused`` (found by generating each function alone, on a failure only)."""
     try:
-        return _generate(fused, "_cvk_draft", levels, cuda)
+        return _generate(fused, DRAFT, levels, cuda)
     except Exception as exc:
         failure = exc
     for name in list(fused):
         try:
-            _generate({name: fused[name]}, "_cvk_draft", levels, cuda)
+            _generate({name: fused[name]}, DRAFT, levels, cuda)
         except Exception as exc:
             lowered.refuse(name, [_diagnostic(exc, lowered.defs.get(name))])
             del fused[name]
     try:
-        return _generate(fused, "_cvk_draft", levels, cuda)
+        return _generate(fused, DRAFT, levels, cuda)
     except Exception:  # only together do they fail: a bug no one function shows
         raise CompileError(_diagnostic(failure, None)) from failure
 
