@@ -318,9 +318,11 @@ def test_what_the_call_checks(m) -> None:
 
 @pytest.mark.parametrize("body, message", [
     ("return x * self.v", r"self.v: class C does not declare 'v'; compiled code reads an "
-     "instance by the attributes its class body declares"),
+     r"instance by the attributes its class body declares(.|\n)*where it is the same for every "
+     r"instance \(a string, a function, a flag\), a constant of the class: `v = \.\.\.` in "
+     r"its body"),
     ("return x * len(self.name)", r"self.name is declared as str, which compiled code cannot "
-     "take as an argument"),
+     r"take as an argument(.|\n)*a constant of the class: `name = \.\.\.`"),
     ("self.w = x\n        return x", r"assignment to the attribute self.w is not supported"),
     ("return x * self.many[0]", r"self.many is declared as list\[float\], which compiled "
      r"code cannot take(.|\n)*a list of known length: `many: \[Block\] \* 12`"),
