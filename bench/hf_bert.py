@@ -287,7 +287,7 @@ class BertEmbeddings:
 
     def __call__(self, input_ids=None, token_type_ids=None, position_ids=None,
                  inputs_embeds=None, past_key_values_length=0):
-        if input_ids is not None:
+        if input_ids is not None:  # noqa: SIM108 - as transformers writes it
             input_shape = input_ids.shape
         else:
             input_shape = inputs_embeds.shape[:-1]
