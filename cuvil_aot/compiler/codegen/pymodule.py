@@ -79,12 +79,11 @@ def kernel_aliases(comps: list[Compiled]) -> dict[str, str]:
             for comp in comps for k in comp.kernels}
 
 
-def kernels_source(comps: list[Compiled]) -> str:
+def kernels_source(comps: list[Compiled], same: dict[str, str]) -> str:
     """The kernels, each text once: a kernel the same as an earlier one but for its name
-    (text_names.py) is that one in the table."""
+    (``same``: kernel_aliases) is that one in the table."""
     w = Writer()
     w.line('#include "kernels.h"')
-    same = kernel_aliases(comps)
     for comp in comps:
         for k in comp.kernels:
             if same[k.name] == k.name:
@@ -217,7 +216,10 @@ def run_function(w: Writer, comp: Compiled, runs: str) -> None:
                        f"&owned[{b}]);")
                 w.line(f"if (!buf[{b}]) {{ PyErr_NoMemory(); goto done; }}")
         big = " || ".join(f"{_work(k)} > 16384" for k in comp.kernels) or "0"
-        run = f"rc = {runs}_exec(in, buf, (const {runs}_call *)c, gerr);"  # exec_functions
+        if runs != comp.prefix:  # another version's exec (exec_functions): its call struct,
+            # laid out as this one's by the same text, as an object of that type (no cast)
+            w.line(f"{runs}_call shared; memcpy(&shared, c, sizeof shared);")
+        run = f"rc = {runs}_exec(in, buf, {'c' if runs == comp.prefix else '&shared'}, gerr);"
         with w.block(f"if ({big})"):
             w.line("Py_BEGIN_ALLOW_THREADS")
             w.line(run)
@@ -359,8 +361,8 @@ def _class_slots(w: Writer, classes: dict[str, int]) -> None:
 
 
 def wrapper_sources(ext_name: str, functions: dict[str, list[Compiled]], levels: list[int],
-                    gpu: GpuPlan | None = None, targets: GpuTargets | None = None
-                    ) -> dict[str, str]:
+                    aliases: dict[str, str], gpu: GpuPlan | None = None,
+                    targets: GpuTargets | None = None) -> dict[str, str]:
     """The wrapper by file: ``module.h``, what its translation units share; ``module.c``;
     where ``targets`` (what the embedded fatbin holds; None: CPU only) are, each function's
     device-array path in ``module_gpu_f{i}.c``, compiled apart and with less optimization
@@ -370,7 +372,7 @@ def wrapper_sources(ext_name: str, functions: dict[str, list[Compiled]], levels:
         f"module_gpu_f{index}.c": gpu_wrapper.part_source(index, name, comps, gpu, targets)
         for index, (name, comps) in enumerate(functions.items())}
     return {"module.h": _shared_header(functions),
-            "module.c": _module_c(ext_name, functions, levels, gpu, not parts),
+            "module.c": _module_c(ext_name, functions, levels, aliases, gpu, not parts),
             **parts}
 
 
@@ -394,7 +396,7 @@ def _shared_header(functions: dict[str, list[Compiled]]) -> str:
 
 
 def _module_c(ext_name: str, functions: dict[str, list[Compiled]], levels: list[int],
-              gpu: GpuPlan, no_gpu_code: bool) -> str:
+              aliases: dict[str, str], gpu: GpuPlan, no_gpu_code: bool) -> str:
     """The module, the CPU path, and where the build has no GPU code the device-array
     paths that say so."""
     w = Writer()
@@ -406,7 +408,6 @@ def _module_c(ext_name: str, functions: dict[str, list[Compiled]], levels: list[
     classes = struct_arguments.classes([c[0].sig.structure for c in functions.values()
                                         if c[0].sig.structure is not None])
     _class_slots(w, classes)
-    aliases = kernel_aliases([c for comps in functions.values() for c in comps])
     for index, (name, comps) in enumerate(functions.items()):
         runs = exec_functions(w, comps, aliases)
         for comp in comps:
@@ -456,6 +457,7 @@ def generate(ext_name: str, lowered: dict[str, list[tuple[Signature, Function]]]
                            for s, (sig, fn) in enumerate(sigs)]
     comps = [c for cs in functions.values() for c in cs]
     gpu = lower(comps, cuda) if cuda is not None else None
-    return Sources(kernels_header(comps), kernels_source(comps),
-                   wrapper_sources(ext_name, functions, levels, gpu, cuda),
+    aliases = kernel_aliases(comps)
+    return Sources(kernels_header(comps), kernels_source(comps, aliases),
+                   wrapper_sources(ext_name, functions, levels, aliases, gpu, cuda),
                    gpu.sources() if gpu is not None else {})
