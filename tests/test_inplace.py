@@ -270,7 +270,7 @@ def test_each_region_is_one_kernel_and_nothing_is_copied(tmp_path: Path):
     spaces = [tuple(str(d) for d in g.space.shape) for g in ir.groups]
     assert spaces == [("B", "1", "D"), ("B", "1", "D")]
     (sig, pe), *_ = lowered["sinusoidal"]
-    assert len(pe.groups) == 6  # two ramps, the zeros, two strided regions, x + pe
+    assert len(pe.groups) == 4  # the zeros, two strided regions, x + pe: the ramps inline
 
 
 def test_refusals_point_at_the_line(tmp_path: Path):

@@ -112,8 +112,9 @@ def _elementwise_body(em: KernelEmitter, w: Writer) -> None:
 def mergeable(em: KernelEmitter) -> bool:
     """Whether the two innermost loops may run as one where the strides allow it (the
     launcher checks them, launch.merge_condition): no gather or scatter, whose indices
-    are more than strides, and each operand moves with both loops or with neither."""
-    if em.nloops < 2 or em.k.gathers or scatter_store.writes(em.group):
+    are more than strides, no index ramp (read at the loop variables), and each operand
+    moves with both loops or with neither."""
+    if em.nloops < 2 or em.k.gathers or em.k.ramps or scatter_store.writes(em.group):
         return False
     pair = {em.nloops - 2, em.nloops - 1}
     return all(len(pair & set(op.support())) != 1 for op in em.k.operands)

@@ -1,8 +1,8 @@
 """Elementwise CUDA kernels: ``_s32``/``_s64``, grid-stride loops decomposing a flat
 index into the loop variables (32-bit where every offset fits), and ``_flat`` where every
 operand runs contiguously along the loop space and is aligned: VEC elements per step
-through 16-byte (for 4-byte types) vectors. A kernel that gathers has no ``_flat`` body:
-its entry runs the strided loop, and the host never picks it."""
+through 16-byte (for 4-byte types) vectors. A kernel that gathers or reads an index ramp
+has no ``_flat`` body: its entry runs the strided loop, and the host never picks it."""
 
 from __future__ import annotations
 
@@ -26,10 +26,11 @@ def elementwise_kernels(em: CudaEmitter, w: Writer) -> None:
     k, nloops = em.k, em.nloops
     roots = list(zip(em.group.roots, em.group.dests))
     strided = filled(GpuBody(Writer()), lambda b: store_roots(em, b, roots))
-    gathers = bool(k.gathers)  # a gather's table is never read at the flat index
-    scalar = None if gathers else filled(GpuBody(Writer(), flat=True),
+    # a gather's table is never read at the flat index, nor a ramp at its loop variables
+    strided_only = bool(k.gathers) or k.ramps
+    scalar = None if strided_only else filled(GpuBody(Writer(), flat=True),
                                          lambda b: store_roots(em, b, roots))
-    lanes = [] if gathers else [GpuBody(Writer(), lane=lane) for lane in range(VEC)]
+    lanes = [] if strided_only else [GpuBody(Writer(), lane=lane) for lane in range(VEC)]
     for body in lanes:
         store_roots(em, body, roots)
     with w.block(f"template <class I> static __device__ __forceinline__ void "

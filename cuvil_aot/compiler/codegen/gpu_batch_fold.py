@@ -27,8 +27,8 @@ BATCH, ROWS = 0, 1  # the loops of a 3-loop GEMM kernel: batch, rows (m), column
 def foldable(k: CudaKernel) -> bool:
     """Whether GEMM kernel ``k`` may fold where the strides allow: three loops, epilogue
     accesses that are strides only, each moving with both the batch and the rows or with
-    neither."""
-    if k.nloops != 3 or k.gathers or scatter_store.writes(k.group):
+    neither, no index ramp (its value is the loop variables')."""
+    if k.nloops != 3 or k.gathers or k.ramps or scatter_store.writes(k.group):
         return False
     pair = {BATCH, ROWS}
     return all(len(pair & set(op.support())) != 1 for op in k.operands)

@@ -435,7 +435,8 @@ def _flat_condition(w: Writer, k: CudaKernel) -> None:
         storage = ops_c.STORAGE[op.dtype]
         conds.append(f"(uintptr_t)a.p[{j}] % ({VEC} * sizeof({storage})) == 0")
         conds += [f"(a.n[{v}] == 1 || a.s[{j}][{v}] == c{v})" for v in range(nloops)]
-    if k.gathers:  # a table's offsets come from the data, never from the flat index
+    if k.gathers or k.ramps:  # a table's offsets come from the data, a ramp's value
+        # from the loop variables: never from the flat index
         conds = ["0"]
     w.line(f"const int flat = {' && '.join(conds) or '1'};")
 

@@ -14,7 +14,15 @@ from dataclasses import dataclass, field
 from cuvil_aot.compiler.codegen import gather_access, ops_c, scatter_store
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir.group import Dest, Group
-from cuvil_aot.compiler.ir.indexing import IndexMap, identity, through, unit_free, var_map
+from cuvil_aot.compiler.ir.indexing import (
+    ONE,
+    ZERO,
+    IndexMap,
+    identity,
+    through,
+    unit_free,
+    var_map,
+)
 from cuvil_aot.compiler.ir.node import Node
 from cuvil_aot.compiler.ir.ops import ELEMENTWISE, MOVEMENT, Op
 from cuvil_aot.compiler.ir.types import Dim, Shape
@@ -54,6 +62,7 @@ class Kernel:
     symbols: set[str] = field(default_factory=set)
     gathers: dict[str, tuple[int, int]] = field(default_factory=dict)  # a->g{j}_{axis}: (j, axis)
     merge: bool = False  # the launcher may fold the two innermost loops (c.mergeable)
+    ramps: bool = False  # reads an index ramp at its loop variables (KernelEmitter.ramp)
     struct: str = ""  # the arguments struct typedef
     code: str = ""  # the kernel function
 
@@ -175,11 +184,23 @@ class KernelEmitter:
         raise ops_c.Unsupported(f"{node.op.name.lower()} inside a {self.group.kind.value} kernel")
 
     def ramp(self, m: IndexMap, body: Body) -> str:
-        """An index ramp (np.arange) at its own element: fusion gives each ramp a 1-D
-        kernel of its own, whose loop variable is its index."""
-        if m != identity(1) or self.nloops != 1:
-            raise ops_c.Unsupported("an index ramp outside its own kernel")
-        return body.local("int64_t", self.loop_index(body))
+        """An index ramp (np.arange) at ``m``: its element's index, the map's value, so no
+        kernel fills a buffer of it (a causal mask reads it as ``j - i``). A ramp read
+        through a regrouping reshape is a buffer, the ramp's own 1-D kernel."""
+        if m == identity(1) and self.nloops == 1:
+            return body.local("int64_t", self.loop_index(body))
+        self.k.ramps = True  # the loop variables are the logical indices: no merged loops
+        (a,) = m
+        terms = [f"(int64_t)i{v}" if c == ONE else f"(int64_t)i{v} * {self.dim(c)}"
+                 for v, c in enumerate(a.coeffs) if c != ZERO]
+        if a.const != ZERO:
+            terms.append(self.dim(a.const))
+        return body.local("int64_t", " + ".join(terms) or "(int64_t)0")
+
+    def dim(self, d: Dim) -> str:
+        """A dimension as an int64 C expression (symbols from the arguments struct)."""
+        self.k.symbols.update(d.symbols)
+        return f"(int64_t)({d.c_expr('a->sym_{}')})"
 
     def loop_index(self, body: Body) -> str:
         """The index of a 1-D kernel's current element."""

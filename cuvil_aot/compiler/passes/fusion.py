@@ -140,8 +140,6 @@ def _required_buffers(plan: Plan) -> None:
             for src in node.srcs:
                 if src.op is not Op.PARAM:
                     plan.add_buffer(src, "read by a run-time loop")
-        elif node.op is Op.IOTA:  # a 1-D ramp of its own; its users read it as a view
-            plan.add_buffer(node, "index ramp (np.arange)")
         elif node.op in SCANS:  # its kernel owns whole rows; its users read its buffer
             plan.add_buffer(node, "scan or sort (a kernel of whole rows)")
         elif node.op is Op.GATHER and not gathers_in_place(node.srcs[0]):
@@ -336,8 +334,8 @@ def _walk(plan: Plan, root: Node, walk: Walk, gemm: tuple[Node, ...] = (),
         own = is_root or any(node is r for r in inline)
         if not own and id(node) in plan.buffers or node.op is Op.PARAM:
             walk.loads.append((node, m))
-        elif node.op is Op.CONST or any(node is t for t in gemm):
-            continue
+        elif node.op in (Op.CONST, Op.IOTA) or any(node is t for t in gemm):
+            continue  # an index ramp is its loop variables' value (KernelEmitter.ramp)
         elif node.op is Op.GATHER:  # the table is loaded; the index arrays run inline
             table, axis, n = node.srcs[0], node.attrs[0], len(node.srcs[1].shape)
             walk.loads.append((table, gather_map(node, m, nloops)))
