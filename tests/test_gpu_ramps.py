@@ -8,7 +8,6 @@ Run on a machine with an NVIDIA GPU (tools/gpu_check.sh); skipped elsewhere."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from conftest import compile_source
 from gpu_harness import Framework, check_module, device_arch
