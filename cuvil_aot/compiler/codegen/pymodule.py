@@ -11,23 +11,22 @@ in gpu_wrapper.py.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from cuvil_aot.compiler.codegen import (
+    execs,
     gpu_wrapper,
-    host_scalars,
     inplace_args,
     ops_c,
-    run_time_loops,
     struct_arguments,
     text_names,
+    wrapper_parts,
 )
 from cuvil_aot.compiler.codegen.compiled import Compiled, lower_signature
-from cuvil_aot.compiler.codegen.gather_access import index_error, param_checks
+from cuvil_aot.compiler.codegen.gather_access import index_error
 from cuvil_aot.compiler.codegen.gpu_plan import GpuPlan, lower
 from cuvil_aot.compiler.codegen.kernel_emitter import Kernel
-from cuvil_aot.compiler.codegen.launch import dim, launch
+from cuvil_aot.compiler.codegen.launch import dim
 from cuvil_aot.compiler.codegen.results import write_result
 from cuvil_aot.compiler.codegen.wrapper_arguments import (
     empty_reduction_checks,
@@ -40,7 +39,7 @@ from cuvil_aot.compiler.codegen.writer import Writer, c_string
 from cuvil_aot.compiler.gpu_targets import GpuTargets
 from cuvil_aot.compiler.ir.group import Kind
 from cuvil_aot.compiler.ir.node import Function, Param
-from cuvil_aot.compiler.ir.signature import NONE_DTYPE, Signature, render_type
+from cuvil_aot.compiler.ir.signature import Signature, render_type
 
 
 @dataclass
@@ -96,20 +95,9 @@ def kernels_source(comps: list[Compiled], same: dict[str, str]) -> str:
 
 # The wrapper -----------------------------------------------------------------------
 
-def call_struct(w: Writer, comp: Compiled) -> None:
-    """What a match learns about a call (sizes, numbers), which both paths run on."""
-    with w.block("typedef struct", f"}} {comp.prefix}_call;"):
-        w.line(f"int64_t sym[{max(1, len(comp.symbols))}];")
-        for p in comp.sig.params:
-            if p.is_scalar and p.type.dtype != NONE_DTYPE:
-                w.line(f"{'double' if p.type.dtype == 'float64' else 'int64_t'} arg_{p.name};")
-        for index in run_time_loops.index_fields(comp.loops):  # run-time loops' indices
-            w.line(f"int64_t {index};")
-        host_scalars.fields(w, comp.fn, comp.hoisted)
-
-
-def match_function(w: Writer, comp: Compiled) -> None:
-    """Fills the call struct when the arguments match this signature."""
+def match_function(comp: Compiled) -> str:
+    """The C function that fills the call struct when the arguments match this signature."""
+    w = Writer()
     params = comp.sig.params
     sig = f"static int {comp.prefix}_match(PyObject **argv, {comp.prefix}_call *c, char *why, " \
           "size_t nwhy, int *shape_err)"
@@ -120,6 +108,7 @@ def match_function(w: Writer, comp: Compiled) -> None:
             _match_param(w, i, p, i in comp.fn.exact_bools)
         match_dims(w, comp, lambda i, axis: f"PyArray_DIM((PyArrayObject *)argv[{i}], {axis})")
         w.line("return 1;")
+    return w.text()
 
 
 def _match_param(w: Writer, i: int, p: Param, exact: bool) -> None:
@@ -130,50 +119,6 @@ def _match_param(w: Writer, i: int, p: Param, exact: bool) -> None:
     w.line(f"if (!cv_array_is(argv[{i}], {ops_c.TYPENUM[p.type.dtype]}, {p.type.ndim}, "
            f"{c_string(p.shown)}, {c_string(p.type.dtype)}, {c_string(render_type(p))}, why, "
            "nwhy, shape_err)) return 0;")
-
-
-def exec_function(w: Writer, comp: Compiled) -> None:
-    """Runs every kernel; no Python API calls, so it runs without the GIL."""
-    sig = f"static int {comp.prefix}_exec(PyArrayObject **in, char **buf, " \
-          f"const {comp.prefix}_call *c, int64_t *gerr)"
-    with w.block(sig):
-        w.line("(void)in; (void)buf; (void)c; (void)gerr;")
-        for s, sym in enumerate(comp.symbols):
-            w.line(f"const int64_t S_{sym} = c->sym[{s}]; (void)S_{sym};")
-        param_checks(w, comp.fn, comp.storage.params, comp.hoisted)
-        run_time_loops.run_kernels(  # int indices of the body checked as NumPy: each time
-            w, comp.prefix, len(comp.kernels), comp.loops, comp.storage,
-            lambda g, st: launch(w, comp.kernels[g], st),
-            lambda body: param_checks(w, body.fn, {}, {}, host=lambda n: host_scalars.locals_of(
-                w, [n])[id(n)]))
-        w.line("return 0;")
-
-
-def exec_functions(w: Writer, comps: list[Compiled], aliases: dict[str, str]) -> dict[str, str]:
-    """Each version's exec, each text once: a version whose exec and call struct are an
-    earlier one's but for their names and those of kernels of one text (as the versions of
-    a function mostly are) runs that one. Returns prefix -> the prefix of the exec it runs."""
-    first: dict[str, str] = {}
-    runs: dict[str, str] = {}
-    for comp in comps:
-        text, struct = Writer(), Writer()
-        exec_function(text, comp)
-        call_struct(struct, comp)
-        runs[comp.prefix] = first.setdefault(
-            _nameless_exec(comp, text.text() + struct.text(), aliases), comp.prefix)
-        if runs[comp.prefix] == comp.prefix:
-            w.extend(text)
-    return runs
-
-
-def _nameless_exec(comp: Compiled, text: str, aliases: dict[str, str]) -> str:
-    """``text`` with ``comp``'s kernels named as the first of their texts and its own
-    call struct and exec blanked: any other name of the version keeps it apart."""
-    if comp.kernels:
-        names = re.compile(r"\b(" + "|".join(re.escape(k.name) for k in comp.kernels)
-                           + r")(?![0-9])")
-        text = names.sub(lambda m: aliases[m.group(1)], text)
-    return text.replace(f"{comp.prefix}_call", "@call").replace(f"{comp.prefix}_exec", "@exec")
 
 
 def run_function(w: Writer, comp: Compiled, runs: str) -> None:
@@ -371,12 +316,21 @@ def wrapper_sources(ext_name: str, functions: dict[str, list[Compiled]], levels:
     parts = {} if targets is None else {
         f"module_gpu_f{index}.c": gpu_wrapper.part_source(index, name, comps, gpu, targets)
         for index, (name, comps) in enumerate(functions.items())}
-    return {"module.h": _shared_header(functions),
-            "module.c": _module_c(ext_name, functions, levels, aliases, gpu, not parts),
+    by_function = {name: execs.exec_functions(comps, aliases)
+                   for name, comps in functions.items()}
+    matches = {c.prefix: match_function(c) for comps in functions.values() for c in comps}
+    cpu_parts = wrapper_parts.split([t for texts, _ in by_function.values()
+                                     for t in texts.values()] + list(matches.values()))
+    apart = [p for part in cpu_parts for p in part]
+    return {"module.h": _shared_header(functions, apart),
+            "module.c": _module_c(ext_name, functions, levels, by_function, matches,
+                                  set(apart), gpu, not parts),
+            **{f"module_cpu_{n}.c": wrapper_parts.source(part)
+               for n, part in enumerate(cpu_parts)},
             **parts}
 
 
-def _shared_header(functions: dict[str, list[Compiled]]) -> str:
+def _shared_header(functions: dict[str, list[Compiled]], apart: list[str]) -> str:
     w = Writer()
     w.line("#ifndef CV_MODULE_H")
     w.line("#define CV_MODULE_H")
@@ -387,31 +341,40 @@ def _shared_header(functions: dict[str, list[Compiled]]) -> str:
     w.line('#include "kernels.h"')
     w.line('#include "cuvil_aot/gpu_wrap.h"')
     w.line("extern const cv_runtime_api *api;")
+    w.line("extern const cv_kernel_table *K;")
     for index, comps in enumerate(functions.values()):
         for comp in comps:
-            call_struct(w, comp)
+            execs.call_struct(w, comp)
         w.line(f"{gpu_wrapper.prototype(index)};")
+    for piece in apart:  # functions in parts of their own (wrapper_parts.py)
+        w.line(wrapper_parts.prototype(piece))
     w.line("#endif")
     return w.text()
 
 
 def _module_c(ext_name: str, functions: dict[str, list[Compiled]], levels: list[int],
-              aliases: dict[str, str], gpu: GpuPlan, no_gpu_code: bool) -> str:
-    """The module, the CPU path, and where the build has no GPU code the device-array
-    paths that say so."""
+              by_function: dict[str, tuple[dict[str, str], dict[str, str]]],
+              matches: dict[str, str], apart: set[str], gpu: GpuPlan,
+              no_gpu_code: bool) -> str:
+    """The module, the CPU path (but the execs and matches in parts of their own,
+    ``apart``), and where the build has no GPU code the device-array paths that say so."""
     w = Writer()
     w.line('#include "module.h"')
     for level in levels:
         w.line(f"extern const cv_kernel_table cv_table_v{level};")
-    w.line("static const cv_kernel_table *K;")
+    w.line("const cv_kernel_table *K;")
     w.line("const cv_runtime_api *api;")
     classes = struct_arguments.classes([c[0].sig.structure for c in functions.values()
                                         if c[0].sig.structure is not None])
     _class_slots(w, classes)
     for index, (name, comps) in enumerate(functions.items()):
-        runs = exec_functions(w, comps, aliases)
+        texts, runs = by_function[name]
+        for text in texts.values():
+            if text not in apart:
+                w.line(text)
         for comp in comps:
-            match_function(w, comp)
+            if matches[comp.prefix] not in apart:
+                w.line(matches[comp.prefix])
             run_function(w, comp, runs[comp.prefix])
         if no_gpu_code:
             gpu_wrapper.function(w, index, name, comps, gpu, False)

@@ -89,7 +89,7 @@ def build_extension(cc: Compiler, sources: dict[str, str], ext_name: str, workdi
                       "-c", str(workdir / "kernels.c"), "-o", str(obj)], obj))
     for name in sorted(n for n in sources if n.startswith("module") and n.endswith(".c")):
         obj = workdir / (name[:-2] + ".o")
-        flags = CFLAGS if name == "module.c" else LAUNCH_CFLAGS
+        flags = LAUNCH_CFLAGS if name.startswith("module_gpu") else CFLAGS
         jobs.append(([*cc.command, *flags, *incs, "-c", str(workdir / name), "-o", str(obj)],
                      obj))
     _run_parallel(jobs, workdir)
