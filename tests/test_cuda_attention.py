@@ -128,19 +128,22 @@ def test_attention_as_users_write_it_is_one_fused_kernel(tmp_path):
         assert f'"{unit}_s0_a0"' in host
     # a build for head dims up to 64 beside the one for 128 where D is known only at run
     # time (not causal_heads: 64), picked by the host where they fit
-    assert cu.count("cv_attention<128, 128, true, true>") == 6
+    # (two_in_a_row's two attentions are one text: one kernel, launched twice)
+    assert cu.count("cv_attention<128, 128, true, true>") == 5
     # each build up to 64 twice: its split entry (_s, a block's keys in two halves of its
     # warps) beside it, which the host picks where the blocks are few
-    assert cu.count("cv_attention<64, 64, true, true>") == 14
-    assert len(re.findall(r"\], 2, cv_att_then<", cu)) == 7 and "f1_s0_a0_s(" in cu
+    assert cu.count("cv_attention<64, 64, true, true>") == 12
+    assert len(re.findall(r"\], 2, cv_att_then<", cu)) == 6 and "f1_s0_a0_s(" in cu
     assert host.count("if (split == 2) kid = ") == 7
     assert 'f0_s0_a0_n(' in cu and '"f0_s0_a0_n"' in host and '"f1_s0_a0_n"' not in host
     assert host.count(" + (((S_D)) <= 64 && ((S_D)) <= 64);") == 6
     # the head dims checked are Q's and V's, also where the scale and mask are the first
     # GEMM's epilogue (batched: its scores' last axis is S)
     assert "((S_S)) <= 128" not in host
-    # two_in_a_row: two fused kernels, each with its own condition
-    assert "f5_s0_a1(" in cu and "if (!attn1)" in host
+    # two_in_a_row: two fused attentions of one text, one kernel: each use with its own
+    # condition and arguments
+    assert "f5_s0_a1" not in cu and "if (!attn1)" in host
+    assert host.count("ax1.s = as1;") == 1 and "f5_s0_a0_args ax1;" in host
     # batched: the scale and mask are the first GEMM's epilogue, the score's first part
     assert "struct f4_s0_a0_pre" in cu and "(acc * ((float)0.125))" in cu
     # the scores and probabilities are allocated only where the fused kernel cannot run

@@ -28,9 +28,10 @@ output to bfloat16) instead of the second matmul's epilogue.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
-from cuvil_aot.compiler.codegen import cuda
+from cuvil_aot.compiler.codegen import cuda, text_names
 from cuvil_aot.compiler.codegen.attention_match import Match
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaEmitter, CudaKernel, GpuBody
 from cuvil_aot.compiler.codegen.cuda_gemm import one_tf32_product
@@ -67,6 +68,15 @@ class AttentionKernel:
     # head dim is known only at run time and the kernel's wider build covers it (_builds),
     # then ``{name}_s`` where the last build may split its keys (split_build)
     entries: tuple[str, ...] = ()
+
+    def renamed(self, name: str) -> AttentionKernel:
+        """This attention as ``name`` (an earlier one of the same text: gpu_plan.py), its
+        score functor's arguments with it; the version's own match and kernels kept."""
+        sub = functools.partial(text_names.own_names(self.name).sub, name)
+        score = dataclasses.replace(self.score, name=sub(self.score.name),
+                                    struct=sub(self.score.struct), code=sub(self.score.code))
+        return dataclasses.replace(self, name=name, code=sub(self.code), struct=sub(self.struct),
+                                   entries=tuple(map(sub, self.entries)), score=score)
 
 
 class ScoreEmitter(CudaEmitter):

@@ -129,7 +129,7 @@ class GpuPlan:
                 for p in prefixes if p in self.one]
         q8_kernels = self.gemms.get(unit, {}).get("float", [])
         q8 = [cuda_gemm.q8_entry(unit, q8_kernels, self.int8)] if unit in self.fused else []
-        attns = [ak for p in prefixes for ak in self.attention.get(p, [])]
+        attns = list({ak.name: ak for p in prefixes for ak in self.attention.get(p, [])}.values())
         return cuda.source(list({k.name: k for p in prefixes for k in self.kernels[p]}.values()),
                            include + self.shared_structs(unit)
                            + "".join(ak.struct for ak in attns),
@@ -237,6 +237,19 @@ def _attention(gp: GpuPlan, comp: Compiled, kernels: list[CudaKernel],
         ak = cuda_attention.emit(name, match, comp.groups, kernels, buffers, comp.hoisted)
         if ak is None:
             continue
+        ak = _attention_named(gp, ak)
         gp.attention.setdefault(comp.prefix, []).append(ak)
-        gp.first[ak.name] = len(names)
-        names.extend(ak.entries)
+        if ak.name not in gp.first:
+            gp.first[ak.name] = len(names)
+            names.extend(ak.entries)
+
+
+def _attention_named(gp: GpuPlan, ak: cuda_attention.AttentionKernel
+                     ) -> cuda_attention.AttentionKernel:
+    """``ak``, or the earlier attention of its unit of the same text but for the names (the
+    versions of GPT-2's port: 8 attentions, 2 texts), as ``_named`` does for kernels: each
+    text is one more instantiation of the attention's template for nvcc."""
+    own = text_names.own_names(ak.name)
+    text = own.sub("@", f"attention\0{ak.struct}\0{ak.code}\0{unit_of(ak.name)}")
+    name = gp.texts.setdefault(text, ak.name)
+    return ak if name == ak.name else ak.renamed(name)

@@ -77,7 +77,9 @@ def _unit_table(w: Writer, gp: GpuPlan, unit: str, targets: GpuTargets) -> None:
                 declared.add(k.name)
                 w.line(k.struct)  # the layout the kernels read (the same text is in the unit)
         for ak in gp.attention.get(prefix, []):
-            w.line(ak.struct)
+            if ak.name not in declared:  # an attention of several versions: once
+                declared.add(ak.name)
+                w.line(ak.struct)
         w.line(cuda_one.one_struct(prefix, kernels))
     if unit not in gp.names:
         return

@@ -19,7 +19,7 @@ K = TypeVar("K", bound=Kernel)
 def nameless(k: Kernel, salt: str = "") -> str:
     """``k``'s struct and code with its name (and the names made from it) blanked, and
     ``salt`` (what else tells kernels of one text apart): equal for the same kernel."""
-    return _own(k).sub("@", f"{k.struct}\0{k.code}\0{salt}")
+    return own_names(k.name).sub("@", f"{k.struct}\0{k.code}\0{salt}")
 
 
 def first_of_its_text(k: K, seen: dict[str, str], salt: str = "") -> K:
@@ -27,10 +27,12 @@ def first_of_its_text(k: K, seen: dict[str, str], salt: str = "") -> K:
     there is none, ``k`` as it is, recorded in ``seen``."""
     name = seen.setdefault(nameless(k, salt), k.name)
     if name != k.name:
-        own = _own(k)
+        own = own_names(k.name)
         k.struct, k.code, k.name = own.sub(name, k.struct), own.sub(name, k.code), name
     return k
 
 
-def _own(k: Kernel) -> re.Pattern[str]:
-    return re.compile(rf"\b{re.escape(k.name)}(?![0-9])")
+def own_names(name: str) -> re.Pattern[str]:
+    """``name`` and the names made from it (``{name}_args``, ``{name}_score``), not a
+    longer number (``f0_s1`` is not ``f0_s12``)."""
+    return re.compile(rf"\b{re.escape(name)}(?![0-9])")
