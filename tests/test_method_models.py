@@ -124,8 +124,10 @@ def test_a_gpt2_block_written_as_classes(tmp_path_factory, data: st.DataObject, 
     blk = mod.Block(norm(), mod.Attention(linear(c, 3 * c), linear(c, c), n_head), norm(),
                     mod.MLP(linear(c, 4 * c), linear(4 * c, c)))
     x = data.draw(view_of((t, c), "float32", special=False))
-    check(mod.Block.__call__, blk, x, computed_in=np.float32,  # gelu's np.sqrt: float64 out
-          scale=4.0)  # two LayerNorms, a softmax: deeper rounding (as test_hf_gpt2)
+    # gelu's np.sqrt: float64 out; two LayerNorms, a softmax and weights drawn up to ~±17
+    # whose residual sums cancel: 8.1e-5 of the largest output where 4.0 allowed 8e-5
+    # (hypothesis, t=1, hs=3, 2026-12-07; the same on the trees before and after that day)
+    check(mod.Block.__call__, blk, x, computed_in=np.float32, scale=8.0)
 
 
 _GPT: list[Any] = []

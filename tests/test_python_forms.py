@@ -41,6 +41,15 @@ def forms(x):
     z = x[..., :(half := c // 2)] * half
     return parts[0] + parts[3], z, first + rest[1], len(lead) + len(rest) + len(parts) + half
 
+@cv.optimize(signatures=["f32[N,C], int"])
+def raised(x, k):
+    n, c = x.shape
+    if k > c:
+        raise ValueError(f"k={k} is more than the {c} columns of {n * 2 // 2} rows "
+                         f"({x.ndim}-d, {2.5:.2f}x, {'x'!r})")
+    assert k >= 0, f"k must be nonnegative, got {k!r} (sum={x.sum()})"
+    return x[:, :1] * k
+
 SCALES = {"layer1": 2.0, "layer2": 3.0}
 
 import functools
@@ -132,10 +141,27 @@ def test_functools_partial(m, data: st.DataObject, n: int, c: int) -> None:
 
 def test_an_assert_on_dimensions_raises_at_the_call(m) -> None:
     x = np.ones((2, 3, 6), np.float32)
-    with pytest.raises(AssertionError, match="width {C} is not a multiple of 4 heads"):
-        m.forms(x)  # C is known only at the call: the message keeps the expression
-    with pytest.raises(AssertionError, match="width 6 is not a multiple of 4 heads"):
-        m.forms.py_func(x)
+    for fn in (m.forms, m.forms.py_func):  # C is known only at the call: printed there
+        with pytest.raises(AssertionError, match="^width 6 is not a multiple of 4 heads$"):
+            fn(x)
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(1, 5), c=st.integers(1, 9), k=st.integers(-3, 12))
+def test_messages_print_the_calls_ints_as_python_does(m, n: int, c: int, k: int) -> None:
+    """f-string messages of ``raise`` and ``assert`` checked at the call: dimensions, int
+    arguments and arithmetic on them printed as Python prints them, a format spec applied
+    to what is known at compile time, a value of the array data as its expression."""
+    x = np.ones((n, c), np.float32)
+    try:
+        want = m.raised.py_func(x, k)
+    except (ValueError, AssertionError) as exc:
+        with pytest.raises(type(exc)) as got:
+            m.raised(x, k)
+        expected = str(exc).replace(f"sum={float(x.sum())}", "sum={x.sum()}")
+        assert str(got.value) == expected
+        return
+    np.testing.assert_array_equal(m.raised(x, k), want)
 
 
 @pytest.mark.parametrize("body, message", [

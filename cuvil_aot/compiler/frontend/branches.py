@@ -37,12 +37,12 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from cuvil_aot.compiler.frontend import call_checks, ufunc_out, versions
+from cuvil_aot.compiler.frontend import call_checks, messages, ufunc_out, versions
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import Unbound, apply, run_time_origin, to_node
 from cuvil_aot.compiler.ir.node import Node, rewrite, toposort
 from cuvil_aot.compiler.ir.ops import Op
-from cuvil_aot.compiler.ir.run_time import CallCheck
+from cuvil_aot.compiler.ir.run_time import CallCheck, Text
 from cuvil_aot.errors import SourceSpan
 
 IF_HINT = "compute both values and pick one: y = np.where(cond, a, b)"
@@ -189,23 +189,24 @@ def _pick(truth: Node, a: Any, b: Any, before: set[int], span: SourceSpan,
     return apply(Op.WHERE, [truth, a, b], span)
 
 
-def _raised(interp: Any, stmt: ast.If) -> tuple[str, str] | None:
-    """(exception name, message) of ``if c: raise ValueError("...")`` (a builtin exception
-    and a constant message), else None."""
+def _raised(interp: Any, stmt: ast.If) -> tuple[str, Text] | None:
+    """(exception name, message) of ``if c: raise ValueError("...")`` (a builtin exception;
+    a constant message, or an f-string whose ints the call may know: messages.py), else
+    None."""
     if stmt.orelse or len(stmt.body) != 1 or not isinstance(stmt.body[0], ast.Raise):
         return None
     exc = stmt.body[0].exc
     call = exc if isinstance(exc, ast.Call) else None
     args = call.args if call is not None else []
     if call is not None and (call.keywords or len(args) > 1 or args and not (
-            isinstance(args[0], ast.Constant) and isinstance(args[0].value, str))):
+            isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)
+            or isinstance(args[0], ast.JoinedStr))):
         return None
     kind = interp.eval(call.func if call is not None else exc) if exc is not None else None
     if not (isinstance(kind, type) and issubclass(kind, Exception)
             and kind.__module__ == "builtins"):
         return None
-    message = args[0].value if args and isinstance(args[0], ast.Constant) else ""
-    return kind.__name__, str(message)
+    return kind.__name__, messages.parts(interp, args[0]) if args else ("",)
 
 
 def _refuse_effects(interp: Any, stmt: ast.If) -> None:

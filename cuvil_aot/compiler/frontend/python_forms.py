@@ -16,11 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_aot.compiler.frontend import branches, unrolled
+from cuvil_aot.compiler.frontend import branches, messages, unrolled
 from cuvil_aot.compiler.frontend.user_error import UserError
 from cuvil_aot.compiler.frontend.values import GENERATED, fold
 from cuvil_aot.compiler.ir.node import Node
-from cuvil_aot.compiler.ir.types import Dim
 
 
 def assert_statement(interp: Any, stmt: ast.Assert, poison: Any) -> None:
@@ -28,18 +27,24 @@ def assert_statement(interp: Any, stmt: ast.Assert, poison: Any) -> None:
     if test is poison:
         return
     truth = interp.truth(test, stmt.test)
-    message = "" if stmt.msg is None else _message(interp, stmt.msg)
     if not isinstance(truth, Node):
         if not truth:
+            message = "" if stmt.msg is None else messages.text(interp, stmt.msg)
             raise UserError(f"AssertionError: {message}".rstrip(": "), interp.span(stmt),
                             "this assert fails for every call of this signature")
         return
-    name, text = ast.Name("AssertionError", ast.Load()), ast.Constant(message)
+    name = ast.Name("AssertionError", ast.Load())
+    # the message as written where it is an f-string (its ints known at the call printed
+    # there: messages.py), else as Python formats it now
+    text = stmt.msg if isinstance(stmt.msg, ast.JoinedStr) else ast.Constant(
+        "" if stmt.msg is None else messages.text(interp, stmt.msg))
     call = ast.Call(func=name, args=[text], keywords=[])
     failure, negation = ast.Raise(exc=call), ast.UnaryOp(ast.Not(), stmt.test)
     check = ast.If(test=negation, body=[failure], orelse=[])
-    for node in (check, negation, failure, call, name, text):
+    for node in (check, negation, failure, call, name):
         ast.copy_location(node, stmt)
+    if isinstance(text, ast.Constant):
+        ast.copy_location(text, stmt)
     branches.if_statement(interp, check, poison)
 
 
@@ -49,32 +54,12 @@ def joined_str(interp: Any, expr: ast.JoinedStr, poison: Any) -> str:
         if isinstance(part, ast.FormattedValue) and (part.format_spec or part.conversion != -1):
             raise UserError("an f-string's format spec or conversion is not supported",
                             interp.span(part), 'f"{name}"')
-    text = _message(interp, expr)
+    text = messages.text(interp, expr)
     for part in expr.values:
         if isinstance(part, ast.FormattedValue) and "{" + ast.unparse(part.value) + "}" in text:
             raise UserError("an f-string of a value known only at run time is not supported",
                             interp.span(part.value))
     return text
-
-
-def _message(interp: Any, node: ast.expr) -> str:
-    """An assert's message as Python would format it, where the values are known now
-    (``{expression}`` in its place where not)."""
-    parts = node.values if isinstance(node, ast.JoinedStr) else [node]
-    text = []
-    for part in parts:
-        if isinstance(part, ast.Constant):
-            text.append(str(part.value))
-            continue
-        expr = part.value if isinstance(part, ast.FormattedValue) else part
-        try:
-            value = fold(interp.eval(expr))
-        except UserError:
-            value = None
-        known = isinstance(value, str | int | float | tuple) and not isinstance(value, Dim) \
-            and not (isinstance(value, tuple) and any(isinstance(v, Dim | Node) for v in value))
-        text.append(str(value) if known else "{" + ast.unparse(expr) + "}")
-    return "".join(text)
 
 
 def delete(interp: Any, stmt: ast.Delete, poison: Any) -> None:
