@@ -232,8 +232,7 @@ class KernelEmitter:
     def constant(self, node: Node) -> str:
         value = node.attrs[0]
         if isinstance(value, Dim):
-            self.k.symbols.update(value.symbols)
-            return ops_c.cast(value.c_expr("a->sym_{}"), "int64", node.dtype)
+            return ops_c.cast(self.dim(value), "int64", node.dtype)
         return ops_c.literal(value, node.dtype)
 
     def load(self, base: Node, view: Shape | None, m: IndexMap, body: Body) -> str:
