@@ -79,11 +79,7 @@ def main():
 
 def row(case, calls, got, ref):
     diff = float(np.abs(got - ref).max() / np.abs(ref).max())
-    rounds = {name: [] for name in calls}
-    for _ in range(3):  # interleaved: the machine's drift hits all alike
-        for name, call in calls.items():
-            rounds[name].append(cm.timed(call, 0.2 if name == "numpy" else 0.4)[0])
-    us = {name: min(r) for name, r in rounds.items()}
+    us = cm.interleaved(calls)
     return (f"| {case} | {us['port']:,.0f} | {us['function']:,.0f} | {us['numpy']:,.0f} | "
             f"{us['port'] / us['function']:.2f} | {us['numpy'] / us['port']:.2f} | "
             f"{diff:.1e} |")

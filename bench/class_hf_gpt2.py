@@ -76,11 +76,7 @@ def main():
 
 def row(case, calls, got, ref):
     diff = float(np.abs(got - ref).max() / np.abs(ref).max())
-    rounds = {name: [] for name in calls}
-    for _ in range(3):  # interleaved: the machine's drift hits all alike
-        for name, call in calls.items():
-            rounds[name].append(cm.timed(call, 0.2 if name == "numpy" else 0.4)[0])
-    us = {name: min(r) for name, r in rounds.items()}
+    us = cm.interleaved(calls)
     cell = lambda n: f"{us[n]:,.0f}" if n in us else "—"  # noqa: E731
     return (f"| {case} | {cell('port')} | {cell('nano')} | {cell('function')} | "
             f"{cell('numpy')} | {us['port'] / us['function']:.2f} | "

@@ -93,11 +93,7 @@ def main():
 
 def row(case, calls, got, ref):
     diff = "—" if ref is None else f"{float(np.abs(got - ref).max() / np.abs(ref).max()):.1e}"
-    rounds = {name: [] for name in calls}
-    for _ in range(3):  # interleaved: the machine's drift hits all alike
-        for name, call in calls.items():
-            rounds[name].append(cm.timed(call, 0.2 if name == "numpy" else 0.4)[0])
-    us = {name: min(r) for name, r in rounds.items()}
+    us = cm.interleaved(calls)
     if "function" not in us:
         return (f"| {case} | {us['port']:,.0f} | — | {us['numpy']:,.0f} | — | "
                 f"{us['numpy'] / us['port']:.2f} | {diff} |")

@@ -48,6 +48,17 @@ def timed(fn, seconds=0.4):
     return statistics.median(samples) * 1e6, min(samples) * 1e6
 
 
+def interleaved(calls):
+    """µs a call of each of ``calls`` (name -> function), the least of three rounds'
+    medians, the calls interleaved round by round so the machine's drift hits all alike
+    (NumPy's, the slowest, timed for less)."""
+    rounds = {name: [] for name in calls}
+    for _ in range(3):
+        for name, call in calls.items():
+            rounds[name].append(timed(call, 0.2 if name == "numpy" else 0.4)[0])
+    return {name: min(r) for name, r in rounds.items()}
+
+
 def main():
     rng = np.random.default_rng(0)
     w = weights(rng)
