@@ -61,7 +61,7 @@ class Knobs:
     partial round of tiles only, the rows before it in whole tiles (cv_gpu_wg_split,
     gpu_wrap.h), in a GEMM of one batch, and folds a batched GEMM whose batches step as rows
     (a contiguous x of (B, T, K) @ w) into one GEMM of B·T rows for it
-    (codegen/gpu_batch_fold.py); 0: split all tiles where they are too few, or none, and
+    (codegen/batch_fold.py); 0: split all tiles where they are too few, or none, and
     batches as they are. On (2026-12-05, H100, with CUVIL_AOT_CUDA_WG_NMAJOR): GPT-2 at
     8 × 128 0.94x the time of NMAJOR alone (bench/gpu/h100_2026-12-05/)."""
     cuda_wg_nmajor: bool = True

@@ -1,4 +1,4 @@
-"""A batched GEMM folded into one of nb·m rows (codegen/gpu_batch_fold.py) without a GPU: a
+"""A batched GEMM folded into one of nb·m rows (codegen/batch_fold.py) without a GPU: a
 module built with sm_90 code runs against the fake libcuda.so.1 (tests/data/fake_libcuda.c),
 which logs each kernel with its grid. x (3, 50, 252) @ w.T on the wgmma loop has 3 × 1 × 2
 tiles as batches, 2 × 2 folded (150 rows): the grid says which ran (k = 252, under two of the

@@ -3,7 +3,7 @@ on a real device, as the compiled models reach it: K-major operands (``x @ w.T``
 ``q @ k^T``), ragged m/n/k, a batch-broadcast weight, two terms, bias + GELU epilogue,
 split-K where the tiles are too few (1024 x 768 x 768, 1024 x 768 x 3072) and of the last
 round's tiles alone (CUVIL_AOT_CUDA_WG_TAIL; batches folded into one GEMM of their rows
-there, gpu_batch_fold.py), a few rows, and
+there, batch_fold.py), a few rows, and
 layouts that must fall back to cv_gemm_tc or the SIMT loop (k % 4 != 0, misaligned views).
 Float32 accuracy against NumPy in float64 (3xTF32), or float64 arithmetic on the rounded
 operands for precision="tf32" (one TF32 product). On a device of compute capability 9.0,
@@ -97,7 +97,7 @@ FEW_ROWS = {f"mm_t_rows{m}": [(m, 768), (768, 768)] for m in (1, 2, 3, 5, 8, 13,
 # The last round's tiles alone split (CUVIL_AOT_CUDA_WG_TAIL, on by default; the fixture
 # makes sure; test_wgmma_codegen has the model's choices): GPT-2's 144 tiles (126 whole, 18 in
 # 3 chunks), a ragged last row of tiles, 192 tiles (120 + 72 in 2), and batches: folded
-# into one GEMM of their rows where they step as rows (gpu_batch_fold.py: 8 x 128, and 3 x
+# into one GEMM of their rows where they step as rows (batch_fold.py: 8 x 128, and 3 x
 # 377 rows, whose batches share tiles folded), a residual read by batch and row
 TAIL = {
     "linear_gelu_tail": [(1024, 768), (2304, 768), (2304,)],
@@ -214,7 +214,7 @@ def test_the_tail_alone_split(gemms, tail_split, case, layout):
 
 def test_batches_that_do_not_step_as_rows_stay_batches(gemms, tail_split):
     """x[:, :128] of an (8, 131, 768) array: its batches 131 rows apart, not 128, so the
-    GEMM is not one of 1024 rows (gpu_batch_fold.py's check at the call)."""
+    GEMM is not one of 1024 rows (batch_fold.py's check at the call)."""
     import torch
 
     rng = np.random.default_rng(41)

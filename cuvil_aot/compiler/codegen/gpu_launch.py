@@ -9,10 +9,10 @@ The entry points, block sizes and row limits are the ones the kernels are writte
 from __future__ import annotations
 
 from cuvil_aot.compiler.codegen import (
+    batch_fold,
     cuda_one,
     cuda_wgmma,
     gpu_attention,
-    gpu_batch_fold,
     gpu_int8,
     gpu_queue,
     gpu_wg_copies,
@@ -259,8 +259,8 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
         launch_scan(w, k, first, g)
     else:
         _gemm_terms(w, k, st, gp, g)
-        if gp.wg_kid(k) is not None and gpu_batch_fold.foldable(k):
-            gpu_batch_fold.emit(w, k, module_symbol(k.name))
+        if gp.wg_kid(k) is not None and batch_fold.foldable(k):
+            batch_fold.emit_cuda(w, k, module_symbol(k.name))
         else:
             batch = "a.n[0]" if nloops == 3 else "1"
             w.line(f"const int64_t nb = {batch}, m = a.n[{nloops - 2}], n = a.n[{nloops - 1}];")

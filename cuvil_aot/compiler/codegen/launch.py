@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Container
 from dataclasses import dataclass, field
 
-from cuvil_aot.compiler.codegen import ops_c, scatter_store
+from cuvil_aot.compiler.codegen import batch_fold, ops_c, scatter_store
 from cuvil_aot.compiler.codegen.kernel_emitter import Kernel, Operand
 from cuvil_aot.compiler.codegen.writer import Writer
 from cuvil_aot.compiler.ir import quantized
@@ -214,6 +214,8 @@ def _launch_gemm(w: Writer, k: Kernel, st: Storage) -> None:
     batch = dim(out[0]) if len(out) == 3 else "1"
     w.line(f"cv_gemm_{sfx} g = {{{batch}, {dim(out[-2])}, {dim(out[-1])}, {len(group.terms)}, "
            f"terms, K->{k.name}, &a}};")
+    if batch_fold.foldable(k):
+        batch_fold.emit_c(w, k)
     w.line(f"if (g.nbatch * g.m * g.n > 0 && api->gemm_{sfx}(&g) != 0) return -1;")
 
 
@@ -238,6 +240,8 @@ def _launch_gemm_q8(w: Writer, k: Kernel, st: Storage, quant: Quantized) -> None
            f"(const int8_t *)({st.data(quant.q)}), {q_strides[0]}, {q_strides[1]}, 0, "
            f"(const float *)({st.data(quant.scale)}), {scale_stride(quant.out_axis)}, "
            f"{scale_stride(quant.group_axis)}, 0, K->{k.name}, &a}};")
+    if not quant.qa and batch_fold.foldable(k):
+        batch_fold.emit_c_q8(w, k)
     w.line("if (api->gemm_q8(&g) != 0) return -1;")
 
 
