@@ -2,11 +2,13 @@
 module built with sm_90 code runs against the fake libcuda.so.1 (tests/data/fake_libcuda.c),
 which logs each kernel with its grid. x (3, 50, 252) @ w.T on the wgmma loop has 3 × 1 × 2
 tiles as batches, 2 × 2 folded (150 rows): the grid says which ran (k = 252, under two of the
-split's chunks of at least 128: no split-K moves the grids). It folds only with the
-tail split allowed (CUVIL_AOT_CUDA_WG_TAIL), where the batches step as rows in A, the output
-and the residual, and B is shared; a kernel whose epilogue reads an operand by batch but
-not by row never gets the check. Whether the folded GEMM computes the same values is
-tests/test_gpu_wgmma.py's on a device."""
+split's chunks of at least 128: no split-K moves the grids). Above 32 rows a batch it folds
+only with the tail split allowed (CUVIL_AOT_CUDA_WG_TAIL); up to 16 rows in all (a decode
+step of 4 sequences, (4, 1, 256) @ w.T) always, the dot GEMV's grid one batch high; both
+where the batches step as rows in A, the output and the residual, and B is shared; a kernel
+whose epilogue reads an operand by batch but not by row never gets the check. Whether the
+folded GEMM computes the same values is tests/test_gpu_wgmma.py's and
+tests/test_gpu_dot_gemv.py's on a device."""
 
 from __future__ import annotations
 
@@ -53,6 +55,15 @@ def wg_grids(fn, out, *shapes, strides=None):
     n = fake.fake_take(buf, 4096)
     return [r.grid_x for r in buf[:n] if fake.fake_kernel_name(r.kernel).endswith(b"_wg")]
 
+def launches(fn, out, *shapes, strides=None):
+    """(entry point, grid y) of each kernel fn(arrays of `shapes`, out=array of `out`) ran."""
+    args = [DeviceArray(0, *s) for s in shapes]
+    if strides is not None:
+        args[strides[0]].interface["strides"] = strides[1]
+    fn(*args, out=DeviceArray(0, *out))
+    n = fake.fake_take(buf, 4096)
+    return [(fake.fake_kernel_name(r.kernel).decode(), r.grid_y) for r in buf[:n]]
+
 ctypes.c_int.in_dll(fake, "fake_pools").value = 1
 m = compile_source(Path(WORK), SOURCE, cuda_archs=("sm_90",))
 lin = [(3, 50, 252), (256, 252), (256,), (3, 50, 256)]
@@ -66,11 +77,19 @@ assert wg_grids(m.linear, (3, 50, 256), *lin, strides=(3, (2 * 50 * 256 * 4, 256
 assert wg_grids(m.linear, (8, 20, 256), (8, 20, 256), (256, 256), (256,), (8, 20, 256)) == []
 assert wg_grids(m.bmm, (3, 50, 256), (3, 50, 252), (3, 256, 252)) == [6]  # B per batch
 assert wg_grids(m.per_batch, (3, 50, 256), (3, 50, 252), (256, 252), (3, 256)) == [6]
+# 16 rows or fewer in all (a decode step of 4 sequences): one dot GEMV reads w once
+dec = [(4, 1, 256), (512, 256), (512,), (4, 1, 512)]
+assert launches(m.linear, (4, 1, 512), *dec) == [("f0_gemm_f32_dotw", 1)]
+# the residual's batches 2 rows apart: each batch's blocks read w again
+assert launches(m.linear, (4, 1, 512), *dec, strides=(3, (2 * 512 * 4, 512 * 4, 4))) == [
+    ("f0_gemm_f32_dotw", 4)]
+# 5 x 4 rows: more than the dot GEMV's 16, batches as they are
+assert launches(m.linear, (5, 4, 512), (5, 4, 256), *dec[1:3], (5, 4, 512))[0][1] == 5
 (Path(WORK) / "units").mkdir()
 host = host_code(generated_units(Path(WORK) / "units", SOURCE, ("sm_90",)))
-assert host.count(" && (api->gpu->wgmma(&cv_gpu_f0, dev) & 4))") == 1
-assert host.count(" && (api->gpu->wgmma(&cv_gpu_f1, dev) & 4))") == 1
-assert " && (api->gpu->wgmma(&cv_gpu_f2, dev) & 4))" not in host  # c by batch only
+assert host.count("(m > 32 && (api->gpu->wgmma(&cv_gpu_f0, dev) & 4))") == 1
+assert host.count("(m > 32 && (api->gpu->wgmma(&cv_gpu_f1, dev) & 4))") == 1
+assert "(api->gpu->wgmma(&cv_gpu_f2, dev) & 4)" not in host  # c by batch only
 print("ok")
 '''
 

@@ -1,5 +1,6 @@
 """The dot GEMV (cv_gemv_dot) on a real device: a few rows (m <= 32) times a large transposed
-B (x @ w.T on (out, in) weights), alone, batched, with two terms, in float64, as a phase of
+B (x @ w.T on (out, in) weights), alone, batched (batches of one weight as rows of one GEMV
+where they step as rows), with two terms, in float64, as a phase of
 a one-kernel (a small call's kernels as one) and before an elementwise consumer that reads
 its columns in slices (an LSTM's gates, which the one-kernel may run in a GEMV's tiles).
 Random sizes, odd n included, against NumPy in float64; outputs poisoned before the call.
@@ -28,6 +29,20 @@ def linear(x: cv.f32["M", "K"], w: cv.f32["N", "K"], b: cv.f32["N"]):
 @cv.optimize
 def batched(a: cv.f32["Z", "M", "K"], b: cv.f32["Z", "N", "K"]):
     return a @ np.swapaxes(b, 1, 2) * 0.5
+
+@cv.optimize
+def shared(x: cv.f32["Z", "M", "K"], w: cv.f32["N", "K"], r: cv.f32["Z", "M", "N"]):
+    return x @ w.T + r
+
+@cv.optimize
+def shared_kn(x: cv.f32["Z", "M", "K"], w: cv.f32["K", "N"], b: cv.f32["N"]):
+    return np.maximum(x @ w + b, 0.0)
+
+@cv.optimize
+def shared_norm(x: cv.f32["Z", "M", "K"], w: cv.f32["N", "K"]):
+    h = x @ w.T
+    mu = h.mean(axis=-1, keepdims=True)
+    return (h - mu) / np.sqrt(((h - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
 
 @cv.optimize
 def two_terms(x: cv.f32["M", "K"], h: cv.f32["M", "J"], wx: cv.f32["N", "K"],
@@ -101,6 +116,37 @@ def test_wide_block_of_the_models_shapes(dots, m, k, n):
 def test_batched(dots, s, z, seed):
     m, k, n = s
     check_random(dots.batched, [(z, m, k), (z, n, k)], seed)
+
+
+@settings(max_examples=12, deadline=None)
+@given(z=st.integers(1, 8), m=st.integers(1, 4), k=st.integers(129, 900),
+       n=st.integers(513, 1100), seed=seeds)
+def test_batches_of_a_shared_weight(dots, z, m, k, n, seed):
+    """A decode step of z sequences, (z, m, k) @ w.T: up to 16 rows in all one GEMV over
+    every row (codegen/batch_fold.py), more as batches; x @ w of a (k, n) weight through
+    the GEMV; and in a one-kernel with its row consumer."""
+    check_random(dots.shared, [(z, m, k), (n, k), (z, m, n)], seed)
+    check_random(dots.shared_kn, [(z, m, k), (k, n), (n,)], seed)
+    check_random(dots.shared_norm, [(z, m, k), (n, k)], seed)
+
+
+@settings(max_examples=8, deadline=None)
+@given(z=st.integers(2, 8), m=st.integers(1, 2), k=st.integers(129, 600), seed=seeds)
+def test_batches_that_do_not_step_as_rows(dots, z, m, k, seed):
+    """The residual a view whose batches lie m + 1 rows apart: not one GEMM of z·m rows; the
+    padding rows of the output view keep their poison."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(seed)
+    n = 777
+    x, w = rng.standard_normal((z, m, k)), rng.standard_normal((n, k))
+    r = rng.standard_normal((z, m + 1, n))
+    ref = dots.shared.py_func(x, w, r[:, :m])
+    dev = [torch.from_numpy(a.astype(np.float32)).cuda() for a in (x, w, r)]
+    out = torch.full((z, m + 1, n), float("nan"), device="cuda")
+    dots.shared(dev[0], dev[1], dev[2][:, :m], out=out[:, :m])
+    got = out.cpu().numpy()
+    assert np.isnan(got[:, m]).all()
+    assert_close(got[:, :m], ref, np.float32, 20)
 
 
 @settings(max_examples=8, deadline=None)

@@ -14,11 +14,12 @@ the other way round), never folds.
 - CPU (``emit_c``): always where it holds. A decode step of B sequences, (B, 1, K) @ w.T,
   was B GEMVs each streaming all of w; folded it is one pass of B rows (LLaMA's MLP at
   B = 4, 512 → 1408 → 512: 201 → 69 µs, 2-core Zen 4 VM).
-- GPU (``emit_cuda``): the wgmma main loop's tail split (gpu_wrap.h's cv_gpu_wg_split)
+- GPU (``emit_cuda``): up to 16 rows in all, the GEMV and the dot GEMV read B once for
+  every row where each batch's block column read it again (a decode step of B sequences).
+  Above 32 rows a batch, the wgmma main loop's tail split (gpu_wrap.h's cv_gpu_wg_split)
   takes GEMMs of one batch only; folded, a GPT-2 block's 8 × 128 × 2304 projection is the
-  1024-row GEMM whose last round of tiles it splits alone. Only where the tail split is
-  allowed (CUVIL_AOT_CUDA_WG_TAIL, bit 4 of api->gpu->wgmma), and at more than 32 rows a
-  batch, so the GEMV and dot GEMV choices (m <= 32) stay as they were.
+  1024-row GEMM whose last round of tiles it splits alone: only where the tail split is
+  allowed (CUVIL_AOT_CUDA_WG_TAIL, bit 4 of api->gpu->wgmma).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from cuvil_aot.compiler.codegen.kernel_emitter import Kernel
 from cuvil_aot.compiler.codegen.writer import Writer
 
 BATCH, ROWS = 0, 1  # the loops of a 3-loop GEMM kernel: batch, rows (m), columns (n)
+FEW_ROWS = 16  # the GPU's GEMV and dot GEMV (on tensor cores) rows: folded below this
 
 
 def foldable(k: Kernel) -> bool:
@@ -71,13 +73,18 @@ def emit_c_q8(w: Writer, k: Kernel) -> None:
         w.line("g.m *= g.nbatch; g.nbatch = 1; g.x_bs = 0;")
 
 
-def emit_cuda(w: Writer, k: Kernel, table: str) -> None:
+def emit_cuda(w: Writer, k: Kernel, table: str | None) -> None:
     """The GEMM's ``nb``, ``m`` and ``n``, folded into one batch where allowed (``a``'s
-    extents and terms rewritten: the kernels read only those)."""
+    extents and terms rewritten: the kernels read only those): at most 16 rows in all (the
+    GEMV's and the dot GEMV's: B read once for every row, not once a batch), or more than
+    32 a batch where the wgmma loop's tail split is allowed (``table``: the unit's, where
+    it is built for sm_90)."""
     w.line(f"int64_t nb = a.n[{BATCH}], m = a.n[{ROWS}];")
     w.line("const int64_t n = a.n[2];")
-    with w.block(f"if (nb > 1 && m > 32 && {condition(k, 'a.t', 'm')} && "
-                 f"(api->gpu->wgmma(&{table}, dev) & 4))"):
+    when = f"nb * m <= {FEW_ROWS}"
+    if table is not None:
+        when = f"({when} || (m > 32 && (api->gpu->wgmma(&{table}, dev) & 4)))"
+    with w.block(f"if (nb > 1 && {when} && {condition(k, 'a.t', 'm')})"):
         w.line(f"m *= nb; nb = 1; a.n[{BATCH}] = 1; a.n[{ROWS}] = m;")
         for t in range(len(k.group.terms)):
             w.line(f"a.t[{t}].a_bs = 0;")

@@ -259,8 +259,9 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
         launch_scan(w, k, first, g)
     else:
         _gemm_terms(w, k, st, gp, g)
-        if gp.wg_kid(k) is not None and batch_fold.foldable(k):
-            batch_fold.emit_cuda(w, k, module_symbol(k.name))
+        if batch_fold.foldable(k):
+            wg = gp.wg_kid(k) is not None
+            batch_fold.emit_cuda(w, k, module_symbol(k.name) if wg else None)
         else:
             batch = "a.n[0]" if nloops == 3 else "1"
             w.line(f"const int64_t nb = {batch}, m = a.n[{nloops - 2}], n = a.n[{nloops - 1}];")
