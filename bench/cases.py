@@ -220,6 +220,8 @@ CASES += [
     Case("gpt2_8x128", "GPT-2-small block, prefill 8×128 tokens", **_gpt2(8, 128), **_T),
     Case("gpt2_decode_1", "GPT-2-small block, decode 1 token, 255 past", **_gpt2_decode(1, 255),
          **_T),
+    Case("gpt2_decode_8", "GPT-2-small block, decode 8 sequences of 1 token, 255 past",
+         **_gpt2_decode(8, 255), **_T),
     Case("bert_stack_1x8", "4 BERT-base layers, 1×8 tokens, from a Python loop",
          **_bert_stack(1, 8, 4), **_T),
 ]

@@ -36,7 +36,7 @@ CASES = {  # name: (model, batch, tokens)
     "bert_1x16": ("bert", 1, 16), "bert_8x128": ("bert", 8, 128),
     "bert_32x128": ("bert", 32, 128), "gpt2_1x128": ("gpt2", 1, 128),
     "gpt2_8x128": ("gpt2", 8, 128), "gpt2_decode_1": ("decode", 1, 255),
-    "bert_stack_1x8": ("stack", 1, 8),
+    "gpt2_decode_8": ("decode", 8, 255), "bert_stack_1x8": ("stack", 1, 8),
 }
 
 
