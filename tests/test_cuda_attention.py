@@ -162,6 +162,48 @@ def test_attention_as_users_write_it_is_one_fused_kernel(tmp_path):
     assert "ai0[0] = (cv_att_in){one.a0.t[0].a, 1, one.a0.t[0].a_bs, 0, " in f0
 
 
+GROUPED = PRELUDE + '''
+def repeat_kv(x, n_rep):
+    b, kv, s, d = x.shape
+    x = np.broadcast_to(x[:, :, None, :, :], (b, kv, n_rep, s, d))
+    return x.reshape(b, kv * n_rep, s, d)
+
+@cv.optimize(signatures=["f32[B,H,T,D], f32[B,KV,S,D], f32[B,KV,S,D], f32[B,1,T,S]"])
+def llama(q, k, v, mask):
+    n = q.shape[1] // k.shape[1]
+    s = q @ repeat_kv(k, n).transpose(0, 1, 3, 2) * q.shape[-1] ** -0.5 + mask
+    return softmax(s) @ repeat_kv(v, n)
+'''
+
+
+def test_grouped_query_attention_is_one_fused_kernel(tmp_path):
+    """K/V heads repeated for n query heads each (passes/grouped_query.py: the matmuls of
+    B·KV matrices of n·T rows): the kernel runs over the B·H heads of T rows, reads K and V
+    at head z / rep (cv_att_batch with nh = rep, sh = 0), and its first matmul's epilogue
+    and the output's store take the matmuls' (z / rep, (z % rep)·T + i)."""
+    files = _sources(tmp_path, GROUPED, "attn_grouped")
+    cu, host = cuda_text(files), host_code(files)
+    assert 'extern "C" __global__ void __launch_bounds__(128) f0_s0_a0(' in cu
+    assert "const int64_t n = a->n[1] / s->n[2], i0 = z / n, i1 = (z % n) * s->n[2] + i;" in cu
+    assert "epi(z / n, (z % n) * s->n[2] + i, c, v);" in cu
+    assert "a_.o.n[0] * (a_.o.n[1] / a_.s.n[2]), a_.s.n[2], " in cu
+    assert "const int64_t t = as0.n[2], rep = a.n[1] / t, nz = a.n[0] * rep" in host
+    assert "ai0[1] = (cv_att_in){one.a0.t[0].b, rep, one.a0.t[0].b_bs, 0, " in host
+    assert "ai0[2] = (cv_att_in){a.t[0].b, rep, a.t[0].b_bs, 0, " in host
+    assert "ai0[0] = (cv_att_in){one.a0.t[0].a, 1, t * one.a0.t[0].a_rs, 0, " in host
+    assert ") % ((S_T)) == 0 && api->gpu->attention()" in host  # whole heads of T rows
+
+
+@needs_nvcc
+def test_grouped_query_attention_compiles_for_sm80_and_sm90(tmp_path):
+    module = load_source(tmp_path, GROUPED, "attn_grouped_nvcc")
+    out = tmp_path / "build"
+    out.mkdir()
+    artifact = pipeline.build(module, pipeline.Options(cuda_archs=("sm_80", "sm_90")),
+                              out_dir=out)
+    assert artifact.manifest["refused"] == {}
+
+
 def test_near_misses_keep_their_three_kernels(tmp_path):
     files = _sources(tmp_path, NEAR_MISSES, "attn_near")
     cu, host = cuda_text(files), host_code(files)

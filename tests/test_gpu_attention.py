@@ -6,7 +6,9 @@ and 160 (over the kernel's 128: the three kernels of before run), BERT's 12 head
 tokens, T = S = 4096 once, Q/K/V as strided views (heads split by transpose; a column
 stride, an unaligned base and odd row strides: the 4-byte copies), the heads split and
 merged inside the function,
-and the bench models (bert_layer, gpt2_block, gpt2_decode) at small sizes. Under
+grouped-query attention (K/V heads repeated by repeat_kv or np.repeat: K and V read at head
+h / n, never copied), and the bench models (bert_layer, gpt2_block, gpt2_decode) at small
+sizes. Under
 precision="bf16" (bfloat16 heads, one TF32 product each: cuda_attention_tc.h), BERT's
 padding mask and GPT-2's causal one, the latter's output rounded to bfloat16 for a matmul.
 All of it with the key split (CUVIL_AOT_CUDA_ATTENTION_SPLIT) off and on.
@@ -96,6 +98,27 @@ def two_in_a_row(q, k, v):
 @cv.optimize(signatures=["f32[T,D], f32[S,D], f32[S,D]"])
 def single_head(q, k, v):
     return softmax(q @ k.T) @ v
+
+def repeat_kv(x, n_rep):
+    b, kv, s, d = x.shape
+    x = np.broadcast_to(x[:, :, None, :, :], (b, kv, n_rep, s, d))
+    return x.reshape(b, kv * n_rep, s, d)
+
+@cv.optimize(signatures=["f32[B,H,T,D], f32[B,KV,S,D], f32[B,KV,S,D], f32[B,1,1,S]"])
+def grouped(q, k, v, bias):
+    n = q.shape[1] // k.shape[1]
+    s = q @ repeat_kv(k, n).transpose(0, 1, 3, 2) * q.shape[-1] ** -0.5 + bias
+    return softmax(s) @ repeat_kv(v, n)
+
+@cv.optimize(signatures=["f32[B,T,512], f32[B,T,128], f32[B,T,128]"])
+def grouped_causal_heads(x, y, z):
+    b, t, _ = x.shape
+    q = x.reshape(b, t, 8, 64).transpose(0, 2, 1, 3)
+    k = y.reshape(b, t, 2, 64).transpose(0, 2, 1, 3)
+    v = z.reshape(b, t, 2, 64).transpose(0, 2, 1, 3)
+    causal = np.triu(np.full((t, t), -1e9, dtype=np.float32), k=1)
+    s = q @ np.repeat(k, 4, axis=1).transpose(0, 1, 3, 2) * 0.125 + causal
+    return (softmax(s) @ np.repeat(v, 4, axis=1)).transpose(0, 2, 1, 3).reshape(b, t, 512)
 
 def heads(x):
     b, t, _ = x.shape
@@ -325,6 +348,35 @@ def test_symbolic_head_dims_pick_their_build(attn, d):
 def test_two_attentions_in_one_call(attn):
     rng = np.random.default_rng(2)
     _run(attn.two_in_a_row, _qkv(rng, 2, 3, 30, 45, 64))
+
+
+@pytest.mark.parametrize("shape", [(2, 2, 4, 7, 7, 64), (1, 2, 4, 129, 129, 64),
+                                   (2, 1, 8, 33, 70, 32), (1, 4, 2, 1000, 1000, 64),
+                                   (3, 2, 3, 1, 50, 64), (2, 3, 2, 65, 47, 80)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_grouped_query_heads(attn, shape):
+    """K/V heads repeated for n query heads each (passes/grouped_query.py): the kernel runs
+    over B·H heads reading K and V at head h / n (Match.grouped); one query row unfused."""
+    import torch
+
+    b, kv, n, t, s, d = shape
+    rng = np.random.default_rng(zlib.crc32(f"grouped {shape}".encode()))
+    q = rng.standard_normal((b, kv * n, t, d)).astype(np.float32)
+    k, v = (rng.standard_normal((b, kv, s, d)).astype(np.float32) for _ in "kv")
+    args = [q, k, v, _padding(rng, b, s)]
+    _run(attn.grouped, args)
+    dev = [torch.from_numpy(a).cuda() for a in args]
+    kernels = kernels_launched(lambda: attn.grouped(*dev))
+    if kernels and t > 1:
+        assert any("_a0" in name for name in kernels), kernels
+
+
+@pytest.mark.parametrize("bt", [(1, 7), (2, 128), (1, 300)])
+def test_grouped_query_causal_heads_split_in_the_function(attn, bt):
+    b, t = bt
+    rng = np.random.default_rng(b * 1000 + t)
+    _run(attn.grouped_causal_heads, [rng.standard_normal((b, t, e)).astype(np.float32)
+                                     for e in (512, 128, 128)])
 
 
 def test_output_merged_and_returned(attn):

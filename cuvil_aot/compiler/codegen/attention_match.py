@@ -54,6 +54,10 @@ class Match:
     # per operand, whether its copy holds the operand's matrices transposed (columns,
     # rows): the kernel then reads the argument's rows along the copy's last axis
     transposed: tuple[bool, ...] = (False, False, False)
+    # the matmuls stack each K/V head's query heads as rows (passes/grouped_query.py): their
+    # (Z, R, ·) matrices are the softmax's (B·H, T, ·) ones regrouped, R = n·T, and the
+    # kernel runs over B·H heads of T rows, reading K and V at head z / n
+    grouped: bool = False
 
 
 def find(groups: list[Group], buffers: list[Node], outputs: tuple[Node, ...]) -> list[Match]:
@@ -96,6 +100,17 @@ def _under_views(node: Node) -> Node:
     return node
 
 
+def _regrouped(view: Node, base: Node) -> bool:
+    """``view`` is ``base`` through reshapes that keep its last axis: the same rows in the
+    same order, grouped into matrices and batches anyhow."""
+    node = view
+    while node is not base:
+        if node.op is not Op.RESHAPE:
+            return False
+        node = node.srcs[0]
+    return view.shape[-1] == base.shape[-1] and len(base.shape) >= 2
+
+
 def _leading_merge(view: Node, base: Node) -> bool:
     """``view`` is ``base`` through reshapes that only merge or split leading (batch) axes:
     the same (rows, columns) matrix per batch, batches in the same order."""
@@ -114,7 +129,10 @@ def _match_at(groups: list[Group], g3: int, readers: dict[int, list[int]],
         return None
     a, v = out.terms[0].srcs
     probs = _under_views(a)
-    if not _leading_merge(a, probs) or len(v.shape) != len(a.shape):
+    if not _regrouped(a, probs) or len(v.shape) != len(a.shape):
+        return None
+    grouped = not _leading_merge(a, probs)
+    if grouped and len(a.shape) != 3:
         return None
     g2 = next((g for g, grp in enumerate(groups) if any(r is probs for r in grp.roots)), None)
     if g2 is None or readers.get(id(probs)) != [g3] or id(probs) in returned:
@@ -152,8 +170,11 @@ def _match_at(groups: list[Group], g3: int, readers: dict[int, list[int]],
     if copies[2] is None and vt is not None:
         copies = (*copies[:2], _head_copy(vt, groups, g3, readers, returned))
         transposed = (False, False, copies[2] is not None)
+    if grouped:  # K and V read as the matmuls' terms, at head z / n (no (B, H) strides)
+        copies = (copies[0], None, None)
+        transposed = (False, False, False)
     return Match(g1, g2, g3, s, x, copies, _head_merge(groups, g3, readers, returned),
-                 transposed)
+                 transposed, grouped)
 
 
 def _transposed(node: Node) -> Node | None:
@@ -250,7 +271,7 @@ def _per_row(view: Node, stage: Node) -> bool:
 def _score_buffer(x: Node, groups: list[Group], g2: int, readers: dict[int, list[int]],
                   returned: set[int]) -> tuple[int, Node] | None:
     """The one GEMM buffer x is an elementwise function of, read at the same element
-    (through reshapes of leading axes only), and its group; None where x reads another
+    (through reshapes that keep the last axis), and its group; None where x reads another
     buffer computed by a GEMM, reduces, or reads the scores any other way."""
     roots = {id(r): g for g, grp in enumerate(groups) for r in grp.roots}
     found: list[tuple[int, Node]] = []
@@ -264,7 +285,7 @@ def _score_buffer(x: Node, groups: list[Group], g2: int, readers: dict[int, list
         under = _under_views(n)
         g = roots.get(id(under))
         if g is not None and groups[g].kind is Kind.GEMM:
-            if viewed or not _leading_merge(n, under) or n.shape != x.shape:
+            if viewed or not _regrouped(n, under) or n.shape != x.shape:
                 return None  # scores read at another element (a transpose, a broadcast)
             found.append((g, under))
             continue

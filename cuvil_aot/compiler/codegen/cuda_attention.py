@@ -106,15 +106,25 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
         None if k is None else c for k, c in zip(copies, match.copies)))
     first, out = kernels[match.scores], kernels[match.out]
     score = _score_functor(name, match, groups[match.softmax], buffers, hoisted)
-    pre = _pre_functor(name, first, buffers, hoisted)
-    if score is None or pre is None:
+    if score is None:
         return None
     sk, w = score
+    pre = _pre_functor(name, first, buffers, hoisted, sk if match.grouped else None)
+    if pre is None:
+        return None
     w.extend(pre)
     on = out.nloops
-    nz = "a_.o.n[0]" if on == 3 else "1"
+    nz, t = ("a_.o.n[0]" if on == 3 else "1"), f"a_.o.n[{on - 2}]"
     epi = _store(kernels[match.merge]) if match.merge is not None else \
         f"{out.name}_epi{{&a_.o}}"
+    pre_args = "{&a_.q}"
+    if match.grouped:  # over B·H heads of T rows (Match.grouped): the matmuls' indices
+        t = f"a_.s.n[{sk.nloops - 2}]"
+        nz = f"a_.o.n[0] * (a_.o.n[1] / {t})"
+        assert match.merge is None  # its store: the matmul's epilogue (_head_merge)
+        _grouped_store(w, name, out, sk)
+        epi = f"{name}_out{{{epi}, &a_.o, &a_.s}}"
+        pre_args = "{&a_.q, &a_.s}"
     x3 = ", ".join("false" if one_tf32_product([k]) else "true" for k in (first, out))
     x3 += _elements(first, out)
     builds = [(dk, dv, 1) for dk, dv in _builds(first, out)]
@@ -130,9 +140,9 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
         with w.block(f'extern "C" __global__ void __launch_bounds__({bounds}) '
                      f"{entry}(const __grid_constant__ {name}_args a_)"):
             w.line(f"cv_attention<{dk}, {dv}, {x3}>(a_.ops[0], a_.ops[1], a_.ops[2], "
-                   f"{nz}, a_.o.n[{on - 2}], "
+                   f"{nz}, {t}, "
                    f"a_.q.n[{first.nloops - 1}], a_.q.t[0].k, a_.o.n[{on - 1}], {split}, "
-                   f"cv_att_then<{name}_pre, {name}_score>{{{{&a_.q}}, {{&a_.s}}}}, {epi});")
+                   f"cv_att_then<{name}_pre, {name}_score>{{{pre_args}, {{&a_.s}}}}, {epi});")
     decl = Writer()
     cuda.args_struct(sk, decl)
     with decl.block("typedef struct", f"}} {name}_args;"):
@@ -171,11 +181,27 @@ def _score_functor(name: str, match: Match, row: Group, buffers: set[int],
     return em.k, w
 
 
+def _grouped_store(w: Writer, name: str, out: CudaKernel, sk: CudaKernel) -> None:
+    """``{name}_out``: the output's store at head z (of B·H) and row i (of T) of a grouped
+    match, as the second matmul's epilogue at (z / n, (z % n)·T + i), n = its rows / T."""
+    t = f"s->n[{sk.nloops - 2}]"
+    with w.block(f"struct {name}_out", "};"):
+        w.line(f"{out.name}_epi epi;")
+        w.line(f"const {out.name}_args *o;")
+        w.line(f"const {sk.name}_args *s;")
+        with w.block("__device__ __forceinline__ void operator()(int64_t z, int64_t i, "
+                     "int64_t c, float v) const"):
+            w.line(f"const int64_t n = o->n[1] / {t};")
+            w.line(f"epi(z / n, (z % n) * {t} + i, c, v);")
+
+
 def _pre_functor(name: str, first: CudaKernel, buffers: set[int],
-                 hoisted: dict[int, str]) -> Writer | None:
+                 hoisted: dict[int, str], grouped: CudaKernel | None = None) -> Writer | None:
     """``{name}_pre``: the first matmul's epilogue value (its root) from the accumulator,
     read through that GEMM kernel's own arguments: the same expression its ``_epi``
-    stores, so the same operands in the same order (checked: else None)."""
+    stores, so the same operands in the same order (checked: else None). ``grouped``: the
+    score kernel of a grouped match, whose T turns the kernel's (z, i) of B·H heads into
+    the matmul's (z / n, (z % n)·T + i)."""
     group = first.group
     em = CudaEmitter(f"{name}_pre", group, buffers, hoisted)
     body = GpuBody(Writer())
@@ -190,11 +216,19 @@ def _pre_functor(name: str, first: CudaKernel, buffers: set[int],
         return None
     loop_vars = "int64_t i0, int64_t i1, int64_t i2" if em.nloops == 3 else \
         "int64_t, int64_t i0, int64_t i1"
+    if grouped is not None:
+        loop_vars = "int64_t z, int64_t i, int64_t i2"
     w = Writer()
     with w.block(f"struct {name}_pre", "};"):
         w.line(f"const {first.name}_args *a;")
+        if grouped is not None:
+            w.line(f"const {grouped.name}_args *s;")
         with w.block(f"__device__ __forceinline__ float operator()({loop_vars}, float acc) "
                      "const"):
+            if grouped is not None:
+                t = f"s->n[{grouped.nloops - 2}]"
+                w.line(f"const int64_t n = a->n[1] / {t}, i0 = z / n, i1 = (z % n) * {t} + i;")
+                w.line("(void)i0; (void)i1; (void)i2;")
             prologue(k, w, "int64_t")
             w.extend(body.w)
             w.line(f"return (float)({value});")

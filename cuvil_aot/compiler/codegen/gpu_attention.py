@@ -33,10 +33,13 @@ def conditions(w: Writer, gp: GpuPlan, prefix: str) -> None:
     query row, CUVIL_AOT_CUDA_ATTENTION not 0)."""
     for i, ak in enumerate(of(gp, prefix)):
         dk, dv = (dim(d) for d in head_dims(ak.first, ak.out))
-        t = dim(ak.out.group.space.shape[-2])
+        t = dim(ak.score.group.space.shape[-2])
+        # grouped (Match.grouped): the matmuls' rows whole heads of T rows each
+        whole = f" && ({dim(ak.out.group.space.shape[-2])}) % ({t}) == 0" \
+            if ak.match.grouped else ""
         # one query row (a decode step): the GEMVs and softmax ran 78 against 95 µs fused
-        w.line(f"const int attn{i} = ({dk}) <= {DMAX} && ({dv}) <= {DMAX} && ({t}) > 1 && "
-               f"api->gpu->attention(); (void)attn{i};")
+        w.line(f"const int attn{i} = ({dk}) <= {DMAX} && ({dv}) <= {DMAX} && ({t}) > 1"
+               f"{whole} && api->gpu->attention(); (void)attn{i};")
 
 
 def fused_buffer(gp: GpuPlan, prefix: str, buffer_id: int) -> int | None:
@@ -77,10 +80,14 @@ def plan(w: Writer, gp: GpuPlan, prefix: str, i: int, g: int, st: Storage) -> No
     with w.block(""):
         fill_args(w, ak.score, st, "sa")
         w.line(f"as{i} = sa;")
-    _operands(w, ak, i)
     n = ak.out.nloops
     nz = "a.n[0]" if n == 3 else "1"
-    w.line(f"const int64_t nz = {nz}, t = a.n[{n - 2}], d = a.n[{n - 1}];")
+    if ak.match.grouped:  # B·H heads of T rows, n = the matmuls' rows / T of each
+        w.line(f"const int64_t t = as{i}.n[{ak.score.nloops - 2}], rep = a.n[1] / t, "
+               f"nz = a.n[0] * rep, d = a.n[2];")
+    else:
+        w.line(f"const int64_t nz = {nz}, t = a.n[{n - 2}], d = a.n[{n - 1}];")
+    _operands(w, ak, i)
     dk, dv = (dim(d) for d in head_dims(ak.first, ak.out))
     with w.block("if (nz * t * d > 0)"):
         first = gp.first[ak.name]
@@ -131,6 +138,13 @@ def _operands(w: Writer, ak: AttentionKernel, i: int) -> None:
              (f"{t3}.b", f"{t3}.b_bs", f"{t3}.b_rs", f"{t3}.b_cs")]
     for which, (ptr, bs, rs, cs) in enumerate(terms):
         copy = ak.copies[which]
+        if ak.match.grouped and copy is None:
+            # Q: head z's T rows follow head z - 1's (the matmul's rows contiguous, as a
+            # regrouped buffer's are); K, V: head z reads matrix z / rep, the (z / nh) * sb
+            # of cv_att_batch with nh = rep and sh = 0
+            shape = f"1, t * {rs}, 0" if which == 0 else f"rep, {bs}, 0"
+            w.line(f"ai{i}[{which}] = (cv_att_in){{{ptr}, {shape}, {rs}, {cs}}};")
+            continue
         if copy is None:
             w.line(f"ai{i}[{which}] = (cv_att_in){{{ptr}, 1, {bs}, 0, {rs}, {cs}}};")
             continue

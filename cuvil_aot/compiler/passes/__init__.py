@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from cuvil_aot.compiler.ir.node import Function
 from cuvil_aot.compiler.ir.printer import format_function
 from cuvil_aot.compiler.ir.verify import verify
-from cuvil_aot.compiler.passes import canonicalize, cse, fusion, precision
+from cuvil_aot.compiler.passes import canonicalize, cse, fusion, grouped_query, precision
 
 Pass = Callable[[Function], Function]
 
 PIPELINE: list[tuple[str, Pass]] = [
+    ("grouped_query", grouped_query.run),
     ("precision", precision.run),
     ("canonicalize", canonicalize.run),
     ("cse", cse.run),
