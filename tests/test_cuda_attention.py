@@ -196,12 +196,7 @@ def test_grouped_query_attention_is_one_fused_kernel(tmp_path):
 
 @needs_nvcc
 def test_grouped_query_attention_compiles_for_sm80_and_sm90(tmp_path):
-    module = load_source(tmp_path, GROUPED, "attn_grouped_nvcc")
-    out = tmp_path / "build"
-    out.mkdir()
-    artifact = pipeline.build(module, pipeline.Options(cuda_archs=("sm_80", "sm_90")),
-                              out_dir=out)
-    assert artifact.manifest["refused"] == {}
+    _builds_for_sm80_and_sm90(tmp_path, GROUPED, "attn_grouped_nvcc")
 
 
 def test_near_misses_keep_their_three_kernels(tmp_path):
@@ -220,7 +215,12 @@ def test_deterministic(tmp_path):
 
 @needs_nvcc
 def test_fused_attention_compiles_for_sm80_and_sm90(tmp_path):
-    module = load_source(tmp_path, FUSED, "attn_nvcc")
+    _builds_for_sm80_and_sm90(tmp_path, FUSED, "attn_nvcc")
+
+
+def _builds_for_sm80_and_sm90(tmp_path: Path, source: str, name: str) -> None:
+    """``source`` built with code for sm_80 and sm_90 (nvcc runs), no function refused."""
+    module = load_source(tmp_path, source, name)
     out = tmp_path / "build"
     out.mkdir()
     artifact = pipeline.build(module, pipeline.Options(cuda_archs=("sm_80", "sm_90")),
