@@ -79,7 +79,7 @@ def _configure_runtime() -> None:
                for name in ("num_threads", "cpu_level", "output_cache_bytes", "cuda_one",
                             "cuda_pool", "cuda_graph", "cuda_wgmma", "cuda_wgmma_transpose",
                             "cuda_wg_tail", "cuda_wg_nmajor", "cuda_tc_cluster", "cuda_attention",
-                            "cuda_attention_split", "mode")
+                            "cuda_attention_split", "cuda_attention_grouped", "mode")
                if getattr(settings, name) != getattr(default, name)}
     if changed:
         native.configure(**changed)

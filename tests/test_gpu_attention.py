@@ -350,13 +350,26 @@ def test_two_attentions_in_one_call(attn):
     _run(attn.two_in_a_row, _qkv(rng, 2, 3, 30, 45, 64))
 
 
+@pytest.fixture(params=[True, False], ids=["grouped", "per_kv_head"])
+def grouped_on(request):
+    """CUVIL_AOT_CUDA_ATTENTION_GROUPED on (the fused kernel over B·H heads) and off (the
+    matmuls per K/V head and the softmax)."""
+    from cuvil_aot.runtime import native
+
+    before = native.info()["cuda_attention_grouped"]
+    native.configure(cuda_attention_grouped=request.param)
+    yield request.param
+    native.configure(cuda_attention_grouped=before)
+
+
 @pytest.mark.parametrize("shape", [(2, 2, 4, 7, 7, 64), (1, 2, 4, 129, 129, 64),
                                    (2, 1, 8, 33, 70, 32), (1, 4, 2, 1000, 1000, 64),
                                    (3, 2, 3, 1, 50, 64), (2, 3, 2, 65, 47, 80)],
                          ids=lambda s: "x".join(map(str, s)))
-def test_grouped_query_heads(attn, shape):
+def test_grouped_query_heads(attn, shape, grouped_on):
     """K/V heads repeated for n query heads each (passes/grouped_query.py): the kernel runs
-    over B·H heads reading K and V at head h / n (Match.grouped); one query row unfused."""
+    over B·H heads reading K and V at head h / n (Match.grouped) where allowed; one query
+    row unfused."""
     import torch
 
     b, kv, n, t, s, d = shape
@@ -367,12 +380,12 @@ def test_grouped_query_heads(attn, shape):
     _run(attn.grouped, args)
     dev = [torch.from_numpy(a).cuda() for a in args]
     kernels = kernels_launched(lambda: attn.grouped(*dev))
-    if kernels and t > 1:
-        assert any("_a0" in name for name in kernels), kernels
+    if kernels:
+        assert any("_a0" in name for name in kernels) == (grouped_on and t > 1), kernels
 
 
 @pytest.mark.parametrize("bt", [(1, 7), (2, 128), (1, 300)])
-def test_grouped_query_causal_heads_split_in_the_function(attn, bt):
+def test_grouped_query_causal_heads_split_in_the_function(attn, bt, grouped_on):
     b, t = bt
     rng = np.random.default_rng(b * 1000 + t)
     _run(attn.grouped_causal_heads, [rng.standard_normal((b, t, e)).astype(np.float32)

@@ -3,7 +3,9 @@ split between two halves of the warps), without a GPU: a module built with sm_90
 against the fake libcuda.so.1 (tests/data/fake_libcuda.c, 132 SMs), which logs each kernel
 by name and grid. GPT-2's causal attention at 1 x 128 (12 heads of 64: 24 blocks of 64
 rows) takes it with CUVIL_AOT_CUDA_ATTENTION_SPLIT (the default), in 48 blocks; at 8 x 128
-(192 blocks) it does not; without the setting never. What
+(192 blocks) it does not; without the setting never. Grouped-query attention (K/V heads
+repeated by np.repeat) runs the fused kernel over its B·H heads only with
+CUVIL_AOT_CUDA_ATTENTION_GROUPED. What
 the split kernel computes is tests/attention_emulator.cpp's on the CPU and
 tests/test_gpu_attention.py's on a device."""
 
@@ -33,6 +35,13 @@ def softmax(x):
 def causal(q: cv.f32["B", "H", "T", 64], k: cv.f32["B", "H", "T", 64],
            v: cv.f32["B", "H", "T", 64], mask: cv.f32["T", "T"]):
     return softmax(q @ k.transpose(0, 1, 3, 2) * 0.125 + mask) @ v
+
+@cv.optimize
+def grouped(q: cv.f32["B", "H", "T", 64], k: cv.f32["B", "KV", "T", 64],
+            v: cv.f32["B", "KV", "T", 64], mask: cv.f32["T", "T"]):
+    n = q.shape[1] // k.shape[1]
+    k = np.repeat(k, n, axis=1)
+    return softmax(q @ k.transpose(0, 1, 3, 2) * 0.125 + mask) @ np.repeat(v, n, axis=1)
 """
 
 fake = ctypes.CDLL("libcuda.so.1")  # the runtime's own handle: the same file
@@ -58,6 +67,24 @@ assert attention(1, 128) == [("f0_s0_a0_s", 4, 12)], attention(1, 128)
 assert attention(8, 128) == [("f0_s0_a0", 2, 96)]  # 192 blocks: enough
 assert attention(1, 32) == [("f0_s0_a0", 1, 12)]  # one block of rows either way
 assert attention(1, 33) == [("f0_s0_a0_s", 2, 12)]
+
+def launched(fn, b, h, kv, t):
+    """The kernels fn's call launched: (name, grid.x, grid.y)."""
+    fn(DeviceArray(0, b, h, t, 64), *[DeviceArray(0, b, kv, t, 64) for _ in range(2)],
+       DeviceArray(0, t, t), out=DeviceArray(0, b, h, t, 64))
+    records = buf[:fake.fake_take(buf, 4096)]
+    return [(fake.fake_kernel_name(r.kernel).decode(), r.grid_x, r.grid_y) for r in records]
+
+# grouped-query attention (8 heads over 2): the fused kernel over B·H = 16 heads of T rows,
+# only with CUVIL_AOT_CUDA_ATTENTION_GROUPED; else its matmuls per K/V head and softmax
+assert not native.info()["cuda_attention_grouped"]  # off by default
+assert not [g for g in launched(m.grouped, 2, 8, 2, 128) if "_a0" in g[0]]
+native.configure(cuda_attention_grouped=True)
+assert [g for g in launched(m.grouped, 2, 8, 2, 128) if "_a0" in g[0]] == [
+    ("f1_s0_a0_s", 4, 16)]
+assert [g for g in launched(m.grouped, 2, 8, 2, 128) if "gemm" in g[0]] == []
+assert [g for g in launched(m.grouped, 1, 8, 2, 1) if "_a0" in g[0]] == []  # one row
+native.configure(cuda_attention_grouped=False)
 print("ok")
 '''
 

@@ -108,7 +108,8 @@ static const char *const optional_symbols[] = {
 cv_cuda_settings cv_cuda_config = {.one_kernel = 1, .pool = 1, .strict = 0,
                                    .graph_min = CV_GRAPH_MIN_DEFAULT, .wgmma = 1,
                                    .wgmma_copy = 1, .wg_tail = 1, .wg_nmajor = 1, .tc_cluster = 1,
-                                   .attention = 1, .attention_split = 1};
+                                   .attention = 1, .attention_split = 1,
+                                   .attention_grouped = 0};
 
 static void *libcuda;     /* kept for cv_cuda_symbol */
 static int driver_state;  /* 0: not tried, 1: usable, -1: not usable (why in driver_error) */
@@ -429,7 +430,9 @@ void *cv_cuda_function(cv_cuda_module *m, int device, int kernel, uint32_t smem)
 }
 
 int cv_cuda_attention(void) {
-    return cv_cuda_config.attention ? 1 | (cv_cuda_config.attention_split ? 2 : 0) : 0;
+    return cv_cuda_config.attention ? 1 | (cv_cuda_config.attention_split ? 2 : 0) |
+                                          (cv_cuda_config.attention_grouped ? 4 : 0)
+                                    : 0;
 }
 
 int cv_cuda_wgmma(const cv_cuda_module *m, int device) {

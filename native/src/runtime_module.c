@@ -63,15 +63,16 @@ static PyObject *configure(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"num_threads", "cpu_level", "output_cache_bytes", "cuda_one",
                              "cuda_pool",   "mode",      "cuda_graph",         "cuda_wgmma",
                              "cuda_attention", "cuda_wgmma_transpose", "cuda_wg_tail",
-                             "cuda_wg_nmajor", "cuda_tc_cluster", "cuda_attention_split", NULL};
+                             "cuda_wg_nmajor", "cuda_tc_cluster", "cuda_attention_split",
+                             "cuda_attention_grouped", NULL};
     PyObject *nt = Py_None, *lvl = Py_None, *ocb = Py_None;
     PyObject *one = Py_None, *pool = Py_None, *md = Py_None, *graph = Py_None;
     PyObject *wgmma = Py_None, *attention = Py_None, *wgmma_copy = Py_None, *tail = Py_None;
-    PyObject *nmajor = Py_None, *cluster = Py_None, *att_split = Py_None;
+    PyObject *nmajor = Py_None, *cluster = Py_None, *att_split = Py_None, *grouped = Py_None;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOOOOOOOOO:configure", kwlist, &nt, &lvl,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOOOOOOOOOO:configure", kwlist, &nt, &lvl,
                                      &ocb, &one, &pool, &md, &graph, &wgmma, &attention,
-                                     &wgmma_copy, &tail, &nmajor, &cluster, &att_split))
+                                     &wgmma_copy, &tail, &nmajor, &cluster, &att_split, &grouped))
         return NULL;
     cv_cuda_settings gpu = cv_cuda_config;
     int new_mode = mode;
@@ -80,7 +81,8 @@ static PyObject *configure(PyObject *self, PyObject *args, PyObject *kw) {
         parse_flag(wgmma, &gpu.wgmma) < 0 || parse_flag(attention, &gpu.attention) < 0 ||
         parse_flag(wgmma_copy, &gpu.wgmma_copy) < 0 || parse_flag(tail, &gpu.wg_tail) < 0 ||
         parse_flag(nmajor, &gpu.wg_nmajor) < 0 || parse_flag(cluster, &gpu.tc_cluster) < 0 ||
-        parse_flag(att_split, &gpu.attention_split) < 0)
+        parse_flag(att_split, &gpu.attention_split) < 0 ||
+        parse_flag(grouped, &gpu.attention_grouped) < 0)
         return NULL;
     mode = new_mode;
     gpu.strict = mode == 0;
@@ -178,7 +180,7 @@ static PyObject *info(PyObject *self, PyObject *unused) {
         return NULL;
     }
     return Py_BuildValue("{s:i,s:i,s:i,s:N,s:s,s:N,s:N,s:s,s:i,s:N,s:N,s:N,s:N,"
-                         "s:N,s:N,s:N,s:{s:K,s:K,s:K,s:K,s:K},s:N}",
+                         "s:N,s:N,s:N,s:N,s:{s:K,s:K,s:K,s:K,s:K},s:N}",
                          "detected_cpu_level", cv_cpu_detected_level(), "cpu_level",
                          cv_cpu_level(), "num_threads", cv_num_threads(), "features", feats,
                          "gemm_bf16_kernel", cv_bf16_kernel_name(),
@@ -191,7 +193,9 @@ static PyObject *info(PyObject *self, PyObject *unused) {
                          PyBool_FromLong(cv_cuda_config.wg_nmajor), "cuda_tc_cluster",
                          PyBool_FromLong(cv_cuda_config.tc_cluster), "cuda_attention",
                          PyBool_FromLong(cv_cuda_config.attention), "cuda_attention_split",
-                         PyBool_FromLong(cv_cuda_config.attention_split), "cuda_graph_stats",
+                         PyBool_FromLong(cv_cuda_config.attention_split),
+                         "cuda_attention_grouped",
+                         PyBool_FromLong(cv_cuda_config.attention_grouped), "cuda_graph_stats",
                          "replays", g[CV_GRAPH_REPLAYS], "builds", g[CV_GRAPH_BUILDS],
                          "node_updates", g[CV_GRAPH_UPDATES], "plain", g[CV_GRAPH_PLAIN],
                          "capturing", g[CV_GRAPH_CAPTURING], "cuda_devices", devices);
@@ -212,7 +216,8 @@ static PyMethodDef methods[] = {
      "configure(num_threads=None, cpu_level=None, output_cache_bytes=None, cuda_one=None,\n"
      "          cuda_pool=None, mode=None, cuda_graph=None, cuda_wgmma=None,\n"
      "          cuda_attention=None, cuda_wgmma_transpose=None, cuda_wg_tail=None,\n"
-     "          cuda_wg_nmajor=None, cuda_tc_cluster=None, cuda_attention_split=None)\n--\n\n"
+     "          cuda_wg_nmajor=None, cuda_tc_cluster=None, cuda_attention_split=None,\n"
+     "          cuda_attention_grouped=None)\n--\n\n"
      "Set the pool's thread count (0: one per usable CPU), lower the x86-64 level\n"
      "kernels may use (0: the detected level), cap the bytes of freed large output\n"
      "blocks kept for reuse (0: keep none), launch a GPU call's kernels as one\n"
@@ -228,7 +233,9 @@ static PyMethodDef methods[] = {
      "CUVIL_AOT_CUDA_WG_NMAJOR; split-K GEMMs summed in thread-block clusters on sm_90:\n"
      "cuda_tc_cluster, CUVIL_AOT_CUDA_TC_CLUSTER) and attentions the fused\n"
      "kernel (cuda_attention, CUVIL_AOT_CUDA_ATTENTION; with a block's keys split where the\n"
-     "blocks are few: cuda_attention_split, CUVIL_AOT_CUDA_ATTENTION_SPLIT). None leaves a\n"
+     "blocks are few: cuda_attention_split, CUVIL_AOT_CUDA_ATTENTION_SPLIT; over K/V heads\n"
+     "repeated for grouped-query attention: cuda_attention_grouped,\n"
+     "CUVIL_AOT_CUDA_ATTENTION_GROUPED). None leaves a\n"
      "setting as it is."},
     {"output_cache", output_cache, METH_NOARGS,
      "output_cache()\n--\n\nThe output block cache: its limit, bytes held and blocks held."},
@@ -237,7 +244,7 @@ static PyMethodDef methods[] = {
      "bfloat16 GEMM's kernel at that level (gemm_bf16_kernel: amx, avx512 or plain), the\n"
      "configured GPU settings (cuda_one, cuda_pool, mode, cuda_graph, cuda_wgmma,\n"
      "cuda_wgmma_transpose, cuda_wg_tail, cuda_wg_nmajor, cuda_tc_cluster, cuda_attention,\n"
-     "cuda_attention_split),\n"
+     "cuda_attention_split, cuda_attention_grouped),\n"
      "and the graph\n"
      "path's counters (cuda_graph_stats: calls that replayed a graph, graphs built, kernel\n"
      "nodes updated, calls launched one by one, calls on a stream being captured), and\n"

@@ -34,9 +34,10 @@ def conditions(w: Writer, gp: GpuPlan, prefix: str) -> None:
     for i, ak in enumerate(of(gp, prefix)):
         dk, dv = (dim(d) for d in head_dims(ak.first, ak.out))
         t = dim(ak.score.group.space.shape[-2])
-        # grouped (Match.grouped): the matmuls' rows whole heads of T rows each
-        whole = f" && ({dim(ak.out.group.space.shape[-2])}) % ({t}) == 0" \
-            if ak.match.grouped else ""
+        # grouped (Match.grouped, where CUVIL_AOT_CUDA_ATTENTION_GROUPED allows): the
+        # matmuls' rows whole heads of T rows each
+        whole = f" && ({dim(ak.out.group.space.shape[-2])}) % ({t}) == 0 && " \
+            "(api->gpu->attention() & 4)" if ak.match.grouped else ""
         # one query row (a decode step): the GEMVs and softmax ran 78 against 95 µs fused
         w.line(f"const int attn{i} = ({dk}) <= {DMAX} && ({dv}) <= {DMAX} && ({t}) > 1"
                f"{whole} && api->gpu->attention(); (void)attn{i};")

@@ -202,7 +202,8 @@ typedef struct cv_gpu_api {
                       const uint64_t *strides, const uint32_t *box, int swizzle);
     /* 1 where a recognized attention may run as the fused kernel (cuda_attention.h), 0
      * where CUVIL_AOT_CUDA_ATTENTION=0 asks for its three kernels; | 2 where its split
-     * entry may run (the keys split within a block: CUVIL_AOT_CUDA_ATTENTION_SPLIT). */
+     * entry may run (the keys split within a block: CUVIL_AOT_CUDA_ATTENTION_SPLIT); | 4
+     * where a grouped-query match may (CUVIL_AOT_CUDA_ATTENTION_GROUPED). */
     int (*attention)(void);
 } cv_gpu_api;
 
