@@ -59,7 +59,7 @@ def rewrite(node: Node) -> Node | None:
     groups = heads.shape[0]
     rows = n * a.shape[1]
     stacked = _regrouped(a, (groups, rows, a.shape[2]), node)
-    right = _permuted(heads, node) if swapped else heads
+    right = C.permute(heads, SWAP, node.span) if swapped else heads
     product = node.replace(srcs=(stacked, right),
                            type=TensorType(node.dtype, (groups, rows, node.shape[2])))
     return _regrouped(product, node.shape, node)
@@ -94,10 +94,6 @@ def _regrouped(x: Node, shape: tuple[Dim, ...], at: Node) -> Node:
     if tuple(x.shape) == tuple(shape):
         return x
     return Node(Op.RESHAPE, TensorType(x.dtype, tuple(shape), x.type.weak), (x,), span=at.span)
-
-
-def _permuted(x: Node, at: Node) -> Node:
-    return C.permute(x, SWAP, at.span)
 
 
 def run(fn: Function) -> Function:
