@@ -1,6 +1,7 @@
 """Grouped-query attention without copies of the repeated K and V heads
 (passes/grouped_query.py): ``repeat_kv`` as LLaMA writes it (``np.broadcast_to`` then a
-reshape) and as ``np.repeat``, with an additive mask, a causal mask, a decode step's one
+reshape; in Hugging Face's layout and Meta's, whose heads are repeated before they are
+transposed) and as ``np.repeat``, with an additive mask, a causal mask, a decode step's one
 query row, K and V grown by ``np.concatenate`` and strided views of the arguments, against
 NumPy in float64 on random shapes, outputs poisoned. The matmuls run per K/V head
 (batches B·KV, n·T rows), no kernel copies the repeats, and a matmul whose operand
@@ -54,6 +55,21 @@ def with_cache(q: cv.f32["B", "H", "T", "D"], k: cv.f32["B", "KV", "T", "D"],
     p = softmax(np.matmul(q, repeat_kv(keys, n).transpose(0, 1, 3, 2)) * 0.125)
     return np.matmul(p, repeat_kv(keys, n)), keys
 
+def repeat_kv_meta(x, n_rep):
+    bs, slen, n_kv_heads, head_dim = x.shape
+    x = np.broadcast_to(x[:, :, :, None, :], (bs, slen, n_kv_heads, n_rep, head_dim))
+    return x.reshape(bs, slen, n_kv_heads * n_rep, head_dim)
+
+@cv.optimize
+def meta(xq: cv.f32["B", "T", "H", "D"], keys: cv.f32["B", "S", "KV", "D"],
+         values: cv.f32["B", "S", "KV", "D"], mask: cv.f32["T", "S"]):
+    n = xq.shape[2] // keys.shape[2]
+    xq = xq.transpose(0, 2, 1, 3)
+    keys = repeat_kv_meta(keys, n).transpose(0, 2, 1, 3)
+    values = repeat_kv_meta(values, n).transpose(0, 2, 1, 3)
+    scores = np.matmul(xq, keys.transpose(0, 1, 3, 2)) / xq.shape[-1] ** 0.5 + mask
+    return np.matmul(softmax(scores), values).transpose(0, 2, 1, 3)
+
 @cv.optimize
 def tiled(q: cv.f32["B", "H", "T", "D"], k: cv.f32["B", "KV", "S", "D"]):
     return q @ np.tile(k, (1, q.shape[1] // k.shape[1], 1, 1)).transpose(0, 1, 3, 2)
@@ -106,16 +122,31 @@ def test_a_decode_step_on_views(compiled, shape, seed):
     check(compiled.with_cache, q, _randn(rng, b, kv, 1, d), past, scale=4)
 
 
+@settings(max_examples=20, deadline=None)
+@given(shape=shapes, seed=st.integers(0, 2**32 - 1))
+def test_meta_layout_heads_repeated_before_the_transpose(compiled, shape, seed):
+    """Meta's LLaMA: (B, S, KV, D) repeated on axis 2, then the heads transposed; a causal
+    mask over the last T of S positions."""
+    b, kv, n, t, s, d = shape
+    rng = np.random.default_rng(seed)
+    s = max(s, t)
+    mask = np.triu(np.full((t, s), -1e9, np.float32), k=s - t + 1)
+    check(compiled.meta, _randn(rng, b, t, kv * n, d), _randn(rng, b, s, kv, d),
+          _randn(rng, b, s, kv, d), mask, scale=4)
+
+
 def test_the_matmuls_run_per_kv_head(compiled):
-    """llama's two matmuls have B·KV batches of n·T rows, and no kernel of it stores the
-    repeated heads; tiled's repeat (head h reads K/V head h % KV) keeps its copy."""
+    """llama's and meta's two matmuls have B·KV batches of n·T rows, and no kernel of
+    either stores the repeated heads; tiled's repeat (head h reads K/V head h % KV) keeps
+    its copy."""
     _, _, functions = pipeline.compile_ir(compiled, pipeline.Options())
-    llama = functions["llama"][0][1]
-    gemms = [g for g in llama.groups if g.kind is Kind.GEMM]
-    assert len(gemms) == 2
-    for g in gemms:
-        assert str(g.space.shape[0]) == "B*KV", g.space.shape
-    assert not [g for g in llama.groups if any(_repeat(n) for n in _nodes(g))]
+    for name in ("llama", "meta"):
+        fn = functions[name][0][1]
+        gemms = [g for g in fn.groups if g.kind is Kind.GEMM]
+        assert len(gemms) == 2
+        for g in gemms:
+            assert str(g.space.shape[0]) == "B*KV", g.space.shape
+        assert not [g for g in fn.groups if any(_repeat(n) for n in _nodes(g))]
     tiled = functions["tiled"][0][1]
     assert any(str(g.space.shape[0]) != "B*KV" for g in tiled.groups if g.kind is Kind.GEMM)
     assert any(_repeat(n) for g in tiled.groups for n in _nodes(g))

@@ -24,7 +24,9 @@ GEMM's. The element order is the same: query head ``g·n + r`` of batch ``b`` is
 
 Matched only where the repeat axis is the innermost of the merged batch axes (head
 ``g·n + r``, ``repeat_kv``'s order) and the matmul is of rank 3 (the frontend's form of
-any batched matmul); ``np.repeat(k, n, axis=1)`` builds the same graph. The GPU's fused
+any batched matmul); ``np.repeat(k, n, axis=1)`` builds the same graph, and Meta's layout
+(the heads of (B, S, KV, D) repeated on axis 2, then transposed) the same after the
+transpose is moved below the repeat. The GPU's fused
 attention takes the rewritten pair back as attention over the B·H heads, K and V read at
 head h / n (attention_match.Match.grouped).
 
@@ -68,8 +70,16 @@ def rewrite(node: Node) -> Node | None:
 def _repeated(x: Node) -> tuple[Node, Dim] | None:
     """For ``reshape(broadcast(y))`` that merges the leading axes of a broadcast whose one
     repeated axis (from 1 to n) is the innermost of them: (y as (their product without n,
-    rows, cols), n)."""
-    if x.op is not Op.RESHAPE or len(x.shape) != 3 or x.srcs[0].op is not Op.BROADCAST:
+    rows, cols), n). Meta's layout, the heads repeated before they are transposed, is first
+    brought to that form (_transposed_first)."""
+    if x.op is not Op.RESHAPE or len(x.shape) != 3:
+        return None
+    if x.srcs[0].op is Op.PERMUTE:
+        moved = _transposed_first(x.srcs[0])
+        if moved is None:
+            return None
+        x = _regrouped(moved, x.shape, x)
+    if x.srcs[0].op is not Op.BROADCAST:
         return None
     spread = x.srcs[0]
     src, full = spread.srcs[0].shape, spread.shape
@@ -83,6 +93,34 @@ def _repeated(x: Node) -> tuple[Node, Dim] | None:
         return None
     heads = _regrouped(spread.srcs[0], (C.total(full[:lead - 1]), *full[lead:]), x)
     return heads, full[lead - 1]
+
+
+def _transposed_first(view: Node) -> Node | None:
+    """For ``permute(reshape(broadcast(y)))`` where the reshape merges only a broadcast axis
+    (from 1 to n) into the axis before it (Meta's LLaMA: (B, S, KV, n, D) -> (B, S, H, D),
+    then the heads transposed to (B, H, S, D)): the same values as
+    ``reshape(broadcast(permute(y)))``, the permutation moving the merged pair as one axis,
+    so the repeat is the innermost of the leading axes; None for anything else."""
+    merged = view.srcs[0]
+    if merged.op is not Op.RESHAPE or merged.srcs[0].op is not Op.BROADCAST:
+        return None
+    spread = merged.srcs[0]
+    src, full, out = spread.srcs[0].shape, spread.shape, merged.shape
+    if len(src) != len(full) or len(full) != len(out) + 1:
+        return None
+    repeated = [i for i in range(len(full)) if src[i] != full[i]]
+    if len(repeated) != 1 or repeated[0] == 0 or src[repeated[0]] != ONE:
+        return None
+    k = repeated[0]  # full's axes k - 1 and k are out's axis k - 1
+    if full[:k - 1] != out[:k - 1] or full[k + 1:] != out[k:]:
+        return None
+    groups = [[a] for a in range(k - 1)] + [[k - 1, k]] + [[a + 1] for a in range(k, len(out))]
+    order = tuple(a for p in view.attrs[0] for a in groups[p])
+    moved = C.permute(spread.srcs[0], order, view.span)
+    spread = Node(Op.BROADCAST, TensorType(spread.dtype, tuple(full[a] for a in order),
+                                           spread.type.weak), (moved,), span=spread.span)
+    return Node(Op.RESHAPE, TensorType(view.dtype, view.shape, view.type.weak), (spread,),
+                span=view.span)
 
 
 def _regrouped(x: Node, shape: tuple[Dim, ...], at: Node) -> Node:
