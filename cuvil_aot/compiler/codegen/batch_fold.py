@@ -13,7 +13,7 @@ the other way round), never folds.
 
 - CPU (``emit_c``): always where it holds. A decode step of B sequences, (B, 1, K) @ w.T,
   was B GEMVs each streaming all of w; folded it is one pass of B rows (LLaMA's MLP at
-  B = 4, 512 → 1408 → 512: 201 → 69 µs, 2-core Zen 4 VM).
+  B = 4, 512 → 1408 → 512: 201 → 69 µs, 2-core Zen 5 VM).
 - GPU (``emit_cuda``): up to 16 rows in all, the GEMV and the dot GEMV read B once for
   every row where each batch's block column read it again (a decode step of B sequences).
   Above 32 rows a batch, the wgmma main loop's tail split (gpu_wrap.h's cv_gpu_wg_split)

@@ -31,7 +31,7 @@ attention takes the rewritten pair back as attention over the B·H heads, K and 
 head h / n (attention_match.Match.grouped).
 
 CPU, the HF LLaMA port's decode step against 128 past tokens (8 query heads over 2 K/V
-heads, 2-core Zen 4 VM, old and new trees alternated): 139-144 → 111-116 µs at 4 × 1,
+heads, 2-core Zen 5 VM, old and new trees alternated): 139-144 → 111-116 µs at 4 × 1,
 94-105 → 83-89 at 1 × 1.
 """
 
