@@ -86,12 +86,13 @@ class Knobs:
     blocks of 32 query rows whose two halves of warps take alternate tiles of keys, merged
     at the end (cuda_attention_tc.h); 0: blocks of 64 rows. On (2026-12-06, H100): GPT-2 at
     1 x 128 0.96x the time, with the cluster split-K 0.85x."""
-    cuda_attention_grouped: bool = False
-    """CUVIL_AOT_CUDA_ATTENTION_GROUPED: 1 lets the fused attention run grouped-query
-    attention (K/V heads repeated by repeat_kv or np.repeat, which passes/grouped_query.py
-    turns into one matmul per K/V head: the kernel then reads K and V at head h / n,
-    attention_match.Match.grouped); 0 (default until it has run on a device) runs such an
-    attention as its two matmuls and softmax, per K/V head."""
+    cuda_attention_grouped: bool = True
+    """CUVIL_AOT_CUDA_ATTENTION_GROUPED: 1 (default) lets the fused attention run
+    grouped-query attention (K/V heads repeated by repeat_kv or np.repeat, which
+    passes/grouped_query.py turns into one matmul per K/V head: the kernel then reads K and
+    V at head h / n, attention_match.Match.grouped); 0 runs such an attention as its two
+    matmuls and softmax, per K/V head. On since test_gpu_attention.py's grouped cases
+    passed on an H100 (2026-12-07, 24 of them, the setting on and off)."""
     cuda_graph: int = 4
     """CUVIL_AOT_CUDA_GRAPH: a GPU call of this many kernel launches or more replays a CUDA
     graph of them (built the second time the same kernels and grids come on a device and
@@ -193,7 +194,7 @@ def read(env: Mapping[str, str] | None = None) -> Knobs:
         cuda_tc_cluster=_flag(env, "CUVIL_AOT_CUDA_TC_CLUSTER", True),
         cuda_attention=_flag(env, "CUVIL_AOT_CUDA_ATTENTION", True),
         cuda_attention_split=_flag(env, "CUVIL_AOT_CUDA_ATTENTION_SPLIT", True),
-        cuda_attention_grouped=_flag(env, "CUVIL_AOT_CUDA_ATTENTION_GROUPED", False),
+        cuda_attention_grouped=_flag(env, "CUVIL_AOT_CUDA_ATTENTION_GROUPED", True),
         cuda_graph=_int(env, "CUVIL_AOT_CUDA_GRAPH", 4, 0, 1024),
         cuda_home=(env.get("CUDA_HOME", "") or env.get("CUDA_PATH", "")).strip(),
         signing_key=env.get("CUVIL_AOT_SIGNING_KEY", ""),

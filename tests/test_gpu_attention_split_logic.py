@@ -77,14 +77,14 @@ def launched(fn, b, h, kv, t):
 
 # grouped-query attention (8 heads over 2): the fused kernel over B·H = 16 heads of T rows,
 # only with CUVIL_AOT_CUDA_ATTENTION_GROUPED; else its matmuls per K/V head and softmax
-assert not native.info()["cuda_attention_grouped"]  # off by default
-assert not [g for g in launched(m.grouped, 2, 8, 2, 128) if "_a0" in g[0]]
-native.configure(cuda_attention_grouped=True)
+assert native.info()["cuda_attention_grouped"]  # on by default
 assert [g for g in launched(m.grouped, 2, 8, 2, 128) if "_a0" in g[0]] == [
     ("f1_s0_a0_s", 4, 16)]
 assert [g for g in launched(m.grouped, 2, 8, 2, 128) if "gemm" in g[0]] == []
 assert [g for g in launched(m.grouped, 1, 8, 2, 1) if "_a0" in g[0]] == []  # one row
 native.configure(cuda_attention_grouped=False)
+assert not [g for g in launched(m.grouped, 2, 8, 2, 128) if "_a0" in g[0]]
+native.configure(cuda_attention_grouped=True)
 print("ok")
 '''
 

@@ -109,7 +109,7 @@ cv_cuda_settings cv_cuda_config = {.one_kernel = 1, .pool = 1, .strict = 0,
                                    .graph_min = CV_GRAPH_MIN_DEFAULT, .wgmma = 1,
                                    .wgmma_copy = 1, .wg_tail = 1, .wg_nmajor = 1, .tc_cluster = 1,
                                    .attention = 1, .attention_split = 1,
-                                   .attention_grouped = 0};
+                                   .attention_grouped = 1};
 
 static void *libcuda;     /* kept for cv_cuda_symbol */
 static int driver_state;  /* 0: not tried, 1: usable, -1: not usable (why in driver_error) */

@@ -25,7 +25,7 @@ typedef struct {
     int tc_cluster; /* CUVIL_AOT_CUDA_TC_CLUSTER (default 1): split-K in clusters (sm_90) */
     int attention;  /* CUVIL_AOT_CUDA_ATTENTION=0 clears it: attentions as three kernels */
     int attention_split; /* CUVIL_AOT_CUDA_ATTENTION_SPLIT (default 1): the _s entries */
-    int attention_grouped; /* CUVIL_AOT_CUDA_ATTENTION_GROUPED (default 0): grouped-query */
+    int attention_grouped; /* CUVIL_AOT_CUDA_ATTENTION_GROUPED (default 1): grouped-query */
 } cv_cuda_settings;
 extern cv_cuda_settings cv_cuda_config;
 
