@@ -82,11 +82,11 @@ def plan(w: Writer, gp: GpuPlan, prefix: str, i: int, g: int, st: Storage) -> No
         fill_args(w, ak.score, st, "sa")
         w.line(f"as{i} = sa;")
     n = ak.out.nloops
-    nz = "a.n[0]" if n == 3 else "1"
     if ak.match.grouped:  # B·H heads of T rows, n = the matmuls' rows / T of each
         w.line(f"const int64_t t = as{i}.n[{ak.score.nloops - 2}], rep = a.n[1] / t, "
                f"nz = a.n[0] * rep, d = a.n[2];")
     else:
+        nz = "a.n[0]" if n == 3 else "1"
         w.line(f"const int64_t nz = {nz}, t = a.n[{n - 2}], d = a.n[{n - 1}];")
     _operands(w, ak, i)
     dk, dv = (dim(d) for d in head_dims(ak.first, ak.out))
