@@ -55,15 +55,18 @@
 #define MR_SHORT (MR / 3 > 0 ? MR / 3 : 1)
 #endif
 #define RW (RV * VL)
-/* Rows of B per block of the rows kernel, and how many rows ahead it
- * prefetches (measured on Zen 5, m = 1..4: 8 and 2 beat 4/16/32 and 3..8
- * for B streamed from L3 in long rows). Not for 1 or 2 rows of A in 8-row
- * blocks: there the hardware prefetchers alone stream faster (in-process
- * A/B, 2 threads: 1x768x3072, 1x1024x2048, 1x512x2048, 1x256x4096,
- * 2x768x3072 0.84-0.97x the time), with more rows they do not (4x, 8x,
- * 16x768x3072 1.01-1.10x). */
+/* Rows of B per block of the rows kernel (measured on Zen 5, m = 1..4: 8 beat
+ * 4/16/32 for B streamed from L3 in long rows). While the first row group of A
+ * sweeps a block, the next block's rows at the same columns are prefetched
+ * into L2: one block's sweep ahead, which the weights of a decode step of
+ * several sequences need when they come from memory (Zen 5, 2 threads, GPT-2's
+ * four weights in turn after a 48 MiB write: 4 rows 938/767 -> 651/633 us,
+ * 8 rows 1,070/931 -> 768/821, against 2 rows ahead into L1; the decode step
+ * of 8 sequences 1,554-1,619 -> 1,359-1,479 us). Not for 1 or 2 rows of A in
+ * 8-row blocks: there the hardware prefetchers alone stream faster (in-process
+ * A/B, 2 threads: 1x768x3072, 1x1024x2048, 1x512x2048, 1x256x4096, 2x768x3072
+ * 0.84-0.97x the time). */
 #define RG 8
-#define PF_ROWS 2
 /* Rows of B per block with two or more full row groups of A (m >= 2 RMAX): the
  * groups share each block of B, and the sums are loaded and stored once per block
  * and group, so longer blocks than RG pay (Zen 5, 2 threads, in-process A/B, 32
@@ -150,8 +153,8 @@ CV_TARGET static void pack_b_full(int64_t k, const T *b, int64_t rs, T *restrict
 /* c[i][0, nv * VL) += sum over g rows p of a[i, p] * b[p][0, nv * VL) for
  * i < r, with r, nv (1 or RV) and pf constants after inlining; `full` says
  * all those columns are real, else only cnt[v] lanes of vector v are (the
- * others load as zeros and are not stored). With pf, the next PF_ROWS rows
- * of b at these columns are prefetched. */
+ * others load as zeros and are not stored). With pf > 0, the rows pf further
+ * down at these columns are prefetched into L2. */
 CV_TARGET static inline __attribute__((always_inline)) void
 rows_update(int r, int nv, int pf, int full, const int *cnt, int64_t g, int64_t k_left,
             const T *a, int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs, T *c,
@@ -164,9 +167,9 @@ rows_update(int r, int nv, int pf, int full, const int *cnt, int64_t g, int64_t 
             acc[i][v] = full ? V_LOADU(c + i * ldc + v * VL)
                              : V_LOADU_PART(c + i * ldc + v * VL, cnt[v]);
     for (int64_t p = 0; p < g; p++, b += b_rs, a += a_cs) {
-        if (pf && p + PF_ROWS < k_left)
+        if (pf && p + pf < k_left)
             for (size_t line = 0; line < nv * VL * sizeof(T); line += 64)
-                __builtin_prefetch((const char *)(b + PF_ROWS * b_rs) + line);
+                __builtin_prefetch((const char *)(b + pf * b_rs) + line, 0, 2);
         V bv[RV];
 #pragma GCC unroll 4
         for (int v = 0; v < nv; v++) {
@@ -214,7 +217,8 @@ rows_pass(int r, int pf, int64_t g, int64_t k_left, int lead, int64_t ncols, con
 
 #define ROWS_CASE(R)                                                                     \
     case R:                                                                              \
-        rows_pass(R, R > 2 || rg > RG, g, k - p0, lead, ncols, ai, a_rs, a_cs, bp, b_rs,  \
+        rows_pass(R, i0 == 0 && (R > 2 || rg > RG) ? (int)rg : 0, g, k - p0, lead, ncols, \
+                  ai, a_rs, a_cs, bp, b_rs,                                              \
                   c + i0 * ldc, ldc);                                                    \
         break;
 
@@ -374,7 +378,6 @@ const CV_GLUE2(cv_kernels, TSFX) CV_GLUE3(cv_kernels, TSFX, ISA) = {
 #undef V_KEEP
 #undef NR
 #undef RW
-#undef PF_ROWS
 #undef RG
 #undef RG_WIDE
 #undef RG_CACHED
