@@ -394,6 +394,17 @@ int main() {
             current<<<(n + per - 1) / per, CV_GEMV_Q8_BLOCK>>>(
                 t, w, n, Store{dy});
         });
+        report("runtime, one wave", [&](int c) { /* the grid gpu_launch.py gives one row */
+            cv_gpu_term t{};
+            t.a = (const char *)dx;
+            t.a_rs = k;
+            t.a_cs = 1;
+            t.k = k;
+            cv_q8_weight w{dq + (size_t)c * n * k, ds, k, 0, 1, 0, 1};
+            const int groups = (n + CV_GEMV_Q8_PER_BLOCK - 1) / CV_GEMV_Q8_PER_BLOCK;
+            const int slots = CV_GEMV_Q8_X1_BLOCKS * sms, turns = (groups + slots - 1) / slots;
+            current<<<(groups + turns - 1) / turns, CV_GEMV_Q8_BLOCK>>>(t, w, n, Store{dy});
+        });
 #define MULTI(O, U, P, NA)                                                                     \
     {                                                                                          \
         auto kern = multi<O, U, P, NA>;                                                        \
