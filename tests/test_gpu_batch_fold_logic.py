@@ -4,7 +4,8 @@ which logs each kernel with its grid. x (3, 50, 252) @ w.T on the wgmma loop has
 tiles as batches, 2 × 2 folded (150 rows): the grid says which ran (k = 252, under two of the
 split's chunks of at least 128: no split-K moves the grids). Above 32 rows a batch it folds
 only with the tail split allowed (CUVIL_AOT_CUDA_WG_TAIL); up to 16 rows in all (a decode
-step of 4 sequences, (4, 1, 256) @ w.T) always, the dot GEMV's grid one batch high; both
+step of 4 sequences, (4, 1, 256) @ w.T) where the dot GEMV runs, its grid one batch high,
+but not for the GEMV of an (in, out) weight (x @ w: batches of one row, grid 4 high); both
 where the batches step as rows in A, the output and the residual, and B is shared; a kernel
 whose epilogue reads an operand by batch but not by row never gets the check. Whether the
 folded GEMM computes the same values is tests/test_gpu_wgmma.py's and
@@ -40,6 +41,10 @@ def bmm(x: cv.f32["B", "T", "K"], w: cv.f32["B", "N", "K"]):
 @cv.optimize
 def per_batch(x: cv.f32["B", "T", "K"], w: cv.f32["N", "K"], c: cv.f32["B", "N"]):
     return x @ w.T + c[:, None, :]
+
+@cv.optimize
+def conv1d(x: cv.f32["B", "T", "K"], w: cv.f32["K", "N"], b: cv.f32["N"]):
+    return x @ w + b
 """
 
 fake = ctypes.CDLL("libcuda.so.1")  # the runtime's own handle: the same file
@@ -85,6 +90,9 @@ assert launches(m.linear, (4, 1, 512), *dec, strides=(3, (2 * 512 * 4, 512 * 4, 
     ("f0_gemm_f32_dotw", 4)]
 # 5 x 4 rows: more than the dot GEMV's 16, batches as they are
 assert launches(m.linear, (5, 4, 512), (5, 4, 256), *dec[1:3], (5, 4, 512))[0][1] == 5
+# an (in, out) weight's GEMV: batches as they are (folded, fewer blocks for the same FMAs)
+assert launches(m.conv1d, (4, 1, 512), (4, 1, 256), (256, 512), (512,)) == [
+    ("f3_gemm_f32_gemv1", 4)]
 (Path(WORK) / "units").mkdir()
 host = host_code(generated_units(Path(WORK) / "units", SOURCE, ("sm_90",)))
 assert host.count("(m > 32 && (api->gpu->wgmma(&cv_gpu_f0, dev) & 4))") == 1

@@ -14,12 +14,17 @@ the other way round), never folds.
 - CPU (``emit_c``): always where it holds. A decode step of B sequences, (B, 1, K) @ w.T,
   was B GEMVs each streaming all of w; folded it is one pass of B rows (LLaMA's MLP at
   B = 4, 512 → 1408 → 512: 201 → 69 µs, 2-core Zen 5 VM).
-- GPU (``emit_cuda``): up to 16 rows in all, the GEMV and the dot GEMV read B once for
-  every row where each batch's block column read it again (a decode step of B sequences).
-  Above 32 rows a batch, the wgmma main loop's tail split (gpu_wrap.h's cv_gpu_wg_split)
-  takes GEMMs of one batch only; folded, a GPT-2 block's 8 × 128 × 2304 projection is the
-  1024-row GEMM whose last round of tiles it splits alone: only where the tail split is
-  allowed (CUVIL_AOT_CUDA_WG_TAIL, bit 4 of api->gpu->wgmma).
+- GPU (``emit_cuda``): up to 16 rows in all where the dot GEMV runs (x @ w.T: its tensor-
+  core tiles take 16 rows for the instructions of one) and on bfloat16's tiles, B read once
+  for every row where each batch's block column read it again (a decode step of B
+  sequences). Not the GEMV of an (in, out) weight: its rows cost FMAs each, and folded it
+  has fewer blocks for the same work (GPT-2's decode step at 8 sequences, H100: its four
+  projections 80.8 µs as 8 batches of one row, 102.9 µs folded; the weights stay in the
+  50 MB L2 between batches). Above 32 rows a batch, the wgmma main loop's tail split
+  (gpu_wrap.h's cv_gpu_wg_split) takes GEMMs of one batch only; folded, a GPT-2 block's
+  8 × 128 × 2304 projection is the 1024-row GEMM whose last round of tiles it splits
+  alone: only where the tail split is allowed (CUVIL_AOT_CUDA_WG_TAIL, bit 4 of
+  api->gpu->wgmma).
 """
 
 from __future__ import annotations
@@ -73,15 +78,15 @@ def emit_c_q8(w: Writer, k: Kernel) -> None:
         w.line("g.m *= g.nbatch; g.nbatch = 1; g.x_bs = 0;")
 
 
-def emit_cuda(w: Writer, k: Kernel, table: str | None) -> None:
+def emit_cuda(w: Writer, k: Kernel, table: str | None, few: str) -> None:
     """The GEMM's ``nb``, ``m`` and ``n``, folded into one batch where allowed (``a``'s
-    extents and terms rewritten: the kernels read only those): at most 16 rows in all (the
-    GEMV's and the dot GEMV's: B read once for every row, not once a batch), or more than
-    32 a batch where the wgmma loop's tail split is allowed (``table``: the unit's, where
-    it is built for sm_90)."""
+    extents and terms rewritten: the kernels read only those): at most 16 rows in all where
+    C condition ``few`` holds (it may read ``n`` and ``a.t``: the dot GEMV's choice), or
+    more than 32 a batch where the wgmma loop's tail split is allowed (``table``: the
+    unit's, where it is built for sm_90)."""
     w.line(f"int64_t nb = a.n[{BATCH}], m = a.n[{ROWS}];")
     w.line("const int64_t n = a.n[2];")
-    when = f"nb * m <= {FEW_ROWS}"
+    when = f"nb * m <= {FEW_ROWS} && ({few})"
     if table is not None:
         when = f"({when} || (m > 32 && (api->gpu->wgmma(&{table}, dev) & 4)))"
     with w.block(f"if (nb > 1 && {when} && {condition(k, 'a.t', 'm')})"):

@@ -261,7 +261,8 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
         _gemm_terms(w, k, st, gp, g)
         if batch_fold.foldable(k):
             wg = gp.wg_kid(k) is not None
-            batch_fold.emit_cuda(w, k, module_symbol(k.name) if wg else None)
+            few = "1" if k.loops == "bf16" else _transposed_weights(k)  # the dot GEMV
+            batch_fold.emit_cuda(w, k, module_symbol(k.name) if wg else None, few)
         else:
             batch = "a.n[0]" if nloops == 3 else "1"
             w.line(f"const int64_t nb = {batch}, m = a.n[{nloops - 2}], n = a.n[{nloops - 1}];")
