@@ -179,8 +179,10 @@ def llama(q, k, v, mask):
 def test_grouped_query_attention_is_one_fused_kernel(tmp_path):
     """K/V heads repeated for n query heads each (passes/grouped_query.py: the matmuls of
     B·KV matrices of n·T rows): the kernel runs over the B·H heads of T rows, reads K and V
-    at head z / rep (cv_att_batch with nh = rep, sh = 0), and its first matmul's epilogue
-    and the output's store take the matmuls' (z / rep, (z % rep)·T + i)."""
+    at head z / rep (cv_att_batch with nh = rep, sh = 0) and Q's rows (z % rep)·T on of
+    matrix z / rep (nh = rep, sh = T rows: no assumption on the matrices' stride), and its
+    first matmul's epilogue and the output's store take the matmuls' (z / rep, (z % rep)·T
+    + i)."""
     files = _sources(tmp_path, GROUPED, "attn_grouped")
     cu, host = cuda_text(files), host_code(files)
     assert 'extern "C" __global__ void __launch_bounds__(128) f0_s0_a0(' in cu
@@ -190,7 +192,9 @@ def test_grouped_query_attention_is_one_fused_kernel(tmp_path):
     assert "const int64_t t = as0.n[2], rep = a.n[1] / t, nz = a.n[0] * rep" in host
     assert "ai0[1] = (cv_att_in){one.a0.t[0].b, rep, one.a0.t[0].b_bs, 0, " in host
     assert "ai0[2] = (cv_att_in){a.t[0].b, rep, a.t[0].b_bs, 0, " in host
-    assert "ai0[0] = (cv_att_in){one.a0.t[0].a, 1, t * one.a0.t[0].a_rs, 0, " in host
+    # Q: head z is rows (z % rep)·T on of matrix z / rep, at its own batch stride
+    assert ("ai0[0] = (cv_att_in){one.a0.t[0].a, rep, one.a0.t[0].a_bs, "
+            "t * one.a0.t[0].a_rs, ") in host
     # whole heads of T rows, where CUVIL_AOT_CUDA_ATTENTION_GROUPED allows
     assert ") % ((S_T)) == 0 && (api->gpu->attention() & 4) && api->gpu->attention()" in host
 

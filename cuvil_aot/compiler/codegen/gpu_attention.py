@@ -140,10 +140,10 @@ def _operands(w: Writer, ak: AttentionKernel, i: int) -> None:
     for which, (ptr, bs, rs, cs) in enumerate(terms):
         copy = ak.copies[which]
         if ak.match.grouped and copy is None:
-            # Q: head z's T rows follow head z - 1's (the matmul's rows contiguous, as a
-            # regrouped buffer's are); K, V: head z reads matrix z / rep, the (z / nh) * sb
-            # of cv_att_batch with nh = rep and sh = 0
-            shape = f"1, t * {rs}, 0" if which == 0 else f"rep, {bs}, 0"
+            # head z of the B·H: Q rows (z % rep)·T on of matrix z / rep, whatever the
+            # matrices' stride; K, V: matrix z / rep (cv_att_batch's (z / nh) * sb +
+            # (z % nh) * sh with nh = rep)
+            shape = f"rep, {bs}, t * {rs}" if which == 0 else f"rep, {bs}, 0"
             w.line(f"ai{i}[{which}] = (cv_att_in){{{ptr}, {shape}, {rs}, {cs}}};")
             continue
         if copy is None:
