@@ -27,7 +27,7 @@ class Case:
     inputs: tuple[tuple, ...]
     """(shape, scale[, kind]) of each float32 input: kind "normal" (the default) draws
     scale * N(0, 1); "ones" 1 + scale * N(0, 1) (LayerNorm gammas); "mask" a 0/1 padding
-    mask (B, T) (see ``padding_mask``)"""
+    mask (B, T) (see ``padding_mask``); "int" the Python int ``scale`` (shape ())"""
     outputs: tuple[Shape, ...]
     flops: float
     target: str
@@ -77,6 +77,8 @@ def padding_mask(shape: Shape) -> np.ndarray:
 
 
 def _draw(rng: np.random.Generator, shape: Shape, scale: float, kind: str = "normal"):
+    if kind == "int":
+        return int(scale)
     if kind == "mask":
         return padding_mask(shape)
     x = (rng.standard_normal(shape) * scale).astype(np.float32)
@@ -196,6 +198,22 @@ def _gpt2_decode(b: int, past: int) -> dict:
             "takes one packed past (2, B, 12, P, 64): packing the two caches would copy them.)"}
 
 
+def _gpt2_decode_inplace(b: int, past: int) -> dict:
+    cache = (b, HEADS, past + 1, HEAD)
+    return {"model": "gpt2_decode_inplace",
+            "inputs": (((b, 1, D), 1.0), (cache, 1.0), (cache, 1.0), ((), past, "int"),
+                       *GPT2_WEIGHTS),
+            "outputs": ((b, 1, D),), "flops": _gemm_flops(b, 1, past + 1),
+            "weight_inputs": len(GPT2_WEIGHTS),
+            "note": "The decode step as servers write it: caches preallocated for one more "
+            "token, the new key and value written at position t = 255, attention over "
+            "positions 0..t (cuvil_aot and NumPy write the caller's arrays; PyTorch too, "
+            "by slice assignment). ONNX Runtime has no in-place cache on the CPU: its "
+            "graphs read positions 0..t-1 of the caches as past_key / past_value and make "
+            "the grown caches as the decode case's do (left unused, the caches unwritten). "
+            + _ORT_NOTE + "as in the decode case, past sliced from the caches."}
+
+
 def _bert_stack(b: int, t: int, layers: int) -> dict:
     one = _bert(b, t)
     return {**one, "model": "bert_stack", "inputs": one["inputs"][:2] + BERT_WEIGHTS * layers,
@@ -222,6 +240,10 @@ CASES += [
          **_T),
     Case("gpt2_decode_8", "GPT-2-small block, decode 8 sequences of 1 token, 255 past",
          **_gpt2_decode(8, 255), **_T),
+    Case("gpt2_decode_inplace_1", "GPT-2-small block, decode 1 token into its cache, 255 "
+         "past", **_gpt2_decode_inplace(1, 255), **_T),
+    Case("gpt2_decode_inplace_8", "GPT-2-small block, decode 8 sequences of 1 token into "
+         "their caches, 255 past", **_gpt2_decode_inplace(8, 255), **_T),
     Case("bert_stack_1x8", "4 BERT-base layers, 1×8 tokens, from a Python loop",
          **_bert_stack(1, 8, 4), **_T),
 ]

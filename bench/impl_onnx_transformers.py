@@ -189,7 +189,16 @@ def _bert_layers(g: TGraph, mask: str, weights: list[np.ndarray], fused: bool, t
     return [x]
 
 
-def graph(model: str, g: TGraph, weights: list[np.ndarray], x_shape, fused: bool) -> list[str]:
+def decode_into(g: TGraph, weights: list[np.ndarray], t: int, fused: bool) -> list[str]:
+    """gpt2_decode_inplace: the decode graph on positions 0..t-1 of the caches as the past
+    (ORT writes no input: the grown caches it makes are left unused)."""
+    k_past, v_past = (g.op("Slice", c, g.ints(0), g.ints(t), g.ints(2))
+                      for c in ("k_cache", "v_cache"))
+    return (decode_fused if fused else decode_plain)(g, "x", k_past, v_past, weights)[:1]
+
+
+def graph(model: str, g: TGraph, weights: list[np.ndarray], x_shape, fused: bool,
+          ints: dict[str, int]) -> list[str]:
     if model in ("bert_layer", "bert_layer_tanh", "bert_stack"):
         return _bert_layers(g, "mask", weights, fused, model == "bert_layer_tanh")
     if model == "gpt2_block":
@@ -197,6 +206,8 @@ def graph(model: str, g: TGraph, weights: list[np.ndarray], x_shape, fused: bool
                                                                      x_shape[1])]
     if model == "gpt2_decode":
         return (decode_fused if fused else decode_plain)(g, "x", "k_past", "v_past", weights)
+    if model == "gpt2_decode_inplace":
+        return decode_into(g, weights, ints["t"], fused)
     raise ValueError(f"no ONNX graph for {model!r}")
 
 
@@ -211,17 +222,21 @@ def session_options() -> ort.SessionOptions:
 
 def build(model: str, names: list[str], arrays: tuple[np.ndarray, ...], out_shapes,
           n_weights: int, fused: bool):
-    """A function of all the case's arrays running the graph; the last ``n_weights``
-    arrays are baked into it as initializers (and ignored by the call)."""
+    """A function of all the case's arguments running the graph; the last ``n_weights``
+    arrays are baked into it as initializers (and ignored by the call), and so are the
+    ints among the others (constants of the graph)."""
     n = len(arrays) - n_weights
-    g = TGraph(names[:n], arrays[:n])
-    proto = g.model(graph(model, g, list(arrays[n:]), arrays[0].shape, fused), out_shapes)
+    fed = [i for i in range(n) if isinstance(arrays[i], np.ndarray)]
+    ints = {names[i]: arrays[i] for i in range(n) if i not in fed}
+    g = TGraph([names[i] for i in fed], tuple(arrays[i] for i in fed))
+    proto = g.model(graph(model, g, list(arrays[n:]), arrays[0].shape, fused, ints),
+                    out_shapes)
     onnx.checker.check_model(proto)
     sess = ort.InferenceSession(proto.SerializeToString(), session_options(),
                                 providers=["CPUExecutionProvider"])
-    feed_names = names[:n]
+    feed_names = [names[i] for i in fed]
 
     def run(*args: np.ndarray):
-        return sess.run(None, dict(zip(feed_names, args[:n])))
+        return sess.run(None, {name: args[i] for name, i in zip(feed_names, fed)})
 
     return run

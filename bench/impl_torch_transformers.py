@@ -70,6 +70,14 @@ def gpt2_decode(x, k_past, v_past, ln1_g, ln1_b, w_attn, b_attn, *rest):
     return _rest(x, a, *rest), k_all, v_all
 
 
+def gpt2_decode_inplace(x, k_cache, v_cache, t, ln1_g, ln1_b, w_attn, b_attn, *rest):
+    q, k, v = _qkv(x, ln1_g, ln1_b, w_attn, b_attn)
+    k_cache[:, :, t] = k[:, :, 0]
+    v_cache[:, :, t] = v[:, :, 0]
+    a = F.scaled_dot_product_attention(q, k_cache[:, :, :t + 1], v_cache[:, :, :t + 1])
+    return _rest(x, a, *rest)
+
+
 def build(model: str, compiled: bool):
     fn = globals()[model]
     return torch.compile(fn, dynamic=False) if compiled else fn

@@ -87,7 +87,7 @@ def prepare(competitor: str, case: Case, inputs: tuple[np.ndarray, ...]):
         impl = importlib.import_module("impl_torch_transformers" if transformer
                                        else "impl_torch")
         fn = impl.build(case.model, competitor == "torch.compile")
-        tensors = [torch.from_numpy(a) for a in inputs]
+        tensors = [torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in inputs]
         return lambda: fn(*tensors), lambda r: tuple(t.numpy() for t in _as_tuple(r))
     if competitor.startswith("ONNX Runtime"):
         names = list(inspect.signature(dispatcher.py_func).parameters)
@@ -184,7 +184,8 @@ def run_case(competitor: str, case_name: str) -> dict:
     case = BY_NAME[case_name]
     inputs = case.make(np.random.default_rng(0))
     py_func = getattr(importlib.import_module(case.module), case.model).py_func
-    ref = _as_tuple(py_func(*(a.astype(np.float64) for a in inputs)))
+    ref = _as_tuple(py_func(*(a.astype(np.float64) if isinstance(a, np.ndarray) else a
+                              for a in inputs)))
     t0 = time.perf_counter()
     call, to_numpy = prepare(competitor, case, inputs)
     first = to_numpy(call())
