@@ -151,7 +151,7 @@ CV_TARGET static void pack_b_full(int64_t k, const T *b, int64_t rs, T *restrict
 }
 
 /* c[i][0, nv * VL) += sum over g rows p of a[i, p] * b[p][0, nv * VL) for
- * i < r, with r, nv (1 or RV) and pf constants after inlining; `full` says
+ * i < r, with r and nv (1 or RV) constants after inlining; `full` says
  * all those columns are real, else only cnt[v] lanes of vector v are (the
  * others load as zeros and are not stored). With pf > 0, the rows pf further
  * down at these columns are prefetched into L2. */
