@@ -39,6 +39,24 @@ def attention(x, wq, wk, wv, wo):
     s = q @ k.transpose(0, 1, 3, 2) * (1.0 / q.shape[-1] ** 0.5)
     return merge_heads(softmax(s) @ v) @ wo
 
+@cv.optimize(signatures=["f32[B,1,16], f32[16,16], f32[16,16], f32[16,16], f32[16,16]"])
+def attention_one_token(x, wq, wk, wv, wo):
+    q, k, v = split_heads(x @ wq), split_heads(x @ wk), split_heads(x @ wv)
+    s = q @ k.transpose(0, 1, 3, 2) * (1.0 / q.shape[-1] ** 0.5)
+    return merge_heads(softmax(s) @ v) @ wo
+
+@cv.optimize(signatures=["f32[B,3,1,E], f32[3E,5]"])
+def merge_one_token(a, w):
+    return a.transpose(0, 2, 1, 3).reshape(a.shape[0], 1, 3 * a.shape[3]) @ w
+
+@cv.optimize(signatures=["f32[B,1,N]"])
+def unit_axis_moved(x):
+    return np.tanh(x.transpose(1, 0, 2)) * 2.0
+
+@cv.optimize(signatures=["f32[B,1,N]"])
+def axes_reversed(x):
+    return x.transpose(2, 1, 0) + 1.0
+
 @cv.optimize(signatures=["f32[B,T,12]"])
 def split_then_math(x):
     return np.tanh(x.reshape(x.shape[0], x.shape[1], 3, 4)) * 2.0
@@ -96,6 +114,34 @@ def test_row_over_a_unit_axis(compiled, b, d, seed):
     x = (rng.standard_normal((b, 1, d)) * 3 + 1).astype(np.float32)
     check(compiled.unit_axis_layer_norm, x, rng.standard_normal(d).astype(np.float32),
           rng.standard_normal(d).astype(np.float32), scale=10)
+
+
+@settings(max_examples=10, deadline=None)
+@given(b=dims, e=st.integers(0, 9), n=dims, seed=st.integers(0, 2**32 - 1))
+def test_permutations_of_unit_axes(compiled, b, e, n, seed):
+    """A transpose that moves only axes of size 1 is a reshape (canonicalize): the heads
+    of one token merged for a matmul, a unit axis moved to the front; and one that
+    reorders the others stays a transpose. Contiguous and strided arguments."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((b, 1, 16)).astype(np.float32)
+    ws = [rng.standard_normal((16, 16)).astype(np.float32) for _ in range(4)]
+    check(compiled.attention_one_token, x, *ws, scale=4)
+    a = rng.standard_normal((b, 3, 1, e)).astype(np.float32)
+    w = rng.standard_normal((3 * e, 5)).astype(np.float32)
+    check(compiled.merge_one_token, a, w, scale=4)
+    check(compiled.merge_one_token, a[:, ::-1], w, scale=4)  # heads reversed: strided
+    y = rng.standard_normal((b, 1, n)).astype(np.float32)
+    for f in (compiled.unit_axis_moved, compiled.axes_reversed):
+        check(f, y)
+        check(f, y[::-1, :, ::2])
+
+
+def test_one_token_heads_merge_without_a_copy(compiled):
+    """The merge of (B, 3, 1, E) heads into (B, 1, 3E) rows is a reshape: the matmul reads
+    the argument (or the attention's own buffer) in place, where a copy kernel ran."""
+    assert [g.kind for g in _fused(compiled, "merge_one_token").groups] == [Kind.GEMM]
+    kinds = [g.kind for g in _fused(compiled, "attention_one_token").groups]
+    assert len(kinds) == 7, kinds  # 6 GEMMs and the softmax: no head split or merge copied
 
 
 def test_heads_cost_one_copy_each(compiled):

@@ -7,6 +7,7 @@ Before::
     %7 = matmul(cast(%5, f32), cast(%6, f32)) : float32[B,N]   # %5, %6: bfloat16
 
     %5 = sum(%x, (2, 3)) : float32[B,512]                   # x: float32[B,512,7,7]
+    %9 = reshape(permute(%8, (0,2,1,3)) : f32[B,1,12,64]) : f32[B,1,768]  # %8: [B,12,1,64]
 
 After::
 
@@ -14,12 +15,13 @@ After::
     %4 = %3                                                 # composed permutations
     %7 = matmul(%5, %6) : float32[B,N]                      # the bfloat16 GEMM
     %5 = sum(reshape(%x) : float32[B,512,49], (2,))        # one loop of 49, not 7 x 7
+    %9 = reshape(%8) : f32[B,1,768]     # a permutation that moves only axes of size 1
 """
 
 from __future__ import annotations
 
 from cuvil_aot.compiler.ir import construct as C
-from cuvil_aot.compiler.ir.indexing import identity, through
+from cuvil_aot.compiler.ir.indexing import ONE, identity, through
 from cuvil_aot.compiler.ir.node import Function, Node, rewrite
 from cuvil_aot.compiler.ir.ops import MOVEMENT, REDUCE, Op
 from cuvil_aot.compiler.ir.types import TensorType
@@ -48,7 +50,29 @@ def _canonical(node: Node) -> Node:
         inner = node.srcs[0]
         composed = tuple(inner.attrs[0][p] for p in node.attrs[0])
         return C.permute(inner.srcs[0], composed, node.span)
+    if node.op is Op.PERMUTE and _moves_only_units(node) or (
+            node.op is Op.RESHAPE and node.srcs[0].op is Op.RESHAPE):
+        return _reshaped(node.srcs[0], node)
     return node
+
+
+def _reshaped(src: Node, node: Node) -> Node:
+    """``src`` (below any reshape of it) as ``node``'s shape: the same elements in the same
+    order (the frontend checked the counts, at the call where they are symbols)."""
+    while src.op is Op.RESHAPE:
+        src = src.srcs[0]
+    if C.same_shape(src.shape, node.shape):
+        return src
+    return Node(Op.RESHAPE, node.type, (src,), span=node.span)
+
+
+def _moves_only_units(node: Node) -> bool:
+    """A permutation that keeps the order of the axes not of static size 1: the elements
+    keep their row-major order, so it is a reshape (a decode step's heads, (B, 12, 1, 64)
+    to (B, 1, 12, 64), merged by a reshape that then reads the matmul's buffer in place,
+    where it was a copy)."""
+    kept = [p for p in node.attrs[0] if node.srcs[0].shape[p] != ONE]
+    return kept == sorted(kept)
 
 
 def _widened_bf16(operand: Node) -> bool:
