@@ -208,10 +208,13 @@ def _gpt2_decode_inplace(b: int, past: int) -> dict:
             "note": "The decode step as servers write it: caches preallocated for one more "
             "token, the new key and value written at position t = 255, attention over "
             "positions 0..t (cuvil_aot and NumPy write the caller's arrays; PyTorch too, "
-            "by slice assignment). ONNX Runtime has no in-place cache on the CPU: its "
-            "graphs read positions 0..t-1 of the caches as past_key / past_value and make "
-            "the grown caches as the decode case's do (left unused, the caches unwritten). "
-            + _ORT_NOTE + "as in the decode case, past sliced from the caches."}
+            "by slice assignment). ONNX Runtime in standard ops: the decode case's graph on "
+            "positions 0..t-1 of the caches as the past (sliced, then grown by Concat; the "
+            "caches unwritten). " + _ORT_NOTE + "LayerNormalization, MatMul and Split into "
+            "Q, K, V, GroupQueryAttention (12 K/V heads) on the caches as past_key / "
+            "past_value with its present outputs bound to the same buffers (IO binding: "
+            "past_present_share_buffer, the new key and value written in place at "
+            "seqlens_k = t), SkipLayerNormalization, FastGelu."}
 
 
 def _bert_stack(b: int, t: int, layers: int) -> dict:

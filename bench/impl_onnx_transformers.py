@@ -189,12 +189,26 @@ def _bert_layers(g: TGraph, mask: str, weights: list[np.ndarray], fused: bool, t
     return [x]
 
 
-def decode_into(g: TGraph, weights: list[np.ndarray], t: int, fused: bool) -> list[str]:
-    """gpt2_decode_inplace: the decode graph on positions 0..t-1 of the caches as the past
-    (ORT writes no input: the grown caches it makes are left unused)."""
+def decode_into(g: TGraph, weights: list[np.ndarray], t: int) -> list[str]:
+    """gpt2_decode_inplace in standard ops: the decode graph on positions 0..t-1 of the
+    caches as the past (a graph writes no input: the grown caches it makes are unused)."""
     k_past, v_past = (g.op("Slice", c, g.ints(0), g.ints(t), g.ints(2))
                       for c in ("k_cache", "v_cache"))
-    return (decode_fused if fused else decode_plain)(g, "x", k_past, v_past, weights)[:1]
+    return decode_plain(g, "x", k_past, v_past, weights)[:1]
+
+
+def decode_into_fused(g: TGraph, w: list[np.ndarray]) -> list[str]:
+    """gpt2_decode_inplace as ORT serves it: GroupQueryAttention (as many K/V heads as
+    query heads) on the caches as past_key / past_value, whose present outputs the run
+    binds to the same buffers (``past_present_share_buffer``): the new key and value are
+    written at position seqlens_k, nothing copied."""
+    h = _ln(g, "x", w[0], w[1], GPT2_EPS)
+    q, k, v = g.op("Split", g.linear(h, w[2], w[3]), axis=-1, n_out=3)
+    a, k_all, v_all = g.node("GroupQueryAttention",
+                             [q, k, v, "k_cache", "v_cache", "seqlens_k", "total_len"],
+                             [True, True, True], domain=MS, num_heads=HEADS,
+                             kv_num_heads=HEADS)
+    return [_gpt2_rest_fused(g, "x", a, w), k_all, v_all]
 
 
 def graph(model: str, g: TGraph, weights: list[np.ndarray], x_shape, fused: bool,
@@ -207,7 +221,7 @@ def graph(model: str, g: TGraph, weights: list[np.ndarray], x_shape, fused: bool
     if model == "gpt2_decode":
         return (decode_fused if fused else decode_plain)(g, "x", "k_past", "v_past", weights)
     if model == "gpt2_decode_inplace":
-        return decode_into(g, weights, ints["t"], fused)
+        return decode_into(g, weights, ints["t"])
     raise ValueError(f"no ONNX graph for {model!r}")
 
 
@@ -226,6 +240,8 @@ def build(model: str, names: list[str], arrays: tuple[np.ndarray, ...], out_shap
     arrays are baked into it as initializers (and ignored by the call), and so are the
     ints among the others (constants of the graph)."""
     n = len(arrays) - n_weights
+    if model == "gpt2_decode_inplace" and fused:
+        return _in_place(arrays[:n], list(arrays[n:]), out_shapes[0])
     fed = [i for i in range(n) if isinstance(arrays[i], np.ndarray)]
     ints = {names[i]: arrays[i] for i in range(n) if i not in fed}
     g = TGraph([names[i] for i in fed], tuple(arrays[i] for i in fed))
@@ -238,5 +254,36 @@ def build(model: str, names: list[str], arrays: tuple[np.ndarray, ...], out_shap
 
     def run(*args: np.ndarray):
         return sess.run(None, {name: args[i] for name, i in zip(feed_names, fed)})
+
+    return run
+
+
+def _in_place(args: tuple, weights: list[np.ndarray], out_shape):
+    """decode_into_fused bound to the case's own arrays (x, k_cache, v_cache, t): the
+    caches as both past and present, so ORT writes them where cuvil_aot does."""
+    x, k_cache, v_cache, t = args
+    b = x.shape[0]
+    g = TGraph(["x", "k_cache", "v_cache"], (x, k_cache, v_cache))
+    g.inputs += [helper.make_tensor_value_info("seqlens_k", TensorProto.INT32, [b]),
+                 helper.make_tensor_value_info("total_len", TensorProto.INT32, [])]
+    outs = decode_into_fused(g, weights)
+    proto = g.model(outs, [out_shape, k_cache.shape, v_cache.shape])
+    onnx.checker.check_model(proto)
+    sess = ort.InferenceSession(proto.SerializeToString(), session_options(),
+                                providers=["CPUExecutionProvider"])
+    io = sess.io_binding()
+    value = ort.OrtValue.ortvalue_from_numpy
+    caches = value(k_cache), value(v_cache)  # the arrays' own memory
+    for name, v in (("x", value(x)), ("k_cache", caches[0]), ("v_cache", caches[1]),
+                    ("seqlens_k", value(np.full(b, t, np.int32))),
+                    ("total_len", value(np.array(t + 1, np.int32)))):
+        io.bind_ortvalue_input(name, v)
+    result = np.empty(out_shape, np.float32)
+    for name, v in zip(outs, (value(result), *caches)):
+        io.bind_ortvalue_output(name, v)
+
+    def run(*_: object):
+        sess.run_with_iobinding(io)
+        return result
 
     return run
