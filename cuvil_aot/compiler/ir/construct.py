@@ -96,6 +96,17 @@ def reshape(x: Node, shape: Sequence[Dim | int], span: SourceSpan | None = None)
     return Node(Op.RESHAPE, TensorType(x.dtype, new, x.type.weak), (x,), span=span)
 
 
+def regrouped(x: Node, shape: Sequence[Dim], span: SourceSpan | None = None) -> Node:
+    """``x`` as ``shape``, of x's element count (a pass rewriting reshapes the frontend
+    checked, at the call where the counts are symbols): no check; one reshape over the
+    source of the reshapes x is, or that source itself where the shapes agree."""
+    while x.op is Op.RESHAPE:
+        x = x.srcs[0]
+    if same_shape(tuple(shape), x.shape):
+        return x
+    return Node(Op.RESHAPE, TensorType(x.dtype, tuple(shape), x.type.weak), (x,), span=span)
+
+
 def permute(x: Node, perm: Sequence[int], span: SourceSpan | None = None) -> Node:
     """Axes of ``x`` reordered: axis ``i`` of the result is axis ``perm[i]`` of ``x``."""
     perm = tuple(p % x.type.ndim if x.type.ndim else p for p in perm)

@@ -52,18 +52,8 @@ def _canonical(node: Node) -> Node:
         return C.permute(inner.srcs[0], composed, node.span)
     if node.op is Op.PERMUTE and _moves_only_units(node) or (
             node.op is Op.RESHAPE and node.srcs[0].op is Op.RESHAPE):
-        return _reshaped(node.srcs[0], node)
+        return C.regrouped(node.srcs[0], node.shape, node.span)
     return node
-
-
-def _reshaped(src: Node, node: Node) -> Node:
-    """``src`` (below any reshape of it) as ``node``'s shape: the same elements in the same
-    order (the frontend checked the counts, at the call where they are symbols)."""
-    while src.op is Op.RESHAPE:
-        src = src.srcs[0]
-    if C.same_shape(src.shape, node.shape):
-        return src
-    return Node(Op.RESHAPE, node.type, (src,), span=node.span)
 
 
 def _moves_only_units(node: Node) -> bool:

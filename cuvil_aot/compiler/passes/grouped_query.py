@@ -60,11 +60,11 @@ def rewrite(node: Node) -> Node | None:
     heads, n = found  # (groups, S, D): each K/V head's matrix; n query heads share it
     groups = heads.shape[0]
     rows = n * a.shape[1]
-    stacked = _regrouped(a, (groups, rows, a.shape[2]), node)
+    stacked = C.regrouped(a, (groups, rows, a.shape[2]), node.span)
     right = C.permute(heads, SWAP, node.span) if swapped else heads
     product = node.replace(srcs=(stacked, right),
                            type=TensorType(node.dtype, (groups, rows, node.shape[2])))
-    return _regrouped(product, node.shape, node)
+    return C.regrouped(product, node.shape, node.span)
 
 
 def _repeated(x: Node) -> tuple[Node, Dim] | None:
@@ -78,7 +78,7 @@ def _repeated(x: Node) -> tuple[Node, Dim] | None:
         moved = _transposed_first(x.srcs[0])
         if moved is None:
             return None
-        x = _regrouped(moved, x.shape, x)
+        x = C.regrouped(moved, x.shape, x.span)
     if x.srcs[0].op is not Op.BROADCAST:
         return None
     spread = x.srcs[0]
@@ -91,7 +91,7 @@ def _repeated(x: Node) -> tuple[Node, Dim] | None:
         return None
     if any(src[i] != full[i] for i in range(lead, len(full))):
         return None
-    heads = _regrouped(spread.srcs[0], (C.total(full[:lead - 1]), *full[lead:]), x)
+    heads = C.regrouped(spread.srcs[0], (C.total(full[:lead - 1]), *full[lead:]), x.span)
     return heads, full[lead - 1]
 
 
@@ -123,17 +123,6 @@ def _transposed_first(view: Node) -> Node | None:
                 span=view.span)
 
 
-def _regrouped(x: Node, shape: tuple[Dim, ...], at: Node) -> Node:
-    """``x`` reshaped to ``shape`` of the same element count (the frontend checked it at the
-    call, for the merge this replaces), one reshape over x's source where x is one; at the
-    line of ``at``."""
-    if x.op is Op.RESHAPE:
-        x = x.srcs[0]
-    if tuple(x.shape) == tuple(shape):
-        return x
-    return Node(Op.RESHAPE, TensorType(x.dtype, tuple(shape), x.type.weak), (x,), span=at.span)
-
-
 def run(fn: Function) -> Function:
     return fn.replace(outputs=rewrite_graph(fn.outputs, _each))
 
@@ -141,6 +130,6 @@ def run(fn: Function) -> Function:
 def _each(node: Node) -> Node:
     """The matmuls rewritten; a reshape of the reshape that stands for one, one reshape."""
     if node.op is Op.RESHAPE and node.srcs[0].op is Op.RESHAPE:
-        return _regrouped(node.srcs[0], node.shape, node)
+        return C.regrouped(node.srcs[0], node.shape, node.span)
     grouped = rewrite(node)
     return node if grouped is None else grouped
