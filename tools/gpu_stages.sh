@@ -1,5 +1,13 @@
 #!/usr/bin/env bash
-# Twenty-ninth session's device call: install, then STAGES; at most 8 files into $OUT.
+# One device call in stages: tools/gpu_check.sh installs (no tests, no benchmarks), then
+# each of STAGES runs within LIMIT seconds of the start, writing its files into $OUT:
+#   tests / tests2   pytest -m gpu on TEST_FILES / TEST_FILES2 (tests/ paths, ::ids allowed)
+#   q8               bench/gpu/q8_probe.cu at 4096 -> 11008 and the runtime's lines, q8_gemv.py
+#   full             bench/gpu_transformers.py --cases FULL_CASES --modes FULL_MODES
+#   kp, abtree       kernel_profile.py on KP_CASES (abtree: this tree against .gpucheck/old)
+#   mg, ncu, ab      model_gemms.py, ncu of NCU_KERNELS on NCU_CASE, knob_ab.py
+#   LIMIT=570 STAGES="tests full" TEST_FILES="test_gpu_attention.py" bash tools/gpu_stages.sh
+# (Earlier records under bench/gpu/ hold the copies of its forerunners each call ran.)
 set -uo pipefail
 ROOT=$(pwd); O=$OUT; T0=$SECONDS; LIMIT=${LIMIT:-580}
 log() { echo "[$((SECONDS-T0))s] $*" | tee -a "$O/steps.txt"; }
@@ -27,6 +35,7 @@ for s in ${STAGES:-}; do
                      --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
                      python3 "$ROOT/bench/gpu/ncu_case.py" ${NCU_CASE:-bert_1x16} --calls 2 >> "$O/ncu.txt" 2>&1; log "ncu $k exit $?"; done ;;
         tests) tests ${TEST_FILES:-test_gpu_attention.py} ;;
+        tests2) TCAP=${TCAP2:-9999} tests ${TEST_FILES2:-test_hf_llama.py} ;;
         q8) (cd "$ROOT/bench/gpu" && nvcc -O3 -std=c++17 -arch=sm_90 -I"$ROOT/native/include" q8_probe.cu -o "$W/q8" \
                  && Q8_FIRST=1 timeout 120 "$W/q8" && Q8_ONLY=runtime timeout 120 "$W/q8") > "$O/q8_probe.txt" 2>&1; log "q8 exit $?"
             timeout $(( $(left) - 5 )) python3 "$ROOT/bench/gpu/q8_gemv.py" --rounds 3 > "$O/q8_gemv.txt" 2>&1; log "q8_gemv exit $?" ;;
