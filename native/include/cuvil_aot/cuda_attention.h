@@ -179,7 +179,10 @@ CV_DEV void cv_attention_fma(const cv_att_in &q, const cv_att_in &k, const cv_at
 #pragma unroll
             for (int r = 0; r < CV_ATT_RW; r++) {
                 const int64_t row = row0 + warp * CV_ATT_RW + r;
-                const float x = valid && row < t ? score(z, row, key, dot[r]) : CV_ATT_NEG_INF;
+                /* called everywhere (at the nearest row and key that exist), so its index
+                 * arithmetic on z is computed once, not once a row (cuda_attention_tc.h) */
+                const float x0 = score(z, row < t ? row : t - 1, valid ? key : s - 1, dot[r]);
+                const float x = valid && row < t ? x0 : CV_ATT_NEG_INF;
                 const float mnew = fmaxf(m[r], cv_att_warp_max(x));
                 const float mu = mnew == CV_ATT_NEG_INF ? 0.0f : mnew; /* see above */
                 const float alpha = m[r] == CV_ATT_NEG_INF ? 0.0f : expf(m[r] - mu);
