@@ -1,15 +1,15 @@
-"""A batched GEMM folded into one of nb·m rows (codegen/batch_fold.py) without a GPU: a
-module built with sm_90 code runs against the fake libcuda.so.1 (tests/data/fake_libcuda.c),
-which logs each kernel with its grid. x (3, 50, 252) @ w.T on the wgmma loop has 3 × 1 × 2
-tiles as batches, 2 × 2 folded (150 rows): the grid says which ran (k = 252, under two of the
+"""A batched GEMM folded into one of nb·m rows (codegen/batch_fold.py) without a GPU: a module
+built with sm_90 code runs against the fake libcuda.so.1 (tests/data/fake_libcuda.c), which
+logs each kernel with its grid. x (3, 50, 252) @ w.T on the wgmma loop has 3 × 1 × 2 tiles
+as batches, 2 × 2 folded (150 rows): the grid says which ran (k = 252, under two of the
 split's chunks of at least 128: no split-K moves the grids). Above 32 rows a batch it folds
 only with the tail split allowed (CUVIL_AOT_CUDA_WG_TAIL); up to 16 rows in all (a decode
 step of 4 sequences, (4, 1, 256) @ w.T) where the dot GEMV runs, its grid one batch high,
-but not for the GEMV of an (in, out) weight (x @ w: batches of one row, grid 4 high); both
-where the batches step as rows in A, the output and the residual, and B is shared; a kernel
-whose epilogue reads an operand by batch but not by row never gets the check. Whether the
-folded GEMM computes the same values is tests/test_gpu_wgmma.py's and
-tests/test_gpu_dot_gemv.py's on a device."""
+and for the GEMV of 8-row tiles of an (in, out) weight (x @ w) where its rows hold whole
+float4s (else batches of one row, grid 4 high); both where the batches step as rows in A,
+the output and the residual, and B is shared; a kernel whose epilogue reads an operand by
+batch but not by row never gets the check. Whether the folded GEMM computes the same values
+is tests/test_gpu_wgmma.py's and tests/test_gpu_dot_gemv.py's on a device."""
 
 from __future__ import annotations
 
@@ -90,9 +90,15 @@ assert launches(m.linear, (4, 1, 512), *dec, strides=(3, (2 * 512 * 4, 512 * 4, 
     ("f0_gemm_f32_dotw", 4)]
 # 5 x 4 rows: more than the dot GEMV's 16, batches as they are
 assert launches(m.linear, (5, 4, 512), (5, 4, 256), *dec[1:3], (5, 4, 512))[0][1] == 5
-# an (in, out) weight's GEMV: batches as they are (folded, fewer blocks for the same FMAs)
+# an (in, out) weight's GEMV: one GEMV of 8-row tiles reads w once for the 4 rows
 assert launches(m.conv1d, (4, 1, 512), (4, 1, 256), (256, 512), (512,)) == [
+    ("f3_gemm_f32_gemv8", 1)]
+# ... where its rows hold whole float4s; else batches of one row as they were
+assert launches(m.conv1d, (4, 1, 510), (4, 1, 256), (256, 510), (510,)) == [
     ("f3_gemm_f32_gemv1", 4)]
+# 2 to 32 rows of one batch: the 8-row tiles too
+assert launches(m.conv1d, (1, 20, 512), (1, 20, 256), (256, 512), (512,)) == [
+    ("f3_gemm_f32_gemv8", 1)]
 (Path(WORK) / "units").mkdir()
 host = host_code(generated_units(Path(WORK) / "units", SOURCE, ("sm_90",)))
 assert host.count("(m > 32 && (api->gpu->wgmma(&cv_gpu_f0, dev) & 4))") == 1

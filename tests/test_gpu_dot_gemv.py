@@ -1,6 +1,7 @@
 """The dot GEMV (cv_gemv_dot) on a real device: a few rows (m <= 32) times a large transposed
 B (x @ w.T on (out, in) weights), alone, batched (batches of one weight as rows of one GEMV
-where they step as rows), with two terms, in float64, as a phase of
+where they step as rows), with two terms, in float64, the float4 GEMV of 8-row tiles of an
+(in, out) weight (x @ w), as a phase of
 a one-kernel (a small call's kernels as one) and before an elementwise consumer that reads
 its columns in slices (an LSTM's gates, which the one-kernel may run in a GEMV's tiles).
 Random sizes, odd n included, against NumPy in float64; outputs poisoned before the call.
@@ -37,6 +38,10 @@ def shared(x: cv.f32["Z", "M", "K"], w: cv.f32["N", "K"], r: cv.f32["Z", "M", "N
 @cv.optimize
 def shared_kn(x: cv.f32["Z", "M", "K"], w: cv.f32["K", "N"], b: cv.f32["N"]):
     return np.maximum(x @ w + b, 0.0)
+
+@cv.optimize
+def kn(x: cv.f32["M", "K"], w: cv.f32["K", "N"], b: cv.f32["N"]):
+    return x @ w + b
 
 @cv.optimize
 def shared_norm(x: cv.f32["Z", "M", "K"], w: cv.f32["N", "K"]):
@@ -128,6 +133,18 @@ def test_batches_of_a_shared_weight(dots, z, m, k, n, seed):
     check_random(dots.shared, [(z, m, k), (n, k), (z, m, n)], seed)
     check_random(dots.shared_kn, [(z, m, k), (k, n), (n,)], seed)
     check_random(dots.shared_norm, [(z, m, k), (n, k)], seed)
+
+
+@settings(max_examples=12, deadline=None)
+@given(z=st.integers(1, 4), m=st.integers(1, 32), k=st.integers(1, 900),
+       n4=st.integers(1, 300), seed=seeds)
+def test_rows_of_an_in_out_weight(dots, z, m, k, n4, seed):
+    """x @ w of a (k, n) weight at 2 to 32 rows, n a multiple of 4: the float4 GEMV of 8-row
+    tiles (cuda_gemv_rows.h), alone and as z batches of m rows (up to 16 rows in all one
+    GEMV: batch_fold.py)."""
+    n = 4 * n4
+    check_random(dots.kn, [(m, k), (k, n), (n,)], seed)
+    check_random(dots.shared_kn, [(z, m, k), (k, n), (n,)], seed)
 
 
 @settings(max_examples=8, deadline=None)

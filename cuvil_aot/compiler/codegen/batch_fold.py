@@ -15,12 +15,12 @@ the other way round), never folds.
   was B GEMVs each streaming all of w; folded it is one pass of B rows (LLaMA's MLP at
   B = 4, 512 → 1408 → 512: 201 → 69 µs, 2-core Zen 5 VM).
 - GPU (``emit_cuda``): up to 16 rows in all where the dot GEMV runs (x @ w.T: its tensor-
-  core tiles take 16 rows for the instructions of one) and on bfloat16's tiles, B read once
-  for every row where each batch's block column read it again (a decode step of B
-  sequences). Not the GEMV of an (in, out) weight: its rows cost FMAs each, and folded it
-  has fewer blocks for the same work (GPT-2's decode step at 8 sequences, H100: its four
-  projections 80.8 µs as 8 batches of one row, 102.9 µs folded; the weights stay in the
-  50 MB L2 between batches). Above 32 rows a batch, the wgmma main loop's tail split
+  core tiles take 16 rows for the instructions of one), where the float4 GEMV of 8-row
+  tiles takes an (in, out) weight (x @ w, its rows whole float4s: cuda_gemv_rows.h) and on
+  bfloat16's tiles, B read once for every 8 or 16 rows where each batch's block column
+  read it again (a decode step of B sequences; GPT-2's at 8 sequences on an H100: its four
+  projections 80.8 µs as 8 batches of one row, 102.9 µs folded into the scalar four-row
+  tiles that came before). Above 32 rows a batch, the wgmma main loop's tail split
   (gpu_wrap.h's cv_gpu_wg_split) takes GEMMs of one batch only; folded, a GPT-2 block's
   8 × 128 × 2304 projection is the 1024-row GEMM whose last round of tiles it splits
   alone: only where the tail split is allowed (CUVIL_AOT_CUDA_WG_TAIL, bit 4 of

@@ -4,7 +4,8 @@ every GEMM of the unit launches with its tag and arguments: ``_tiled`` (128x128 
 ``_tiled64``, ``_gemv1``, ``_gemv4`` (at one row per tile the GEMV reads float32 weights as
 float4 where they are contiguous and aligned), ``_ksum`` (adds split-K partial sums),
 ``_dot`` (a transposed B), ``_dotw`` (its tiles of 8 columns on 16 warps) and, for
-float32, ``_tc64``/``_tct64`` (3xTF32 on tensor cores, 64x128 tiles).
+float32, ``_tc64``/``_tct64`` (3xTF32 on tensor cores, 64x128 tiles) and ``_gemv8`` (the
+float4 GEMV of up to 8 rows a tile).
 
 Before, each GEMM had its nine entry points, its epilogue inlined into each main loop
 (an 8-GEMM encoder layer: 72 main loops, 15 s of nvcc for sm_90 on one core). After::
@@ -29,6 +30,8 @@ from cuvil_aot.compiler.codegen.cuda_geometry import (
     ENTRIES,
     GEMM_TC,
     GEMV_BLOCK,
+    GEMV_ROWS,
+    GEMV_ROWS_BLOCK,
 )
 from cuvil_aot.compiler.codegen.cuda_pieces import filled, prologue
 from cuvil_aot.compiler.codegen.kernel_emitter import store_roots
@@ -122,7 +125,7 @@ def entry_names(loops: str) -> tuple[str, ...]:
     """The entry points of shared GEMM main loops of key ``loops`` (cuda_geometry's order)."""
     if loops == "bf16":
         return B16_ENTRIES
-    return ENTRIES[Kind.GEMM] + (GEMM_TC if loops == "float" else ())
+    return ENTRIES[Kind.GEMM] + (GEMM_TC + GEMV_ROWS if loops == "float" else ())
 
 
 def shared_entries(unit: str, loops: str) -> list[str]:
@@ -194,6 +197,8 @@ def shared_gemms(unit: str, kernels: list[CudaKernel]) -> str:
     for mr in (1, 4):
         calls[f"gemv{mr}"] = (gemv_block, f"cv_gemv<{acc}, {mr}>(j.t, j.nterms, j.m, j.n, j.nb, "
                                           f"j.cols, j.vec, {epi});")
+    calls["gemv8"] = (f"{GEMV_ROWS_BLOCK}", f"cv_gemv_vec_rows(j.t, j.nterms, (int)j.m, "
+                                            f"(int)j.n, j.nb, j.cols, {epi});")
     # two blocks per SM: cp.async stages of one overlap the other's math
     x3 = "false" if one_tf32_product(kernels) else "true"
     for suffix, bt in zip(GEMM_TC, ("false", "true")):

@@ -38,3 +38,7 @@ ENTRIES = {Kind.ELEMENTWISE: ("s32", "s64", "flat"),
 # float32 only: tensor cores, B with n (tc64) or k (tct64) contiguous; tiles of 64 rows (as
 # fast as 128 or faster at every shape of bench/gpu/tct_probe.cu on the H200)
 GEMM_TC = ("tc64", "tct64")
+# float32 only: the float4 GEMV of up to 8 rows a tile (cuda_gemv_rows.h), blocks of
+# GEMV_ROWS_BLOCK threads
+GEMV_ROWS = ("gemv8",)
+GEMV_ROWS_BLOCK = 256

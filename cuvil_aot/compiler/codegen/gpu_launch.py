@@ -29,6 +29,7 @@ from cuvil_aot.compiler.codegen.cuda_geometry import (
     DOT_WIDE_BLOCK,
     ENTRIES,
     GEMV_BLOCK,
+    GEMV_ROWS_BLOCK,
     QUARTER,
     QUARTER_ROW_MAX,
     ROW_BLOCK,
@@ -262,6 +263,8 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
         if batch_fold.foldable(k):
             wg = gp.wg_kid(k) is not None
             few = "1" if k.loops == "bf16" else _transposed_weights(k)  # the dot GEMV
+            if k.loops == "float":  # or the GEMV of 8-row tiles
+                few = f"({few}) || ({_vec_rows_condition(k, 'nb * m')})"
             batch_fold.emit_cuda(w, k, module_symbol(k.name) if wg else None, few)
         else:
             batch = "a.n[0]" if nloops == 3 else "1"
@@ -310,6 +313,15 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
                 w.line(f"grid = (uint32_t)((n + cols - 1) / cols * groups); "
                        f"block = {GEMV_BLOCK};")
                 w.line(f"one.v[{g}] = (int)mr;")
+                if k.loops == "float":  # B read once for 8 rows, as float4s (cuda_gemv_rows.h)
+                    with w.block(f"if (m > 1 && {_vec_rows_condition(k, 'm')})"):
+                        # columns narrowed to a tile an SM: one wave (two blocks an SM fit)
+                        w.line("const int64_t groups8 = (m + 7) / 8; cols = 32;")
+                        w.line("while (cols > 8 && (n + cols - 1) / cols * groups8 * nb < sm) "
+                               "cols /= 2;")
+                        w.line(f"a.cols = cols; kid = {gp.entry(k, 'gemv8')}; "
+                               f"block = {GEMV_ROWS_BLOCK};")
+                        w.line("grid = (uint32_t)((n + cols - 1) / cols * groups8);")
             with w.block("else if (dot)"):  # a block (8 warps) per tile of DOT_ROWS x DOT_COLS
                 dot = ENTRIES[Kind.GEMM].index("dot")
                 w.line(f"a.cols = 0; a.vec = {_dot_vec_condition(k)};")
@@ -403,12 +415,18 @@ def _aligned(k: CudaKernel, side: str, inner: str, outer: str) -> str:
 
 
 def _vec_condition(k: CudaKernel) -> str:
-    """float4 loads of B in the GEMV: float32, one row per tile (mr == 1), whole float4s
-    per row of B (n % 4 == 0), offsets within a batch in 32 bits."""
+    """float4 loads of B in the GEMV: float32, one row per tile (mr == 1), the rest as
+    _vec_rows_condition."""
     if k.acc_type != "float":
         return "0"
-    fits = " && ".join(f"cv_gpu_term_fits32(&a.t[{t}], m, n)" for t in range(len(k.group.terms)))
-    return f"mr == 1 && n % 4 == 0 && {_aligned(k, 'b', 'cs', 'rs')} && {fits}"
+    return f"mr == 1 && {_vec_rows_condition(k, 'm')}"
+
+
+def _vec_rows_condition(k: CudaKernel, m: str) -> str:
+    """float4 loads of (float32) B in a GEMV: whole float4s per row of B (n % 4 == 0),
+    offsets within a batch of ``m`` rows in 32 bits."""
+    fits = " && ".join(f"cv_gpu_term_fits32(&a.t[{t}], {m}, n)" for t in range(len(k.group.terms)))
+    return f"n % 4 == 0 && {_aligned(k, 'b', 'cs', 'rs')} && {fits}"
 
 
 def _dot_vec_condition(k: CudaKernel) -> str:

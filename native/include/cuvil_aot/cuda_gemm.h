@@ -27,6 +27,7 @@
 #include "cuvil_aot/cuda_gemm_tiled.h"
 #include "cuvil_aot/cuda_gemm_tc.h"
 #include "cuvil_aot/cuda_gemv.h"
+#include "cuvil_aot/cuda_gemv_rows.h"
 
 /* What the main loops need of one GEMM: a unit's GEMMs share its main loops, each
  * launch naming its GEMM by a tag, whose arguments the generated code reads into this
