@@ -17,8 +17,6 @@
  *       prints "max_rel_err nan_ok scaled_err": the largest error over the largest output,
  *       and the largest over that output's sum(p |v|) / sum(p), the scale of P's rounding)
  */
-#include <ucontext.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -37,43 +35,8 @@
 struct float2 {
     float x, y;
 };
-struct dim3e {
-    unsigned x, y, z;
-};
-static const int NT = 128;
-static int cur;                 /* the running fiber: threadIdx.x */
-static dim3e blockIdx, gridDim; /* one block at a time */
-#define threadIdx (dim3e{(unsigned)cur, 0, 0})
-
-static ucontext_t sched, fib[NT];
-static void yield_() { swapcontext(&fib[cur], &sched); }
-struct barrier_ {
-    int n, count = 0, gen = 0;
-    void wait() {
-        const int g = gen;
-        if (++count == n) count = 0, gen++;
-        else
-            while (gen == g) yield_();
-    }
-};
-static barrier_ block_bar{NT}, warp_bar[NT / 32] = {{32}, {32}, {32}, {32}};
-static void __syncthreads() { block_bar.wait(); }
-static void __syncwarp() { warp_bar[cur / 32].wait(); }
-static float xch[NT];
-static float __shfl_xor_sync(unsigned, float v, int o) {
-    xch[cur] = v;
-    __syncwarp();
-    const float r = xch[cur ^ o];
-    __syncwarp();
-    return r;
-}
-static float __shfl_sync(unsigned, float v, int lane) {
-    xch[cur] = v;
-    __syncwarp();
-    const float r = xch[(cur & ~31) | lane];
-    __syncwarp();
-    return r;
-}
+#define EMU_THREADS 128
+#include "emulated_block.h"
 struct alignas(16) float4 {
     float x, y, z, w;
 };
@@ -201,7 +164,6 @@ struct epi_fn {
 template <int DK, int DV, class T>
 static void run(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v, int64_t nz, int64_t t,
                 int64_t s, int dk, int dv, int split, const score_fn &sc, const epi_fn &ep) {
-    static std::vector<char> stacks(NT * 256 * 1024);
     static const cv_att_in *Q, *K, *V;
     static int64_t NZ, T_, S;
     static int Dk, Dv, Split;
@@ -209,33 +171,13 @@ static void run(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v, int6
     static const epi_fn *EP;
     Q = &q, K = &k, V = &v, NZ = nz, T_ = t, S = s, Dk = dk, Dv = dv, SC = &sc, EP = &ep;
     Split = split;
-    static int done;
-    static bool fin[NT];
     auto body = []() {
         constexpr bool x3 = sizeof(T) == 4; /* 2-byte elements: one TF32 product */
         cv_attention<DK, DV, x3, x3, T, T, T>(*Q, *K, *V, NZ, T_, S, Dk, Dv, Split, *SC, *EP);
-        fin[cur] = true;
-        done++;
     };
-    static void (*entry)() = +body;
     const int64_t rows = split == 2 ? 32 : 64; /* the host's grid (gpu_attention.plan) */
     gridDim = {(unsigned)((t + rows - 1) / rows), (unsigned)(nz < 3 ? nz : 3), 1}; /* z strided */
-    for (unsigned by = 0; by < gridDim.y; by++)
-        for (unsigned bx = 0; bx < gridDim.x; bx++) {
-            blockIdx = {bx, by, 0};
-            done = 0;
-            for (int i = 0; i < NT; i++) {
-                fin[i] = false;
-                getcontext(&fib[i]);
-                fib[i].uc_stack.ss_sp = &stacks[i * 256 * 1024];
-                fib[i].uc_stack.ss_size = 256 * 1024;
-                fib[i].uc_link = &sched;
-                makecontext(&fib[i], entry, 0);
-            }
-            while (done < NT)
-                for (cur = 0; cur < NT; cur++)
-                    if (!fin[cur]) swapcontext(&sched, &fib[cur]);
-        }
+    run_grid(+body);
 }
 
 template <class E>

@@ -1,7 +1,6 @@
 /* The float4 GEMV of 8-row tiles (native/include/cuvil_aot/cuda_gemv_rows.h) run on the CPU
- * for tests/test_gemv_rows.py: a block's 256 threads are fibers (ucontext) run round-robin
- * on one thread, so __syncthreads and the warp shuffles are barriers; every block of the
- * grid the host would launch runs, one after another. What it checks is the kernel's own
+ * for tests/test_gemv_rows.py: a block's 256 threads are fibers (emulated_block.h); every
+ * block of the grid the host would launch runs, one after another. What it checks is the kernel's own
  * logic (tiles, lanes, the k steps, the sums across lanes and warps, rows past m, strides);
  * the arithmetic is float32 FMAs, as on the device.
  *
@@ -10,8 +9,6 @@
  *       4; TERMS 1 or 2: x @ w or x @ w + x2 @ w2 of depths K and K / 2 + 1; SM: the SMs
  *       the host sizes its tiles by) prints "max_rel_err poisoned_left"
  */
-#include <ucontext.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -25,36 +22,9 @@
 #define CV_MEMBER inline
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
-struct dim3e {
-    unsigned x, y, z;
-};
-static const int NT = 256; /* CV_GEMV_ROWS_THREADS */
-static int cur;            /* the running fiber: threadIdx.x */
-static dim3e blockIdx, gridDim;
-#define threadIdx (dim3e{(unsigned)cur, 0, 0})
-#define blockDim (dim3e{(unsigned)NT, 1, 1})
-
-static ucontext_t sched, fib[NT];
-static void yield_() { swapcontext(&fib[cur], &sched); }
-struct barrier_ {
-    int n, count = 0, gen = 0;
-    void wait() {
-        const int g = gen;
-        if (++count == n) count = 0, gen++;
-        else
-            while (gen == g) yield_();
-    }
-};
-static barrier_ block_bar{NT}, warp_bar[NT / 32] = {{32}, {32}, {32}, {32}, {32}, {32}, {32}, {32}};
-static void __syncthreads() { block_bar.wait(); }
-static float xch[NT];
-static float cv_shfl_xor(float v, int o) {
-    xch[cur] = v;
-    warp_bar[cur / 32].wait();
-    const float r = xch[cur ^ o];
-    warp_bar[cur / 32].wait();
-    return r;
-}
+#define EMU_THREADS 256 /* CV_GEMV_ROWS_THREADS */
+#include "emulated_block.h"
+static float cv_shfl_xor(float v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 struct alignas(16) float4 {
     float x, y, z, w;
 };
@@ -64,13 +34,7 @@ static T __ldg(const T *p) {
     return *p;
 }
 static int __ffs(int x) { return __builtin_ffs(x); }
-typedef struct cv_gpu_term {
-    const char *a;
-    int64_t a_rs, a_cs, a_bs;
-    const char *b;
-    int64_t b_rs, b_cs, b_bs;
-    int64_t k;
-} cv_gpu_term;
+#include "cuvil_aot/cuda_driver.h" /* cv_gpu_term */
 
 #define CUVIL_AOT_CUDA_GEMV_H /* cuda_gemv.h's buffer, as it sizes it */
 #define CV_GEMV_THREADS 1024
@@ -94,29 +58,7 @@ static const cv_gpu_term *g_terms;
 static int g_nterms, g_m, g_n, g_cols;
 static int64_t g_nb;
 static Store g_epi;
-static bool ended[NT];
-static void thread_main() {
-    cv_gemv_vec_rows(g_terms, g_nterms, g_m, g_n, g_nb, g_cols, g_epi);
-    ended[cur] = true;
-    swapcontext(&fib[cur], &sched);
-}
-/* one block: each fiber runs until it waits at a barrier (and yields) or ends */
-static void run_block() {
-    static std::vector<std::vector<char>> stacks(NT, std::vector<char>(1 << 16));
-    for (int t = 0; t < NT; t++) {
-        ended[t] = false;
-        getcontext(&fib[t]);
-        fib[t].uc_stack.ss_sp = stacks[t].data();
-        fib[t].uc_stack.ss_size = stacks[t].size();
-        fib[t].uc_link = nullptr;
-        makecontext(&fib[t], thread_main, 0);
-    }
-    for (int left = NT; left > 0;) {
-        left = 0;
-        for (cur = 0; cur < NT; cur++)
-            if (!ended[cur]) swapcontext(&sched, &fib[cur]), left += !ended[cur];
-    }
-}
+static void thread_main() { cv_gemv_vec_rows(g_terms, g_nterms, g_m, g_n, g_nb, g_cols, g_epi); }
 
 int main(int argc, char **argv) {
     if (argc != 11) return 2;
@@ -155,8 +97,7 @@ int main(int argc, char **argv) {
     g_terms = terms, g_nterms = nterms, g_m = m, g_n = n, g_cols = cols, g_nb = nb;
     g_epi = Store{out.data(), m, n};
     gridDim = dim3e{(unsigned)((n + cols - 1) / cols * groups8), (unsigned)(nb < 3 ? nb : 3), 1};
-    for (unsigned y = 0; y < gridDim.y; y++)
-        for (unsigned x = 0; x < gridDim.x; x++) blockIdx = dim3e{x, y, 0}, run_block();
+    run_grid(thread_main);
     double worst = 0;
     int64_t poisoned = 0;
     for (int64_t b = 0; b < nb; b++)
