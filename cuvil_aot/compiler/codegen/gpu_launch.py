@@ -299,29 +299,31 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
                 w.line("else if (gemv)")
             else:
                 w.line("if (gemv)")
-            with w.block(""):  # GEMV: each weight read once per 4 rows
+            with w.block(""):  # GEMV: each weight read once per 4 rows, or per 8 as float4s
                 w.line("const int64_t mr = m == 1 ? 1 : 4, groups = (m + mr - 1) / mr;")
-                w.line(f"const int vec = {_vec_condition(k)};")
-                # float4 tiles: 16 columns, 32 where 16 would need a second block per SM
-                # (bench/gpu/gemv_probe.cu); scalar tiles: narrower while twice as many
-                # still fit one per SM (a call's one-kernel has a block per SM, and a
-                # second pass over tiles costs a memory round trip more)
-                w.line("int cols = vec ? ((n + 15) / 16 * groups * nb > sm ? 32 : 16) : 32;")
-                w.line("while (!vec && cols > 8 && (n + cols / 2 - 1) / (cols / 2) * groups * nb "
-                       "<= sm) cols /= 2;")
-                w.line(f"a.cols = cols; a.vec = vec; kid = {first} + (mr == 1 ? 2 : 3);")
-                w.line(f"grid = (uint32_t)((n + cols - 1) / cols * groups); "
-                       f"block = {GEMV_BLOCK};")
                 w.line(f"one.v[{g}] = (int)mr;")
-                if k.loops == "float":  # B read once for 8 rows, as float4s (cuda_gemv_rows.h)
+                if k.loops == "float":  # the tiles of 8 rows (cuda_gemv_rows.h)
                     with w.block(f"if (m > 1 && {_vec_rows_condition(k, 'm')})"):
                         # columns narrowed to a tile an SM: one wave (two blocks an SM fit)
-                        w.line("const int64_t groups8 = (m + 7) / 8; cols = 32;")
+                        w.line("const int64_t groups8 = (m + 7) / 8; int cols = 32;")
                         w.line("while (cols > 8 && (n + cols - 1) / cols * groups8 * nb < sm) "
                                "cols /= 2;")
-                        w.line(f"a.cols = cols; kid = {gp.entry(k, 'gemv8')}; "
+                        w.line(f"a.cols = cols; a.vec = 0; kid = {gp.entry(k, 'gemv8')}; "
                                f"block = {GEMV_ROWS_BLOCK};")
                         w.line("grid = (uint32_t)((n + cols - 1) / cols * groups8);")
+                    w.line("else")
+                with w.block(""):
+                    w.line(f"const int vec = {_vec_condition(k)};")
+                    # float4 tiles: 16 columns, 32 where 16 would need a second block per SM
+                    # (bench/gpu/gemv_probe.cu); scalar tiles: narrower while twice as many
+                    # still fit one per SM (a call's one-kernel has a block per SM, and a
+                    # second pass over tiles costs a memory round trip more)
+                    w.line("int cols = vec ? ((n + 15) / 16 * groups * nb > sm ? 32 : 16) : 32;")
+                    w.line("while (!vec && cols > 8 && (n + cols / 2 - 1) / (cols / 2) * groups "
+                           "* nb <= sm) cols /= 2;")
+                    w.line(f"a.cols = cols; a.vec = vec; kid = {first} + (mr == 1 ? 2 : 3);")
+                    w.line(f"grid = (uint32_t)((n + cols - 1) / cols * groups); "
+                           f"block = {GEMV_BLOCK};")
             with w.block("else if (dot)"):  # a block (8 warps) per tile of DOT_ROWS x DOT_COLS
                 dot = ENTRIES[Kind.GEMM].index("dot")
                 w.line(f"a.cols = 0; a.vec = {_dot_vec_condition(k)};")
