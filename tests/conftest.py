@@ -80,6 +80,18 @@ def compile_source(directory: Path, source: str, **options: Any) -> ModuleType:
     return module
 
 
+def built_emulator(directory: Path, source: str) -> Path:
+    """A kernel emulator of tests/ (attention_emulator.cpp, ...: a CUDA header's kernel run
+    by fibers on the CPU, tests/emulated_block.h) built with g++ into ``directory``."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    exe = directory / Path(source).stem
+    subprocess.run(["g++", "-std=c++17", "-O1", f"-I{root / 'native' / 'include'}",
+                    str(root / "tests" / source), "-o", str(exe)], check=True)
+    return exe
+
+
 def cuda_text(sources: dict[str, str]) -> str:
     """Every CUDA unit of a build's sources (kernels_f0.cu, ...), one after the other."""
     return "".join(text for name, text in sorted(sources.items()) if name.endswith(".cu"))

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from conftest import (
     assert_close,
+    built_emulator,
     compile_source,
     cuda_text,
     generated_units,
@@ -293,10 +294,7 @@ def _random_cases(seed: int, n: int) -> list[tuple[int, ...]]:
 
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory):
-    exe = tmp_path_factory.mktemp("emu") / "emu"
-    subprocess.run(["g++", "-std=c++17", "-O1", f"-I{ROOT / 'native' / 'include'}",
-                    str(ROOT / "tests" / "attention_emulator.cpp"), "-o", str(exe)], check=True)
-    return exe
+    return built_emulator(tmp_path_factory.mktemp("emu"), "attention_emulator.cpp")
 
 
 def _emulate(exe: Path, case: tuple[int, ...], element: int,

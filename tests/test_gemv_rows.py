@@ -14,10 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import built_emulator
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None or sys.platform != "linux",
                                 reason="g++ and ucontext needed")
@@ -25,10 +24,7 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None or sys.platform != "
 
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory):
-    exe = tmp_path_factory.mktemp("emu") / "emu"
-    subprocess.run(["g++", "-std=c++17", "-O1", f"-I{ROOT / 'native' / 'include'}",
-                    str(ROOT / "tests" / "gemv_rows_emulator.cpp"), "-o", str(exe)], check=True)
-    return exe
+    return built_emulator(tmp_path_factory.mktemp("emu"), "gemv_rows_emulator.cpp")
 
 
 def emulate(exe: Path, nb: int, m: int, k: int, n: int, a_rs: int, a_cs: int, b_rs: int,
