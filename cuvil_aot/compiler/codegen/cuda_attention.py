@@ -47,6 +47,7 @@ from cuvil_aot.compiler.ir.types import Dim, Shape
 THREADS = 128  # CV_ATT_THREADS
 ROWS = 64  # CV_ATT_ROWS: query rows per block
 DMAX = 128  # CV_ATT_DMAX
+DECODE_DMAX = 64  # CV_ATT_DEC_D: the decode rows' head dims (cuda_attention_decode.h)
 
 
 @dataclass

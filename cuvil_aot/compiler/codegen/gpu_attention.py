@@ -12,6 +12,7 @@ as before.
 from __future__ import annotations
 
 from cuvil_aot.compiler.codegen.cuda_attention import (
+    DECODE_DMAX,
     DMAX,
     ROWS,
     THREADS,
@@ -29,8 +30,8 @@ def of(gp: GpuPlan, prefix: str) -> list[AttentionKernel]:
 
 
 def conditions(w: Writer, gp: GpuPlan, prefix: str) -> None:
-    """``attn{i}``: attention i runs fused in this call (its head dims fit, more than one
-    query row, CUVIL_AOT_CUDA_ATTENTION not 0)."""
+    """``attn{i}``: attention i runs fused in this call (its head dims fit: at one query row
+    those of the decode rows, CUVIL_AOT_CUDA_ATTENTION not 0)."""
     for i, ak in enumerate(of(gp, prefix)):
         dk, dv = (dim(d) for d in head_dims(ak.first, ak.out))
         t = dim(ak.score.group.space.shape[-2])
@@ -38,8 +39,11 @@ def conditions(w: Writer, gp: GpuPlan, prefix: str) -> None:
         # matmuls' rows whole heads of T rows each
         whole = f" && ({dim(ak.out.group.space.shape[-2])}) % ({t}) == 0 && " \
             "(api->gpu->attention() & 4)" if ak.match.grouped else ""
-        # one query row (a decode step): the GEMVs and softmax ran 78 against 95 µs fused
-        w.line(f"const int attn{i} = ({dk}) <= {DMAX} && ({dv}) <= {DMAX} && ({t}) > 1"
+        # one query row (a decode step) where cuda_attention_decode.h runs it (head dims
+        # up to 64); wider, the tensor-core tiles' 64 rows ran it slower than the GEMVs
+        # and softmax (78 against 95 µs, H200, 2026-12-03)
+        one_row = f"(({t}) > 1 || (({dk}) <= {DECODE_DMAX} && ({dv}) <= {DECODE_DMAX}))"
+        w.line(f"const int attn{i} = ({dk}) <= {DMAX} && ({dv}) <= {DMAX} && {one_row}"
                f"{whole} && api->gpu->attention(); (void)attn{i};")
 
 
