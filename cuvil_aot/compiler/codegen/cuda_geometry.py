@@ -30,7 +30,7 @@ DOT_VARIANT = 8  # a one-kernel's v[g] for a GEMM phase run by the dot GEMV (els
 # rounds of loads a warp, at a fifth of the copy rate (bench/gpu/h100_2026-12-05b/)
 DOT_WIDE_BLOCK = 512
 
-ENTRIES = {Kind.ELEMENTWISE: ("s32", "s64", "flat"),
+ENTRIES = {Kind.ELEMENTWISE: ("s32", "s64", "flat", "v32"),
            Kind.ROW: ("w32", "w64", "b32", "b64", "bc32", "bcu32", "q32"),
            Kind.GEMM: ("tiled", "tiled64", "gemv1", "gemv4", "ksum", "dot", "dotw"),
            Kind.SCAN: ("r32", "r64"),  # cuda_scan.py: 32- or 64-bit offsets

@@ -19,6 +19,7 @@ from cuvil_aot.compiler.codegen import (
     ops_c,
     run_time_loops,
 )
+from cuvil_aot.compiler.codegen.cuda_elementwise import flat_condition, last_condition
 from cuvil_aot.compiler.codegen.cuda_emitter import CudaKernel, unit_axis
 from cuvil_aot.compiler.codegen.cuda_geometry import (
     BLOCK,
@@ -220,12 +221,13 @@ def _launch(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> No
     if k.group.kind is Kind.ELEMENTWISE:
         w.line(f"const int64_t total = {_product([f'a.n[{v}]' for v in range(nloops)])};")
         with w.block("if (total > 0)"):
-            _flat_condition(w, k)
+            flat_condition(w, k)
             w.line(f"const int fits = cv_gpu_fits32(a.n, {nloops}, {strides}, {nops}, total);")
-            w.line(f"const int kid = {first} + (flat ? 2 : fits ? 0 : 1);")
+            last_condition(w, k)
+            w.line(f"const int kid = {first} + (flat ? 2 : last ? 3 : fits ? 0 : 1);")
             w.line(f"const uint32_t grid = flat ? cv_gpu_grid_all((total + {VEC - 1}) / "
-                   f"{VEC}, {BLOCK}) : cv_gpu_grid(total, {BLOCK}, sm, 8), gy = 1, "
-                   f"block = {BLOCK};")
+                   f"{VEC}, {BLOCK}) : cv_gpu_grid(last ? total / {VEC} : total, {BLOCK}, "
+                   f"sm, 8), gy = 1, block = {BLOCK};")
             w.line(launch)
             w.line(f"one.v[{g}] = fits; small = small && fits && total <= {ONE_WORK};")
     elif k.group.kind is Kind.ROW:
@@ -451,23 +453,6 @@ def _tc_choice(w: Writer, k: CudaKernel, first: int) -> None:
     w.line(f"tc = !({a_ok}) ? 0 : ({bn}) ? 1 : ({bk}) ? 2 : 0;")
     tc_first = first + len(ENTRIES[Kind.GEMM])  # entries GEMM_TC follow ENTRIES
     w.line(f"if (tc) kid = {tc_first} + (tc - 1);")
-
-
-def _flat_condition(w: Writer, k: CudaKernel) -> None:
-    """Every operand steps through memory exactly as the flat index, and is aligned."""
-    nloops = k.nloops
-    w.line(f"const int64_t c{nloops - 1} = 1;")
-    for v in range(nloops - 2, -1, -1):
-        w.line(f"const int64_t c{v} = c{v + 1} * a.n[{v + 1}];")
-    conds = []
-    for j, op in enumerate(k.operands):
-        storage = ops_c.STORAGE[op.dtype]
-        conds.append(f"(uintptr_t)a.p[{j}] % ({VEC} * sizeof({storage})) == 0")
-        conds += [f"(a.n[{v}] == 1 || a.s[{j}][{v}] == c{v})" for v in range(nloops)]
-    if k.gathers or k.ramps:  # a table's offsets come from the data, a ramp's value
-        # from the loop variables: never from the flat index
-        conds = ["0"]
-    w.line(f"const int flat = {' && '.join(conds) or '1'};")
 
 
 def _gemm_terms(w: Writer, k: CudaKernel, st: GpuStorage, gp: GpuPlan, g: int) -> None:
