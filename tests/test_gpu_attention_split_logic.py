@@ -3,8 +3,8 @@ split between two halves of the warps), without a GPU: a module built with sm_90
 against the fake libcuda.so.1 (tests/data/fake_libcuda.c, 132 SMs), which logs each kernel
 by name and grid. GPT-2's causal attention at 1 x 128 (12 heads of 64: 24 blocks of 64
 rows) takes it with CUVIL_AOT_CUDA_ATTENTION_SPLIT (the default), in 48 blocks; at 8 x 128
-(192 blocks) it does not; without the setting never. At one query row (a decode step)
-the fused kernel runs too, its decode rows (cuda_attention_decode.h). Grouped-query
+(192 blocks) it does not; without the setting never. At up to four query rows (a decode
+step) the decode rows' entry runs (``_d``, cuda_attention_decode.h). Grouped-query
 attention (K/V heads repeated by np.repeat) runs the fused kernel over its B·H heads only
 with CUVIL_AOT_CUDA_ATTENTION_GROUPED. What
 the split kernel computes is tests/attention_emulator.cpp's on the CPU and
@@ -83,10 +83,13 @@ assert [g for g in launched(m.grouped, 2, 8, 2, 128) if "_a0" in g[0]] == [
     ("f1_s0_a0_s", 4, 16)]
 assert [g for g in launched(m.grouped, 2, 8, 2, 128) if "gemm" in g[0]] == []
 # one query row (a decode step): the fused kernel too (cuda_attention_decode.h), alone
-assert [g for g in launched(m.grouped, 1, 8, 2, 1) if "_a0" in g[0]] == [("f1_s0_a0", 1, 8)]
-assert attention(4, 1) == [("f0_s0_a0", 1, 48)]
+assert [g for g in launched(m.grouped, 1, 8, 2, 1) if "_a0" in g[0]] == [("f1_s0_a0_d", 1, 8)]
+assert attention(4, 1) == [("f0_s0_a0_d", 1, 48)]
+assert attention(2, 4) == [("f0_s0_a0_d", 1, 24)]
+assert attention(2, 5) == [("f0_s0_a0", 1, 24)]  # five rows: the FMA kernel's entry
 names = lambda t: [g[0] for g in launched(m.causal, 4, 12, 12, t)]  # noqa: E731
-assert names(1) == names(128) and "f0_s0_a0" in names(1)  # no GEMM or softmax of its own
+# no GEMM or softmax of its own
+assert [n.replace("_a0_d", "_a0") for n in names(1)] == names(128) and "f0_s0_a0_d" in names(1)
 native.configure(cuda_attention_grouped=False)
 assert not [g for g in launched(m.grouped, 2, 8, 2, 128) if "_a0" in g[0]]
 native.configure(cuda_attention_grouped=True)

@@ -48,6 +48,7 @@ THREADS = 128  # CV_ATT_THREADS
 ROWS = 64  # CV_ATT_ROWS: query rows per block
 DMAX = 128  # CV_ATT_DMAX
 DECODE_DMAX = 64  # CV_ATT_DEC_D: the decode rows' head dims (cuda_attention_decode.h)
+DECODE_ROWS = 4  # CV_ATT_RW: the decode rows' query rows at most
 
 
 @dataclass
@@ -130,6 +131,9 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
     x3 += _elements(first, out)
     builds = [(dk, dv, 1) for dk, dv in _builds(first, out)]
     entries = (name, f"{name}_n")[:len(builds)]
+    if max(builds[-1][:2]) <= DECODE_DMAX:  # the decode rows (split 0), an entry of its own
+        builds.append((*builds[-1][:2], 0))
+        entries += (f"{name}_d",)
     if split_build(first, out, builds[-1][:2]):  # its own entry: its own registers
         builds.append((*builds[-1][:2], 2))
         entries += (f"{name}_s",)
@@ -138,10 +142,10 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
         # fit three (GPT-2 1 x 128 with its causal mask from ramps: 168 registers and a
         # spill, 16.3 -> 18.5 us; 210 and none so)
         bounds = f"{THREADS}, 1" if split == 2 else f"{THREADS}"
+        call = f"cv_attention<{dk}, {dv}, {x3}>" if split else f"cv_attention_rows<{x3}>"
         with w.block(f'extern "C" __global__ void __launch_bounds__({bounds}) '
                      f"{entry}(const __grid_constant__ {name}_args a_)"):
-            w.line(f"cv_attention<{dk}, {dv}, {x3}>(a_.ops[0], a_.ops[1], a_.ops[2], "
-                   f"{nz}, {t}, "
+            w.line(f"{call}(a_.ops[0], a_.ops[1], a_.ops[2], {nz}, {t}, "
                    f"a_.q.n[{first.nloops - 1}], a_.q.t[0].k, a_.o.n[{on - 1}], {split}, "
                    f"cv_att_then<{name}_pre, {name}_score>{{{pre_args}, {{&a_.s}}}}, {epi});")
     decl = Writer()

@@ -11,7 +11,8 @@
  * on tensor cores in 3xTF32 (cuda_attention_tc.h); before, in float32 FMAs
  * (cv_attention_fma below, four of its 16-row blocks a block), and on sm_90 too where a
  * batch has at most 16 query rows and head dims of at most 64. At most 4 query rows (a
- * decode step) and head dims of at most 64: cuda_attention_decode.h, on every arch.
+ * decode step) and head dims of at most 64: cv_attention_rows (cuda_attention_decode.h),
+ * an entry point of its own.
  *
  * NumPy semantics: a row whose every score is -inf has max -inf, and NumPy's
  * exp(-inf - -inf) is NaN: here its sum stays 0 and 0 / 0 is NaN. Exponents are taken
@@ -226,9 +227,9 @@ CV_DEV void cv_attention_fma(const cv_att_in &q, const cv_att_in &k, const cv_at
     }
 }
 
-/* the decode step's few rows and the tensor-core kernel: they use the helpers above */
-#include "cuvil_aot/cuda_attention_decode.h"
+/* the tensor-core kernel and the decode step's few rows: they use the helpers above */
 #include "cuvil_aot/cuda_attention_bf16.h" /* and through it cuda_attention_tc.h */
+#include "cuvil_aot/cuda_attention_decode.h" /* its copies: cuda_attention_tc.h's */
 
 /* DK, DV: the head dims dk and dv rounded up to a multiple of 32 where the code generator
  * knows them, else 128; X3QK / X3PV: 3xTF32 for Q Kᵀ / P V (else one TF32 product); TQ,
@@ -244,9 +245,6 @@ CV_DEV void cv_attention(const cv_att_in &q, const cv_att_in &k, const cv_att_in
     static_assert(CV_ATT_TC_THREADS == CV_ATT_THREADS && CV_ATT_TC_BM == CV_ATT_ROWS, "grid");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     __shared__ __align__(16) float smem[sizeof(cv_att_smem<CV_ATT_DMAX>) / sizeof(float)];
-    static_assert(sizeof(cv_att_dec_smem) <= sizeof smem, "the decode rows' tiles fit");
-    if (t <= CV_ATT_RW && dk <= CV_ATT_DEC_D && dv <= CV_ATT_DEC_D)
-        return cv_attention_decode<TQ, TK, TV>(q, k, v, nz, t, s, dk, dv, score, epi, smem);
     const int rows = split == 2 ? CV_ATT_ROWS / 2 : CV_ATT_ROWS; /* the host's blocks */
     for (int b = 0; b < rows / CV_ATT_BM; b++)
         cv_attention_fma<TQ, TK, TV>(q, k, v, nz, t, s, dk, dv,
@@ -262,19 +260,12 @@ CV_DEV void cv_attention(const cv_att_in &q, const cv_att_in &k, const cv_att_in
 #else
     constexpr bool FMA = false;
 #endif
-    /* A decode step's rows (t <= CV_ATT_RW): cuda_attention_decode.h, on every arch. */
-    constexpr bool DEC = DK <= CV_ATT_DEC_D && DV <= CV_ATT_DEC_D;
     /* one shared buffer for whichever kernel runs: static shared memory of functions
      * inlined into one kernel adds up, and the two came to 56 KB past the 48 allowed */
     constexpr int NF = FMA ? sizeof(cv_att_smem<64>) / sizeof(float) : 1;
-    constexpr int ND = DEC ? sizeof(cv_att_dec_smem) / sizeof(float) : 1;
     constexpr int NT = cv_att_is_bf16<TQ>::value && cv_att_is_bf16<TK>::value &&
                                cv_att_is_bf16<TV>::value ? 1 : cv_att_tc_cfg<DK, DV>::FLOATS;
-    constexpr int NS = NF > NT ? NF : NT;
-    __shared__ __align__(16) float smem[ND > NS ? ND : NS];
-    if constexpr (DEC)
-        if (t <= CV_ATT_RW)
-            return cv_attention_decode<TQ, TK, TV>(q, k, v, nz, t, s, dk, dv, score, epi, smem);
+    __shared__ __align__(16) float smem[NF > NT ? NF : NT];
     if constexpr (FMA)
         if (t <= CV_ATT_BM)
             return cv_attention_fma<TQ, TK, TV, 64>(q, k, v, nz, t, s, dk, dv, 0, score, epi, smem);

@@ -9,10 +9,10 @@
  * sequences of 256 keys on an H100: 35 us in its two GEMVs, 2026-12-07c).
  *
  * In a warp's tile lane j scores key j from the warp's own copy of K's tile in shared
- * memory (loaded a row at a time across the lanes: coalesced through any strides), then
- * the online softmax of cv_attention_fma; V's rows in registers, lane l holding columns l
- * and l + 32. A tile's K and V rows are loaded at once (64 + 64 registers a lane), so a
- * tile costs one round trip to memory. The warps' running
+ * memory (copied there by cp.async a row at a time across the lanes: coalesced through
+ * any strides), then the online softmax of cv_attention_fma; V's rows in registers, lane
+ * l holding columns l and l + 32. A tile's K and V rows are in flight at once, so a tile
+ * costs one round trip to memory. The warps' running
  * maxima, sums and outputs meet in shared memory at the end; warp r combines row r. A
  * warp that saw no keys has max -inf and sum 0, so it weighs 0; a row whose every score is
  * -inf sums to 0 and its 0 / 0 is NaN, as NumPy's. */
@@ -58,20 +58,27 @@ CV_DEV void cv_attention_decode(const cv_att_in &q, const cv_att_in &k, const cv
             __syncwarp(); /* the warp's previous tile is read */
             const int64_t left = s - key0;
             const int nj = left < BN ? (int)left : BN;
-            /* the tile's K and V rows all in flight at once: a round trip a tile */
-            float kr[BN][D / 32], vr[BN][2];
+            /* K's tile by cp.async (float; other elements through registers), V's rows
+             * into registers, both in flight at once; running row pointers, since 32
+             * rows' 64-bit addresses would each hold registers */
+            const TK *kr = kp + key0 * k.rs + lane * k.cs;
+            const TV *vr_ = vp + key0 * v.rs + lane * v.cs;
+            const int64_t k32 = 32 * k.cs, v32 = 32 * v.cs;
+#pragma unroll 8
+            for (int j = 0; j < BN; j++, kr += k.rs)
 #pragma unroll
-            for (int j = 0; j < BN; j++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) { /* lanes along a row: coalesced */
-                    const int c = lane + 32 * h;
-                    kr[j][h] = j < nj && c < dk ? (float)kp[(key0 + j) * k.rs + c * k.cs] : 0.0f;
-                    vr[j][h] = j < nj && c < dd ? (float)vp[(key0 + j) * v.rs + c * v.cs] : 0.0f;
+                for (int h = 0; h < D / 32; h++) { /* lanes along a row: coalesced */
+                    const bool in = j < nj && lane + 32 * h < dk;
+                    cv_att_elem(&sm.k[warp][j][lane + 32 * h], in ? kr + h * k32 : kp, in);
                 }
+            cv_cp_async_commit();
+            float vr[BN][2];
 #pragma unroll
-            for (int j = 0; j < BN; j++)
+            for (int j = 0; j < BN; j++, vr_ += v.rs)
 #pragma unroll
-                for (int h = 0; h < D / 32; h++) sm.k[warp][j][lane + 32 * h] = kr[j][h];
+                for (int h = 0; h < 2; h++)
+                    vr[j][h] = j < nj && lane + 32 * h < dd ? (float)vr_[h * v32] : 0.0f;
+            cv_cp_async_wait<0>();
             __syncwarp();
             const int valid = lane < nj;
             float dot[RW];
@@ -135,6 +142,20 @@ CV_DEV void cv_attention_decode(const cv_att_in &q, const cv_att_in &k, const cv
                 if (lane + 32 * h < dd) out((int64_t)r, (int64_t)(lane + 32 * h), acc[h] / sum);
         }
     }
+}
+
+/* The decode rows' entry point (the host's, where t <= CV_ATT_RW and both head dims are
+ * at most 64, on every arch): an entry of its own, so that its registers are not the
+ * other kernels' (inlined into cv_attention's entry, ptxas fit GPT-2's causal attention in
+ * 168 registers with a 20-byte spill, where it had 175 and none). The template arguments
+ * of cv_attention but the head dims, which are its own. */
+template <bool X3QK, bool X3PV, class TQ = float, class TK = float, class TV = float,
+          class Score, class Epi>
+CV_DEV void cv_attention_rows(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v,
+                              int64_t nz, int64_t t, int64_t s, int64_t dk, int64_t dv, int,
+                              const Score &score, const Epi &epi) {
+    __shared__ __align__(16) float smem[sizeof(cv_att_dec_smem) / sizeof(float)];
+    cv_attention_decode<TQ, TK, TV>(q, k, v, nz, t, s, dk, dv, score, epi, smem);
 }
 
 #endif
