@@ -50,8 +50,9 @@ def _check(fn, args: list[np.ndarray], exact: bool = False) -> list[str]:
 
     ref = fn.py_func(*[a if exact else a.astype(np.float64) for a in args])
     dev = [torch.from_numpy(a).cuda() for a in args]
-    dtype = torch.uint8 if exact else torch.float64 if ref.dtype == np.float64 else torch.float32
-    out = torch.full(ref.shape, 255 if exact else float("nan"), dtype=dtype, device="cuda")
+    dtype = {np.uint8: torch.uint8, np.float64: torch.float64, np.float32: torch.float32}
+    out = torch.full(ref.shape, 255 if exact else float("nan"),
+                     dtype=dtype[args[0].dtype.type], device="cuda")
     kernels = kernels_launched(lambda: fn(*dev, out=out))
     got = out.cpu().numpy()
     if exact:
