@@ -1,6 +1,6 @@
 /* The fused attention as sm_80 and later run it (native/include/cuvil_aot/cuda_attention.h:
- * the tensor-core kernel of cuda_attention_tc.h, the FMA kernel at few query rows, the
- * decode rows' entry of cuda_attention_decode.h where the host picks it) on the
+ * the tensor-core kernel of cuda_attention_tc.h, the FMA kernel's and the decode rows'
+ * entries (cuda_attention_decode.h) at few query rows, where the host picks them) on the
  * CPU, for tests/test_cuda_attention.py: a block's 128 threads are fibers (ucontext) run
  * round-robin on one thread, so __syncthreads, the warp shuffles, mma.sync (each lane's
  * fragments gathered, the 16 x 8 x 8 or, bfloat16, 16 x 8 x 16 product computed, each
@@ -174,10 +174,14 @@ static void run(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v, int6
     Split = split;
     auto body = []() {
         constexpr bool x3 = sizeof(T) == 4; /* 2-byte elements: one TF32 product */
-        if constexpr (DK <= 64 && DV <= 64) /* the decode entry, as the host picks it */
+        if constexpr (DK <= 64 && DV <= 64) { /* few rows' entries, as the host picks them */
             if (T_ <= CV_ATT_RW)
                 return cv_attention_rows<x3, x3, T, T, T>(*Q, *K, *V, NZ, T_, S, Dk, Dv, Split,
                                                           *SC, *EP);
+            if (T_ <= CV_ATT_BM)
+                return cv_attention_few<x3, x3, T, T, T>(*Q, *K, *V, NZ, T_, S, Dk, Dv, Split,
+                                                         *SC, *EP);
+        }
         cv_attention<DK, DV, x3, x3, T, T, T>(*Q, *K, *V, NZ, T_, S, Dk, Dv, Split, *SC, *EP);
     };
     const int64_t rows = split == 2 ? 32 : 64; /* the host's grid (gpu_attention.plan) */

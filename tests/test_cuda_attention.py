@@ -136,9 +136,11 @@ def test_attention_as_users_write_it_is_one_fused_kernel(tmp_path):
     assert cu.count("cv_attention<64, 64, true, true>") == 12
     assert len(re.findall(r"\], 2, cv_att_then<", cu)) == 6 and "f1_s0_a0_s(" in cu
     assert host.count("if (split == 2) kid = ") == 7
-    # and its decode entry (_d: up to four query rows), which the host picks at those
+    # and its entries of few query rows, which the host picks at those: the FMA kernel (_f,
+    # up to 16) and the decode rows (_d, up to 4)
     assert cu.count("cv_attention_rows<true, true>") == 6 and "f1_s0_a0_d(" in cu
-    assert host.count("if (t <= 4 && ") == 7
+    assert cu.count("cv_attention_few<true, true>") == 6 and "f1_s0_a0_f(" in cu
+    assert host.count(" kid = t <= 4 ? ") == 7
     assert 'f0_s0_a0_n(' in cu and '"f0_s0_a0_n"' in host and '"f1_s0_a0_n"' not in host
     assert host.count(" + (((S_D)) <= 64 && ((S_D)) <= 64);") == 6
     # the head dims checked are Q's and V's, also where the scale and mask are the first
@@ -158,9 +160,9 @@ def test_attention_as_users_write_it_is_one_fused_kernel(tmp_path):
     for which, g in enumerate((0, 1, 4)):  # the mask's ramps: no kernel of their own
         assert f"ai0[{which}] = (cv_att_in){{one.a{g}.p[0], one.a{g}.n[1], " in f1
     # causal_heads: the output stored with its heads merged (by the strides of the merge
-    # kernel's buffer: o.transpose(0, 2, 1, 3)), in its three entries; merged_and_raw
+    # kernel's buffer: o.transpose(0, 2, 1, 3)), in its four entries; merged_and_raw
     # returns o too: its epilogue
-    assert cu.count("cv_att_store{&a_.ops[3]}") == 3 and "ax0.ops[3] = (cv_att_in){one.a6." in f1
+    assert cu.count("cv_att_store{&a_.ops[3]}") == 4 and "ax0.ops[3] = (cv_att_in){one.a6." in f1
     # padded: its arguments' own strides, through the matmuls' terms
     f0 = host[host.index("f0_s0_grun"):host.index("f1_s0_grun")]
     assert "ai0[0] = (cv_att_in){one.a0.t[0].a, 1, one.a0.t[0].a_bs, 0, " in f0
@@ -264,7 +266,7 @@ def test_fused_attention_has_no_spills(tmp_path, arch):
                               str(src.with_suffix(".cubin"))], capture_output=True, text=True)
         assert run.returncode == 0, run.stderr[-2000:]
         report = (run.stdout + run.stderr).split("Compiling entry function")
-        fused = [r for r in report if re.match(r" '\w+_a\d+(_n)?'", r)]
+        fused = [r for r in report if re.match(r" '\w+_a\d+(_n|_f|_d)?'", r)]
         assert fused, name
         entries.update(r.split("'")[1] for r in fused)
         for r in fused:

@@ -3,8 +3,9 @@ split between two halves of the warps), without a GPU: a module built with sm_90
 against the fake libcuda.so.1 (tests/data/fake_libcuda.c, 132 SMs), which logs each kernel
 by name and grid. GPT-2's causal attention at 1 x 128 (12 heads of 64: 24 blocks of 64
 rows) takes it with CUVIL_AOT_CUDA_ATTENTION_SPLIT (the default), in 48 blocks; at 8 x 128
-(192 blocks) it does not; without the setting never. At up to four query rows (a decode
-step) the decode rows' entry runs (``_d``, cuda_attention_decode.h). Grouped-query
+(192 blocks) it does not; without the setting never. At up to 16 query rows the FMA
+kernel's entry runs (``_f``), at up to 4 (a decode step) the decode rows' (``_d``,
+cuda_attention_decode.h). Grouped-query
 attention (K/V heads repeated by np.repeat) runs the fused kernel over its B·H heads only
 with CUVIL_AOT_CUDA_ATTENTION_GROUPED. What
 the split kernel computes is tests/attention_emulator.cpp's on the CPU and
@@ -86,7 +87,8 @@ assert [g for g in launched(m.grouped, 2, 8, 2, 128) if "gemm" in g[0]] == []
 assert [g for g in launched(m.grouped, 1, 8, 2, 1) if "_a0" in g[0]] == [("f1_s0_a0_d", 1, 8)]
 assert attention(4, 1) == [("f0_s0_a0_d", 1, 48)]
 assert attention(2, 4) == [("f0_s0_a0_d", 1, 24)]
-assert attention(2, 5) == [("f0_s0_a0", 1, 24)]  # five rows: the FMA kernel's entry
+assert attention(2, 5) == [("f0_s0_a0_f", 1, 24)]  # 5-16 rows: the FMA kernel's entry
+assert attention(2, 16) == [("f0_s0_a0_f", 1, 24)] and attention(2, 17) == [("f0_s0_a0", 1, 24)]
 names = lambda t: [g[0] for g in launched(m.causal, 4, 12, 12, t)]  # noqa: E731
 # no GEMM or softmax of its own
 assert [n.replace("_a0_d", "_a0") for n in names(1)] == names(128) and "f0_s0_a0_d" in names(1)

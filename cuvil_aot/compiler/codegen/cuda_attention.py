@@ -47,8 +47,12 @@ from cuvil_aot.compiler.ir.types import Dim, Shape
 THREADS = 128  # CV_ATT_THREADS
 ROWS = 64  # CV_ATT_ROWS: query rows per block
 DMAX = 128  # CV_ATT_DMAX
-DECODE_DMAX = 64  # CV_ATT_DEC_D: the decode rows' head dims (cuda_attention_decode.h)
-DECODE_ROWS = 4  # CV_ATT_RW: the decode rows' query rows at most
+# The entries of few query rows (each its own registers): head dims up to FEW_DMAX, at
+# most FEW_ROWS (CV_ATT_BM: cv_attention_few, the FMA kernel) or DECODE_ROWS (CV_ATT_RW:
+# cv_attention_rows, cuda_attention_decode.h) query rows
+FEW_DMAX = 64
+FEW_ROWS = 16
+DECODE_ROWS = 4
 
 
 @dataclass
@@ -131,9 +135,9 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
     x3 += _elements(first, out)
     builds = [(dk, dv, 1) for dk, dv in _builds(first, out)]
     entries = (name, f"{name}_n")[:len(builds)]
-    if max(builds[-1][:2]) <= DECODE_DMAX:  # the decode rows (split 0), an entry of its own
-        builds.append((*builds[-1][:2], 0))
-        entries += (f"{name}_d",)
+    if max(builds[-1][:2]) <= FEW_DMAX:  # few rows (split 3) and the decode rows (0)
+        builds += [(*builds[-1][:2], 3), (*builds[-1][:2], 0)]
+        entries += (f"{name}_f", f"{name}_d")
     if split_build(first, out, builds[-1][:2]):  # its own entry: its own registers
         builds.append((*builds[-1][:2], 2))
         entries += (f"{name}_s",)
@@ -141,8 +145,11 @@ def emit(name: str, match: Match, groups: list[Group], kernels: list[CudaKernel]
         # the split build runs where blocks are fewer than SMs: one a SM, so ptxas need not
         # fit three (GPT-2 1 x 128 with its causal mask from ramps: 168 registers and a
         # spill, 16.3 -> 18.5 us; 210 and none so)
-        bounds = f"{THREADS}, 1" if split == 2 else f"{THREADS}"
-        call = f"cv_attention<{dk}, {dv}, {x3}>" if split else f"cv_attention_rows<{x3}>"
+        # (and the few rows' entries: blocks are few there, and ptxas spilled the decode
+        # rows' to fit four an SM in 128 registers)
+        bounds = f"{THREADS}" if split == 1 else f"{THREADS}, 1"
+        call = {0: f"cv_attention_rows<{x3}>", 3: f"cv_attention_few<{x3}>"}.get(
+            split, f"cv_attention<{dk}, {dv}, {x3}>")
         with w.block(f'extern "C" __global__ void __launch_bounds__({bounds}) '
                      f"{entry}(const __grid_constant__ {name}_args a_)"):
             w.line(f"{call}(a_.ops[0], a_.ops[1], a_.ops[2], {nz}, {t}, "

@@ -12,9 +12,10 @@ as before.
 from __future__ import annotations
 
 from cuvil_aot.compiler.codegen.cuda_attention import (
-    DECODE_DMAX,
     DECODE_ROWS,
     DMAX,
+    FEW_DMAX,
+    FEW_ROWS,
     ROWS,
     THREADS,
     AttentionKernel,
@@ -43,7 +44,7 @@ def conditions(w: Writer, gp: GpuPlan, prefix: str) -> None:
         # one query row (a decode step) where cuda_attention_decode.h runs it (head dims
         # up to 64); wider, the tensor-core tiles' 64 rows ran it slower than the GEMVs
         # and softmax (78 against 95 µs, H200, 2026-12-03)
-        one_row = f"(({t}) > 1 || (({dk}) <= {DECODE_DMAX} && ({dv}) <= {DECODE_DMAX}))"
+        one_row = f"(({t}) > 1 || (({dk}) <= {FEW_DMAX} && ({dv}) <= {FEW_DMAX}))"
         w.line(f"const int attn{i} = ({dk}) <= {DMAX} && ({dv}) <= {DMAX} && {one_row}"
                f"{whole} && api->gpu->attention(); (void)attn{i};")
 
@@ -81,9 +82,9 @@ def plan(w: Writer, gp: GpuPlan, prefix: str, i: int, g: int, st: Storage) -> No
     ROWS query rows of one batch; of its entry points (AttentionKernel.entries) the one
     built for head dims up to 64 where they are, or its split entry (``_s``: a block per
     ROWS / 2 rows, the keys split between two halves of its warps) where the blocks would
-    fill less than half the SMs (GPT-2 at 1 x 128: 24 blocks on 132), or at most
-    DECODE_ROWS rows with head dims up to 64 its decode entry (``_d``: one block a batch,
-    its warps splitting the keys)."""
+    fill less than half the SMs (GPT-2 at 1 x 128: 24 blocks on 132); with head dims up to
+    FEW_DMAX, at most FEW_ROWS rows its FMA entry (``_f``: 4 rows a warp) and at most
+    DECODE_ROWS its decode entry (``_d``: one block a batch, its warps splitting the keys)."""
     ak = of(gp, prefix)[i]
     with w.block(""):
         fill_args(w, ak.score, st, "sa")
@@ -108,9 +109,10 @@ def plan(w: Writer, gp: GpuPlan, prefix: str, i: int, g: int, st: Storage) -> No
             w.line(f"split = (api->gpu->attention() & 2) && ({dk}) <= 64 && ({dv}) <= 64 && "
                    f"t > {ROWS // 2} && 2 * ((t + {ROWS - 1}) / {ROWS}) * nz <= sm ? 2 : 1;")
             w.line(f"if (split == 2) kid = {first + len(ak.entries) - 1};")
-        if f"{ak.name}_d" in ak.entries:  # a decode step's few rows (cuda_attention_decode.h)
-            w.line(f"if (t <= {DECODE_ROWS} && ({dk}) <= {DECODE_DMAX} && ({dv}) <= "
-                   f"{DECODE_DMAX}) kid = {first + ak.entries.index(f'{ak.name}_d')};")
+        if f"{ak.name}_d" in ak.entries:  # few rows: the FMA kernel, a decode step's
+            w.line(f"if (({dk}) <= {FEW_DMAX} && ({dv}) <= {FEW_DMAX}) kid = t <= "
+                   f"{DECODE_ROWS} ? {first + ak.entries.index(f'{ak.name}_d')} : t <= "
+                   f"{FEW_ROWS} ? {first + ak.entries.index(f'{ak.name}_f')} : kid;")
         w.line(f"const int64_t rows = {ROWS} / split;")
         w.line(f"const uint32_t grid = (uint32_t)((t + rows - 1) / rows), "
                f"gy = (uint32_t)(nz < 65535 ? nz : 65535), block = {THREADS};")

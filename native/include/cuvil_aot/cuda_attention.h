@@ -9,10 +9,10 @@
  * O += P V_tile. At the end O / l goes to `epi` (the second matmul's GEMM epilogue
  * functor: its store, strided as its buffer wants). On sm_80 and later both products run
  * on tensor cores in 3xTF32 (cuda_attention_tc.h); before, in float32 FMAs
- * (cv_attention_fma below, four of its 16-row blocks a block), and on sm_90 too where a
- * batch has at most 16 query rows and head dims of at most 64. At most 4 query rows (a
- * decode step) and head dims of at most 64: cv_attention_rows (cuda_attention_decode.h),
- * an entry point of its own.
+ * (cv_attention_fma below, four of its 16-row blocks a block). Where a batch has at most
+ * 16 query rows and head dims of at most 64, the FMA kernel on every arch, an entry point
+ * of its own (cv_attention_few); at most 4 query rows, cv_attention_rows
+ * (cuda_attention_decode.h), another.
  *
  * NumPy semantics: a row whose every score is -inf has max -inf, and NumPy's
  * exp(-inf - -inf) is NaN: here its sum stays 0 and 0 / 0 is NaN. Exponents are taken
@@ -30,6 +30,7 @@
 #ifndef CUVIL_AOT_CUDA_ATTENTION_H
 #define CUVIL_AOT_CUDA_ATTENTION_H
 
+#include "cuvil_aot/cuda_gemm_tc.h" /* cp.async */
 #include "cuvil_aot/cuda_kernel.h"
 
 #define CV_ATT_DMAX 128
@@ -100,6 +101,25 @@ struct cv_att_then {
     }
 };
 
+/* One 4-byte element global -> shared, zero where bytes is 0 (elsewhere than sm_80+, as a
+ * plain copy: tests/attention_emulator.cpp runs this header on the CPU). */
+CV_DEV void cv_cp_async4(void *smem, const void *gmem, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const uint32_t s = (uint32_t)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem),
+                 "r"(bytes));
+#else
+    *static_cast<float *>(smem) = bytes ? *static_cast<const float *>(gmem) : 0.0f;
+#endif
+}
+
+/* One element global -> shared where ok, else zero (src not read): float by cp.async. */
+CV_DEV void cv_att_elem(float *dst, const float *src, bool ok) { cv_cp_async4(dst, src, ok ? 4 : 0); }
+template <class T>
+CV_DEV void cv_att_elem(float *dst, const T *src, bool ok) {
+    *dst = ok ? (float)*src : 0.0f;
+}
+
 /* The FMA kernel's tiles, DW columns a row (the widest head dim it may see). */
 template <int DW>
 struct cv_att_smem {
@@ -139,10 +159,13 @@ CV_DEV void cv_attention_fma(const cv_att_in &q, const cv_att_in &k, const cv_at
         const TK *kp = cv_att_batch<TK>(k, z);
         const TV *vp = cv_att_batch<TV>(v, z);
         __syncthreads(); /* the previous batch's tiles are read */
+        /* Q, K and V by cp.async (float): the first tile's wait covers all three, one
+         * round trip to memory where the loads of a loop's few unrolled steps took several */
         for (int i = tid; i < (CV_ATT_BM << wshift); i += CV_ATT_THREADS) {
             const int r = i >> wshift, c = i & wmask;
             const int64_t row = row0 + r;
-            sm.q[r][c] = row < t && c < dk ? (float)qp[row * q.rs + c * q.cs] : 0.0f;
+            const bool in = row < t && c < dk;
+            cv_att_elem(&sm.q[r][c], in ? qp + row * q.rs + c * q.cs : qp, in);
         }
         float m[CV_ATT_RW], l[CV_ATT_RW], o[CV_ATT_RW][4];
 #pragma unroll
@@ -156,9 +179,12 @@ CV_DEV void cv_attention_fma(const cv_att_in &q, const cv_att_in &k, const cv_at
             for (int i = tid; i < (CV_ATT_BN << wshift); i += CV_ATT_THREADS) {
                 const int j = i >> wshift, c = i & wmask;
                 const int64_t key = key0 + j;
-                sm.k[j][c] = key < s && c < dk ? (float)kp[key * k.rs + c * k.cs] : 0.0f;
-                sm.v[j][c] = key < s && c < dd ? (float)vp[key * v.rs + c * v.cs] : 0.0f;
+                const bool ink = key < s && c < dk, inv = key < s && c < dd;
+                cv_att_elem(&sm.k[j][c], ink ? kp + key * k.rs + c * k.cs : kp, ink);
+                cv_att_elem(&sm.v[j][c], inv ? vp + key * v.rs + c * v.cs : vp, inv);
             }
+            cv_cp_async_commit();
+            cv_cp_async_wait<0>();
             __syncthreads();
             const int64_t key = key0 + lane;
             const int valid = key < s;
@@ -209,6 +235,7 @@ CV_DEV void cv_attention_fma(const cv_att_in &q, const cv_att_in &k, const cv_at
                 }
             }
         }
+        cv_cp_async_wait<0>(); /* no keys: Q's copies */
         /* the store's batch index math once, as the tensor-core kernel does: through the
          * functor, a 64-bit division by the heads an element (in the module, where the
          * store is cv_att_store, this kernel took 12.5 us at 1 x 16 against the probe's 5.3
@@ -225,6 +252,23 @@ CV_DEV void cv_attention_fma(const cv_att_in &q, const cv_att_in &k, const cv_at
             }
         }
     }
+}
+
+/* Few query rows (batch 1: t <= CV_ATT_BM, both head dims at most 64), an entry point of
+ * its own (the host's, on every arch): the FMA kernel's 4 rows a warp, where the
+ * tensor-core one puts 16 rows on one warp of its 4 and leaves the others idle (H100, 12
+ * heads of 64: 5.3 us against 10.1 at 8 rows, 5.8 against 10.1 at 16;
+ * bench/gpu/attn_small_probe.cu). Its float32 FMAs are exact where the tensor cores' TF32
+ * products are not. Inlined into cv_attention's entry, the pair spilled on sm_80 and moved
+ * ptxas's register choice on sm_90a (GPT-2's causal attention: 168 registers and a spill
+ * where it had 175 and none). The template arguments of cv_attention but the head dims. */
+template <bool X3QK, bool X3PV, class TQ = float, class TK = float, class TV = float,
+          class Score, class Epi>
+CV_DEV void cv_attention_few(const cv_att_in &q, const cv_att_in &k, const cv_att_in &v,
+                             int64_t nz, int64_t t, int64_t s, int64_t dk, int64_t dv, int,
+                             const Score &score, const Epi &epi) {
+    __shared__ __align__(16) float smem[sizeof(cv_att_smem<64>) / sizeof(float)];
+    cv_attention_fma<TQ, TK, TV, 64>(q, k, v, nz, t, s, dk, dv, 0, score, epi, smem);
 }
 
 /* the tensor-core kernel and the decode step's few rows: they use the helpers above */
@@ -250,25 +294,9 @@ CV_DEV void cv_attention(const cv_att_in &q, const cv_att_in &k, const cv_att_in
         cv_attention_fma<TQ, TK, TV>(q, k, v, nz, t, s, dk, dv,
                          (int64_t)blockIdx.x * rows + b * CV_ATT_BM, score, epi, smem);
 #else
-    /* Few query rows (batch 1): the FMA kernel's 4 rows a warp, where the tensor-core one
-     * puts 16 rows on one warp of its 4 and leaves the others idle (H100, 12 heads of 64:
-     * 5.3 us against 10.1 at 8 rows, 5.8 against 10.1 at 16; bench/gpu/attn_small_probe.cu).
-     * Its float32 FMAs are exact where the tensor cores' TF32 products are not. Not on
-     * sm_80-sm_89, where the pair spilled (ptxas: 16 bytes in the 64-dim entry). */
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-    constexpr bool FMA = DK <= 64 && DV <= 64;
-#else
-    constexpr bool FMA = false;
-#endif
-    /* one shared buffer for whichever kernel runs: static shared memory of functions
-     * inlined into one kernel adds up, and the two came to 56 KB past the 48 allowed */
-    constexpr int NF = FMA ? sizeof(cv_att_smem<64>) / sizeof(float) : 1;
     constexpr int NT = cv_att_is_bf16<TQ>::value && cv_att_is_bf16<TK>::value &&
                                cv_att_is_bf16<TV>::value ? 1 : cv_att_tc_cfg<DK, DV>::FLOATS;
-    __shared__ __align__(16) float smem[NF > NT ? NF : NT];
-    if constexpr (FMA)
-        if (t <= CV_ATT_BM)
-            return cv_attention_fma<TQ, TK, TV, 64>(q, k, v, nz, t, s, dk, dv, 0, score, epi, smem);
+    __shared__ __align__(16) float smem[NT];
     cv_attention_tc<DK, DV, X3QK, X3PV, TQ, TK, TV>(q, k, v, nz, t, s, (int)dk, (int)dv, split,
                                                     score, epi, smem);
 #endif

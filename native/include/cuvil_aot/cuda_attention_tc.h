@@ -66,18 +66,6 @@ struct cv_att_tc_cfg {
     static constexpr int FLOATS = SPLIT * TILES + QSM > STAGE ? SPLIT * TILES + QSM : STAGE;
 };
 
-/* One 4-byte element global -> shared, zero where bytes is 0 (elsewhere than sm_80+, as a
- * plain copy: tests/attention_emulator.cpp runs this header on the CPU). */
-CV_DEV void cv_cp_async4(void *smem, const void *gmem, int bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const uint32_t s = (uint32_t)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem),
-                 "r"(bytes));
-#else
-    *static_cast<float *>(smem) = bytes ? *static_cast<const float *>(gmem) : 0.0f;
-#endif
-}
-
 /* Whether operand x of elements T can be read in chunks of 4 elements (16 bytes of
  * float): contiguous rows, every row of every batch aligned to a chunk. */
 template <class T>
@@ -106,12 +94,6 @@ CV_DEV void cv_att_chunk(float *dst, const T *src, int n) {
     }
 }
 
-/* One element global -> shared where ok, else zero (src not read): float by cp.async. */
-CV_DEV void cv_att_elem(float *dst, const float *src, bool ok) { cv_cp_async4(dst, src, ok ? 4 : 0); }
-template <class T>
-CV_DEV void cv_att_elem(float *dst, const T *src, bool ok) {
-    *dst = ok ? (float)*src : 0.0f;
-}
 
 /* Rows key0 .. key0 + BN of a batch's operand (base: cv_att_batch), columns 0 .. D of
  * which d exist, into dst (rows STRIDE apart) as floats; zero past n keys and d columns. */
