@@ -93,7 +93,8 @@ def _operands(v32: str) -> list[tuple[type, bool, set[int]]]:
 
 def _layout(rng, n: list[int], support: set[int]) -> tuple[list[int], int]:
     """Strides (elements) as the host allows _v32: the last 1, the others multiples of 4
-    over padded extents (0 where the operand has no such variable), and the extent."""
+    over padded extents, or anything along a variable of size 1 (0 where the operand has
+    no such variable), and the extent."""
     strides, step = [0] * len(n), 1
     for v in reversed(range(len(n))):
         if v in support:
@@ -101,6 +102,8 @@ def _layout(rng, n: list[int], support: set[int]) -> tuple[list[int], int]:
             pad = int(rng.integers(0, 3)) * 4 if v == len(n) - 1 else int(rng.integers(0, 2))
             step *= n[v] + pad
             step = -(-step // 4) * 4
+            if n[v] == 1 and v < len(n) - 1:
+                strides[v] = int(rng.integers(1, 8))  # never multiplied by more than 0
     return strides, step
 
 

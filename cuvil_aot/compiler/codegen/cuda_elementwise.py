@@ -155,14 +155,15 @@ def flat_condition(w: Writer, k: CudaKernel) -> None:
 
 def last_condition(w: Writer, k: CudaKernel) -> None:
     """``last``: not flat, but every operand steps by 1 along the last loop variable, whose
-    size is a multiple of VEC, its other strides and its alignment VEC elements, in 32-bit
-    offsets (``_v32``)."""
+    size is a multiple of VEC, its other strides (along variables longer than 1) and its
+    alignment VEC elements, in 32-bit offsets (``_v32``)."""
     last = k.nloops - 1
     conds = ["!flat", "fits", f"a.n[{last}] % {VEC} == 0"]
     for j, op in enumerate(k.operands):
         storage = ops_c.STORAGE[op.dtype]
         conds.append(f"(uintptr_t)a.p[{j}] % ({VEC} * sizeof({storage})) == 0")
-        conds += [f"a.s[{j}][{v}] % {VEC} == 0" for v in op.support() if v != last]
+        conds += [f"(a.n[{v}] == 1 || a.s[{j}][{v}] % {VEC} == 0)"  # 1: i{v} is 0
+                  for v in op.support() if v != last]
         conds.append(f"a.s[{j}][{last}] == 1")
     if not along_last(k):  # no _v32 body
         conds = ["0"]
