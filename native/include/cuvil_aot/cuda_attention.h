@@ -235,7 +235,8 @@ CV_DEV void cv_attention_fma(const cv_att_in &q, const cv_att_in &k, const cv_at
                 }
             }
         }
-        cv_cp_async_wait<0>(); /* no keys: Q's copies */
+        cv_cp_async_commit(); /* no keys (s == 0): Q's copies, committed by no tile */
+        cv_cp_async_wait<0>();
         /* the store's batch index math once, as the tensor-core kernel does: through the
          * functor, a 64-bit division by the heads an element (in the module, where the
          * store is cv_att_store, this kernel took 12.5 us at 1 x 16 against the probe's 5.3
