@@ -67,7 +67,8 @@ def elementwise_kernels(em: CudaEmitter, w: Writer) -> None:
         w.line("const int64_t step = (int64_t)gridDim.x * blockDim.x;")
         w.line("const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;")
         with w.block(f"for (int64_t q = first; q < total / {VEC}; q += step)"):
-            _vector_step(em, w, lanes)
+            w.line(f"const int64_t t = q * {VEC};")
+            _vector_step(em, w, lanes, lambda j: "t")
         with w.block(f"for (int64_t t = total / {VEC} * {VEC} + first; t < total; t += step)"):
             w.extend(scalar)
     _vector_strided(em, w, lanes)
@@ -113,11 +114,8 @@ def _vector_strided(em: CudaEmitter, w: Writer, lanes: list[GpuBody]) -> None:
 
 
 def _vector_step(em: CudaEmitter, w: Writer, lanes: list[GpuBody],
-                 offset: Callable[[int], str] | None = None) -> None:
-    """One step of VEC lanes: each operand's vector at ``offset(j)`` (``_flat``: ``t``)."""
-    if offset is None:
-        w.line(f"const int64_t t = q * {VEC};")
-    at = offset or (lambda j: "t")
+                 at: Callable[[int], str]) -> None:
+    """One step of VEC lanes: operand j's vector at element offset ``at(j)``."""
     used = sorted(lanes[0].used)
     for j in used:
         op = em.k.operands[j]

@@ -137,6 +137,20 @@ CV_DEV float cv_att_warp_sum(float x) {
     return x;
 }
 
+/* One row's step of the online softmax where lane j holds key j's score x (-inf where
+ * the key or row does not exist; `valid`: the key does): its p, the running max m and sum
+ * l updated, and the factor alpha the row's output is to be rescaled by. Exponents are
+ * taken against 0 while the max is -inf (cuda_attention.h's NumPy semantics above). */
+CV_DEV float cv_att_lane_step(float x, bool valid, float &m, float &l, float &alpha) {
+    const float mnew = fmaxf(m, cv_att_warp_max(x));
+    const float mu = mnew == CV_ATT_NEG_INF ? 0.0f : mnew;
+    alpha = m == CV_ATT_NEG_INF ? 0.0f : expf(m - mu);
+    const float p = valid ? expf(x - mu) : 0.0f;
+    l = l * alpha + cv_att_warp_sum(p);
+    m = mnew;
+    return p;
+}
+
 /* q: (t, dk) per batch, k: (s, dk), v: (s, dv), of elements TQ, TK, TV (read as
  * floats); nz batches; query rows row0 .. row0 + CV_ATT_BM; both head dims at most DW.
  * score(z, i, j, dot) -> the score; epi(z, i, c, value) stores. Its tiles in the shared
@@ -210,13 +224,9 @@ CV_DEV void cv_attention_fma(const cv_att_in &q, const cv_att_in &k, const cv_at
                 /* called everywhere (at the nearest row and key that exist), so its index
                  * arithmetic on z is computed once, not once a row (cuda_attention_tc.h) */
                 const float x0 = score(z, row < t ? row : t - 1, valid ? key : s - 1, dot[r]);
-                const float x = valid && row < t ? x0 : CV_ATT_NEG_INF;
-                const float mnew = fmaxf(m[r], cv_att_warp_max(x));
-                const float mu = mnew == CV_ATT_NEG_INF ? 0.0f : mnew; /* see above */
-                const float alpha = m[r] == CV_ATT_NEG_INF ? 0.0f : expf(m[r] - mu);
-                p[r] = valid ? expf(x - mu) : 0.0f;
-                l[r] = l[r] * alpha + cv_att_warp_sum(p[r]);
-                m[r] = mnew;
+                float alpha;
+                p[r] = cv_att_lane_step(valid && row < t ? x0 : CV_ATT_NEG_INF, valid, m[r],
+                                        l[r], alpha);
 #pragma unroll
                 for (int c = 0; c < 4; c++) o[r][c] *= alpha;
             }

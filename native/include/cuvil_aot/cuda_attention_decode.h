@@ -61,23 +61,23 @@ CV_DEV void cv_attention_decode(const cv_att_in &q, const cv_att_in &k, const cv
             /* K's tile by cp.async (float; other elements through registers), V's rows
              * into registers, both in flight at once; running row pointers, since 32
              * rows' 64-bit addresses would each hold registers */
-            const TK *kr = kp + key0 * k.rs + lane * k.cs;
-            const TV *vr_ = vp + key0 * v.rs + lane * v.cs;
+            const TK *krow = kp + key0 * k.rs + lane * k.cs;
+            const TV *vrow = vp + key0 * v.rs + lane * v.cs;
             const int64_t k32 = 32 * k.cs, v32 = 32 * v.cs;
 #pragma unroll 8
-            for (int j = 0; j < BN; j++, kr += k.rs)
+            for (int j = 0; j < BN; j++, krow += k.rs)
 #pragma unroll
                 for (int h = 0; h < D / 32; h++) { /* lanes along a row: coalesced */
                     const bool in = j < nj && lane + 32 * h < dk;
-                    cv_att_elem(&sm.k[warp][j][lane + 32 * h], in ? kr + h * k32 : kp, in);
+                    cv_att_elem(&sm.k[warp][j][lane + 32 * h], in ? krow + h * k32 : kp, in);
                 }
             cv_cp_async_commit();
             float vr[BN][2];
 #pragma unroll
-            for (int j = 0; j < BN; j++, vr_ += v.rs)
+            for (int j = 0; j < BN; j++, vrow += v.rs)
 #pragma unroll
                 for (int h = 0; h < 2; h++)
-                    vr[j][h] = j < nj && lane + 32 * h < dd ? (float)vr_[h * v32] : 0.0f;
+                    vr[j][h] = j < nj && lane + 32 * h < dd ? (float)vrow[h * v32] : 0.0f;
             cv_cp_async_wait<0>();
             __syncwarp();
             const int valid = lane < nj;
@@ -95,16 +95,12 @@ CV_DEV void cv_attention_decode(const cv_att_in &q, const cv_att_in &k, const cv
             }
             float p[RW];
 #pragma unroll
-            for (int r = 0; r < RW; r++) { /* as cv_attention_fma's, which says why */
+            for (int r = 0; r < RW; r++) { /* the score as cv_attention_fma's, which says why */
                 const int64_t key = valid ? key0 + lane : s - 1;
                 const float x0 = score(z, r < t ? (int64_t)r : t - 1, key, dot[r]);
-                const float x = valid && r < t ? x0 : CV_ATT_NEG_INF;
-                const float mnew = fmaxf(m[r], cv_att_warp_max(x));
-                const float mu = mnew == CV_ATT_NEG_INF ? 0.0f : mnew;
-                const float alpha = m[r] == CV_ATT_NEG_INF ? 0.0f : expf(m[r] - mu);
-                p[r] = valid ? expf(x - mu) : 0.0f;
-                l[r] = l[r] * alpha + cv_att_warp_sum(p[r]);
-                m[r] = mnew;
+                float alpha;
+                p[r] = cv_att_lane_step(valid && r < t ? x0 : CV_ATT_NEG_INF, valid, m[r], l[r],
+                                        alpha);
                 o[r][0] *= alpha, o[r][1] *= alpha;
             }
 #pragma unroll
