@@ -23,10 +23,9 @@
 
 /* One term's share: rows k = first, first + step, ... of B's 4 columns from `col`, LOADS
  * float4s in flight before the first FMA. */
-template <int MR>
+template <int MR, int LOADS>
 CV_DEV void cv_gemv_rows_term(const cv_gpu_term &t, int64_t bat, int m, int row0, int col,
                               int first, int step, float (&acc)[MR][4]) {
-    constexpr int LOADS = 4;
     const float *a = reinterpret_cast<const float *>(t.a) + bat * t.a_bs;
     const float *b = reinterpret_cast<const float *>(t.b) + bat * t.b_bs + col;
     const int k_end = (int)t.k, b_rs = (int)t.b_rs, a_cs = (int)t.a_cs;
@@ -56,7 +55,7 @@ CV_DEV void cv_gemv_rows_term(const cv_gpu_term &t, int64_t bat, int m, int row0
 
 /* Tiles of CV_GEMV_ROWS rows x cols columns, block-strided over grid.x (column tiles
  * first, then row groups), batches over grid.y. */
-template <class Epi>
+template <int LOADS = 4, class Epi>
 CV_DEV void cv_gemv_vec_rows(const cv_gpu_term *terms, int nterms, int m, int n,
                              int64_t nbatch, int cols, const Epi &epi) {
     constexpr int MR = CV_GEMV_ROWS;
@@ -80,7 +79,7 @@ CV_DEV void cv_gemv_vec_rows(const cv_gpu_term *terms, int nterms, int m, int n,
                 for (int e = 0; e < 4; e++) acc[r][e] = 0;
             if (col0 + mine < n)
                 for (int t = 0; t < nterms; t++)
-                    cv_gemv_rows_term<MR>(terms[t], bat, m, row0, col0 + mine, first, step, acc);
+                    cv_gemv_rows_term<MR, LOADS>(terms[t], bat, m, row0, col0 + mine, first, step, acc);
 #pragma unroll
             for (int r = 0; r < MR; r++)
 #pragma unroll
