@@ -55,7 +55,7 @@ CV_DEV void cv_gemv_rows_term(const cv_gpu_term &t, int64_t bat, int m, int row0
 
 /* Tiles of CV_GEMV_ROWS rows x cols columns, block-strided over grid.x (column tiles
  * first, then row groups), batches over grid.y. */
-template <int LOADS = 8, class Epi>
+template <int LOADS = 4, class Epi>
 CV_DEV void cv_gemv_vec_rows(const cv_gpu_term *terms, int nterms, int m, int n,
                              int64_t nbatch, int cols, const Epi &epi) {
     constexpr int MR = CV_GEMV_ROWS;
