@@ -8,10 +8,11 @@ are compared as the CPU tests compare theirs (conftest.check).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -223,3 +224,17 @@ def kernels_launched(run: Callable[[], Any]) -> list[str]:
     except RuntimeError:  # no CUPTI: judge the numbers only
         run()
         return []
+
+
+@contextlib.contextmanager
+def knob(name: str, value: Any) -> Iterator[Any]:
+    """The runtime's setting ``name`` (``native.configure``) at ``value`` inside; as it was
+    after."""
+    from cuvil_aot.runtime import native
+
+    before = native.info()[name]
+    native.configure(**{name: value})
+    try:
+        yield value
+    finally:
+        native.configure(**{name: before})

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import compile_source
-from gpu_harness import device_arch, kernels_launched
+from gpu_harness import device_arch, kernels_launched, knob
 
 pytestmark = pytest.mark.gpu
 
@@ -146,12 +146,8 @@ def causal_bf16(x, y, z, w):
 def attention_split(request):
     """Every test with CUVIL_AOT_CUDA_ATTENTION_SPLIT off and on: where the blocks are few
     (most shapes here), the split entry (_s) then runs."""
-    from cuvil_aot.runtime import native
-
-    before = native.info()["cuda_attention_split"]
-    native.configure(cuda_attention_split=request.param)
-    yield request.param
-    native.configure(cuda_attention_split=before)
+    with knob("cuda_attention_split", request.param) as on:
+        yield on
 
 
 @pytest.fixture(scope="module")
@@ -355,12 +351,8 @@ def test_two_attentions_in_one_call(attn):
 def grouped_on(request):
     """CUVIL_AOT_CUDA_ATTENTION_GROUPED on (the fused kernel over B·H heads) and off (the
     matmuls per K/V head and the softmax)."""
-    from cuvil_aot.runtime import native
-
-    before = native.info()["cuda_attention_grouped"]
-    native.configure(cuda_attention_grouped=request.param)
-    yield request.param
-    native.configure(cuda_attention_grouped=before)
+    with knob("cuda_attention_grouped", request.param) as on:
+        yield on
 
 
 @pytest.mark.parametrize("shape", [(2, 2, 4, 7, 7, 64), (1, 2, 4, 129, 129, 64),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import assert_close, compile_source
-from gpu_harness import device_arch
+from gpu_harness import device_arch, knob
 
 from cuvil_aot.runtime import native
 
@@ -80,10 +80,8 @@ def mod(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def _graphs_on():
-    before = native.info()["cuda_graph"]
-    native.configure(cuda_graph=4)
-    yield
-    native.configure(cuda_graph=before)
+    with knob("cuda_graph", 4):
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -79,7 +79,8 @@ CV_DEV void cv_gemv_vec_rows(const cv_gpu_term *terms, int nterms, int m, int n,
                 for (int e = 0; e < 4; e++) acc[r][e] = 0;
             if (col0 + mine < n)
                 for (int t = 0; t < nterms; t++)
-                    cv_gemv_rows_term<MR, LOADS>(terms[t], bat, m, row0, col0 + mine, first, step, acc);
+                    cv_gemv_rows_term<MR, LOADS>(terms[t], bat, m, row0, col0 + mine, first,
+                                                 step, acc);
 #pragma unroll
             for (int r = 0; r < MR; r++)
 #pragma unroll
